@@ -1,0 +1,87 @@
+//! The per-call context a tool receives: cancellation, progress, session state.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio_util::sync::CancellationToken;
+
+/// One progress report of a long call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Work done so far, in the tool's own unit.
+    pub progress: f64,
+    /// Total work when known.
+    pub total: Option<f64>,
+    /// Short human message.
+    pub message: Option<String>,
+}
+
+/// Where progress goes (an MCP `notifications/progress` sender, a terminal, nowhere).
+pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// State that lives as long as a session (an MCP connection, an agent conversation) and that
+/// tools share, keyed by type — for example what `read_file` last saw of each file.
+#[derive(Default)]
+pub struct SessionState {
+    slots: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl std::fmt::Debug for SessionState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionState").finish_non_exhaustive()
+    }
+}
+
+impl SessionState {
+    /// The session's value of type `T`, created on first use.
+    pub fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut slots = match self.slots.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let slot = slots
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()) as Arc<dyn Any + Send + Sync>)
+            .clone();
+        drop(slots);
+        match slot.downcast::<T>() {
+            Ok(value) => value,
+            // Unreachable: the slot for TypeId::of::<T>() always holds a T.
+            Err(_) => Arc::new(T::default()),
+        }
+    }
+}
+
+/// What a running tool gets besides its arguments.
+#[derive(Clone, Default)]
+pub struct CallContext {
+    /// Cancelled when the caller gives up or the deadline passes; long tools check it.
+    pub cancel: CancellationToken,
+    /// Where to report progress, when the caller asked for it.
+    pub progress: Option<ProgressSink>,
+    /// Session-scoped state.
+    pub session: Arc<SessionState>,
+}
+
+impl std::fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallContext")
+            .field("cancelled", &self.cancel.is_cancelled())
+            .field("progress", &self.progress.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl CallContext {
+    /// Report progress if anyone listens.
+    pub fn report(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        if let Some(sink) = &self.progress {
+            sink(Progress {
+                progress,
+                total,
+                message,
+            });
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! Dispatch: running one call, where every failure is information (seed 000 s02).
+//!
+//! Unknown tool, arguments that are not JSON or do not fit the schema, a denied permission,
+//! a handler error, a timeout and a panic all come back as an error [`ToolOutput`] whose text
+//! says what to do next. Read-only calls run in parallel; mutating calls run alone, in the
+//! order they arrived (a fair read/write lock).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use serde_json::Value;
+use tokio::sync::RwLock;
+
+use crate::context::CallContext;
+use crate::output::ToolOutput;
+use crate::permission::{Decision, Policy};
+use crate::registry::{Registry, Scope, Snapshot};
+use crate::spec::Concurrency;
+use crate::tool::{ToolError, json_kind};
+
+/// Time limits applied by the dispatcher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DispatchLimits {
+    /// Used when a tool declares no timeout. Default 120 s, the shell's default (SPEC).
+    pub default_timeout: Duration,
+    /// No tool runs longer than this. Default 600 s, the shell's maximum (SPEC).
+    pub max_timeout: Duration,
+}
+
+impl Default for DispatchLimits {
+    fn default() -> Self {
+        Self {
+            default_timeout: Duration::from_secs(120),
+            max_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Arguments as they arrive: already-parsed JSON (MCP) or raw text (model output, CLI).
+#[derive(Debug, Clone)]
+pub enum RawArgs {
+    /// Parsed JSON.
+    Json(Value),
+    /// Text that should be a JSON object.
+    Text(String),
+}
+
+/// One call of a batch.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// Tool name as the model wrote it.
+    pub name: String,
+    /// Its arguments.
+    pub args: RawArgs,
+}
+
+/// Runs calls against one scope of a registry under a permission policy.
+pub struct Dispatcher {
+    registry: Arc<Registry>,
+    scope: Scope,
+    policy: Policy,
+    limits: DispatchLimits,
+    order: RwLock<()>,
+}
+
+impl std::fmt::Debug for Dispatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatcher")
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Dispatcher {
+    /// A dispatcher for `scope` of `registry`.
+    pub fn new(
+        registry: Arc<Registry>,
+        scope: Scope,
+        policy: Policy,
+        limits: DispatchLimits,
+    ) -> Self {
+        Self {
+            registry,
+            scope,
+            policy,
+            limits,
+            order: RwLock::new(()),
+        }
+    }
+
+    /// The registry behind this dispatcher.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The current snapshot of this dispatcher's scope.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.registry.snapshot(&self.scope)
+    }
+
+    /// The permission policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Runs one call. Never fails: errors are results with `is_error`.
+    pub async fn call(&self, name: &str, args: RawArgs, ctx: CallContext) -> ToolOutput {
+        let snapshot = self.snapshot();
+        let Some(tool) = snapshot.get(name).cloned() else {
+            return unknown_tool(name, &snapshot);
+        };
+        let args = match args {
+            RawArgs::Json(v) => v,
+            RawArgs::Text(text) if text.trim().is_empty() => Value::Object(Default::default()),
+            RawArgs::Text(text) => match serde_json::from_str::<Value>(&text) {
+                Ok(v) => v,
+                Err(e) => {
+                    return ToolOutput::error(format!(
+                        "error: the arguments for `{name}` are not valid JSON ({e}); resend them as one JSON object, e.g. {{\"path\": \"README.md\"}}"
+                    ));
+                }
+            },
+        };
+        if !(args.is_object() || args.is_null()) {
+            return ToolOutput::error(format!(
+                "error: the arguments for `{name}` must be a JSON object, got {}; resend them as {{\"field\": value, …}}",
+                json_kind(&args)
+            ));
+        }
+
+        let meta = tool.meta().clone();
+        let verdict = self.policy.decide(name, &meta.action);
+        match verdict.decision {
+            Decision::Allow => {}
+            Decision::Deny => {
+                return ToolOutput::error(match verdict.rule {
+                    Some(rule) => format!(
+                        "error: permission denied: `{name}` ({}) is blocked by the rule {rule}; use another tool, or ask the user to change that rule",
+                        meta.action
+                    ),
+                    None => format!("error: permission denied for `{name}`"),
+                });
+            }
+            Decision::Ask => {
+                // Nobody can be asked here (server mode, no TTY): ask acts as deny.
+                let rule = verdict.rule.unwrap_or_default();
+                return ToolOutput::error(format!(
+                    "error: permission needed: `{name}` ({}) requires approval by the rule {rule}, and nobody can approve it here; ask the user to move it to `allow` in the [permissions] config",
+                    meta.action
+                ));
+            }
+        }
+
+        let timeout = meta
+            .timeout
+            .unwrap_or(self.limits.default_timeout)
+            .min(self.limits.max_timeout);
+        let _guard = match meta.concurrency {
+            Concurrency::ReadOnly => Guard::Read(self.order.read().await),
+            Concurrency::Mutating => Guard::Write(self.order.write().await),
+        };
+        let cancel = ctx.cancel.clone();
+        let run = AssertUnwindSafe(tool.call(args, ctx)).catch_unwind();
+        let outcome = tokio::select! {
+            biased;
+            () = cancel.cancelled() => {
+                return ToolOutput::error(format!("error: `{name}` was cancelled before it finished"));
+            }
+            r = tokio::time::timeout(timeout, run) => r,
+        };
+        match outcome {
+            Err(_elapsed) => {
+                cancel.cancel();
+                ToolOutput::error(format!(
+                    "error: `{name}` timed out after {} and was stopped; narrow the request (a smaller path, limit or pattern) and try again",
+                    human_duration(timeout)
+                ))
+            }
+            Ok(Err(panic)) => {
+                let what = panic_message(&panic);
+                tracing::error!(tool = name, panic = %what, "tool handler panicked");
+                ToolOutput::error(format!(
+                    "error: `{name}` failed internally ({what}); this is a toolgate bug — try different arguments or another tool"
+                ))
+            }
+            Ok(Ok(Err(err))) => ToolOutput::error(match err {
+                ToolError::InvalidArguments(msg) => {
+                    format!("error: invalid arguments for `{name}`: {msg}")
+                }
+                ToolError::Recoverable(msg) => format!("error: {msg}"),
+                ToolError::Fatal(msg) => format!("error: `{name}` failed: {msg}"),
+            }),
+            Ok(Ok(Ok(output))) => output,
+        }
+    }
+
+    /// Runs a model turn's calls: consecutive read-only calls together, mutating ones alone,
+    /// results in call order.
+    pub async fn call_batch(&self, calls: Vec<Call>, ctx: &CallContext) -> Vec<ToolOutput> {
+        let snapshot = self.snapshot();
+        let mut results = Vec::with_capacity(calls.len());
+        let mut group: Vec<Call> = Vec::new();
+        for call in calls {
+            let read_only = snapshot
+                .get(&call.name)
+                .is_some_and(|t| t.meta().concurrency == Concurrency::ReadOnly);
+            if read_only {
+                group.push(call);
+                continue;
+            }
+            results.extend(self.run_group(std::mem::take(&mut group), ctx).await);
+            results.push(self.call(&call.name, call.args, ctx.clone()).await);
+        }
+        results.extend(self.run_group(group, ctx).await);
+        results
+    }
+
+    async fn run_group(&self, group: Vec<Call>, ctx: &CallContext) -> Vec<ToolOutput> {
+        futures::future::join_all(
+            group
+                .into_iter()
+                .map(|c| async move { self.call(&c.name, c.args, ctx.clone()).await }),
+        )
+        .await
+    }
+}
+
+enum Guard<'a> {
+    Read(#[allow(dead_code)] tokio::sync::RwLockReadGuard<'a, ()>),
+    Write(#[allow(dead_code)] tokio::sync::RwLockWriteGuard<'a, ()>),
+}
+
+fn unknown_tool(name: &str, snapshot: &Snapshot) -> ToolOutput {
+    let mut scored: Vec<(f64, &str)> = snapshot
+        .tools
+        .keys()
+        .map(|k| {
+            (
+                strsim::jaro_winkler(&name.to_lowercase(), &k.to_lowercase()),
+                k.as_str(),
+            )
+        })
+        .filter(|(score, _)| *score > 0.7)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    let suggestions: Vec<String> = scored
+        .iter()
+        .take(3)
+        .map(|(_, k)| format!("`{k}`"))
+        .collect();
+    let hint = if suggestions.is_empty() {
+        let all: Vec<String> = snapshot
+            .tools
+            .keys()
+            .take(20)
+            .map(|k| format!("`{k}`"))
+            .collect();
+        format!("available tools: {}", all.join(", "))
+    } else {
+        format!("did you mean {}?", suggestions.join(", "))
+    };
+    ToolOutput::error(format!("error: unknown tool `{name}`; {hint}"))
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic".to_owned()
+    }
+}
+
+fn human_duration(d: Duration) -> String {
+    if d.as_millis() % 1000 == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}

@@ -1,0 +1,34 @@
+//! toolgate's tool model: the stations a tool passes from code to the model's eyes.
+//!
+//! - [`spec`]: declaration (station 1) — the model-facing [`ToolSpec`] and the host-facing
+//!   [`ToolMeta`], kept apart so host fields never reach a model request.
+//! - [`tool`]: the typed [`Tool`] trait (arguments and schema from one Rust type) and its
+//!   erased form [`DynTool`].
+//! - [`registry`]: registration and invalidation (stations 2 and 6) — layers, scopes,
+//!   snapshots, generation numbers.
+//! - [`permission`]: filtering by policy (station 4).
+//! - [`render`]: the model-facing tool arrays (station 5), byte-deterministic.
+//! - [`dispatch`]: running a call, where every failure becomes information for the model.
+//!
+//! The design follows seed 003 §1–§5 and seed 000 s02.
+
+mod context;
+mod dispatch;
+mod output;
+mod permission;
+mod registry;
+mod render;
+mod spec;
+mod tool;
+
+pub use context::{CallContext, Progress, ProgressSink, SessionState};
+pub use dispatch::{Call, DispatchLimits, Dispatcher, RawArgs};
+pub use output::{Media, ToolOutput, TruncationReason};
+pub use permission::{Decision, Policy, PolicyError, Verdict};
+pub use registry::{
+    ProviderError, Registry, RegistryError, Scope, Snapshot, StaticProvider, ToolProvider,
+    validate_tool,
+};
+pub use render::{Protocol, RenderOptions, render_tools, render_tools_bytes};
+pub use spec::{Concurrency, ToolMeta, ToolSpec, schema_for};
+pub use tool::{DynTool, Tool, ToolError, TypedTool};

@@ -1,0 +1,161 @@
+//! The typed tool trait and its erased form (codex-rs `ToolHandler` → `AnyToolHandler`).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::context::CallContext;
+use crate::output::ToolOutput;
+use crate::spec::{ToolMeta, ToolSpec, schema_for};
+
+/// Why a tool call failed. Error text is an interface: it names the next action.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The arguments did not fit the schema; the message names the field and expected type.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// A failure the model can act on ("old_string occurs 3 times; add surrounding lines").
+    #[error("{0}")]
+    Recoverable(String),
+    /// A failure that should end the turn (the host itself is broken).
+    #[error("fatal: {0}")]
+    Fatal(String),
+}
+
+impl ToolError {
+    /// A recoverable failure with a message that says what to do next.
+    pub fn recoverable(message: impl Into<String>) -> Self {
+        Self::Recoverable(message.into())
+    }
+}
+
+/// A tool whose arguments are one Rust type: parsing and the input schema come from it.
+pub trait Tool: Send + Sync + 'static {
+    /// The arguments; `#[serde(deny_unknown_fields)]` is recommended.
+    type Args: DeserializeOwned + JsonSchema + Send;
+    /// The structured output; its schema becomes the `outputSchema`.
+    type Output: JsonSchema;
+
+    /// Unique name.
+    fn name(&self) -> &str;
+    /// Model-facing description.
+    fn description(&self) -> &str;
+    /// Host-facing metadata; `output_schema` is filled in from [`Tool::Output`].
+    fn meta(&self) -> ToolMeta;
+    /// Runs the tool.
+    fn call(
+        &self,
+        args: Self::Args,
+        ctx: CallContext,
+    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send;
+}
+
+/// A tool with its types erased, as the registry holds it.
+pub trait DynTool: Send + Sync + 'static {
+    /// The model-facing half.
+    fn spec(&self) -> &ToolSpec;
+    /// The host-facing half.
+    fn meta(&self) -> &ToolMeta;
+    /// Runs the tool with JSON arguments.
+    fn call(
+        &self,
+        args: Value,
+        ctx: CallContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
+}
+
+/// Adapter from a typed [`Tool`] to [`DynTool`]; computes spec and meta once.
+pub struct TypedTool<T: Tool> {
+    tool: Arc<T>,
+    spec: ToolSpec,
+    meta: ToolMeta,
+}
+
+impl<T: Tool> TypedTool<T> {
+    /// Wraps `tool`, deriving its input and output schemas from its types.
+    pub fn new(tool: T) -> Self {
+        let spec = ToolSpec {
+            name: tool.name().to_owned(),
+            description: tool.description().to_owned(),
+            input_schema: Arc::new(schema_for::<T::Args>()),
+        };
+        let mut meta = tool.meta();
+        meta.output_schema = Some(Arc::new(schema_for::<T::Output>()));
+        Self {
+            tool: Arc::new(tool),
+            spec,
+            meta,
+        }
+    }
+
+    /// Wraps `tool` and erases its type.
+    pub fn erased(tool: T) -> Arc<dyn DynTool> {
+        Arc::new(Self::new(tool))
+    }
+}
+
+impl<T: Tool> DynTool for TypedTool<T> {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn meta(&self) -> &ToolMeta {
+        &self.meta
+    }
+
+    fn call(
+        &self,
+        args: Value,
+        ctx: CallContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let tool = Arc::clone(&self.tool);
+        Box::pin(async move {
+            let args = parse_args::<T::Args>(args)?;
+            tool.call(args, ctx).await
+        })
+    }
+}
+
+/// Parses arguments, naming the failing field and what was expected.
+fn parse_args<A: DeserializeOwned>(args: Value) -> Result<A, ToolError> {
+    // A missing or null argument object means "no arguments".
+    let args = if args.is_null() {
+        Value::Object(Default::default())
+    } else {
+        args
+    };
+    if !args.is_object() {
+        return Err(ToolError::InvalidArguments(format!(
+            "expected a JSON object of named arguments, got {}; send e.g. {{\"path\": \"src/main.rs\"}}",
+            json_kind(&args)
+        )));
+    }
+    serde_path_to_error::deserialize::<_, A>(args).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        if path == "." || path.is_empty() {
+            ToolError::InvalidArguments(format!("{inner}; check the tool's input schema"))
+        } else {
+            ToolError::InvalidArguments(format!(
+                "field `{path}`: {inner}; check the tool's input schema"
+            ))
+        }
+    })
+}
+
+/// The JSON type name of a value, for error messages.
+pub(crate) fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

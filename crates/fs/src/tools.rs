@@ -1,0 +1,413 @@
+//! The `read_file` and `list_dir` tools.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use toolgate_core::{
+    CallContext, Concurrency, DynTool, Media, Tool, ToolError, ToolMeta, ToolOutput,
+    TruncationReason, TypedTool,
+};
+
+use crate::confine::Roots;
+use crate::line_index::LineIndexCache;
+use crate::list::{human_size, list_dir};
+use crate::read::{FileStamp, FileStamps, LineIndexHandle, PageError, ReadLimits, read_page};
+use crate::sniff::{Kind, sniff};
+
+/// The file tools over `roots`, sharing one line-index cache.
+pub fn builtin_fs_tools(roots: Arc<Roots>, limits: ReadLimits) -> Vec<Arc<dyn DynTool>> {
+    let index = Arc::new(LineIndexCache::new());
+    vec![
+        TypedTool::erased(ReadFileTool {
+            roots: Arc::clone(&roots),
+            limits: limits.clone(),
+            index,
+        }),
+        TypedTool::erased(ListDirTool { roots, limits }),
+    ]
+}
+
+/// Deadline of the file tools (SPEC "Bounded I/O": 30 s max).
+const FS_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Arguments of `read_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFileArgs {
+    /// File path, relative to the project root (or absolute inside it).
+    pub path: String,
+    /// 1-based line number to start at (default 1). Use `next_offset` from a cut result.
+    #[serde(default)]
+    pub offset: Option<u64>,
+    /// Most lines to return (default and maximum 2000).
+    #[serde(default)]
+    pub limit: Option<u64>,
+}
+
+/// Structured result of `read_file` and `list_dir`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PageOutput {
+    /// The numbered lines (or entries) with a footer when cut.
+    pub text: String,
+    /// The path as resolved, relative to the project root when inside it.
+    pub path: String,
+    /// Whether more exists beyond this page.
+    pub truncated: bool,
+    /// Why it was cut: `result_limit`, `payload_limit`, `scan_limit`, `timeout`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<TruncationReason>,
+    /// Total lines (or entries) when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    /// Offset of the next page; present only when cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
+    /// Entries scanned (`list_dir` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scanned_count: Option<u64>,
+    /// Time taken.
+    pub elapsed_ms: u64,
+}
+
+/// `read_file`: numbered lines of a text file, paged.
+pub struct ReadFileTool {
+    roots: Arc<Roots>,
+    limits: ReadLimits,
+    index: Arc<LineIndexCache>,
+}
+
+impl Tool for ReadFileTool {
+    type Args = ReadFileArgs;
+    type Output = PageOutput;
+
+    fn name(&self) -> &str {
+        "read_file"
+    }
+
+    fn description(&self) -> &str {
+        "Read a text file as numbered lines (cat -n style). Returns at most 2000 lines or 50 KiB per call, whichever comes first; when cut, the result says so and gives next_offset to continue. Lines over 2000 characters are cut with a visible marker. Images and PDFs come back as attachments; other binary files are refused. Use offset/limit to page through large files and spilled outputs instead of rerunning commands."
+    }
+
+    fn meta(&self) -> ToolMeta {
+        ToolMeta {
+            timeout: Some(FS_TIMEOUT),
+            concurrency: Concurrency::ReadOnly,
+            action: "fs.read".to_owned(),
+            spillable: false,
+            idempotent: true,
+            destructive: false,
+            display: "Read file".to_owned(),
+            ..ToolMeta::default()
+        }
+    }
+
+    async fn call(&self, args: ReadFileArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
+        let roots = Arc::clone(&self.roots);
+        let limits = self.limits.clone();
+        let index = Arc::clone(&self.index);
+        let stamps = ctx.session.get::<FileStamps>();
+        let cancel = ctx.cancel.clone();
+        tokio::task::spawn_blocking(move || {
+            read_file_blocking(&roots, &limits, &index, &stamps, &args, &|| {
+                cancel.is_cancelled()
+            })
+        })
+        .await
+        .map_err(|e| ToolError::Fatal(format!("read_file worker failed: {e}")))?
+    }
+}
+
+fn read_file_blocking(
+    roots: &Roots,
+    limits: &ReadLimits,
+    index: &LineIndexCache,
+    stamps: &FileStamps,
+    args: &ReadFileArgs,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<ToolOutput, ToolError> {
+    let started = Instant::now();
+    let (mut file, real, meta) = roots.open_read(&args.path).map_err(|e| {
+        let hint = match e {
+            crate::PathError::NotRegular {
+                kind: "directory", ..
+            } => "; use list_dir for folders",
+            _ => "",
+        };
+        ToolError::recoverable(format!("{e}{hint}"))
+    })?;
+    let display = roots.display(&real);
+    let size = meta.len();
+
+    let mut first = vec![0u8; limits.first_chunk_bytes.min(size as usize).max(1)];
+    let n = std::io::Read::read(&mut file, &mut first).map_err(|e| io_err(&args.path, &e))?;
+    first.truncate(n);
+    let kind = sniff(&first, n as u64 >= size);
+    stamps.record(real.clone(), FileStamp::of(&meta));
+
+    let offset = args.offset.unwrap_or(1);
+    let limit = args
+        .limit
+        .map_or(limits.max_lines, |l| l.min(usize::MAX as u64) as usize);
+    let page = match kind {
+        Kind::Image(mime) => return media(&args.path, &real, size, limits, mime),
+        Kind::Pdf => return media(&args.path, &real, size, limits, "application/pdf"),
+        Kind::Binary => {
+            return Err(ToolError::recoverable(format!(
+                "`{}` is a binary file ({}); read_file only shows text. Inspect it with a shell tool (e.g. `file`, `xxd | head`) if you need to",
+                args.path,
+                human_size(size)
+            )));
+        }
+        Kind::Utf16 { little_endian } => {
+            if size > limits.max_media_bytes {
+                return Err(ToolError::recoverable(format!(
+                    "`{}` is UTF-16 text of {}, over the {} that can be converted; convert it to UTF-8 first (e.g. `iconv -f UTF-16 -t UTF-8`)",
+                    args.path,
+                    human_size(size),
+                    human_size(limits.max_media_bytes)
+                )));
+            }
+            let raw = fs_err::read(&real).map_err(|e| io_err(&args.path, &e))?;
+            let text = decode_utf16(&raw[2..], little_endian);
+            let mut cursor = std::io::Cursor::new(text.into_bytes());
+            let len = cursor.get_ref().len() as u64;
+            let mut scratch = crate::line_index::LineIndex::default();
+            read_page(
+                &mut cursor,
+                len,
+                0,
+                &mut LineIndexHandle(&mut scratch),
+                offset,
+                limit,
+                limits,
+                cancelled,
+            )
+        }
+        Kind::Utf8 { bom } => page_from_file(
+            &mut file, &real, &meta, index, bom as u64, offset, limit, limits, cancelled,
+        ),
+        Kind::Lossy => page_from_file(
+            &mut file, &real, &meta, index, 0, offset, limit, limits, cancelled,
+        ),
+    };
+    let page = match page {
+        Ok(p) => p,
+        Err(PageError::PastEnd { offset, total }) => {
+            return Err(ToolError::recoverable(format!(
+                "offset {offset} is past the end of `{}`, which has {total} lines; use an offset from 1 to {}",
+                args.path,
+                total.max(1)
+            )));
+        }
+        Err(PageError::Cancelled) => return Err(ToolError::recoverable("read_file was cancelled")),
+        Err(PageError::Io(e)) => return Err(io_err(&args.path, &e)),
+    };
+
+    let mut text = if page.lines == 0 {
+        format!("(`{display}` is empty)\n")
+    } else {
+        page.text
+    };
+    if let Some(next) = page.next_offset {
+        let last = next - 1;
+        let of = page
+            .total_lines
+            .map_or(String::new(), |t| format!(" of {t}"));
+        let why = match page.reason {
+            Some(TruncationReason::PayloadLimit) => {
+                format!("the {} KiB page limit", limits.max_bytes / 1024)
+            }
+            _ => format!("the {}-line page limit", limit.min(limits.max_lines)),
+        };
+        text.push_str(&format!(
+            "[truncated at {why}: showing lines {}-{last}{of}; continue with offset={next}]\n",
+            page.start_line
+        ));
+    }
+    if matches!(kind, Kind::Lossy) {
+        text.push_str("[note: the file is not valid UTF-8; invalid bytes are shown as �]\n");
+    }
+    Ok(ToolOutput::from_body(&PageOutput {
+        text,
+        path: display,
+        truncated: page.next_offset.is_some(),
+        reason: page.reason,
+        total: page.total_lines,
+        next_offset: page.next_offset,
+        scanned_count: None,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+    }))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn page_from_file(
+    file: &mut fs_err::File,
+    real: &std::path::Path,
+    meta: &std::fs::Metadata,
+    index: &LineIndexCache,
+    skip: u64,
+    offset: u64,
+    limit: usize,
+    limits: &ReadLimits,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<crate::ReadPage, PageError> {
+    let entry = index.get(real, meta);
+    let mut guard = entry
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    read_page(
+        file,
+        meta.len(),
+        skip,
+        &mut LineIndexHandle(&mut guard),
+        offset,
+        limit,
+        limits,
+        cancelled,
+    )
+}
+
+fn media(
+    input: &str,
+    real: &std::path::Path,
+    size: u64,
+    limits: &ReadLimits,
+    mime: &str,
+) -> Result<ToolOutput, ToolError> {
+    if size > limits.max_media_bytes {
+        return Err(ToolError::recoverable(format!(
+            "`{input}` is a {mime} file of {}, over the {} limit for attachments; it cannot be shown",
+            human_size(size),
+            human_size(limits.max_media_bytes)
+        )));
+    }
+    let bytes = fs_err::read(real).map_err(|e| io_err(input, &e))?;
+    let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    let mut out = ToolOutput::text(format!(
+        "`{input}`: {mime}, {} (attached)",
+        human_size(size)
+    ));
+    out.media.push(if mime.starts_with("image/") {
+        Media::Image {
+            mime: mime.to_owned(),
+            data,
+        }
+    } else {
+        Media::Blob {
+            uri: format!("file://{}", real.display()),
+            mime: mime.to_owned(),
+            data,
+        }
+    });
+    Ok(out)
+}
+
+fn decode_utf16(bytes: &[u8], little_endian: bool) -> String {
+    let units = bytes.chunks_exact(2).map(|c| {
+        if little_endian {
+            u16::from_le_bytes([c[0], c[1]])
+        } else {
+            u16::from_be_bytes([c[0], c[1]])
+        }
+    });
+    char::decode_utf16(units)
+        .map(|r| r.unwrap_or(char::REPLACEMENT_CHARACTER))
+        .collect()
+}
+
+fn io_err(path: &str, e: &std::io::Error) -> ToolError {
+    ToolError::recoverable(format!("cannot read `{path}`: {e}"))
+}
+
+/// Arguments of `list_dir`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListDirArgs {
+    /// Folder to list, relative to the project root (default: the root).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// 1-based entry number to start at (default 1). Use `next_offset` from a cut result.
+    #[serde(default)]
+    pub offset: Option<u64>,
+    /// Most entries to return (default and maximum 2000).
+    #[serde(default)]
+    pub limit: Option<u64>,
+}
+
+/// `list_dir`: a folder's entries with type and size, paged.
+pub struct ListDirTool {
+    roots: Arc<Roots>,
+    limits: ReadLimits,
+}
+
+impl Tool for ListDirTool {
+    type Args = ListDirArgs;
+    type Output = PageOutput;
+
+    fn name(&self) -> &str {
+        "list_dir"
+    }
+
+    fn description(&self) -> &str {
+        "List one folder's entries sorted by name: folders end in '/', files show their size, symlinks their target. Pages like read_file (offset/limit, next_offset only when cut). Use search_files or grep to find things across many folders."
+    }
+
+    fn meta(&self) -> ToolMeta {
+        ToolMeta {
+            timeout: Some(FS_TIMEOUT),
+            concurrency: Concurrency::ReadOnly,
+            action: "fs.read".to_owned(),
+            spillable: true,
+            idempotent: true,
+            destructive: false,
+            display: "List folder".to_owned(),
+            ..ToolMeta::default()
+        }
+    }
+
+    async fn call(&self, args: ListDirArgs, _ctx: CallContext) -> Result<ToolOutput, ToolError> {
+        let roots = Arc::clone(&self.roots);
+        let limits = self.limits.clone();
+        tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
+            let input = args.path.as_deref().filter(|p| !p.is_empty()).unwrap_or(".");
+            let dir = roots.resolve_dir(input).map_err(|e| {
+                let hint = if matches!(e, crate::PathError::NotRegular { .. }) { "; use read_file for files" } else { "" };
+                ToolError::recoverable(format!("{e}{hint}"))
+            })?;
+            let offset = args.offset.unwrap_or(1);
+            let limit = args.limit.map_or(limits.max_lines, |l| l.min(usize::MAX as u64) as usize);
+            let page = list_dir(&dir, offset, limit, &limits)
+                .map_err(|e| ToolError::recoverable(format!("cannot list `{input}`: {e}")))?;
+            let display = roots.display(&dir);
+            let mut text = if page.shown == 0 { format!("(`{display}` is empty)\n") } else { page.text };
+            if let Some(next) = page.next_offset {
+                let of = page.total.map_or(String::new(), |t| format!(" of {t}"));
+                text.push_str(&format!(
+                    "[truncated: showing entries {offset}-{}{of}; continue with offset={next}]\n",
+                    next - 1
+                ));
+            } else if page.reason == Some(TruncationReason::ScanLimit) {
+                text.push_str(&format!(
+                    "[truncated: the folder has more than {} entries; only that many were scanned — use search_files to narrow down]\n",
+                    limits.max_scan_entries
+                ));
+            }
+            Ok(ToolOutput::from_body(&PageOutput {
+                text,
+                path: display,
+                truncated: page.reason.is_some(),
+                reason: page.reason,
+                total: page.total,
+                next_offset: page.next_offset,
+                scanned_count: Some(page.scanned),
+                elapsed_ms: started.elapsed().as_millis() as u64,
+            }))
+        })
+        .await
+        .map_err(|e| ToolError::Fatal(format!("list_dir worker failed: {e}")))?
+    }
+}
