@@ -1,1 +1,149 @@
-fn main() {}
+//! The `toolgate` command line: argument parsing and printing only; the work lives in the
+//! library crates.
+
+// A CLI prints by design.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod call;
+mod serve;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use toolgate_config::{Flags, LoadOptions, Loaded, Runtime};
+
+/// A bounded, safe tool runtime and MCP server for LLM agents.
+#[derive(Debug, Parser)]
+#[command(name = "toolgate", version, about, propagate_version = true)]
+struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Args)]
+struct GlobalArgs {
+    /// Folder the tools may touch (repeatable; default: the current directory). The first
+    /// one is the project root relative paths resolve against.
+    #[arg(long = "root", value_name = "DIR", global = true)]
+    roots: Vec<PathBuf>,
+    /// Extra config file layered above the user and project config.
+    #[arg(long, value_name = "FILE", global = true)]
+    config: Option<PathBuf>,
+    /// Log level for stderr: error, warn, info, debug, trace (RUST_LOG wins).
+    #[arg(long, value_name = "LEVEL", global = true)]
+    log_level: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the tools over MCP: stdio by default, Streamable HTTP with --http.
+    Serve(serve::ServeArgs),
+    /// List the tools a model would see.
+    Tools(call::ToolsArgs),
+    /// Run one tool through the full pipeline and print its result.
+    Call(call::CallArgs),
+    /// Inspect configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Print the merged configuration and where each value came from.
+    Show,
+}
+
+/// Exit code for usage and configuration errors.
+const USAGE_ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let loaded = match load_config(&cli.global, cli_http(&cli.command)) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            eprintln!("toolgate: {e}");
+            return ExitCode::from(USAGE_ERROR);
+        }
+    };
+    init_logging(
+        &loaded.config.server.log_level,
+        matches!(cli.command, Command::Serve(_)),
+    );
+    match cli.command {
+        Command::Config(ConfigCommand::Show) => {
+            for (key, value, source) in loaded.provenance() {
+                println!("{key} = {value}    # {source}");
+            }
+            ExitCode::SUCCESS
+        }
+        command => {
+            let runtime = match std::env::current_dir()
+                .map_err(|e| e.to_string())
+                .and_then(|cwd| Runtime::new(loaded.config, &cwd).map_err(|e| e.to_string()))
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("toolgate: {e}");
+                    return ExitCode::from(USAGE_ERROR);
+                }
+            };
+            let tokio = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("toolgate: cannot start the async runtime: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            tokio.block_on(async move {
+                match command {
+                    Command::Serve(args) => serve::run(runtime, args).await,
+                    Command::Tools(args) => call::tools(&runtime, &args),
+                    Command::Call(args) => call::call(&runtime, args).await,
+                    Command::Config(_) => ExitCode::SUCCESS,
+                }
+            })
+        }
+    }
+}
+
+fn cli_http(command: &Command) -> Option<String> {
+    match command {
+        Command::Serve(args) => args.http.clone(),
+        _ => None,
+    }
+}
+
+fn load_config(global: &GlobalArgs, http: Option<String>) -> Result<Loaded, String> {
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    let flags = Flags {
+        roots: global.roots.clone(),
+        http,
+        log_level: global.log_level.clone(),
+    };
+    let options = LoadOptions::standard(cwd, global.config.clone(), flags);
+    toolgate_config::load(&options).map_err(|e| e.to_string())
+}
+
+fn init_logging(level: &str, serving: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Outside `serve`, only warnings and worse unless asked: the result is the output.
+    let filter = if serving || std::env::var_os("RUST_LOG").is_some() {
+        filter
+    } else {
+        tracing_subscriber::EnvFilter::new("warn")
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}

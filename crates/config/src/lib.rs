@@ -1,1 +1,18 @@
-//! placeholder
+//! toolgate's configuration (seed 003 §10, SPEC "Config").
+//!
+//! Layers, lowest first: built-in defaults, user `~/.config/toolgate/config.toml`, project
+//! `.toolgate/config.toml`, an explicit `--config FILE`, `TOOLGATE_*` environment variables
+//! (`__` separates nesting: `TOOLGATE_READ__MAX_LINES=500`), command-line flags. Every value
+//! remembers which layer it came from ([`Loaded::provenance`]).
+//!
+//! Assembly-time settings (roots, permissions, render budget) decide which tools exist and how
+//! they are rendered; runtime settings (timeouts, limits) never enter a model request.
+
+mod assemble;
+mod load;
+
+pub use assemble::Runtime;
+pub use load::{
+    Config, ConfigError, DispatchConfig, Flags, LoadOptions, Loaded, PermissionsConfig,
+    RenderConfig, ServerConfig, load,
+};

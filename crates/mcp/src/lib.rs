@@ -1,1 +1,15 @@
-//! placeholder
+//! toolgate's MCP server: every registry tool over stdio or Streamable HTTP, on `rmcp`.
+//!
+//! - [`ToolgateServer`]: the MCP handler — `tools/list` rendered from the registry snapshot
+//!   (station 5), `tools/call` through the dispatcher, `structuredContent` that always carries
+//!   the full model text, progress for long calls, cancellation, `list_changed` on every
+//!   registry generation change.
+//! - [`serve_stdio`] and [`serve_http`]: the two transports. HTTP binds loopback by default,
+//!   validates Host and Origin and can require a bearer token (SPEC "Security model").
+
+mod convert;
+mod http;
+mod server;
+
+pub use http::{HttpError, HttpOptions, http_router, serve_http};
+pub use server::{ToolgateServer, serve_stdio};

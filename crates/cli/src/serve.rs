@@ -1,0 +1,112 @@
+//! `toolgate serve`: the MCP server.
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+use toolgate_config::Runtime;
+use toolgate_mcp::{HttpOptions, ToolgateServer, serve_http, serve_stdio};
+
+/// Arguments of `toolgate serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8765.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+    /// Environment variable holding the bearer token HTTP clients must send
+    /// (default from config: TOOLGATE_TOKEN). Unset or empty = no token.
+    #[arg(long, value_name = "VAR")]
+    pub token_env: Option<String>,
+    /// Allow a non-loopback --http address without a token.
+    #[arg(long)]
+    pub insecure_no_auth: bool,
+}
+
+const INSTRUCTIONS: &str = "toolgate gives bounded, safe file tools for this project. Paths are relative to the project root. Results that are cut say so and tell you how to get the rest (offset/next_offset); never rerun a command just to see more output.";
+
+pub async fn run(runtime: Runtime, args: ServeArgs) -> ExitCode {
+    let server = ToolgateServer::new(
+        runtime.dispatcher.clone(),
+        runtime.render.clone(),
+        INSTRUCTIONS.to_owned(),
+    );
+    let root = runtime.roots.primary().display().to_string();
+    let tool_count = runtime.dispatcher.snapshot().tools.len();
+    match &runtime.config.server.http {
+        None => {
+            if std::io::stdin().is_terminal() {
+                eprintln!("{}", tty_banner(&root, tool_count));
+            }
+            tracing::info!(root = %root, tools = tool_count, "serving MCP on stdio");
+            match serve_stdio(server).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("toolgate: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Some(addr) => {
+            let addr: SocketAddr = match addr.parse() {
+                Ok(a) => a,
+                Err(_) => {
+                    eprintln!(
+                        "toolgate: `{addr}` is not an address; use IP:PORT, e.g. 127.0.0.1:8765"
+                    );
+                    return ExitCode::from(crate::USAGE_ERROR);
+                }
+            };
+            let token_env = args
+                .token_env
+                .unwrap_or_else(|| runtime.config.server.token_env.clone());
+            let token = std::env::var(&token_env).ok().filter(|t| !t.is_empty());
+            let options = HttpOptions {
+                addr,
+                token: token.clone(),
+                allowed_origins: runtime.config.server.allowed_origins.clone(),
+                insecure_no_auth: args.insecure_no_auth,
+            };
+            let shutdown = CancellationToken::new();
+            let on_signal = shutdown.clone();
+            tokio::spawn(async move {
+                let _ = tokio::signal::ctrl_c().await;
+                on_signal.cancel();
+            });
+            let auth = if token.is_some() {
+                format!("bearer token from ${token_env}")
+            } else {
+                "no token".to_owned()
+            };
+            let result = serve_http(server, options, shutdown, |bound| {
+                eprintln!(
+                    "toolgate: serving {tool_count} tools for {root} at http://{bound}/mcp ({auth})"
+                );
+            })
+            .await;
+            match result {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("toolgate: {e}");
+                    ExitCode::from(crate::USAGE_ERROR)
+                }
+            }
+        }
+    }
+}
+
+fn tty_banner(root: &str, tools: usize) -> String {
+    format!(
+        "toolgate: serving {tools} tools for {root} over MCP on stdin/stdout.\n\
+         This is a server for MCP clients, not an interactive shell. To connect:\n\
+         \x20 Claude Code:  claude mcp add toolgate -- toolgate serve\n\
+         \x20 Codex:        add to ~/.codex/config.toml:\n\
+         \x20                 [mcp_servers.toolgate]\n\
+         \x20                 command = \"toolgate\"\n\
+         \x20                 args = [\"serve\"]\n\
+         \x20 HTTP clients: toolgate serve --http 127.0.0.1:8765  (then http://127.0.0.1:8765/mcp)\n\
+         \x20 Try a tool:   toolgate call read_file '{{\"path\": \"README.md\"}}'\n\
+         Press Ctrl-D or Ctrl-C to stop."
+    )
+}

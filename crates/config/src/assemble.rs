@@ -1,0 +1,71 @@
+//! Assembly: from a [`Config`] to the registry and dispatcher every front end shares.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolgate_core::{
+    DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope, StaticProvider,
+};
+use toolgate_fs::Roots;
+
+use crate::load::{Config, ConfigError};
+
+/// Everything a front end (`serve`, `call`, `tools`) needs, built once from config.
+#[derive(Debug)]
+pub struct Runtime {
+    /// The configuration it was built from.
+    pub config: Config,
+    /// Confinement roots.
+    pub roots: Arc<Roots>,
+    /// The tool registry (built-ins in the global layer).
+    pub registry: Arc<Registry>,
+    /// Dispatcher over the global scope.
+    pub dispatcher: Arc<Dispatcher>,
+    /// Rendering options.
+    pub render: RenderOptions,
+}
+
+impl Runtime {
+    /// Builds the runtime; relative roots are taken from `cwd`.
+    pub fn new(config: Config, cwd: &Path) -> Result<Self, ConfigError> {
+        let dirs: Vec<_> = if config.roots.is_empty() {
+            vec![cwd.to_path_buf()]
+        } else {
+            config.roots.iter().map(|r| cwd.join(r)).collect()
+        };
+        let roots =
+            Arc::new(Roots::new(&dirs).map_err(|e| ConfigError::Invalid(format!("roots: {e}")))?);
+        let policy = Policy::from_lists(
+            &config.permissions.allow,
+            &config.permissions.ask,
+            &config.permissions.deny,
+        )
+        .map_err(|e| ConfigError::Invalid(format!("permissions: {e}")))?;
+        let registry = Arc::new(Registry::new());
+        let builtins = toolgate_fs::builtin_fs_tools(Arc::clone(&roots), config.read.clone());
+        registry
+            .register(None, Arc::new(StaticProvider::new("builtin", builtins)), 0)
+            .map_err(|e| ConfigError::Invalid(format!("built-in tools: {e}")))?;
+        let limits = DispatchLimits {
+            default_timeout: Duration::from_millis(config.dispatch.default_timeout_ms),
+            max_timeout: Duration::from_millis(config.dispatch.max_timeout_ms),
+        };
+        let dispatcher = Arc::new(Dispatcher::new(
+            Arc::clone(&registry),
+            Scope::global(),
+            policy,
+            limits,
+        ));
+        let render = RenderOptions {
+            description_budget: config.render.description_budget,
+        };
+        Ok(Self {
+            config,
+            roots,
+            registry,
+            dispatcher,
+            render,
+        })
+    }
+}

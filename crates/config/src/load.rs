@@ -1,0 +1,298 @@
+//! Loading and merging the layers with figment.
+
+use std::path::PathBuf;
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::value::Value as FValue;
+use serde::{Deserialize, Serialize};
+use toolgate_fs::ReadLimits;
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Folders the tools may touch; empty = the current directory. The first is the
+    /// project root that relative paths resolve against.
+    pub roots: Vec<PathBuf>,
+    /// `read_file` / `list_dir` limits.
+    pub read: ReadLimits,
+    /// Dispatcher time limits.
+    pub dispatch: DispatchConfig,
+    /// Rendering of tool arrays.
+    pub render: RenderConfig,
+    /// allow / ask / deny rules.
+    pub permissions: PermissionsConfig,
+    /// `toolgate serve` settings.
+    pub server: ServerConfig,
+}
+
+/// Dispatcher time limits (runtime settings: never rendered).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DispatchConfig {
+    /// Time limit for tools that declare none, in milliseconds. Default 120,000.
+    pub default_timeout_ms: u64,
+    /// No call runs longer than this, in milliseconds. Default 600,000.
+    pub max_timeout_ms: u64,
+}
+
+impl Default for DispatchConfig {
+    fn default() -> Self {
+        Self {
+            default_timeout_ms: 120_000,
+            max_timeout_ms: 600_000,
+        }
+    }
+}
+
+/// Rendering settings (assembly-time: they change what the model sees).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RenderConfig {
+    /// Most characters of one tool description. Default 2,048.
+    pub description_budget: usize,
+}
+
+impl Default for RenderConfig {
+    fn default() -> Self {
+        Self {
+            description_budget: toolgate_core::RenderOptions::default().description_budget,
+        }
+    }
+}
+
+/// Permission rules; each entry is a tool name, a glob (`mcp__github__*`) or an action
+/// (`fs.write`). With no rules everything is allowed.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PermissionsConfig {
+    /// Always run.
+    pub allow: Vec<String>,
+    /// Ask first; where nobody can be asked, refused.
+    pub ask: Vec<String>,
+    /// Never run.
+    pub deny: Vec<String>,
+}
+
+/// `toolgate serve` settings.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Serve Streamable HTTP on this address instead of stdio, e.g. `127.0.0.1:8765`.
+    pub http: Option<String>,
+    /// Environment variable holding the bearer token HTTP clients must send.
+    pub token_env: String,
+    /// Extra allowed browser origins for HTTP (loopback origins are always allowed).
+    pub allowed_origins: Vec<String>,
+    /// Log level for stderr (`error`, `warn`, `info`, `debug`, `trace`); `RUST_LOG` wins.
+    pub log_level: String,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            http: None,
+            token_env: "TOOLGATE_TOKEN".to_owned(),
+            allowed_origins: Vec::new(),
+            log_level: "info".to_owned(),
+        }
+    }
+}
+
+/// Values given on the command line; `None` leaves lower layers alone.
+#[derive(Debug, Clone, Default)]
+pub struct Flags {
+    /// `--root` (repeatable).
+    pub roots: Vec<PathBuf>,
+    /// `--http ADDR`.
+    pub http: Option<String>,
+    /// `--log-level`.
+    pub log_level: Option<String>,
+}
+
+/// Where to look for the layers.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// Folder whose `.toolgate/config.toml` is the project layer (default: current dir).
+    pub project_dir: PathBuf,
+    /// The user config file; `None` skips the layer.
+    pub user_file: Option<PathBuf>,
+    /// `--config FILE`: must exist.
+    pub explicit_file: Option<PathBuf>,
+    /// Whether to read `TOOLGATE_*` variables.
+    pub use_env: bool,
+    /// Command-line values.
+    pub flags: Flags,
+}
+
+impl LoadOptions {
+    /// The standard layers for a process started in `project_dir`.
+    pub fn standard(project_dir: PathBuf, explicit_file: Option<PathBuf>, flags: Flags) -> Self {
+        let user_file = std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+            .map(|dir| dir.join("toolgate").join("config.toml"));
+        Self {
+            project_dir,
+            user_file,
+            explicit_file,
+            use_env: true,
+            flags,
+        }
+    }
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A file named with `--config` does not exist.
+    #[error("config file `{0}` does not exist; check the --config path")]
+    Missing(PathBuf),
+    /// A value has the wrong type or a key is unknown.
+    #[error("invalid configuration: {0}; fix or remove that value (see `toolgate config show`)")]
+    Invalid(String),
+}
+
+/// Top-level keys `TOOLGATE_*` may set; other `TOOLGATE_*` variables (such as the token) are
+/// not config.
+const ENV_KEYS: [&str; 6] = [
+    "roots",
+    "read",
+    "dispatch",
+    "render",
+    "permissions",
+    "server",
+];
+
+/// The merged configuration with its figment, for provenance.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The merged values.
+    pub config: Config,
+    figment: Figment,
+}
+
+/// Loads and merges every layer.
+pub fn load(options: &LoadOptions) -> Result<Loaded, ConfigError> {
+    let mut figment = Figment::from(Named::new(
+        "default",
+        Serialized::defaults(Config::default()),
+    ));
+    // A missing user or project file is simply an absent layer.
+    if let Some(user) = options.user_file.as_ref().filter(|f| f.is_file()) {
+        figment = figment.merge(Toml::file_exact(user));
+    }
+    let project = options.project_dir.join(".toolgate").join("config.toml");
+    if project.is_file() {
+        figment = figment.merge(Toml::file_exact(&project));
+    }
+    if let Some(explicit) = &options.explicit_file {
+        if !explicit.is_file() {
+            return Err(ConfigError::Missing(explicit.clone()));
+        }
+        figment = figment.merge(Toml::file_exact(explicit));
+    }
+    if options.use_env {
+        figment = figment.merge(Env::prefixed("TOOLGATE_").split("__").filter(|k| {
+            ENV_KEYS
+                .iter()
+                .any(|top| k.as_str().split('.').next() == Some(*top))
+        }));
+    }
+    let flags = &options.flags;
+    if !flags.roots.is_empty() {
+        figment = figment.merge(Named::new(
+            "--root flag",
+            Serialized::default("roots", &flags.roots),
+        ));
+    }
+    if let Some(http) = &flags.http {
+        figment = figment.merge(Named::new(
+            "--http flag",
+            Serialized::default("server.http", http),
+        ));
+    }
+    if let Some(level) = &flags.log_level {
+        figment = figment.merge(Named::new(
+            "--log-level flag",
+            Serialized::default("server.log_level", level),
+        ));
+    }
+    let config: Config = figment
+        .extract()
+        .map_err(|e| ConfigError::Invalid(describe(&e)))?;
+    Ok(Loaded { config, figment })
+}
+
+/// A provider shown under a name of our choosing in provenance ("--root flag").
+struct Named<P> {
+    name: &'static str,
+    inner: P,
+}
+
+impl<P> Named<P> {
+    fn new(name: &'static str, inner: P) -> Self {
+        Self { name, inner }
+    }
+}
+
+impl<P: figment::Provider> figment::Provider for Named<P> {
+    fn metadata(&self) -> figment::Metadata {
+        figment::Metadata::named(self.name)
+    }
+
+    fn data(
+        &self,
+    ) -> Result<figment::value::Map<figment::Profile, figment::value::Dict>, figment::Error> {
+        self.inner.data()
+    }
+}
+
+/// figment's errors, one line each, with the file and key.
+fn describe(err: &figment::Error) -> String {
+    err.clone()
+        .into_iter()
+        .map(|e| e.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl Loaded {
+    /// Every leaf value as `(key, value, source)`, sorted by key.
+    pub fn provenance(&self) -> Vec<(String, String, String)> {
+        let mut out = Vec::new();
+        if let Ok(value) = self.figment.extract::<FValue>() {
+            self.walk("", &value, &mut out);
+        }
+        out
+    }
+
+    fn walk(&self, prefix: &str, value: &FValue, out: &mut Vec<(String, String, String)>) {
+        match value {
+            FValue::Dict(_, dict) => {
+                for (k, v) in dict {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    self.walk(&key, v, out);
+                }
+            }
+            leaf => {
+                let source = self
+                    .figment
+                    .find_metadata(prefix)
+                    .map(|m| match &m.source {
+                        Some(src) => format!("{} ({src})", m.name),
+                        None => m.name.to_string(),
+                    })
+                    .unwrap_or_else(|| "default".to_owned());
+                let shown = serde_json::to_string(&leaf).unwrap_or_default();
+                out.push((prefix.to_owned(), shown, source));
+            }
+        }
+    }
+}
