@@ -161,8 +161,16 @@ impl Dispatcher {
             Concurrency::ReadOnly => Guard::Read(self.order.read().await),
             Concurrency::Mutating => Guard::Write(self.order.write().await),
         };
-        let cancel = ctx.cancel.clone();
-        let run = AssertUnwindSafe(tool.call(args, ctx)).catch_unwind();
+        // A child token: a timeout stops this call only, never the caller's session or the
+        // rest of its batch, while the caller cancelling still reaches the tool.
+        let cancel = ctx.cancel.child_token();
+        let ctx = CallContext {
+            cancel: cancel.clone(),
+            ..ctx
+        };
+        // `call` runs inside the guarded future, so a handler that panics before returning
+        // its future (a hand-written DynTool) is caught like one that panics while running.
+        let run = AssertUnwindSafe(async move { tool.call(args, ctx).await }).catch_unwind();
         let outcome = tokio::select! {
             biased;
             () = cancel.cancelled() => {
@@ -275,7 +283,7 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
 }
 
 fn human_duration(d: Duration) -> String {
-    if d.as_millis() % 1000 == 0 {
+    if d.as_millis().is_multiple_of(1000) {
         format!("{} s", d.as_secs())
     } else {
         format!("{} ms", d.as_millis())

@@ -303,10 +303,10 @@ impl Registry {
     /// The resolved tools of `scope`, cached per generation unless incomplete.
     pub fn snapshot(&self, scope: &Scope) -> Arc<Snapshot> {
         let generation = self.generation();
-        if let Some(snap) = lock(&self.cache).get(scope) {
-            if snap.generation == generation {
-                return Arc::clone(snap);
-            }
+        if let Some(snap) = lock(&self.cache).get(scope)
+            && snap.generation == generation
+        {
+            return Arc::clone(snap);
         }
         let snap = Arc::new(self.resolve(scope, generation));
         if !snap.incomplete && self.generation() == generation {

@@ -68,7 +68,9 @@ impl Default for ToolMeta {
     }
 }
 
-/// The JSON Schema of `T`, inlined and stripped of `$schema`/`title` noise, as an object map.
+/// The JSON Schema of `T`, inlined and stripped of `$schema`/`title`/root `description` noise,
+/// as an object map. The root description is the type's rustdoc ("Arguments of `read_file`"),
+/// written for developers; the tool's own description is what the model reads.
 pub fn schema_for<T: JsonSchema>() -> Map<String, Value> {
     let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
         s.inline_subschemas = true;
@@ -80,6 +82,7 @@ pub fn schema_for<T: JsonSchema>() -> Map<String, Value> {
     };
     map.remove("$schema");
     map.remove("title");
+    map.remove("description");
     if !map.contains_key("type") {
         map.insert("type".to_owned(), Value::String("object".to_owned()));
     }

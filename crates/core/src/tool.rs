@@ -38,7 +38,8 @@ impl ToolError {
 pub trait Tool: Send + Sync + 'static {
     /// The arguments; `#[serde(deny_unknown_fields)]` is recommended.
     type Args: DeserializeOwned + JsonSchema + Send;
-    /// The structured output; its schema becomes the `outputSchema`.
+    /// The structured output; its schema becomes the `outputSchema` when it is an object
+    /// schema (use `()` for a tool without structured output).
     type Output: JsonSchema;
 
     /// Unique name.
@@ -85,7 +86,11 @@ impl<T: Tool> TypedTool<T> {
             input_schema: Arc::new(schema_for::<T::Args>()),
         };
         let mut meta = tool.meta();
-        meta.output_schema = Some(Arc::new(schema_for::<T::Output>()));
+        // MCP clients reject an `outputSchema` that is not an object schema, and
+        // `structuredContent` is always an object: other outputs declare none.
+        let output = schema_for::<T::Output>();
+        meta.output_schema = (output.get("type") == Some(&Value::String("object".to_owned())))
+            .then(|| Arc::new(output));
         Self {
             tool: Arc::new(tool),
             spec,
