@@ -196,9 +196,9 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, ConfigError> {
     }
     if options.use_env {
         figment = figment.merge(Env::prefixed("TOOLGATE_").split("__").filter(|k| {
-            ENV_KEYS
-                .iter()
-                .any(|top| k.as_str().split('.').next() == Some(*top))
+            // Keys keep the variable's case here; compare without it.
+            let top = k.as_str().split('.').next().unwrap_or_default();
+            ENV_KEYS.iter().any(|known| known.eq_ignore_ascii_case(top))
         }));
     }
     let flags = &options.flags;

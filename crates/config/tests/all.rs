@@ -1,0 +1,137 @@
+//! Config layering: defaults < user < project < --config < env < flags, with provenance.
+
+use std::path::PathBuf;
+
+use toolgate_config::{Flags, LoadOptions, Runtime, load};
+
+fn options(project: &std::path::Path, user: Option<PathBuf>) -> LoadOptions {
+    LoadOptions {
+        project_dir: project.to_path_buf(),
+        user_file: user,
+        explicit_file: None,
+        use_env: false,
+        flags: Flags::default(),
+    }
+}
+
+fn write(path: &std::path::Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn source_of(loaded: &toolgate_config::Loaded, key: &str) -> String {
+    loaded.provenance().into_iter().find(|(k, _, _)| k == key).map(|(_, _, s)| s).unwrap()
+}
+
+#[test]
+fn defaults_apply_without_any_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let loaded = load(&options(dir.path(), None)).unwrap();
+    assert_eq!(loaded.config.read.max_lines, 2_000);
+    assert_eq!(loaded.config.read.max_bytes, 50 * 1024);
+    assert_eq!(loaded.config.dispatch.default_timeout_ms, 120_000);
+    assert_eq!(source_of(&loaded, "read.max_lines"), "default");
+}
+
+#[test]
+fn project_overrides_user_and_flags_override_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = dir.path().join("user.toml");
+    write(&user, "[read]\nmax_lines = 10\nmax_bytes = 999\n[server]\nlog_level = \"debug\"\n");
+    write(&dir.path().join(".toolgate/config.toml"), "[read]\nmax_lines = 20\n");
+    let mut opts = options(dir.path(), Some(user.clone()));
+    opts.flags.log_level = Some("trace".into());
+    let loaded = load(&opts).unwrap();
+    assert_eq!(loaded.config.read.max_lines, 20, "project beats user");
+    assert_eq!(loaded.config.read.max_bytes, 999, "user beats default");
+    assert_eq!(loaded.config.server.log_level, "trace", "flag beats user");
+    assert!(source_of(&loaded, "read.max_lines").contains(".toolgate/config.toml"));
+    assert!(source_of(&loaded, "read.max_bytes").contains("user.toml"));
+    assert_eq!(source_of(&loaded, "server.log_level"), "--log-level flag");
+}
+
+#[test]
+fn explicit_file_beats_project_and_must_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir.path().join(".toolgate/config.toml"), "[read]\nmax_lines = 20\n");
+    let explicit = dir.path().join("extra.toml");
+    write(&explicit, "[read]\nmax_lines = 30\n");
+    let mut opts = options(dir.path(), None);
+    opts.explicit_file = Some(explicit);
+    assert_eq!(load(&opts).unwrap().config.read.max_lines, 30);
+    opts.explicit_file = Some(dir.path().join("missing.toml"));
+    let err = load(&opts).unwrap_err().to_string();
+    assert!(err.contains("missing.toml") && err.contains("--config"), "{err}");
+}
+
+#[test]
+fn env_overrides_files_but_not_flags_and_ignores_foreign_variables() {
+    // figment's Jail isolates the environment and the working directory for this test.
+    figment::Jail::expect_with(|jail| {
+        jail.create_dir(".toolgate")?;
+        jail.create_file(".toolgate/config.toml", "[read]\nmax_lines = 20\n")?;
+        jail.set_env("TOOLGATE_READ__MAX_LINES", "40");
+        jail.set_env("TOOLGATE_TOKEN", "secret-not-config");
+        jail.set_env("TOOLGATE_SERVER__LOG_LEVEL", "warn");
+        let mut opts = options(jail.directory(), None);
+        opts.use_env = true;
+        opts.flags.log_level = Some("error".into());
+        let loaded = load(&opts).expect("loads");
+        assert_eq!(loaded.config.read.max_lines, 40);
+        assert_eq!(loaded.config.server.log_level, "error");
+        assert!(source_of(&loaded, "read.max_lines").contains("TOOLGATE_"), "{:?}", loaded.provenance());
+        Ok(())
+    });
+}
+
+#[test]
+fn bad_file_names_file_key_and_expected_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join(".toolgate/config.toml");
+    write(&project, "[read]\nmax_lines = \"lots\"\n");
+    let err = load(&options(dir.path(), None)).unwrap_err().to_string();
+    assert!(err.contains("config.toml"), "names the file: {err}");
+    assert!(err.contains("max_lines"), "names the key: {err}");
+    assert!(err.contains("string") && err.contains("usize"), "names found and expected types: {err}");
+}
+
+#[test]
+fn unknown_key_is_an_error_not_silently_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir.path().join(".toolgate/config.toml"), "[read]\nmax_linez = 5\n");
+    let err = load(&options(dir.path(), None)).unwrap_err().to_string();
+    assert!(err.contains("max_linez"), "{err}");
+}
+
+#[test]
+fn broken_toml_is_reported_with_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir.path().join(".toolgate/config.toml"), "[read\n");
+    let err = load(&options(dir.path(), None)).unwrap_err().to_string();
+    assert!(err.contains(".toolgate/config.toml"), "{err}");
+}
+
+#[test]
+fn runtime_resolves_roots_and_rejects_bad_permission_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    write(&dir.path().join(".toolgate/config.toml"), "roots = [\"sub\"]\n[permissions]\ndeny = [\"fs.*\"]\n");
+    let loaded = load(&options(dir.path(), None)).unwrap();
+    let err = Runtime::new(loaded.config.clone(), dir.path()).unwrap_err().to_string();
+    assert!(err.contains("fs.*"), "{err}");
+
+    let mut config = loaded.config;
+    config.permissions.deny = vec!["read_file".into()];
+    let runtime = Runtime::new(config, dir.path()).unwrap();
+    assert!(runtime.roots.primary().ends_with("sub"));
+    assert!(runtime.dispatcher.snapshot().get("read_file").is_some());
+}
+
+#[test]
+fn missing_root_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = load(&options(dir.path(), None)).unwrap().config;
+    config.roots = vec!["does-not-exist".into()];
+    let err = Runtime::new(config, dir.path()).unwrap_err().to_string();
+    assert!(err.contains("does-not-exist"), "{err}");
+}
