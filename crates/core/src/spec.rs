@@ -68,6 +68,45 @@ impl Default for ToolMeta {
     }
 }
 
+/// Makes optional properties read as models expect: `{"type": "integer"}` rather than
+/// `{"type": ["integer", "null"], "default": null, "format": "uint64"}`. An optional field
+/// is already expressed by its absence from `required`; the nulls and Rust integer formats
+/// only cost tokens and confuse strict validators.
+fn simplify_optional_properties(schema: &mut Map<String, Value>) {
+    let required: Vec<String> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let Some(Value::Object(props)) = schema.get_mut("properties") else {
+        return;
+    };
+    for (name, prop) in props.iter_mut() {
+        let Value::Object(prop) = prop else { continue };
+        if prop.get("default") == Some(&Value::Null) {
+            prop.remove("default");
+        }
+        if matches!(prop.get("format").and_then(Value::as_str), Some(f) if f.starts_with("int") || f.starts_with("uint"))
+        {
+            prop.remove("format");
+        }
+        if required.contains(name) {
+            continue;
+        }
+        if let Some(Value::Array(types)) = prop.get("type") {
+            let non_null: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+            if non_null.len() == 1 {
+                prop.insert("type".to_owned(), non_null[0].clone());
+            }
+        }
+    }
+}
+
 /// The JSON Schema of `T`, inlined and stripped of `$schema`/`title`/root `description` noise,
 /// as an object map. The root description is the type's rustdoc ("Arguments of `read_file`"),
 /// written for developers; the tool's own description is what the model reads.
@@ -83,6 +122,7 @@ pub fn schema_for<T: JsonSchema>() -> Map<String, Value> {
     map.remove("$schema");
     map.remove("title");
     map.remove("description");
+    simplify_optional_properties(&mut map);
     if !map.contains_key("type") {
         map.insert("type".to_owned(), Value::String("object".to_owned()));
     }

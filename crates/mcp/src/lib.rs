@@ -10,6 +10,8 @@
 mod convert;
 mod http;
 mod server;
+mod stdio;
 
 pub use http::{HttpError, HttpOptions, http_router, serve_http};
-pub use server::{ToolgateServer, serve_stdio};
+pub use server::ToolgateServer;
+pub use stdio::{MAX_LINE_BYTES, serve_stdio, serve_streams};

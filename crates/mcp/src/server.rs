@@ -8,7 +8,7 @@ use rmcp::model::{
     PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use toolgate_core::{CallContext, Dispatcher, Progress, RawArgs, RenderOptions, SessionState};
 
@@ -202,14 +202,4 @@ impl ServerHandler for ToolgateServer {
             }
         });
     }
-}
-
-/// Serves `server` on stdin/stdout until the client disconnects.
-pub async fn serve_stdio(server: ToolgateServer) -> std::io::Result<()> {
-    let running = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| std::io::Error::other(format!("MCP initialisation failed: {e}")))?;
-    running.waiting().await.map_err(std::io::Error::other)?;
-    Ok(())
 }

@@ -1,0 +1,242 @@
+//! `toolgate tools`, `toolgate call`, `toolgate config show`.
+
+use std::io::Write;
+use std::process::Stdio;
+
+use crate::{project, toolgate};
+
+#[test]
+fn tools_lists_builtins_with_summaries() {
+    let dir = project();
+    let out = toolgate(dir.path()).arg("tools").output().unwrap();
+    assert!(out.status.success());
+    insta::assert_snapshot!(String::from_utf8(out.stdout).unwrap());
+}
+
+#[test]
+fn tools_json_is_the_mcp_list_and_is_deterministic() {
+    let dir = project();
+    let run = || {
+        toolgate(dir.path())
+            .args(["tools", "--json"])
+            .output()
+            .unwrap()
+            .stdout
+    };
+    let first = run();
+    assert_eq!(first, run(), "same registry, same bytes");
+    let value: serde_json::Value = serde_json::from_slice(&first).unwrap();
+    let tools = value["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["list_dir", "read_file"]);
+    for tool in tools {
+        assert_eq!(tool["inputSchema"]["type"], "object");
+        assert_eq!(tool["outputSchema"]["type"], "object");
+        assert_eq!(tool["annotations"]["readOnlyHint"], true);
+    }
+    insta::assert_snapshot!(String::from_utf8(first).unwrap());
+}
+
+#[test]
+fn tools_json_other_protocols_carry_no_host_fields() {
+    let dir = project();
+    for format in ["openai", "anthropic"] {
+        let out = toolgate(dir.path())
+            .args(["tools", "--json", "--format", format])
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(out.status.success());
+        for leak in ["outputSchema", "annotations", "timeout", "readOnlyHint"] {
+            assert!(!text.contains(leak), "{format} rendering leaks {leak}");
+        }
+    }
+}
+
+#[test]
+fn call_prints_model_text_and_exits_zero() {
+    let dir = project();
+    let out = toolgate(dir.path())
+        .args(["call", "read_file", r#"{"path":"README.md"}"#])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "     1\t# demo\n     2\t\n     3\thello\n"
+    );
+}
+
+#[test]
+fn call_json_prints_content_structured_content_and_is_error() {
+    let dir = project();
+    let out = toolgate(dir.path())
+        .args(["call", "list_dir", "{}", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["isError"], false);
+    assert_eq!(v["content"][0]["text"], v["structuredContent"]["text"]);
+    assert_eq!(v["structuredContent"]["total"], 2);
+    assert_eq!(v["structuredContent"]["truncated"], false);
+    assert!(
+        v["structuredContent"].get("next_offset").is_none(),
+        "no pagination fields when not cut"
+    );
+}
+
+#[test]
+fn call_reads_arguments_from_stdin_with_dash() {
+    let dir = project();
+    let mut child = toolgate(dir.path())
+        .args(["call", "read_file", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"path": "src/main.rs", "offset": 2, "limit": 1}"#)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("     2\t    println!(\"hi\");\n"),
+        "{text}"
+    );
+    assert!(text.contains("continue with offset=3"), "{text}");
+}
+
+#[test]
+fn tool_errors_exit_one_with_a_message_on_stderr() {
+    let dir = project();
+    let cases = [
+        (vec!["call", "red_file", "{}"], "did you mean `read_file`"),
+        (vec!["call", "read_file", "{oops"], "not valid JSON"),
+        (vec!["call", "read_file", r#"{"path": 7}"#], "field `path`"),
+        (
+            vec!["call", "read_file", r#"{"path": "../outside"}"#],
+            "outside the allowed roots",
+        ),
+        (
+            vec![
+                "call",
+                "read_file",
+                r#"{"path": "README.md", "offset": 99}"#,
+            ],
+            "has 3 lines",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = toolgate(dir.path()).args(&args).output().unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn usage_and_config_errors_exit_two() {
+    let dir = project();
+    let out = toolgate(dir.path()).args(["frobnicate"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+
+    std::fs::create_dir(dir.path().join(".toolgate")).unwrap();
+    std::fs::write(
+        dir.path().join(".toolgate/config.toml"),
+        "[read]\nmax_lines = -3\n",
+    )
+    .unwrap();
+    let out = toolgate(dir.path())
+        .args(["call", "list_dir"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("max_lines") && err.contains("config.toml"),
+        "{err}"
+    );
+}
+
+#[test]
+fn deny_rule_in_project_config_blocks_the_tool_and_names_the_rule() {
+    let dir = project();
+    std::fs::create_dir(dir.path().join(".toolgate")).unwrap();
+    std::fs::write(
+        dir.path().join(".toolgate/config.toml"),
+        "[permissions]\ndeny = [\"fs.read\"]\nask = [\"list_dir\"]\n",
+    )
+    .unwrap();
+    let out = toolgate(dir.path())
+        .args(["call", "read_file", r#"{"path":"README.md"}"#])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(err.contains("deny = [\"fs.read\"]"), "{err}");
+    // `ask` where nobody can answer acts as deny and names the rule to change.
+    let out = toolgate(dir.path())
+        .args(["call", "list_dir"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        err.contains("ask = [\"list_dir\"]") && err.contains("allow"),
+        "{err}"
+    );
+}
+
+#[test]
+fn root_flag_changes_the_project_root() {
+    let dir = project();
+    let out = toolgate(dir.path())
+        .args(["--root", "src", "call", "list_dir"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .starts_with("main.rs  (34 bytes)")
+    );
+}
+
+#[test]
+fn config_show_names_the_source_of_each_value() {
+    let dir = project();
+    std::fs::create_dir(dir.path().join(".toolgate")).unwrap();
+    std::fs::write(
+        dir.path().join(".toolgate/config.toml"),
+        "[read]\nmax_lines = 10\n",
+    )
+    .unwrap();
+    let out = toolgate(dir.path())
+        .args(["--log-level", "debug", "config", "show"])
+        .env("TOOLGATE_DISPATCH__DEFAULT_TIMEOUT_MS", "5000")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = |key: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{key} =")))
+            .unwrap()
+            .to_owned()
+    };
+    assert!(
+        line("read.max_lines").contains("= 10")
+            && line("read.max_lines").contains(".toolgate/config.toml")
+    );
+    assert!(line("read.max_bytes").ends_with("# default"));
+    assert!(
+        line("dispatch.default_timeout_ms").contains("5000")
+            && line("dispatch.default_timeout_ms").contains("TOOLGATE_")
+    );
+    assert!(line("server.log_level").contains("--log-level flag"));
+}

@@ -1,0 +1,282 @@
+//! The MCP server over stdio, spoken to with raw JSON-RPC lines: the protocol edge cases.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::{project, toolgate};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start() -> Self {
+        Self::start_in(project())
+    }
+
+    fn start_in(dir: tempfile::TempDir) -> Self {
+        let mut child = toolgate(dir.path())
+            .args(["serve", "--log-level", "warn"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Self {
+            child,
+            stdin,
+            lines,
+            _dir: dir,
+        }
+    }
+
+    fn send_raw(&mut self, text: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(text.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, message: &Value) {
+        self.send_raw(&message.to_string());
+    }
+
+    /// The next message that is a response (not a notification).
+    fn response(&mut self) -> Value {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = match self.lines.recv_timeout(left) {
+                Ok(line) => line,
+                Err(RecvTimeoutError::Timeout) => panic!("no response within {WAIT:?}"),
+                Err(RecvTimeoutError::Disconnected) => panic!("server closed stdout"),
+            };
+            let value: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {line}"));
+            if value.get("id").is_some() {
+                return value;
+            }
+        }
+    }
+
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let response = self.response();
+        assert_eq!(response["id"], id, "{response}");
+        response
+    }
+
+    fn initialize(&mut self, version: &str) -> Value {
+        let reply = self.request(
+            0,
+            "initialize",
+            json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}),
+        );
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        reply
+    }
+
+    fn call(&mut self, id: u64, name: &str, arguments: Value) -> Value {
+        let reply = self.request(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        );
+        reply["result"].clone()
+    }
+
+    /// Closes stdin and waits for the process to exit.
+    fn close(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server did not exit after stdin closed"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn negotiates_each_supported_protocol_version() {
+    for version in ["2025-06-18", "2025-11-25"] {
+        let mut server = Server::start();
+        let reply = server.initialize(version);
+        let result = &reply["result"];
+        assert_eq!(result["protocolVersion"], version, "{reply}");
+        assert_eq!(result["serverInfo"]["name"], "toolgate");
+        assert_eq!(result["capabilities"]["tools"]["listChanged"], true);
+        assert!(server.close().success());
+    }
+}
+
+#[test]
+fn lists_tools_with_schemas_and_annotations() {
+    let mut server = Server::start();
+    server.initialize("2025-06-18");
+    let reply = server.request(1, "tools/list", json!({}));
+    let tools = reply["result"]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 2);
+    for tool in tools {
+        assert_eq!(tool["inputSchema"]["type"], "object");
+        assert_eq!(tool["outputSchema"]["type"], "object");
+        assert_eq!(tool["annotations"]["readOnlyHint"], true);
+        assert_eq!(tool["annotations"]["idempotentHint"], true);
+    }
+}
+
+#[test]
+fn call_returns_text_and_structured_content_with_the_full_text() {
+    let mut server = Server::start();
+    server.initialize("2025-06-18");
+    let result = server.call(1, "read_file", json!({"path": "README.md"}));
+    assert_eq!(result["isError"], false, "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert_eq!(text, "     1\t# demo\n     2\t\n     3\thello\n");
+    assert_eq!(result["structuredContent"]["text"], text);
+    assert_eq!(result["structuredContent"]["truncated"], false);
+    assert_eq!(result["structuredContent"]["total"], 3);
+}
+
+#[test]
+fn invalid_json_gets_a_parse_error_and_the_server_keeps_serving() {
+    let mut server = Server::start();
+    server.initialize("2025-06-18");
+    server.send_raw("{this is not json");
+    let reply = server.response();
+    assert_eq!(reply["error"]["code"], -32700, "{reply}");
+    let result = server.call(2, "list_dir", json!({}));
+    assert_eq!(result["isError"], false, "still serving: {result}");
+}
+
+#[test]
+fn unknown_method_gets_method_not_found() {
+    let mut server = Server::start();
+    server.initialize("2025-06-18");
+    let reply = server.request(3, "tools/frobnicate", json!({}));
+    assert_eq!(reply["error"]["code"], -32601, "{reply}");
+    let result = server.call(4, "list_dir", json!({}));
+    assert_eq!(result["isError"], false);
+}
+
+#[test]
+fn a_message_over_the_size_limit_gets_an_error_and_the_server_keeps_serving() {
+    let mut server = Server::start();
+    server.initialize("2025-06-18");
+    // rmcp's stdio limit is 16 MiB per line.
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"read_file","arguments":{{"path":"{}"}}}}}}"#,
+        "a".repeat(17 * 1024 * 1024)
+    );
+    server.send_raw(&huge);
+    let reply = server.response();
+    assert_eq!(reply["error"]["code"], -32700, "{reply}");
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than"),
+        "{reply}"
+    );
+    let result = server.call(6, "list_dir", json!({}));
+    assert_eq!(result["isError"], false, "{result}");
+}
+
+#[test]
+fn unknown_tool_and_wrong_arguments_are_tool_errors_not_protocol_errors() {
+    let mut server = Server::start();
+    server.initialize("2025-06-18");
+    let result = server.call(1, "read_fil", json!({}));
+    assert_eq!(result["isError"], true);
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("did you mean `read_file`")
+    );
+    assert!(
+        result.get("structuredContent").is_none(),
+        "errors carry no structured fields"
+    );
+
+    let result = server.call(2, "read_file", json!({"path": ["a"]}));
+    assert_eq!(result["isError"], true);
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("field `path`") && text.contains("expected a string"),
+        "{text}"
+    );
+
+    let result = server.call(
+        3,
+        "read_file",
+        json!({"path": "README.md", "offset": "ten"}),
+    );
+    assert_eq!(result["isError"], true);
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("field `offset`")
+    );
+
+    let result = server.call(4, "read_file", json!({"path": "README.md", "bogus": 1}));
+    assert_eq!(result["isError"], true);
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("bogus")
+    );
+}
+
+#[test]
+fn exits_promptly_when_the_client_disconnects() {
+    let mut server = Server::start();
+    server.initialize("2025-06-18");
+    let _ = server.call(1, "list_dir", json!({}));
+    let status = server.close();
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn nothing_but_json_rpc_reaches_stdout() {
+    let mut server = Server::start();
+    server.initialize("2025-06-18");
+    for id in 1..5 {
+        server.call(id, "read_file", json!({"path": "missing.txt"}));
+    }
+    // `response()` panics on any non-JSON line; reaching here means stdout stayed clean.
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The test command (README "Quick start"): Rust tests, then interop tests with real MCP
+# peers (Python SDK, MCP Inspector CLI, the official conformance suite), which this script
+# installs itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-peers.sh
+cargo build --workspace --all-targets --quiet
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --no-fail-fast
+else
+  cargo test --workspace --no-fail-fast
+fi
+cargo test --workspace --doc --quiet
+for t in tests/interop/*.sh; do
+  [ -e "$t" ] || continue
+  echo "== $t"
+  bash "$t"
+done
+if ls tests/interop/python/test_*.py >/dev/null 2>&1; then
+  TOOLGATE_BIN="$PWD/target/debug/toolgate" .cache/peers/venv/bin/python -m pytest -q tests/interop/python
+fi
