@@ -171,36 +171,44 @@ impl Dispatcher {
         // `call` runs inside the guarded future, so a handler that panics before returning
         // its future (a hand-written DynTool) is caught like one that panics while running.
         let run = AssertUnwindSafe(async move { tool.call(args, ctx).await }).catch_unwind();
-        let outcome = tokio::select! {
-            biased;
-            () = cancel.cancelled() => {
-                return ToolOutput::error(format!("error: `{name}` was cancelled before it finished"));
+        tokio::pin!(run);
+        let stopped = tokio::select! {
+            r = &mut run => Ok(r),
+            () = cancel.cancelled() => Err(Stop::Cancelled),
+            () = tokio::time::sleep(timeout) => Err(Stop::TimedOut),
+        };
+        let outcome = match stopped {
+            Ok(outcome) => outcome,
+            Err(stop) => {
+                // Tell the tool, then give it a moment to clean up (kill a process group,
+                // remove a temp file) before its future is dropped.
+                cancel.cancel();
+                let _ = tokio::time::timeout(CANCEL_GRACE, &mut run).await;
+                return ToolOutput::error(match stop {
+                    Stop::Cancelled => format!("error: `{name}` was cancelled before it finished"),
+                    Stop::TimedOut => format!(
+                        "error: `{name}` timed out after {} and was stopped; narrow the request (a smaller path, limit or pattern) and try again",
+                        human_duration(timeout)
+                    ),
+                });
             }
-            r = tokio::time::timeout(timeout, run) => r,
         };
         match outcome {
-            Err(_elapsed) => {
-                cancel.cancel();
-                ToolOutput::error(format!(
-                    "error: `{name}` timed out after {} and was stopped; narrow the request (a smaller path, limit or pattern) and try again",
-                    human_duration(timeout)
-                ))
-            }
-            Ok(Err(panic)) => {
+            Err(panic) => {
                 let what = panic_message(&panic);
                 tracing::error!(tool = name, panic = %what, "tool handler panicked");
                 ToolOutput::error(format!(
                     "error: `{name}` failed internally ({what}); this is a toolgate bug — try different arguments or another tool"
                 ))
             }
-            Ok(Ok(Err(err))) => ToolOutput::error(match err {
+            Ok(Err(err)) => ToolOutput::error(match err {
                 ToolError::InvalidArguments(msg) => {
                     format!("error: invalid arguments for `{name}`: {msg}")
                 }
                 ToolError::Recoverable(msg) => format!("error: {msg}"),
                 ToolError::Fatal(msg) => format!("error: `{name}` failed: {msg}"),
             }),
-            Ok(Ok(Ok(output))) => output,
+            Ok(Ok(output)) => output,
         }
     }
 
@@ -233,6 +241,14 @@ impl Dispatcher {
         )
         .await
     }
+}
+
+/// How long a cancelled or timed-out tool may take to notice and clean up.
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
+enum Stop {
+    Cancelled,
+    TimedOut,
 }
 
 enum Guard<'a> {
