@@ -17,6 +17,7 @@ use crate::context::CallContext;
 use crate::output::ToolOutput;
 use crate::permission::{Decision, Policy};
 use crate::registry::{Registry, Scope, Snapshot};
+use crate::result_budget::{ResultBudget, TurnResult};
 use crate::spec::Concurrency;
 use crate::tool::{ToolError, json_kind};
 
@@ -63,6 +64,7 @@ pub struct Dispatcher {
     policy: Policy,
     limits: DispatchLimits,
     order: RwLock<()>,
+    budget: Option<Arc<dyn ResultBudget>>,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -87,6 +89,7 @@ impl Dispatcher {
             policy,
             limits,
             order: RwLock::new(()),
+            budget: None,
         }
     }
 
@@ -105,11 +108,50 @@ impl Dispatcher {
         &self.policy
     }
 
-    /// Runs one call. Never fails: errors are results with `is_error`.
+    /// Applies `budget` to every result: each [`Dispatcher::call`] is a turn of its own,
+    /// each [`Dispatcher::call_batch`] one turn for all its calls.
+    pub fn with_budget(mut self, budget: Arc<dyn ResultBudget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// Runs one call as a turn of its own (server mode: the per-result budget applies).
+    /// Never fails: errors are results with `is_error`.
     pub async fn call(&self, name: &str, args: RawArgs, ctx: CallContext) -> ToolOutput {
         let snapshot = self.snapshot();
+        let meta = snapshot.get(name).map(|t| t.meta().clone());
+        let mut output = self.run_one(name, args, ctx, &snapshot).await;
+        self.apply_budget(&mut [(name, meta.as_ref(), &mut output)]);
+        output
+    }
+
+    fn apply_budget(
+        &self,
+        results: &mut [(&str, Option<&crate::spec::ToolMeta>, &mut ToolOutput)],
+    ) {
+        let Some(budget) = &self.budget else { return };
+        let fallback = crate::spec::ToolMeta::default();
+        let mut turn: Vec<TurnResult<'_>> = results
+            .iter_mut()
+            .map(|(tool, meta, output)| TurnResult {
+                tool,
+                meta: meta.unwrap_or(&fallback),
+                output: &mut **output,
+            })
+            .collect();
+        budget.apply(&mut turn);
+    }
+
+    /// Runs one call without applying the budget.
+    async fn run_one(
+        &self,
+        name: &str,
+        args: RawArgs,
+        ctx: CallContext,
+        snapshot: &Snapshot,
+    ) -> ToolOutput {
         let Some(tool) = snapshot.get(name).cloned() else {
-            return unknown_tool(name, &snapshot);
+            return unknown_tool(name, snapshot);
         };
         let args = match args {
             RawArgs::Json(v) => v,
@@ -213,9 +255,14 @@ impl Dispatcher {
     }
 
     /// Runs a model turn's calls: consecutive read-only calls together, mutating ones alone,
-    /// results in call order.
+    /// results in call order; then the turn's budget over all of them together.
     pub async fn call_batch(&self, calls: Vec<Call>, ctx: &CallContext) -> Vec<ToolOutput> {
         let snapshot = self.snapshot();
+        let metas: Vec<Option<crate::spec::ToolMeta>> = calls
+            .iter()
+            .map(|c| snapshot.get(&c.name).map(|t| t.meta().clone()))
+            .collect();
+        let names: Vec<String> = calls.iter().map(|c| c.name.clone()).collect();
         let mut results = Vec::with_capacity(calls.len());
         let mut group: Vec<Call> = Vec::new();
         for call in calls {
@@ -226,18 +273,36 @@ impl Dispatcher {
                 group.push(call);
                 continue;
             }
-            results.extend(self.run_group(std::mem::take(&mut group), ctx).await);
-            results.push(self.call(&call.name, call.args, ctx.clone()).await);
+            results.extend(
+                self.run_group(std::mem::take(&mut group), ctx, &snapshot)
+                    .await,
+            );
+            results.push(
+                self.run_one(&call.name, call.args, ctx.clone(), &snapshot)
+                    .await,
+            );
         }
-        results.extend(self.run_group(group, ctx).await);
+        results.extend(self.run_group(group, ctx, &snapshot).await);
+        let mut turn: Vec<(&str, Option<&crate::spec::ToolMeta>, &mut ToolOutput)> = names
+            .iter()
+            .zip(&metas)
+            .zip(results.iter_mut())
+            .map(|((n, m), o)| (n.as_str(), m.as_ref(), o))
+            .collect();
+        self.apply_budget(&mut turn);
         results
     }
 
-    async fn run_group(&self, group: Vec<Call>, ctx: &CallContext) -> Vec<ToolOutput> {
+    async fn run_group(
+        &self,
+        group: Vec<Call>,
+        ctx: &CallContext,
+        snapshot: &Snapshot,
+    ) -> Vec<ToolOutput> {
         futures::future::join_all(
             group
                 .into_iter()
-                .map(|c| async move { self.call(&c.name, c.args, ctx.clone()).await }),
+                .map(|c| async move { self.run_one(&c.name, c.args, ctx.clone(), snapshot).await }),
         )
         .await
     }

@@ -18,6 +18,7 @@ mod output;
 mod permission;
 mod registry;
 mod render;
+mod result_budget;
 mod spec;
 mod tool;
 
@@ -30,5 +31,6 @@ pub use registry::{
     validate_tool,
 };
 pub use render::{Protocol, RenderOptions, render_tools, render_tools_bytes};
+pub use result_budget::{ResultBudget, TurnResult};
 pub use spec::{Concurrency, ToolMeta, ToolSpec, schema_for};
 pub use tool::{DynTool, Tool, ToolError, TypedTool};

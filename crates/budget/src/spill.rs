@@ -1,0 +1,421 @@
+//! The spill store: full outputs on disk, pointed to from the conversation.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A file in the spill store, with the sizes a pointer needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpillFile {
+    /// Absolute path.
+    pub path: PathBuf,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Size in characters.
+    pub chars: u64,
+    /// Number of lines.
+    pub lines: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    bytes: u64,
+    /// Logical clock of the last write or read; the smallest is evicted first.
+    last_used: u64,
+    /// Open for writing (a running command's output): never evicted.
+    pinned: bool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    entries: HashMap<String, Entry>,
+    total: u64,
+    clock: u64,
+    evicted: HashMap<String, u64>,
+    evicted_order: VecDeque<String>,
+    scanned: bool,
+}
+
+/// How many evicted names are remembered for the "evicted" message.
+const EVICTED_MEMORY: usize = 10_000;
+
+/// Where spilled outputs live. Cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub struct SpillStore {
+    dir: PathBuf,
+    quota_bytes: u64,
+    state: Mutex<State>,
+    seq: AtomicU64,
+}
+
+impl SpillStore {
+    /// A store in `dir` (created on first write) that keeps at most `quota_bytes` on disk.
+    pub fn new(dir: impl Into<PathBuf>, quota_bytes: u64) -> Self {
+        Self {
+            dir: dir.into(),
+            quota_bytes,
+            state: Mutex::new(State::default()),
+            seq: AtomicU64::new(0),
+        }
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The disk quota in bytes.
+    pub fn quota_bytes(&self) -> u64 {
+        self.quota_bytes
+    }
+
+    /// Writes `content` verbatim as a new spill file (temp file + rename).
+    pub fn write(&self, label: &str, content: &[u8]) -> std::io::Result<SpillFile> {
+        let path = self.new_path(label)?;
+        let tmp = path.with_extension("partial");
+        {
+            let mut file = fs_err::File::create(&tmp)?;
+            file.write_all(content)?;
+        }
+        fs_err::rename(&tmp, &path)?;
+        let file = SpillFile {
+            path: path.clone(),
+            bytes: content.len() as u64,
+            chars: count_chars(content),
+            lines: count_lines(content),
+        };
+        self.register(&path, file.bytes, false);
+        self.enforce_quota();
+        Ok(file)
+    }
+
+    /// Opens a new spill file for streaming (a command's output as it arrives). It is
+    /// readable at once and never evicted while the stream is open.
+    pub fn stream(self: &Arc<Self>, label: &str) -> std::io::Result<SpillStream> {
+        let path = self.new_path(label)?;
+        let file = fs_err::File::create(&path)?;
+        self.register(&path, 0, true);
+        Ok(SpillStream {
+            store: Arc::clone(self),
+            file: Some(file),
+            path,
+            bytes: 0,
+            chars: 0,
+            lines: 0,
+            last: None,
+        })
+    }
+
+    /// Notes that `path` was read (keeps recently read files from eviction).
+    pub fn note_read(&self, path: &Path) {
+        let Some(name) = self.name_of(path) else {
+            return;
+        };
+        let mut state = self.lock();
+        state.clock += 1;
+        let clock = state.clock;
+        if let Some(entry) = state.entries.get_mut(&name) {
+            entry.last_used = clock;
+        }
+    }
+
+    /// When `path` is a spill file that was evicted, the message to show instead of
+    /// "not found".
+    pub fn evicted_message(&self, path: &Path) -> Option<String> {
+        let name = self.name_of(path)?;
+        let state = self.lock();
+        let bytes = state.evicted.get(&name)?;
+        Some(format!(
+            "evicted: `{}` ({bytes} bytes) was removed from the spill store to stay under its {} byte disk quota; rerun the command to regenerate it",
+            path.display(),
+            self.quota_bytes
+        ))
+    }
+
+    /// Whether `path` lies in this store's folder.
+    pub fn contains(&self, path: &Path) -> bool {
+        self.name_of(path).is_some()
+    }
+
+    /// Deletes every spill file not in `live` (the pointers still referenced by a
+    /// conversation — agent mode, at compaction and at session close). Returns the deleted
+    /// paths. Files open for writing are kept.
+    pub fn retain_referenced(&self, live: &HashSet<PathBuf>) -> std::io::Result<Vec<PathBuf>> {
+        self.scan_existing();
+        let live: HashSet<String> = live.iter().filter_map(|p| self.name_of(p)).collect();
+        let doomed: Vec<String> = {
+            let state = self.lock();
+            state
+                .entries
+                .iter()
+                .filter(|(name, e)| !e.pinned && !live.contains(*name))
+                .map(|(name, _)| name.clone())
+                .collect()
+        };
+        let mut deleted = Vec::new();
+        for name in doomed {
+            let path = self.dir.join(&name);
+            match fs_err::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            let mut state = self.lock();
+            if let Some(entry) = state.entries.remove(&name) {
+                state.total = state.total.saturating_sub(entry.bytes);
+            }
+            deleted.push(path);
+        }
+        Ok(deleted)
+    }
+
+    /// Bytes currently on disk (as accounted).
+    pub fn used_bytes(&self) -> u64 {
+        self.scan_existing();
+        self.lock().total
+    }
+
+    fn new_path(&self, label: &str) -> std::io::Result<PathBuf> {
+        fs_err::create_dir_all(&self.dir)?;
+        self.scan_existing();
+        let millis = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        let label: String = label
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(40)
+            .collect();
+        Ok(self.dir.join(format!(
+            "{millis:013}-{:05}-{seq:04}-{label}.txt",
+            std::process::id() % 100_000
+        )))
+    }
+
+    fn register(&self, path: &Path, bytes: u64, pinned: bool) {
+        let Some(name) = self.name_of(path) else {
+            return;
+        };
+        let mut state = self.lock();
+        state.clock += 1;
+        let clock = state.clock;
+        let old = state.entries.insert(
+            name,
+            Entry {
+                bytes,
+                last_used: clock,
+                pinned,
+            },
+        );
+        state.total = state.total - old.map_or(0, |e| e.bytes) + bytes;
+    }
+
+    fn finish_stream(&self, path: &Path, bytes: u64) {
+        if let Some(name) = self.name_of(path) {
+            let mut state = self.lock();
+            if let Some(entry) = state.entries.get_mut(&name) {
+                let old = entry.bytes;
+                entry.bytes = bytes;
+                entry.pinned = false;
+                state.total = state.total - old + bytes;
+            }
+        }
+        self.enforce_quota();
+    }
+
+    /// Evicts least-recently-used files until the store fits its quota. The newest file is
+    /// never evicted by its own write, so one output larger than the quota still survives
+    /// until the next spill.
+    fn enforce_quota(&self) {
+        loop {
+            let victim = {
+                let state = self.lock();
+                if state.total <= self.quota_bytes {
+                    return;
+                }
+                let newest = state
+                    .entries
+                    .values()
+                    .map(|e| e.last_used)
+                    .max()
+                    .unwrap_or(0);
+                state
+                    .entries
+                    .iter()
+                    .filter(|(_, e)| !e.pinned && e.last_used != newest)
+                    .min_by_key(|(_, e)| e.last_used)
+                    .map(|(n, _)| n.clone())
+            };
+            let Some(name) = victim else { return };
+            let path = self.dir.join(&name);
+            if let Err(e) = fs_err::remove_file(&path) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    tracing::warn!(%e, "could not evict spill file");
+                    return;
+                }
+            }
+            let mut state = self.lock();
+            if let Some(entry) = state.entries.remove(&name) {
+                state.total = state.total.saturating_sub(entry.bytes);
+                state.evicted.insert(name.clone(), entry.bytes);
+                state.evicted_order.push_back(name);
+                while state.evicted_order.len() > EVICTED_MEMORY {
+                    if let Some(old) = state.evicted_order.pop_front() {
+                        state.evicted.remove(&old);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Accounts for files left by earlier processes (once), oldest first.
+    fn scan_existing(&self) {
+        if self.lock().scanned {
+            return;
+        }
+        let mut found: Vec<(String, u64)> = Vec::new();
+        if let Ok(entries) = std::fs::read_dir(&self.dir) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if !name.ends_with(".txt") {
+                    continue;
+                }
+                if let Ok(meta) = entry.metadata() {
+                    found.push((name, meta.len()));
+                }
+            }
+        }
+        // Names start with the creation time, so sorting by name is sorting by age.
+        found.sort();
+        let mut state = self.lock();
+        if state.scanned {
+            return;
+        }
+        state.scanned = true;
+        for (name, bytes) in found {
+            if state.entries.contains_key(&name) {
+                continue;
+            }
+            state.clock += 1;
+            let clock = state.clock;
+            state.entries.insert(
+                name,
+                Entry {
+                    bytes,
+                    last_used: clock,
+                    pinned: false,
+                },
+            );
+            state.total += bytes;
+        }
+    }
+
+    fn name_of(&self, path: &Path) -> Option<String> {
+        let parent = path.parent()?;
+        let same_dir = parent == self.dir
+            || std::fs::canonicalize(parent)
+                .ok()
+                .zip(std::fs::canonicalize(&self.dir).ok())
+                .is_some_and(|(a, b)| a == b);
+        same_dir
+            .then(|| path.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .flatten()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A spill file being written as output arrives. Dropping it finishes it.
+#[derive(Debug)]
+pub struct SpillStream {
+    store: Arc<SpillStore>,
+    file: Option<fs_err::File>,
+    path: PathBuf,
+    bytes: u64,
+    chars: u64,
+    lines: u64,
+    last: Option<u8>,
+}
+
+impl SpillStream {
+    /// The file's path (readable while writing).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends raw bytes.
+    pub fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if let Some(file) = self.file.as_mut() {
+            file.write_all(bytes)?;
+        }
+        self.bytes += bytes.len() as u64;
+        self.chars += count_chars(bytes);
+        self.lines += memchr::memchr_iter(b'\n', bytes).count() as u64;
+        if let Some(&b) = bytes.last() {
+            self.last = Some(b);
+        }
+        Ok(())
+    }
+
+    /// Closes the file and returns its sizes.
+    pub fn finish(mut self) -> SpillFile {
+        self.close()
+    }
+
+    fn close(&mut self) -> SpillFile {
+        if let Some(mut file) = self.file.take() {
+            let _ = file.flush();
+            self.store.finish_stream(&self.path, self.bytes);
+        }
+        let lines = self.lines + u64::from(self.last.is_some_and(|b| b != b'\n'));
+        SpillFile {
+            path: self.path.clone(),
+            bytes: self.bytes,
+            chars: self.chars,
+            lines,
+        }
+    }
+}
+
+impl Drop for SpillStream {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn count_chars(bytes: &[u8]) -> u64 {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.chars().count() as u64,
+        Err(_) => String::from_utf8_lossy(bytes).chars().count() as u64,
+    }
+}
+
+fn count_lines(bytes: &[u8]) -> u64 {
+    let newlines = memchr::memchr_iter(b'\n', bytes).count() as u64;
+    newlines + u64::from(bytes.last().is_some_and(|&b| b != b'\n'))
+}
+
+/// The spill paths referenced by pointers in `text` (for reference-based cleanup).
+pub fn pointers_in(text: &str) -> Vec<PathBuf> {
+    text.match_indices(crate::budget::POINTER_MARK)
+        .filter_map(|(i, mark)| {
+            let rest = &text[i + mark.len()..];
+            let end = rest.find(['`', '\n'])?;
+            Some(PathBuf::from(&rest[..end]))
+        })
+        .collect()
+}

@@ -1,0 +1,26 @@
+//! The hook through which the result side (budgets, spill, compression) sees every result.
+//!
+//! The dispatcher owns no budget logic; it hands each turn's results to a [`ResultBudget`]
+//! (implemented in `toolgate-budget`). In server mode every call is its own turn; in agent
+//! mode all results of one model turn are passed together (SPEC "Output budget").
+
+use crate::output::ToolOutput;
+use crate::spec::ToolMeta;
+
+/// One result of a turn as the budget sees it.
+#[derive(Debug)]
+pub struct TurnResult<'a> {
+    /// Tool name.
+    pub tool: &'a str,
+    /// The tool's host metadata (`spillable`, `log_like`).
+    pub meta: &'a ToolMeta,
+    /// The result, rewritten in place when spilled or compressed.
+    pub output: &'a mut ToolOutput,
+}
+
+/// Applies output budgets to a turn's results.
+pub trait ResultBudget: Send + Sync {
+    /// Rewrites results in place so the turn fits its budgets; nothing is lost (spilled
+    /// content stays readable through the pointer left in the result).
+    fn apply(&self, turn: &mut [TurnResult<'_>]);
+}
