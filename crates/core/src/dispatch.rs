@@ -212,6 +212,9 @@ impl Dispatcher {
         };
         // `call` runs inside the guarded future, so a handler that panics before returning
         // its future (a hand-written DynTool) is caught like one that panics while running.
+        if cancel.is_cancelled() {
+            return ToolOutput::error(format!("error: `{name}` was cancelled before it started"));
+        }
         let run = AssertUnwindSafe(async move { tool.call(args, ctx).await }).catch_unwind();
         tokio::pin!(run);
         let stopped = tokio::select! {

@@ -260,7 +260,7 @@ async fn cancellation_stops_a_running_call() {
     let out = d
         .call("echo", RawArgs::Json(json!({"text": "x"})), ctx)
         .await;
-    assert_error(&out, &["`echo` was cancelled"]);
+    assert_error(&out, &["`echo` was cancelled before it started"]);
 }
 
 #[tokio::test]
