@@ -12,11 +12,14 @@ mkdir -p "$PEERS"
 if [ ! -x "$PEERS/venv/bin/python" ]; then
   python3 -m venv "$PEERS/venv"
 fi
-if ! "$PEERS/venv/bin/python" -c 'import mcp, pytest, httpx' 2>/dev/null; then
+if ! "$PEERS/venv/bin/python" -c '
+import importlib.metadata as m, mcp, pytest, httpx, anyio, jsonschema
+assert m.version("mcp").startswith("2.3."), m.version("mcp")' 2>/dev/null; then
   "$PEERS/venv/bin/pip" install --quiet --disable-pip-version-check 'mcp>=2.3,<2.4' 'pytest>=8' httpx
 fi
 
-if [ ! -f "$PEERS/npm/.installed-v1" ]; then
+if [ ! -f "$PEERS/npm/.installed-v1" ] || [ ! -x "$PEERS/npm/node_modules/node/bin/node" ] ||
+  [ ! -f "$PEERS/npm/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js" ]; then
   mkdir -p "$PEERS/npm"
   (cd "$PEERS/npm" && [ -f package.json ] || echo '{"name":"toolgate-peers","private":true}' > package.json)
   (cd "$PEERS/npm" && npm install --no-audit --no-fund --loglevel=error \
