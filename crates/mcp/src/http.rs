@@ -106,8 +106,10 @@ async fn check_bearer(token: &str, req: Request, next: Next) -> Response {
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
+        // The scheme name is case-insensitive (RFC 7235 §2.1).
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map_or("", |(_, token)| token.trim());
     if constant_time_eq(given.as_bytes(), token.as_bytes()) {
         next.run(req).await
     } else {

@@ -76,6 +76,10 @@ def test_http_token_required(project, start_http_server) -> None:
     assert not_bearer.status_code == 401, f"token without scheme -> {not_bearer.status_code}"
     right = post_initialize(server.url, Authorization=f"Bearer {TOKEN}")
     assert right.status_code == 200, f"right token -> {right.status_code} {right.text[:200]!r}"
+    # The auth scheme is case-insensitive (RFC 7235); regression for `strip_prefix("Bearer ")`.
+    for scheme in ("bearer", "BEARER"):
+        other_case = post_initialize(server.url, Authorization=f"{scheme} {TOKEN}")
+        assert other_case.status_code == 200, f"{scheme} scheme -> {other_case.status_code}"
 
 
 @pytest.mark.anyio
