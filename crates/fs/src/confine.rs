@@ -276,7 +276,7 @@ fn suggest(missing: &Path) -> String {
         return String::new();
     };
     let name = name.to_string_lossy().to_lowercase();
-    let Ok(entries) = std::fs::read_dir(parent) else {
+    let Ok(entries) = fs_err::read_dir(parent) else {
         return "; check the folder with list_dir".to_owned();
     };
     let mut best: Vec<(f64, String)> = entries
@@ -352,12 +352,12 @@ fn real_path(joined: &Path, input: &str) -> Result<PathBuf, PathError> {
         };
         // The first missing component may still exist as a dangling symlink: refuse it, or a
         // write would follow it wherever it points.
-        if let Some(Component::Normal(first)) = components.get(split) {
-            if std::fs::symlink_metadata(real_prefix.join(first)).is_ok() {
-                return Err(PathError::BadLink {
-                    path: input.to_owned(),
-                });
-            }
+        if let Some(Component::Normal(first)) = components.get(split)
+            && std::fs::symlink_metadata(real_prefix.join(first)).is_ok()
+        {
+            return Err(PathError::BadLink {
+                path: input.to_owned(),
+            });
         }
         if !real_prefix.is_dir() {
             return Err(PathError::NotFound {
@@ -366,14 +366,21 @@ fn real_path(joined: &Path, input: &str) -> Result<PathBuf, PathError> {
             });
         }
         let mut real = real_prefix;
+        let mut climbed = false;
         for c in &components[split..] {
             match c {
                 Component::Normal(part) => real.push(part),
                 Component::ParentDir => {
                     real.pop();
+                    climbed = true;
                 }
                 Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
             }
+        }
+        // After a `..` the path is back among existing entries, which may be symlinks
+        // (`missing/../link_out/x`): resolve the `..`-free result again so they are followed.
+        if climbed {
+            return real_path(&real, input);
         }
         return Ok(real);
     }

@@ -48,16 +48,20 @@ impl LineIndex {
     #[inline]
     pub(crate) fn record(&mut self, line: u64, offset: u64) {
         let zero_based = line - 1;
-        if zero_based % STRIDE == 0 && zero_based / STRIDE == self.checkpoints.len() as u64 {
+        if zero_based.is_multiple_of(STRIDE) && zero_based / STRIDE == self.checkpoints.len() as u64
+        {
             self.checkpoints.push(offset);
         }
     }
 }
 
+/// The indexes by file identity.
+type IndexMap = HashMap<FileKey, Arc<Mutex<LineIndex>>>;
+
 /// Line indexes shared by all reads of one process, keyed by file identity.
 #[derive(Debug, Default)]
 pub struct LineIndexCache {
-    inner: Mutex<(HashMap<FileKey, Arc<Mutex<LineIndex>>>, VecDeque<FileKey>)>,
+    inner: Mutex<(IndexMap, VecDeque<FileKey>)>,
 }
 
 impl LineIndexCache {

@@ -143,10 +143,10 @@ pub fn read_page<R: Read + Seek>(
     let index = &mut *index.0;
     let offset = offset.max(1);
     let limit = limit.clamp(1, limits.max_lines.max(1));
-    if let Some(total) = index.total_lines {
-        if offset > total.max(1) {
-            return Err(PageError::PastEnd { offset, total });
-        }
+    if let Some(total) = index.total_lines
+        && offset > total.max(1)
+    {
+        return Err(PageError::PastEnd { offset, total });
     }
     let (mut line_no, start_byte) = index.seek_point(offset);
     let start_byte = start_byte.max(skip);
@@ -159,6 +159,9 @@ pub fn read_page<R: Read + Seek>(
     let mut current: Vec<u8> = Vec::new(); // kept head of the current line (when in the page)
     let mut current_chars: u64 = 0;
     let mut current_has_content = false;
+    // Whether the current line's last byte so far is `\r`: a CRLF line's `\r` is not shown,
+    // so it must not count towards the line's length either.
+    let mut current_ends_cr = false;
 
     let mut out = String::new();
     let mut shown: u64 = 0;
@@ -172,7 +175,7 @@ pub fn read_page<R: Read + Seek>(
     'outer: loop {
         let n = read_fill(file, &mut buf)?;
         chunks += 1;
-        if chunks % 64 == 0 && cancelled() {
+        if chunks.is_multiple_of(64) && cancelled() {
             return Err(PageError::Cancelled);
         }
         if n == 0 {
@@ -194,6 +197,9 @@ pub fn read_page<R: Read + Seek>(
                 current_chars += bytecount::num_chars(piece) as u64;
             }
             current_has_content |= !piece.is_empty();
+            if let Some(&last) = piece.last() {
+                current_ends_cr = last == b'\r';
+            }
             let Some(_) = nl else {
                 pos = n;
                 continue;
@@ -210,7 +216,8 @@ pub fn read_page<R: Read + Seek>(
                     break 'outer;
                 }
             } else if in_page {
-                match emit_line(&mut out, line_no, &current, current_chars, limits, shown) {
+                let chars = current_chars.saturating_sub(u64::from(current_ends_cr));
+                match emit_line(&mut out, line_no, &current, chars, limits, shown) {
                     Emit::Shown { cut } => {
                         shown += 1;
                         cut_lines += u64::from(cut);
@@ -228,6 +235,7 @@ pub fn read_page<R: Read + Seek>(
             current.clear();
             current_chars = 0;
             current_has_content = false;
+            current_ends_cr = false;
             line_no += 1;
             line_start = pos_in_file + end as u64 + 1;
             pos = end + 1;
@@ -243,7 +251,8 @@ pub fn read_page<R: Read + Seek>(
                 more_after_full = true;
                 next_offset.get_or_insert(line_no);
             } else if line_no >= offset {
-                match emit_line(&mut out, line_no, &current, current_chars, limits, shown) {
+                let chars = current_chars.saturating_sub(u64::from(current_ends_cr));
+                match emit_line(&mut out, line_no, &current, chars, limits, shown) {
                     Emit::Shown { cut } => {
                         shown += 1;
                         cut_lines += u64::from(cut);

@@ -1,0 +1,18 @@
+//! Integration tests of toolgate-fs, built as one binary (STYLE.md "Tests").
+//!
+//! The tools are called through `DynTool::call` with JSON arguments, the way the dispatcher
+//! calls them, so argument parsing, confinement and rendering all run.
+
+// clippy.toml allows these inside `#[test]` functions only; the shared helpers are test code too.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+
+#[path = "all/confine.rs"]
+mod confine;
+#[path = "all/line_index.rs"]
+mod line_index;
+#[path = "all/list.rs"]
+mod list;
+#[path = "all/read.rs"]
+mod read;
+#[path = "all/support.rs"]
+mod support;
