@@ -1,25 +1,32 @@
-//! The MCP handler over toolgate's dispatcher.
+//! The MCP handler over toolgate's dispatcher, plus the optional prompt and resource
+//! sources ([`crate::extras`]) and the session's client handle ([`McpClient`]).
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CompleteRequestMethod, CompleteRequestParams,
+    CompleteResult, ConstString, GetPromptRequestMethod, GetPromptRequestParams, GetPromptResponse,
+    Implementation, ListPromptsRequestMethod, ListPromptsResult,
+    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, PromptsCapability,
+    ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ResourcesCapability, ServerCapabilities, ServerConfig, SubscribeRequestMethod,
+    SubscribeRequestParams, Tool, UnsubscribeRequestMethod, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use toolgate_core::{CallContext, Dispatcher, Progress, RawArgs, RenderOptions, SessionState};
 
+use crate::client::McpClient;
 use crate::convert::{call_result, has_output_schema, mcp_tools};
+use crate::extras::{self, PromptSource, ResourceSource};
+use crate::notify::{ListKind, ProgressQueue, Subscriptions, watch_list, watch_updates};
 
 /// How often a long call reports that it is still running, when the client asked for
 /// progress.
 const HEARTBEAT: Duration = Duration::from_secs(2);
-
-/// How often the `list_changed` watcher checks that its connection is still open.
-const WATCH_POLL: Duration = Duration::from_secs(5);
 
 struct Shared {
     dispatcher: Arc<Dispatcher>,
@@ -34,12 +41,19 @@ struct Shared {
 #[derive(Clone)]
 pub struct ToolgateServer {
     shared: Arc<Shared>,
+    prompts: Option<Arc<dyn PromptSource>>,
+    resources: Option<Arc<dyn ResourceSource>>,
+    /// Whether the resource source reports updates, so `resources/subscribe` means something.
+    resource_updates: bool,
     session: Arc<SessionState>,
 }
 
 impl std::fmt::Debug for ToolgateServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolgateServer").finish_non_exhaustive()
+        f.debug_struct("ToolgateServer")
+            .field("prompts", &self.prompts.is_some())
+            .field("resources", &self.resources.is_some())
+            .finish_non_exhaustive()
     }
 }
 
@@ -53,16 +67,39 @@ impl ToolgateServer {
                 instructions,
                 tools: Mutex::new(None),
             }),
+            prompts: None,
+            resources: None,
+            resource_updates: false,
             session: Arc::new(SessionState::default()),
         }
     }
 
-    /// A handler for a new connection: same tools, fresh session state.
+    /// Serves `prompts` too (`prompts/list`, `prompts/get`, completion of their arguments).
+    pub fn with_prompts(mut self, prompts: Arc<dyn PromptSource>) -> Self {
+        self.prompts = Some(prompts);
+        self
+    }
+
+    /// Serves `resources` too (`resources/list`, `resources/templates/list`,
+    /// `resources/read`, and `resources/subscribe` when the source reports updates).
+    pub fn with_resources(mut self, resources: Arc<dyn ResourceSource>) -> Self {
+        self.resource_updates = resources.updates().is_some();
+        self.resources = Some(resources);
+        self
+    }
+
+    /// A handler for a new connection: same tools, prompts and resources, fresh session
+    /// state.
     pub fn new_session(&self) -> Self {
         Self {
-            shared: Arc::clone(&self.shared),
             session: Arc::new(SessionState::default()),
+            ..self.clone()
         }
+    }
+
+    /// The MCP client of this handler's session.
+    pub fn client(&self) -> Arc<McpClient> {
+        self.session.get::<McpClient>()
     }
 
     /// The current MCP tool list, rendered once per registry generation.
@@ -72,11 +109,12 @@ impl ToolgateServer {
             .shared
             .tools
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((generation, tools)) = &*cache {
-            if *generation == snapshot.generation && !snapshot.incomplete {
-                return Arc::clone(tools);
-            }
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((generation, tools)) = &*cache
+            && *generation == snapshot.generation
+            && !snapshot.incomplete
+        {
+            return Arc::clone(tools);
         }
         let tools = Arc::new(mcp_tools(
             snapshot.tools.values().map(|t| t.as_ref()),
@@ -86,6 +124,29 @@ impl ToolgateServer {
             *cache = Some((snapshot.generation, Arc::clone(&tools)));
         }
         tools
+    }
+
+    /// The prompt source, or method-not-found for `M` when the server has none.
+    fn prompt_source<M: ConstString>(&self) -> Result<&dyn PromptSource, McpError> {
+        self.prompts
+            .as_deref()
+            .ok_or_else(McpError::method_not_found::<M>)
+    }
+
+    /// The resource source, or method-not-found for `M` when the server has none.
+    fn resource_source<M: ConstString>(&self) -> Result<&dyn ResourceSource, McpError> {
+        self.resources
+            .as_deref()
+            .ok_or_else(McpError::method_not_found::<M>)
+    }
+
+    /// The resource source if it reports updates, or method-not-found for `M`: without
+    /// updates a subscription would never fire.
+    fn subscribable<M: ConstString>(&self) -> Result<&dyn ResourceSource, McpError> {
+        match self.resources.as_deref() {
+            Some(source) if self.resource_updates => Ok(source),
+            _ => Err(McpError::method_not_found::<M>()),
+        }
     }
 
     async fn call(
@@ -101,46 +162,45 @@ impl ToolgateServer {
             .snapshot()
             .get(&name)
             .is_some_and(has_output_schema);
-        let progress_token = context.meta.get_progress_token();
-        let peer = context.peer.clone();
+        self.client().attach(&context.peer);
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| ProgressQueue::spawn(context.peer.clone(), token));
         let mut ctx = CallContext {
             cancel: context.ct.clone(),
             progress: None,
             session: Arc::clone(&self.session),
         };
-        if let Some(token) = progress_token.clone() {
-            let peer = peer.clone();
+        if let Some(queue) = &progress {
+            let queue = queue.clone();
             ctx.progress = Some(Arc::new(move |p: Progress| {
-                let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
-                param.total = p.total;
-                param.message = p.message;
-                let peer = peer.clone();
-                tokio::spawn(async move {
-                    let _ = peer.notify_progress(param).await;
-                });
+                queue.send(p.progress, p.total, p.message);
             }));
         }
         let dispatcher = Arc::clone(&self.shared.dispatcher);
         let run = dispatcher.call(&name, RawArgs::Json(args), ctx);
-        let output = match progress_token {
+        let output = match &progress {
             None => run.await,
-            Some(token) => {
+            Some(queue) => {
                 // Long calls report elapsed seconds so clients can tell "slow" from "stuck".
                 tokio::pin!(run);
                 let started = Instant::now();
                 let mut ticker =
                     tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
-                loop {
+                let output = loop {
                     tokio::select! {
                         out = &mut run => break out,
                         _ = ticker.tick() => {
                             let secs = started.elapsed().as_secs_f64().floor();
-                            let mut param = ProgressNotificationParam::new(token.clone(), secs);
-                            param.message = Some(format!("{name}: still running after {secs:.0} s"));
-                            let _ = peer.notify_progress(param).await;
+                            let message = format!("{name}: still running after {secs:.0} s");
+                            queue.send(secs, None, Some(message));
                         }
                     }
-                }
+                };
+                // Progress sent after the result would be dropped by the client.
+                queue.flush().await;
+                output
             }
         };
         CallToolResponse::Complete(call_result(output, has_schema))
@@ -149,10 +209,26 @@ impl ToolgateServer {
 
 impl ServerHandler for ToolgateServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
+        // Logging is always on: tools reach the client through `McpClient::log`.
+        capabilities.logging = Some(Default::default());
+        if self.prompts.is_some() || self.resources.is_some() {
+            capabilities.completions = Some(Default::default());
+        }
+        if let Some(prompts) = &self.prompts {
+            let mut cap = PromptsCapability::default();
+            cap.list_changed = prompts.changes().map(|_| true);
+            capabilities.prompts = Some(cap);
+        }
+        if let Some(resources) = &self.resources {
+            let mut cap = ResourcesCapability::default();
+            cap.list_changed = resources.changes().map(|_| true);
+            cap.subscribe = self.resource_updates.then_some(true);
+            capabilities.resources = Some(cap);
+        }
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
             .with_instructions(self.shared.instructions.clone())
@@ -180,26 +256,137 @@ impl ServerHandler for ToolgateServer {
         self.tools().iter().find(|t| t.name == name).cloned()
     }
 
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(
+            self.prompt_source::<ListPromptsRequestMethod>()?.prompts(),
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let source = self.prompt_source::<GetPromptRequestMethod>()?;
+        let arguments = extras::prompt_arguments(request.arguments);
+        let result = source.get(&request.name, &arguments).await?;
+        Ok(GetPromptResponse::Complete(result))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(
+            self.resource_source::<ListResourcesRequestMethod>()?
+                .resources(),
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            self.resource_source::<ListResourceTemplatesRequestMethod>()?
+                .templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let contents = self
+            .resource_source::<ReadResourceRequestMethod>()?
+            .read(&request.uri)
+            .await?;
+        Ok(ReadResourceResponse::Complete(ReadResourceResult::new(
+            contents,
+        )))
+    }
+
+    #[allow(deprecated)] // legacy (pre-2026) subscriptions, which today's clients use
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let source = self.subscribable::<SubscribeRequestMethod>()?;
+        // A listed resource, or a template instance that reads (which also checks it).
+        let listed = source.resources().iter().any(|r| r.uri == request.uri);
+        if !listed {
+            source.read(&request.uri).await?;
+        }
+        self.session
+            .get::<Subscriptions>()
+            .set()
+            .insert(request.uri);
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscribable::<UnsubscribeRequestMethod>()?;
+        self.session
+            .get::<Subscriptions>()
+            .set()
+            .remove(&request.uri);
+        Ok(())
+    }
+
+    #[allow(deprecated)] // logging is deprecated by SEP-2577 but still used by 2025 clients
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let client = self.client();
+        client.attach(&context.peer);
+        client.set_min_level(request.level.into());
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        if self.prompts.is_none() && self.resources.is_none() {
+            return Err(McpError::method_not_found::<CompleteRequestMethod>());
+        }
+        extras::complete(self.prompts.as_deref(), self.resources.as_deref(), &request)
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let peer = context.peer;
-        let mut generations = self.shared.dispatcher.registry().subscribe();
-        generations.mark_unchanged();
-        tokio::spawn(async move {
-            let mut poll = tokio::time::interval(WATCH_POLL);
-            loop {
-                tokio::select! {
-                    changed = generations.changed() => {
-                        if changed.is_err() || peer.notify_tool_list_changed().await.is_err() {
-                            break;
-                        }
-                    }
-                    _ = poll.tick() => {
-                        if peer.is_transport_closed() {
-                            break;
-                        }
-                    }
-                }
+        self.client().attach(&peer);
+        let tools = self.shared.dispatcher.registry().subscribe();
+        watch_list(peer.clone(), tools, ListKind::Tools);
+        if let Some(changes) = self.prompts.as_ref().and_then(|p| p.changes()) {
+            watch_list(peer.clone(), changes, ListKind::Prompts);
+        }
+        if let Some(resources) = &self.resources {
+            if let Some(changes) = resources.changes() {
+                watch_list(peer.clone(), changes, ListKind::Resources);
             }
-        });
+            if let Some(updates) = resources.updates() {
+                watch_updates(peer, updates, self.session.get::<Subscriptions>());
+            }
+        }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,7 @@
 //! The MCP server in-process over an in-memory stream: cancellation, client disconnect,
 //! progress, `list_changed`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

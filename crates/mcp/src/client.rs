@@ -1,0 +1,160 @@
+//! The MCP client of one session as tools see it: log messages (`logging/setLevel`,
+//! `notifications/message`) and the peer for sampling and elicitation.
+//!
+//! Tools stay protocol-neutral by default; one that knows it may run under MCP asks its
+//! session for the client with [`McpClient::of`] and gets nothing connected elsewhere (in
+//! `toolgate call` or the agent loop), so it must treat the client as optional.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use rmcp::{Peer, RoleServer};
+use serde_json::Value;
+use toolgate_core::CallContext;
+
+/// Severity of a log message, lowest first (RFC 5424 levels, as MCP uses them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogLevel {
+    /// Detailed debugging information.
+    Debug,
+    /// Normal operational messages.
+    Info,
+    /// Normal but significant events.
+    Notice,
+    /// Warning conditions.
+    Warning,
+    /// Error conditions.
+    Error,
+    /// Critical conditions.
+    Critical,
+    /// Action must be taken immediately.
+    Alert,
+    /// The system is unusable.
+    Emergency,
+}
+
+// rmcp marks its logging types deprecated (SEP-2577 drops logging from the 2026 protocol);
+// toolgate keeps serving it for the clients that still use it, behind its own type.
+#[allow(deprecated)]
+impl From<LogLevel> for rmcp::model::LoggingLevel {
+    fn from(level: LogLevel) -> Self {
+        use rmcp::model::LoggingLevel as L;
+        match level {
+            LogLevel::Debug => L::Debug,
+            LogLevel::Info => L::Info,
+            LogLevel::Notice => L::Notice,
+            LogLevel::Warning => L::Warning,
+            LogLevel::Error => L::Error,
+            LogLevel::Critical => L::Critical,
+            LogLevel::Alert => L::Alert,
+            LogLevel::Emergency => L::Emergency,
+        }
+    }
+}
+
+#[allow(deprecated)]
+impl From<rmcp::model::LoggingLevel> for LogLevel {
+    fn from(level: rmcp::model::LoggingLevel) -> Self {
+        use rmcp::model::LoggingLevel as L;
+        match level {
+            L::Debug => LogLevel::Debug,
+            L::Info => LogLevel::Info,
+            L::Notice => LogLevel::Notice,
+            L::Warning => LogLevel::Warning,
+            L::Error => LogLevel::Error,
+            L::Critical => LogLevel::Critical,
+            L::Alert => LogLevel::Alert,
+            L::Emergency => LogLevel::Emergency,
+        }
+    }
+}
+
+/// The connected MCP client of one session, kept in the session state.
+#[derive(Default)]
+pub struct McpClient {
+    peer: Mutex<Option<Peer<RoleServer>>>,
+    /// The least severe level the client wants; `None` until it sends `logging/setLevel`,
+    /// and then every message is sent (as the TypeScript SDK does).
+    min_level: Mutex<Option<LogLevel>>,
+}
+
+impl std::fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClient")
+            .field("connected", &lock(&self.peer).is_some())
+            .field("min_level", &*lock(&self.min_level))
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl McpClient {
+    /// The MCP client of the session `ctx` belongs to (unconnected outside MCP).
+    pub fn of(ctx: &CallContext) -> Arc<Self> {
+        ctx.session.get::<Self>()
+    }
+
+    /// The peer, for server-to-client requests such as `sampling/createMessage` or
+    /// `elicitation/create`; `None` outside an MCP session. Awaited inside a tool call, those
+    /// requests ride the call's own HTTP response stream.
+    pub fn peer(&self) -> Option<Peer<RoleServer>> {
+        lock(&self.peer).clone()
+    }
+
+    /// The level the client asked for with `logging/setLevel`, if it did.
+    pub fn min_level(&self) -> Option<LogLevel> {
+        *lock(&self.min_level)
+    }
+
+    /// Sends a log message to the client when connected and `level` passes its filter;
+    /// returns whether it was sent. `logger` names the source (e.g. the tool).
+    pub async fn log(&self, level: LogLevel, logger: Option<&str>, data: Value) -> bool {
+        if self.min_level().is_some_and(|min| level < min) {
+            return false;
+        }
+        let Some(peer) = self.peer() else {
+            return false;
+        };
+        #[allow(deprecated)]
+        let mut param = rmcp::model::LoggingMessageNotificationParam::new(level.into(), data);
+        if let Some(logger) = logger {
+            param = param.with_logger(logger);
+        }
+        #[allow(deprecated)]
+        let sent = peer.notify_logging_message(param).await;
+        sent.is_ok()
+    }
+
+    pub(crate) fn attach(&self, peer: &Peer<RoleServer>) {
+        *lock(&self.peer) = Some(peer.clone());
+    }
+
+    pub(crate) fn set_min_level(&self, level: LogLevel) {
+        *lock(&self.min_level) = Some(level);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_order_by_severity() {
+        assert!(LogLevel::Debug < LogLevel::Info);
+        assert!(LogLevel::Warning < LogLevel::Error);
+        assert!(LogLevel::Alert < LogLevel::Emergency);
+    }
+
+    #[tokio::test]
+    async fn unconnected_client_sends_nothing() {
+        let ctx = CallContext::default();
+        let client = McpClient::of(&ctx);
+        assert!(client.peer().is_none());
+        assert!(!client.log(LogLevel::Error, None, Value::Null).await);
+        // The same session hands out the same client.
+        client.set_min_level(LogLevel::Warning);
+        assert_eq!(McpClient::of(&ctx).min_level(), Some(LogLevel::Warning));
+    }
+}

@@ -1,0 +1,233 @@
+//! Prompts and resources beside the tools (SPEC "MCP": skills are served as prompts).
+//!
+//! A [`ToolgateServer`](crate::ToolgateServer) may hold one [`PromptSource`] and one
+//! [`ResourceSource`]; it advertises the `prompts`, `resources` and `completions` capabilities
+//! only when it holds them. Sources speak rmcp's model types: this crate is the MCP adapter,
+//! so a second copy of those types would only add conversions.
+
+use std::collections::BTreeMap;
+
+use futures::future::BoxFuture;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptResult, JsonObject, Prompt,
+    Reference, Resource, ResourceContents, ResourceTemplate,
+};
+use serde_json::Value;
+use tokio::sync::{broadcast, watch};
+
+/// The arguments of one `prompts/get`: MCP prompt arguments are strings by name.
+pub type PromptArguments = BTreeMap<String, String>;
+
+/// Why a prompt or resource request failed. The text is shown to the client's user.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SourceError {
+    /// No prompt has this name.
+    #[error("unknown prompt `{0}`; list the prompts with prompts/list")]
+    UnknownPrompt(String),
+    /// No resource or template matches this URI.
+    #[error(
+        "unknown resource `{0}`; list the resources with resources/list and the templates with resources/templates/list"
+    )]
+    UnknownResource(String),
+    /// The arguments do not fit: the message names the argument and what it needs.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// The source itself failed (an unreadable file, a broken skill).
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<SourceError> for McpError {
+    fn from(error: SourceError) -> Self {
+        let message = error.to_string();
+        match error {
+            // The MCP spec names -32602 for an unknown prompt and -32002 for an unknown
+            // resource.
+            SourceError::UnknownPrompt(_) | SourceError::InvalidArguments(_) => {
+                McpError::invalid_params(message, None)
+            }
+            SourceError::UnknownResource(uri) => {
+                McpError::resource_not_found(message, Some(serde_json::json!({ "uri": uri })))
+            }
+            SourceError::Failed(_) => McpError::internal_error(message, None),
+        }
+    }
+}
+
+/// Where the server's prompts come from (later: the skill catalog).
+pub trait PromptSource: Send + Sync + 'static {
+    /// Every prompt, in a stable order.
+    fn prompts(&self) -> Vec<Prompt>;
+
+    /// Prompt `name` filled in with `arguments`.
+    fn get<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: &'a PromptArguments,
+    ) -> BoxFuture<'a, Result<GetPromptResult, SourceError>>;
+
+    /// Suggested values for `argument` of prompt `name` given what the user typed so far
+    /// (`completion/complete`), best first. None by default.
+    fn complete(&self, name: &str, argument: &str, typed: &str) -> Vec<String> {
+        let _ = (name, argument, typed);
+        Vec::new()
+    }
+
+    /// A receiver that changes whenever the prompt list does; `Some` makes the server
+    /// advertise `prompts.listChanged` and notify its clients.
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        None
+    }
+}
+
+/// Where the server's resources come from.
+pub trait ResourceSource: Send + Sync + 'static {
+    /// Every direct resource, in a stable order.
+    fn resources(&self) -> Vec<Resource>;
+
+    /// The URI templates (RFC 6570) this source can also read.
+    fn templates(&self) -> Vec<ResourceTemplate> {
+        Vec::new()
+    }
+
+    /// The contents at `uri`, a direct resource or a template instance.
+    fn read<'a>(
+        &'a self,
+        uri: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<ResourceContents>, SourceError>>;
+
+    /// Suggested values for `argument` of the template `template` given what the user typed
+    /// so far, best first. None by default.
+    fn complete(&self, template: &str, argument: &str, typed: &str) -> Vec<String> {
+        let _ = (template, argument, typed);
+        Vec::new()
+    }
+
+    /// A receiver that changes whenever the resource list does; `Some` makes the server
+    /// advertise `resources.listChanged` and notify its clients.
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        None
+    }
+
+    /// URIs whose contents changed. `Some` makes the server advertise
+    /// `resources.subscribe`, accept `resources/subscribe` and forward the URIs each session
+    /// subscribed to as `notifications/resources/updated`.
+    fn updates(&self) -> Option<broadcast::Receiver<String>> {
+        None
+    }
+}
+
+/// MCP prompt arguments as strings; non-string JSON values keep their JSON text, so a
+/// client that sends `3` instead of `"3"` still gets its prompt.
+pub(crate) fn prompt_arguments(arguments: Option<JsonObject>) -> PromptArguments {
+    arguments
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| {
+            let v = match v {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            (k, v)
+        })
+        .collect()
+}
+
+/// Answers `completion/complete` from whichever source the reference points at.
+pub(crate) fn complete(
+    prompts: Option<&dyn PromptSource>,
+    resources: Option<&dyn ResourceSource>,
+    request: &CompleteRequestParams,
+) -> Result<CompleteResult, McpError> {
+    let argument = &request.argument;
+    let mut values = match &request.r#ref {
+        Reference::Prompt(prompt) => prompts
+            .map(|p| p.complete(&prompt.name, &argument.name, &argument.value))
+            .unwrap_or_default(),
+        Reference::Resource(template) => resources
+            .map(|r| r.complete(&template.uri, &argument.name, &argument.value))
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let total = values.len();
+    values.truncate(CompletionInfo::MAX_VALUES);
+    let has_more = total > values.len();
+    let info = CompletionInfo::with_pagination(
+        values,
+        Some(u32::try_from(total).unwrap_or(u32::MAX)),
+        has_more,
+    )
+    .map_err(|e| McpError::internal_error(e, None))?;
+    Ok(CompleteResult::new(info))
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::ArgumentInfo;
+
+    use super::*;
+
+    struct Colours;
+
+    impl PromptSource for Colours {
+        fn prompts(&self) -> Vec<Prompt> {
+            Vec::new()
+        }
+
+        fn get<'a>(
+            &'a self,
+            name: &'a str,
+            _arguments: &'a PromptArguments,
+        ) -> BoxFuture<'a, Result<GetPromptResult, SourceError>> {
+            Box::pin(async move { Err(SourceError::UnknownPrompt(name.to_owned())) })
+        }
+
+        fn complete(&self, _name: &str, _argument: &str, typed: &str) -> Vec<String> {
+            (0..150).map(|i| format!("{typed}{i}")).collect::<Vec<_>>()
+        }
+    }
+
+    #[test]
+    fn completion_is_capped_at_the_protocol_limit_and_says_there_is_more() {
+        let request = CompleteRequestParams::new(
+            Reference::for_prompt("p"),
+            ArgumentInfo::new("colour", "re"),
+        );
+        let result = complete(Some(&Colours), None, &request).unwrap();
+        assert_eq!(result.completion.values.len(), 100);
+        assert_eq!(result.completion.values[0], "re0");
+        assert_eq!(result.completion.total, Some(150));
+        assert_eq!(result.completion.has_more, Some(true));
+    }
+
+    #[test]
+    fn completion_without_a_source_is_empty() {
+        let request = CompleteRequestParams::new(
+            Reference::for_resource("test://{id}"),
+            ArgumentInfo::new("id", "1"),
+        );
+        let result = complete(Some(&Colours), None, &request).unwrap();
+        assert!(result.completion.values.is_empty());
+        assert_eq!(result.completion.has_more, Some(false));
+    }
+
+    #[test]
+    fn prompt_arguments_keep_non_strings_as_json_text() {
+        let mut args = JsonObject::new();
+        args.insert("a".into(), Value::String("x".into()));
+        args.insert("n".into(), serde_json::json!(3));
+        let args = prompt_arguments(Some(args));
+        assert_eq!(args["a"], "x");
+        assert_eq!(args["n"], "3");
+    }
+
+    #[test]
+    fn unknown_resource_maps_to_resource_not_found() {
+        let error = McpError::from(SourceError::UnknownResource("test://x".into()));
+        assert_eq!(error.code, rmcp::model::ErrorCode::RESOURCE_NOT_FOUND);
+        let error = McpError::from(SourceError::UnknownPrompt("p".into()));
+        assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+    }
+}

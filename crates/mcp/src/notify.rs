@@ -1,0 +1,161 @@
+//! Notifications the server sends on its own initiative: the ordered progress of one call,
+//! `list_changed` for tools, prompts and resources, and `resources/updated` for the URIs a
+//! session subscribed to.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::model::{ProgressNotificationParam, ProgressToken, ResourceUpdatedNotificationParam};
+use rmcp::{Peer, RoleServer};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+
+/// How often a watcher checks that its connection is still open.
+const WATCH_POLL: Duration = Duration::from_secs(5);
+
+/// How long a finished call waits for its queued progress notifications to go out before
+/// its result does (they are only queued in memory, so this is a safety net).
+const PROGRESS_FLUSH: Duration = Duration::from_secs(5);
+
+/// The resource URIs one session subscribed to (kept in its session state).
+#[derive(Default)]
+pub(crate) struct Subscriptions(Mutex<HashSet<String>>);
+
+impl Subscriptions {
+    pub(crate) fn set(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The progress notifications of one call, sent in order by one task, each greater than
+/// the last.
+///
+/// Sending each from its own task (as a sink that must not block would) lets a later
+/// notification overtake an earlier one, and the last ones overtake the result.
+#[derive(Clone)]
+pub(crate) struct ProgressQueue {
+    token: ProgressToken,
+    tx: mpsc::UnboundedSender<ProgressItem>,
+}
+
+enum ProgressItem {
+    Notify(ProgressNotificationParam),
+    Flush(oneshot::Sender<()>),
+}
+
+impl ProgressQueue {
+    pub(crate) fn spawn(peer: Peer<RoleServer>, token: ProgressToken) -> Self {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            // MCP requires progress to increase with each notification; a value that does
+            // not (a heartbeat's elapsed seconds after the tool's own 50 of 100) is dropped.
+            let mut last: Option<f64> = None;
+            while let Some(item) = rx.recv().await {
+                match item {
+                    ProgressItem::Notify(param) => {
+                        if last.is_some_and(|last| param.progress <= last) {
+                            continue;
+                        }
+                        last = Some(param.progress);
+                        let _ = peer.notify_progress(param).await;
+                    }
+                    ProgressItem::Flush(done) => {
+                        let _ = done.send(());
+                    }
+                }
+            }
+        });
+        Self { token, tx }
+    }
+
+    pub(crate) fn send(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        let mut param = ProgressNotificationParam::new(self.token.clone(), progress);
+        param.total = total;
+        param.message = message;
+        let _ = self.tx.send(ProgressItem::Notify(param));
+    }
+
+    /// Waits until everything queued so far has been handed to the transport.
+    pub(crate) async fn flush(&self) {
+        let (done, sent) = oneshot::channel();
+        if self.tx.send(ProgressItem::Flush(done)).is_ok() {
+            let _ = tokio::time::timeout(PROGRESS_FLUSH, sent).await;
+        }
+    }
+}
+
+/// Which `list_changed` notification a watcher forwards.
+#[derive(Clone, Copy)]
+pub(crate) enum ListKind {
+    Tools,
+    Prompts,
+    Resources,
+}
+
+/// Forwards every change of `changes` to `peer` until the connection or the source closes.
+pub(crate) fn watch_list(
+    peer: Peer<RoleServer>,
+    mut changes: watch::Receiver<u64>,
+    kind: ListKind,
+) {
+    changes.mark_unchanged();
+    tokio::spawn(async move {
+        let mut poll = tokio::time::interval(WATCH_POLL);
+        loop {
+            tokio::select! {
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    let sent = match kind {
+                        ListKind::Tools => peer.notify_tool_list_changed().await,
+                        ListKind::Prompts => peer.notify_prompt_list_changed().await,
+                        ListKind::Resources => peer.notify_resource_list_changed().await,
+                    };
+                    if sent.is_err() {
+                        break;
+                    }
+                }
+                _ = poll.tick() => {
+                    if peer.is_transport_closed() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// Forwards updated resource URIs this session subscribed to.
+pub(crate) fn watch_updates(
+    peer: Peer<RoleServer>,
+    mut updates: broadcast::Receiver<String>,
+    subscriptions: Arc<Subscriptions>,
+) {
+    tokio::spawn(async move {
+        let mut poll = tokio::time::interval(WATCH_POLL);
+        loop {
+            tokio::select! {
+                update = updates.recv() => match update {
+                    Ok(uri) => {
+                        if subscriptions.set().contains(&uri) {
+                            let param = ResourceUpdatedNotificationParam::new(uri);
+                            if peer.notify_resource_updated(param).await.is_err() {
+                                break;
+                            }
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::warn!(missed, "resource updates lagged; some were not forwarded");
+                    }
+                    Err(broadcast::error::RecvError::Closed) => break,
+                },
+                _ = poll.tick() => {
+                    if peer.is_transport_closed() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+}

@@ -1,0 +1,364 @@
+//! The handler end to end over an in-memory stdio pair: progress order, logging levels,
+//! prompts, resources and completion.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use rmcp::model::{GetPromptResult, Prompt, PromptMessage, Resource, ResourceContents, Role};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+use toolgate_core::{
+    CallContext, Concurrency, DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope,
+    StaticProvider, Tool, ToolError, ToolMeta, ToolOutput, TypedTool,
+};
+
+use crate::{
+    LogLevel, McpClient, PromptArguments, PromptSource, ResourceSource, SourceError,
+    ToolgateServer, serve_streams,
+};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+/// Reports progress 1..=20 as fast as it can, then returns at once.
+struct Burst;
+
+impl Tool for Burst {
+    type Args = NoArgs;
+    type Output = ();
+    fn name(&self) -> &str {
+        "burst"
+    }
+    fn description(&self) -> &str {
+        "Reports progress 1 to 20 and returns"
+    }
+    fn meta(&self) -> ToolMeta {
+        ToolMeta {
+            concurrency: Concurrency::ReadOnly,
+            ..ToolMeta::default()
+        }
+    }
+    async fn call(&self, _: NoArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
+        for i in 1..=20 {
+            ctx.report(f64::from(i), Some(20.0), None);
+        }
+        Ok(ToolOutput::text("done"))
+    }
+}
+
+/// Reports progress that goes back and forth.
+struct Wobble;
+
+impl Tool for Wobble {
+    type Args = NoArgs;
+    type Output = ();
+    fn name(&self) -> &str {
+        "wobble"
+    }
+    fn description(&self) -> &str {
+        "Reports 5, 3, 5, 7"
+    }
+    fn meta(&self) -> ToolMeta {
+        ToolMeta::default()
+    }
+    async fn call(&self, _: NoArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
+        for p in [5.0, 3.0, 5.0, 7.0] {
+            ctx.report(p, None, None);
+        }
+        Ok(ToolOutput::text("done"))
+    }
+}
+
+/// Logs one message at info and one at error.
+struct Chatty;
+
+impl Tool for Chatty {
+    type Args = NoArgs;
+    type Output = ();
+    fn name(&self) -> &str {
+        "chatty"
+    }
+    fn description(&self) -> &str {
+        "Logs at info and at error"
+    }
+    fn meta(&self) -> ToolMeta {
+        ToolMeta::default()
+    }
+    async fn call(&self, _: NoArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
+        let client = McpClient::of(&ctx);
+        client.log(LogLevel::Info, None, json!("info")).await;
+        client
+            .log(LogLevel::Error, Some("chatty"), json!("error"))
+            .await;
+        Ok(ToolOutput::text("logged"))
+    }
+}
+
+struct Greetings;
+
+impl PromptSource for Greetings {
+    fn prompts(&self) -> Vec<Prompt> {
+        vec![Prompt::new("greet", Some("Greets someone"), None)]
+    }
+    fn get<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: &'a PromptArguments,
+    ) -> BoxFuture<'a, Result<GetPromptResult, SourceError>> {
+        Box::pin(async move {
+            if name != "greet" {
+                return Err(SourceError::UnknownPrompt(name.to_owned()));
+            }
+            let who = arguments.get("who").map_or("world", String::as_str);
+            Ok(GetPromptResult::new(vec![PromptMessage::new_text(
+                Role::User,
+                format!("Hello, {who}!"),
+            )]))
+        })
+    }
+    fn complete(&self, _name: &str, _argument: &str, typed: &str) -> Vec<String> {
+        ["alice", "bob"]
+            .into_iter()
+            .filter(|v| v.starts_with(typed))
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+struct Notes;
+
+impl ResourceSource for Notes {
+    fn resources(&self) -> Vec<Resource> {
+        vec![Resource::new("note://a", "a")]
+    }
+    fn read<'a>(
+        &'a self,
+        uri: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<ResourceContents>, SourceError>> {
+        Box::pin(async move {
+            match uri {
+                "note://a" => Ok(vec![ResourceContents::text("note a", uri)]),
+                _ => Err(SourceError::UnknownResource(uri.to_owned())),
+            }
+        })
+    }
+}
+
+fn server() -> ToolgateServer {
+    let registry = Arc::new(Registry::new());
+    let tools = vec![
+        TypedTool::erased(Burst),
+        TypedTool::erased(Chatty),
+        TypedTool::erased(Wobble),
+    ];
+    registry
+        .register(None, Arc::new(StaticProvider::new("test", tools)), 0)
+        .unwrap();
+    let dispatcher = Dispatcher::new(
+        registry,
+        Scope::global(),
+        Policy::allow_all(),
+        DispatchLimits::default(),
+    );
+    ToolgateServer::new(
+        Arc::new(dispatcher),
+        RenderOptions::default(),
+        String::new(),
+    )
+}
+
+struct Client {
+    to_server: DuplexStream,
+    from_server: Lines<BufReader<DuplexStream>>,
+}
+
+impl Client {
+    async fn start(server: ToolgateServer) -> (Self, Value) {
+        let (to_server, server_in) = tokio::io::duplex(1 << 20);
+        let (server_out, from_server) = tokio::io::duplex(1 << 20);
+        tokio::spawn(serve_streams(server, server_in, server_out));
+        let mut client = Self {
+            to_server,
+            from_server: BufReader::new(from_server).lines(),
+        };
+        let init = client
+            .request(
+                0,
+                "initialize",
+                json!({
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "0"}
+                }),
+            )
+            .await;
+        client
+            .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        (client, init["result"].clone())
+    }
+
+    async fn send(&mut self, message: Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.to_server.write_all(line.as_bytes()).await.unwrap();
+    }
+
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(10), self.from_server.next_line())
+            .await
+            .expect("the server answers within 10 s")
+            .unwrap()
+            .expect("the server keeps the stream open");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Sends a request; returns its response and the notifications that came before it.
+    async fn exchange(&mut self, id: u64, method: &str, params: Value) -> (Value, Vec<Value>) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        let mut notifications = Vec::new();
+        loop {
+            let message = self.next().await;
+            if message["id"] == json!(id) {
+                return (message, notifications);
+            }
+            notifications.push(message);
+        }
+    }
+
+    async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.exchange(id, method, params).await.0
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_notifications_arrive_in_order_before_the_result() {
+    let (mut client, _) = Client::start(server()).await;
+    for round in 0..5 {
+        let (response, notifications) = client
+            .exchange(
+                round + 1,
+                "tools/call",
+                json!({"name": "burst", "arguments": {}, "_meta": {"progressToken": round}}),
+            )
+            .await;
+        assert_eq!(response["result"]["content"][0]["text"], "done");
+        let progress: Vec<f64> = notifications
+            .iter()
+            .filter(|n| n["method"] == "notifications/progress")
+            .map(|n| n["params"]["progress"].as_f64().unwrap())
+            .collect();
+        let expected: Vec<f64> = (1..=20).map(f64::from).collect();
+        assert_eq!(progress, expected, "round {round}");
+    }
+}
+
+#[tokio::test]
+async fn progress_that_does_not_increase_is_not_sent() {
+    let (mut client, _) = Client::start(server()).await;
+    let (_, notifications) = client
+        .exchange(
+            1,
+            "tools/call",
+            json!({"name": "wobble", "arguments": {}, "_meta": {"progressToken": "w"}}),
+        )
+        .await;
+    let progress: Vec<f64> = notifications
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .map(|n| n["params"]["progress"].as_f64().unwrap())
+        .collect();
+    assert_eq!(progress, [5.0, 7.0]);
+}
+
+#[tokio::test]
+async fn tool_logs_reach_the_client_at_or_above_the_level_it_set() {
+    let (mut client, init) = Client::start(server()).await;
+    assert!(init["capabilities"]["logging"].is_object());
+    let set = client
+        .request(1, "logging/setLevel", json!({"level": "warning"}))
+        .await;
+    assert_eq!(set["result"], json!({}));
+    let (response, notifications) = client
+        .exchange(2, "tools/call", json!({"name": "chatty", "arguments": {}}))
+        .await;
+    assert_eq!(response["result"]["content"][0]["text"], "logged");
+    // Logging goes out on the session, not tied to the call: allow it to trail the result.
+    let mut logs: Vec<Value> = notifications;
+    if logs.is_empty() {
+        logs.push(client.next().await);
+    }
+    let logs: Vec<&Value> = logs
+        .iter()
+        .filter(|n| n["method"] == "notifications/message")
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    assert_eq!(logs[0]["params"]["level"], "error");
+    assert_eq!(logs[0]["params"]["logger"], "chatty");
+    assert_eq!(logs[0]["params"]["data"], "error");
+}
+
+#[tokio::test]
+async fn prompts_resources_and_completion_are_advertised_only_with_sources() {
+    let (mut bare, init) = Client::start(server()).await;
+    let caps = &init["capabilities"];
+    assert!(caps["prompts"].is_null() && caps["resources"].is_null());
+    assert!(caps["completions"].is_null());
+    let listed = bare.request(1, "prompts/list", json!({})).await;
+    assert_eq!(listed["error"]["code"], -32601, "{listed}");
+
+    let full = server()
+        .with_prompts(Arc::new(Greetings))
+        .with_resources(Arc::new(Notes));
+    let (mut client, init) = Client::start(full).await;
+    let caps = &init["capabilities"];
+    assert!(caps["prompts"].is_object() && caps["completions"].is_object());
+    // Notes reports no updates, so subscribing is not offered.
+    assert!(caps["resources"]["subscribe"].is_null());
+
+    let listed = client.request(1, "prompts/list", json!({})).await;
+    assert_eq!(listed["result"]["prompts"][0]["name"], "greet");
+    let got = client
+        .request(
+            2,
+            "prompts/get",
+            json!({"name": "greet", "arguments": {"who": "Ada"}}),
+        )
+        .await;
+    assert_eq!(
+        got["result"]["messages"][0]["content"]["text"],
+        "Hello, Ada!"
+    );
+    let unknown = client
+        .request(3, "prompts/get", json!({"name": "nope"}))
+        .await;
+    assert_eq!(unknown["error"]["code"], -32602);
+
+    let read = client
+        .request(4, "resources/read", json!({"uri": "note://a"}))
+        .await;
+    assert_eq!(read["result"]["contents"][0]["text"], "note a");
+    let missing = client
+        .request(5, "resources/read", json!({"uri": "note://b"}))
+        .await;
+    assert_eq!(missing["error"]["code"], -32002);
+    let subscribe = client
+        .request(6, "resources/subscribe", json!({"uri": "note://a"}))
+        .await;
+    assert_eq!(subscribe["error"]["code"], -32601);
+
+    let completed = client
+        .request(
+            7,
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "greet"},
+                   "argument": {"name": "who", "value": "a"}}),
+        )
+        .await;
+    assert_eq!(
+        completed["result"]["completion"]["values"],
+        json!(["alice"])
+    );
+}
