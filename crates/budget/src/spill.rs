@@ -258,11 +258,11 @@ impl SpillStore {
             };
             let Some(name) = victim else { return };
             let path = self.dir.join(&name);
-            if let Err(e) = fs_err::remove_file(&path) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    tracing::warn!(%e, "could not evict spill file");
-                    return;
-                }
+            if let Err(e) = fs_err::remove_file(&path)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::warn!(%e, "could not evict spill file");
+                return;
             }
             let mut state = self.lock();
             if let Some(entry) = state.entries.remove(&name) {
@@ -284,7 +284,7 @@ impl SpillStore {
             return;
         }
         let mut found: Vec<(String, u64)> = Vec::new();
-        if let Ok(entries) = std::fs::read_dir(&self.dir) {
+        if let Ok(entries) = fs_err::read_dir(&self.dir) {
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
                 if !name.ends_with(".txt") {

@@ -1,6 +1,6 @@
 //! End-to-end tests of the `toolgate` binary: the CLI and the MCP server over stdio.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 #[path = "all/cli.rs"]
 mod cli;

@@ -4,6 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use toolgate_budget::{Budget, SpillStore};
 use toolgate_core::{
     DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope, StaticProvider,
 };
@@ -16,8 +17,10 @@ use crate::load::{Config, ConfigError};
 pub struct Runtime {
     /// The configuration it was built from.
     pub config: Config,
-    /// Confinement roots.
+    /// Confinement roots (the spill folder is a read-only root).
     pub roots: Arc<Roots>,
+    /// Where over-budget results are kept.
+    pub spill: Arc<SpillStore>,
     /// The tool registry (built-ins in the global layer).
     pub registry: Arc<Registry>,
     /// Dispatcher over the global scope.
@@ -34,8 +37,17 @@ impl Runtime {
         } else {
             config.roots.iter().map(|r| cwd.join(r)).collect()
         };
-        let roots =
-            Arc::new(Roots::new(&dirs).map_err(|e| ConfigError::Invalid(format!("roots: {e}")))?);
+        let roots = Roots::new(&dirs).map_err(|e| ConfigError::Invalid(format!("roots: {e}")))?;
+        // The spill store: under the first root unless configured elsewhere; readable through
+        // read_file wherever it is, writable by no tool.
+        let spill_dir = roots.primary().join(&config.budget.spill_dir);
+        let roots = Arc::new(roots.with_read_only(&spill_dir));
+        let spill = Arc::new(SpillStore::new(spill_dir, config.budget.spill_quota_bytes));
+        let budget = Arc::new(Budget::new(
+            config.budget.clone(),
+            Arc::clone(&spill),
+            roots.primary().to_path_buf(),
+        ));
         let policy = Policy::from_lists(
             &config.permissions.allow,
             &config.permissions.ask,
@@ -51,17 +63,16 @@ impl Runtime {
             default_timeout: Duration::from_millis(config.dispatch.default_timeout_ms),
             max_timeout: Duration::from_millis(config.dispatch.max_timeout_ms),
         };
-        let dispatcher = Arc::new(Dispatcher::new(
-            Arc::clone(&registry),
-            Scope::global(),
-            policy,
-            limits,
-        ));
+        let dispatcher = Arc::new(
+            Dispatcher::new(Arc::clone(&registry), Scope::global(), policy, limits)
+                .with_budget(budget),
+        );
         let render = RenderOptions {
             description_budget: config.render.description_budget,
         };
         Ok(Self {
             config,
+            spill,
             roots,
             registry,
             dispatcher,

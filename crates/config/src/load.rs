@@ -6,6 +6,7 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use figment::value::Value as FValue;
 use serde::{Deserialize, Serialize};
+use toolgate_budget::BudgetLimits;
 use toolgate_fs::ReadLimits;
 
 /// The whole configuration.
@@ -19,6 +20,8 @@ pub struct Config {
     pub read: ReadLimits,
     /// Dispatcher time limits.
     pub dispatch: DispatchConfig,
+    /// Output budgets and the spill store.
+    pub budget: BudgetLimits,
     /// Rendering of tool arrays.
     pub render: RenderConfig,
     /// allow / ask / deny rules.
@@ -157,10 +160,11 @@ pub enum ConfigError {
 
 /// Top-level keys `TOOLGATE_*` may set; other `TOOLGATE_*` variables (such as the token) are
 /// not config.
-const ENV_KEYS: [&str; 6] = [
+const ENV_KEYS: [&str; 7] = [
     "roots",
     "read",
     "dispatch",
+    "budget",
     "render",
     "permissions",
     "server",

@@ -1,5 +1,12 @@
 //! Config layering: defaults < user < project < --config < env < flags, with provenance.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    clippy::result_large_err
+)]
+
 use std::path::PathBuf;
 
 use toolgate_config::{Flags, LoadOptions, Runtime, load};
@@ -20,7 +27,12 @@ fn write(path: &std::path::Path, text: &str) {
 }
 
 fn source_of(loaded: &toolgate_config::Loaded, key: &str) -> String {
-    loaded.provenance().into_iter().find(|(k, _, _)| k == key).map(|(_, _, s)| s).unwrap()
+    loaded
+        .provenance()
+        .into_iter()
+        .find(|(k, _, _)| k == key)
+        .map(|(_, _, s)| s)
+        .unwrap()
 }
 
 #[test]
@@ -37,8 +49,14 @@ fn defaults_apply_without_any_file() {
 fn project_overrides_user_and_flags_override_everything() {
     let dir = tempfile::tempdir().unwrap();
     let user = dir.path().join("user.toml");
-    write(&user, "[read]\nmax_lines = 10\nmax_bytes = 999\n[server]\nlog_level = \"debug\"\n");
-    write(&dir.path().join(".toolgate/config.toml"), "[read]\nmax_lines = 20\n");
+    write(
+        &user,
+        "[read]\nmax_lines = 10\nmax_bytes = 999\n[server]\nlog_level = \"debug\"\n",
+    );
+    write(
+        &dir.path().join(".toolgate/config.toml"),
+        "[read]\nmax_lines = 20\n",
+    );
     let mut opts = options(dir.path(), Some(user.clone()));
     opts.flags.log_level = Some("trace".into());
     let loaded = load(&opts).unwrap();
@@ -53,7 +71,10 @@ fn project_overrides_user_and_flags_override_everything() {
 #[test]
 fn explicit_file_beats_project_and_must_exist() {
     let dir = tempfile::tempdir().unwrap();
-    write(&dir.path().join(".toolgate/config.toml"), "[read]\nmax_lines = 20\n");
+    write(
+        &dir.path().join(".toolgate/config.toml"),
+        "[read]\nmax_lines = 20\n",
+    );
     let explicit = dir.path().join("extra.toml");
     write(&explicit, "[read]\nmax_lines = 30\n");
     let mut opts = options(dir.path(), None);
@@ -61,7 +82,10 @@ fn explicit_file_beats_project_and_must_exist() {
     assert_eq!(load(&opts).unwrap().config.read.max_lines, 30);
     opts.explicit_file = Some(dir.path().join("missing.toml"));
     let err = load(&opts).unwrap_err().to_string();
-    assert!(err.contains("missing.toml") && err.contains("--config"), "{err}");
+    assert!(
+        err.contains("missing.toml") && err.contains("--config"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -79,7 +103,11 @@ fn env_overrides_files_but_not_flags_and_ignores_foreign_variables() {
         let loaded = load(&opts).expect("loads");
         assert_eq!(loaded.config.read.max_lines, 40);
         assert_eq!(loaded.config.server.log_level, "error");
-        assert!(source_of(&loaded, "read.max_lines").contains("TOOLGATE_"), "{:?}", loaded.provenance());
+        assert!(
+            source_of(&loaded, "read.max_lines").contains("TOOLGATE_"),
+            "{:?}",
+            loaded.provenance()
+        );
         Ok(())
     });
 }
@@ -92,13 +120,19 @@ fn bad_file_names_file_key_and_expected_type() {
     let err = load(&options(dir.path(), None)).unwrap_err().to_string();
     assert!(err.contains("config.toml"), "names the file: {err}");
     assert!(err.contains("max_lines"), "names the key: {err}");
-    assert!(err.contains("string") && err.contains("usize"), "names found and expected types: {err}");
+    assert!(
+        err.contains("string") && err.contains("usize"),
+        "names found and expected types: {err}"
+    );
 }
 
 #[test]
 fn unknown_key_is_an_error_not_silently_ignored() {
     let dir = tempfile::tempdir().unwrap();
-    write(&dir.path().join(".toolgate/config.toml"), "[read]\nmax_linez = 5\n");
+    write(
+        &dir.path().join(".toolgate/config.toml"),
+        "[read]\nmax_linez = 5\n",
+    );
     let err = load(&options(dir.path(), None)).unwrap_err().to_string();
     assert!(err.contains("max_linez"), "{err}");
 }
@@ -115,9 +149,14 @@ fn broken_toml_is_reported_with_its_path() {
 fn runtime_resolves_roots_and_rejects_bad_permission_rules() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
-    write(&dir.path().join(".toolgate/config.toml"), "roots = [\"sub\"]\n[permissions]\ndeny = [\"fs.*\"]\n");
+    write(
+        &dir.path().join(".toolgate/config.toml"),
+        "roots = [\"sub\"]\n[permissions]\ndeny = [\"fs.*\"]\n",
+    );
     let loaded = load(&options(dir.path(), None)).unwrap();
-    let err = Runtime::new(loaded.config.clone(), dir.path()).unwrap_err().to_string();
+    let err = Runtime::new(loaded.config.clone(), dir.path())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("fs.*"), "{err}");
 
     let mut config = loaded.config;

@@ -136,7 +136,7 @@ impl Dispatcher {
             .map(|(tool, meta, output)| TurnResult {
                 tool,
                 meta: meta.unwrap_or(&fallback),
-                output: &mut **output,
+                output,
             })
             .collect();
         budget.apply(&mut turn);
