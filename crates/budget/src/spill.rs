@@ -42,6 +42,9 @@ struct State {
 /// How many evicted names are remembered for the "evicted" message.
 const EVICTED_MEMORY: usize = 10_000;
 
+/// File in the spill folder listing evicted names, one per line.
+const TOMBSTONES: &str = ".evicted";
+
 /// Where spilled outputs live. Cheap to share behind an `Arc`.
 #[derive(Debug)]
 pub struct SpillStore {
@@ -126,13 +129,36 @@ impl SpillStore {
     /// "not found".
     pub fn evicted_message(&self, path: &Path) -> Option<String> {
         let name = self.name_of(path)?;
-        let state = self.lock();
-        let bytes = state.evicted.get(&name)?;
-        Some(format!(
-            "evicted: `{}` ({bytes} bytes) was removed from the spill store to stay under its {} byte disk quota; rerun the command to regenerate it",
-            path.display(),
-            self.quota_bytes
-        ))
+        let known = self.lock().evicted.contains_key(&name);
+        // Another process (an earlier `toolgate call`, a restarted server) may have evicted it.
+        let known = known
+            || fs_err::read_to_string(self.dir.join(TOMBSTONES))
+                .is_ok_and(|list| list.lines().any(|l| l == name));
+        known.then(|| {
+            format!(
+                "evicted: `{}` was removed from the spill store to stay under its {} byte disk quota; rerun the command to regenerate it",
+                path.display(),
+                self.quota_bytes
+            )
+        })
+    }
+
+    /// Appends `name` to the tombstone list on disk, keeping it bounded.
+    fn remember_evicted(&self, name: &str) {
+        let path = self.dir.join(TOMBSTONES);
+        let mut list: Vec<String> = fs_err::read_to_string(&path)
+            .map(|t| t.lines().map(str::to_owned).collect())
+            .unwrap_or_default();
+        list.push(name.to_owned());
+        let keep = list.len().saturating_sub(EVICTED_MEMORY);
+        let text = list[keep..].join("\n") + "\n";
+        let tmp = self.dir.join(".evicted.partial");
+        if fs_err::write(&tmp, text)
+            .and_then(|()| fs_err::rename(&tmp, &path))
+            .is_err()
+        {
+            tracing::warn!("could not record an evicted spill file");
+        }
     }
 
     /// Whether `path` lies in this store's folder.
@@ -179,7 +205,11 @@ impl SpillStore {
     }
 
     fn new_path(&self, label: &str) -> std::io::Result<PathBuf> {
-        fs_err::create_dir_all(&self.dir)?;
+        if !self.dir.is_dir() {
+            fs_err::create_dir_all(&self.dir)?;
+            // Keep spilled outputs out of the user's `git status`.
+            fs_err::write(self.dir.join(".gitignore"), "*\n")?;
+        }
         self.scan_existing();
         let millis = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -264,6 +294,7 @@ impl SpillStore {
                 tracing::warn!(%e, "could not evict spill file");
                 return;
             }
+            self.remember_evicted(&name);
             let mut state = self.lock();
             if let Some(entry) = state.entries.remove(&name) {
                 state.total = state.total.saturating_sub(entry.bytes);

@@ -55,7 +55,11 @@ impl Runtime {
         )
         .map_err(|e| ConfigError::Invalid(format!("permissions: {e}")))?;
         let registry = Arc::new(Registry::new());
-        let builtins = toolgate_fs::builtin_fs_tools(Arc::clone(&roots), config.read.clone());
+        let builtins = toolgate_fs::builtin_fs_tools(
+            Arc::clone(&roots),
+            config.read.clone(),
+            Some(Arc::clone(&spill)),
+        );
         registry
             .register(None, Arc::new(StaticProvider::new("builtin", builtins)), 0)
             .map_err(|e| ConfigError::Invalid(format!("built-in tools: {e}")))?;

@@ -27,7 +27,7 @@ use toolgate_core::{CallContext, DynTool, ToolOutput};
 use toolgate_fs::{ReadLimits, Roots, builtin_fs_tools};
 
 fn read_tool(roots: &Arc<Roots>) -> Arc<dyn DynTool> {
-    builtin_fs_tools(Arc::clone(roots), ReadLimits::default())
+    builtin_fs_tools(Arc::clone(roots), ReadLimits::default(), None)
         .into_iter()
         .find(|t| t.spec().name == "read_file")
         .expect("read_file is a built-in tool")

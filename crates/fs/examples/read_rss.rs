@@ -42,7 +42,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         .enable_all()
         .build()?;
     let roots = Arc::new(Roots::new([&dir])?);
-    let tools = builtin_fs_tools(roots, ReadLimits::default());
+    let tools = builtin_fs_tools(roots, ReadLimits::default(), None);
     let read = tools
         .iter()
         .find(|t| t.spec().name == "read_file")

@@ -11,6 +11,8 @@ use toolgate_core::{
     TruncationReason, TypedTool,
 };
 
+use toolgate_budget::SpillStore;
+
 use crate::confine::Roots;
 use crate::line_index::LineIndexCache;
 use crate::list::{human_size, list_dir};
@@ -18,13 +20,23 @@ use crate::read::{FileStamp, FileStamps, LineIndexHandle, PageError, ReadLimits,
 use crate::sniff::{Kind, sniff};
 
 /// The file tools over `roots`, sharing one line-index cache.
-pub fn builtin_fs_tools(roots: Arc<Roots>, limits: ReadLimits) -> Vec<Arc<dyn DynTool>> {
+///
+/// With a spill store, `read_file` keeps recently read spill files from eviction and answers
+/// "evicted: …" for spill files the quota removed, instead of a bare "not found".
+pub fn builtin_fs_tools(
+    roots: Arc<Roots>,
+    limits: ReadLimits,
+    spill: Option<Arc<SpillStore>>,
+) -> Vec<Arc<dyn DynTool>> {
     let index = Arc::new(LineIndexCache::new());
     vec![
         TypedTool::erased(ReadFileTool {
-            roots: Arc::clone(&roots),
-            limits: limits.clone(),
-            index,
+            shared: Arc::new(ReadShared {
+                roots: Arc::clone(&roots),
+                limits: limits.clone(),
+                index,
+                spill,
+            }),
         }),
         TypedTool::erased(ListDirTool { roots, limits }),
     ]
@@ -74,9 +86,15 @@ pub struct PageOutput {
 
 /// `read_file`: numbered lines of a text file, paged.
 pub struct ReadFileTool {
+    shared: Arc<ReadShared>,
+}
+
+/// What every `read_file` call shares.
+struct ReadShared {
     roots: Arc<Roots>,
     limits: ReadLimits,
     index: Arc<LineIndexCache>,
+    spill: Option<Arc<SpillStore>>,
 }
 
 impl Tool for ReadFileTool {
@@ -105,15 +123,11 @@ impl Tool for ReadFileTool {
     }
 
     async fn call(&self, args: ReadFileArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
-        let roots = Arc::clone(&self.roots);
-        let limits = self.limits.clone();
-        let index = Arc::clone(&self.index);
+        let shared = Arc::clone(&self.shared);
         let stamps = ctx.session.get::<FileStamps>();
         let cancel = ctx.cancel.clone();
         tokio::task::spawn_blocking(move || {
-            read_file_blocking(&roots, &limits, &index, &stamps, &args, &|| {
-                cancel.is_cancelled()
-            })
+            read_file_blocking(&shared, &stamps, &args, &|| cancel.is_cancelled())
         })
         .await
         .map_err(|e| ToolError::Fatal(format!("read_file worker failed: {e}")))?
@@ -121,15 +135,35 @@ impl Tool for ReadFileTool {
 }
 
 fn read_file_blocking(
-    roots: &Roots,
-    limits: &ReadLimits,
-    index: &LineIndexCache,
+    shared: &ReadShared,
     stamps: &FileStamps,
     args: &ReadFileArgs,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<ToolOutput, ToolError> {
+    let ReadShared {
+        roots,
+        limits,
+        index,
+        spill,
+    } = shared;
+    if args.limit == Some(0) {
+        return Err(ToolError::InvalidArguments(format!(
+            "field `limit`: must be between 1 and {}; omit it to get a full page",
+            limits.max_lines
+        )));
+    }
     let started = Instant::now();
-    let (mut file, real, meta) = roots.open_read(&args.path).map_err(|e| {
+    let opened = roots.open_read(&args.path);
+    if let (Err(crate::PathError::NotFound { .. }), Some(store)) = (&opened, spill) {
+        if let Some(message) = roots
+            .resolve(&args.path, crate::Access::Read)
+            .ok()
+            .and_then(|real| store.evicted_message(&real))
+        {
+            return Err(ToolError::recoverable(message));
+        }
+    }
+    let (mut file, real, meta) = opened.map_err(|e| {
         let hint = match e {
             crate::PathError::NotRegular {
                 kind: "directory", ..
@@ -138,6 +172,9 @@ fn read_file_blocking(
         };
         ToolError::recoverable(format!("{e}{hint}"))
     })?;
+    if let Some(store) = spill {
+        store.note_read(&real);
+    }
     let display = roots.display(&real);
     let size = meta.len();
 
@@ -371,6 +408,12 @@ impl Tool for ListDirTool {
     async fn call(&self, args: ListDirArgs, _ctx: CallContext) -> Result<ToolOutput, ToolError> {
         let roots = Arc::clone(&self.roots);
         let limits = self.limits.clone();
+        if args.limit == Some(0) {
+            return Err(ToolError::InvalidArguments(format!(
+                "field `limit`: must be between 1 and {}; omit it to get a full page",
+                limits.max_lines
+            )));
+        }
         tokio::task::spawn_blocking(move || {
             let started = Instant::now();
             let input = args.path.as_deref().filter(|p| !p.is_empty()).unwrap_or(".");

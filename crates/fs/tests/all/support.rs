@@ -128,7 +128,7 @@ pub fn tools(roots: Arc<Roots>) -> (Arc<dyn DynTool>, Arc<dyn DynTool>) {
 
 /// `read_file` and `list_dir` over `roots` with `limits`.
 pub fn tools_with(roots: Arc<Roots>, limits: ReadLimits) -> (Arc<dyn DynTool>, Arc<dyn DynTool>) {
-    let all = builtin_fs_tools(roots, limits);
+    let all = builtin_fs_tools(roots, limits, None);
     let find = |name: &str| {
         all.iter()
             .find(|t| t.spec().name == name)
