@@ -245,3 +245,233 @@ fn group(n: u64) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use toolgate_core::ToolMeta;
+
+    use super::*;
+
+    fn budget(dir: &Path, limits: BudgetLimits) -> Budget {
+        let store = Arc::new(SpillStore::new(dir.join("spill"), limits.spill_quota_bytes));
+        Budget::new(limits, store, dir.to_path_buf())
+    }
+
+    fn run(budget: &Budget, items: &mut [(ToolMeta, ToolOutput)]) {
+        let mut turn: Vec<TurnResult<'_>> = items
+            .iter_mut()
+            .map(|(meta, output)| TurnResult {
+                tool: "run_shell",
+                meta,
+                output,
+            })
+            .collect();
+        budget.apply(&mut turn);
+    }
+
+    fn spill_path(output: &ToolOutput) -> PathBuf {
+        PathBuf::from(output.structured["spill"]["path"].as_str().unwrap())
+    }
+
+    #[test]
+    fn seed_scenario_1_a_2mb_result_becomes_excerpt_and_pointer_and_the_file_is_verbatim() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = budget(dir.path(), BudgetLimits::default());
+        let original: String = (0..26_831)
+            .map(|i| {
+                format!(
+                    "row {i}: id={} name=user_{i} email=user_{i}@example.com status=active\n",
+                    160_980 + i
+                )
+            })
+            .collect();
+        assert!(original.len() > 2_000_000);
+        let mut items = [(ToolMeta::default(), ToolOutput::text(original.clone()))];
+        run(&b, &mut items);
+        let out = &items[0].1;
+        assert!(
+            out.text.chars().count() < 2_600,
+            "excerpt + pointer: {}",
+            out.text.len()
+        );
+        assert!(out.text.starts_with("row 0: "), "head-biased on success");
+        assert!(out.text.contains("characters omitted"));
+        assert!(out.text.contains("do not rerun the command"));
+        assert!(out.text.contains("read_file"));
+        assert!(out.text.contains(&format!("{} lines", group(26_831))));
+        let path = spill_path(out);
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            original.as_bytes(),
+            "byte-identical"
+        );
+        assert!(
+            out.text.contains(&b.display(&path)),
+            "pointer names the file"
+        );
+        assert_eq!(out.structured["truncated"], true);
+        assert_eq!(out.structured["reason"], "payload_limit");
+        assert_eq!(
+            crate::pointers_in(&out.text),
+            vec![PathBuf::from(b.display(&path))]
+        );
+    }
+
+    #[test]
+    fn seed_scenario_2_largest_first_spills_only_the_60k_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = BudgetLimits {
+            per_turn_chars: 100_000,
+            per_result_chars: 100_000,
+            ..BudgetLimits::default()
+        };
+        let b = budget(dir.path(), limits);
+        let mut items: Vec<(ToolMeta, ToolOutput)> = [60_000, 30_000, 30_000, 30_000]
+            .iter()
+            .map(|&n| {
+                (
+                    ToolMeta::default(),
+                    ToolOutput::text("x".repeat(n - 1) + "\n"),
+                )
+            })
+            .collect();
+        run(&b, &mut items);
+        assert!(items[0].1.text.len() < 3_000, "the 60k result is spilled");
+        for (_, out) in &items[1..] {
+            assert_eq!(out.text.len(), 30_000, "the 30k results stay whole");
+            assert!(out.structured.is_empty());
+        }
+        let total: usize = items.iter().map(|(_, o)| o.text.chars().count()).sum();
+        assert!(total <= 100_000, "{total}");
+    }
+
+    #[test]
+    fn a_single_result_over_the_per_result_budget_is_spilled_even_when_the_turn_fits() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = budget(dir.path(), BudgetLimits::default());
+        let mut items = [(ToolMeta::default(), ToolOutput::text("y".repeat(50_001)))];
+        run(&b, &mut items);
+        assert!(items[0].1.structured.contains_key("spill"));
+        let mut items = [(ToolMeta::default(), ToolOutput::text("y".repeat(50_000)))];
+        run(&b, &mut items);
+        assert!(
+            items[0].1.structured.is_empty(),
+            "exactly at the budget: left alone"
+        );
+    }
+
+    #[test]
+    fn excerpt_is_head_biased_on_success_and_tail_biased_on_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = budget(dir.path(), BudgetLimits::default());
+        let log: String = (0..20_000)
+            .map(|i| format!("line {i}\n"))
+            .collect::<String>()
+            + "error: the last line says why\n";
+        let mut items = [
+            (ToolMeta::default(), ToolOutput::text(log.clone())),
+            (ToolMeta::default(), ToolOutput::error(log.clone())),
+        ];
+        let limits = BudgetLimits {
+            per_result_chars: 1_000,
+            ..BudgetLimits::default()
+        };
+        let b2 = Budget::new(limits, Arc::clone(b.store()), dir.path().to_path_buf());
+        run(&b2, &mut items);
+        let (ok, failed) = (&items[0].1.text, &items[1].1.text);
+        let head_lines = |t: &str| t.lines().take_while(|l| !l.starts_with('…')).count();
+        assert!(head_lines(ok) > 150, "success keeps mostly the head");
+        assert!(head_lines(failed) < 60, "failure keeps only a little head");
+        assert!(
+            failed.contains("error: the last line says why"),
+            "failure keeps the tail"
+        );
+        assert!(
+            failed.contains("\"offset\": 19"),
+            "failure pointer points near the end: {failed}"
+        );
+    }
+
+    #[test]
+    fn results_marked_not_spillable_are_never_spilled() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = budget(dir.path(), BudgetLimits::default());
+        let read_file = ToolMeta {
+            spillable: false,
+            ..ToolMeta::default()
+        };
+        let text = "z".repeat(300_000);
+        let mut items = [(read_file, ToolOutput::text(text.clone()))];
+        run(&b, &mut items);
+        assert_eq!(items[0].1.text, text);
+        assert!(!dir.path().join("spill").exists(), "nothing written");
+    }
+
+    #[test]
+    fn log_like_results_are_compressed_and_the_original_spilled() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = budget(dir.path(), BudgetLimits::default());
+        let mut log: String = (0..300)
+            .map(|i| format!(" ✓ src/module_{i}.test.ts (3 tests) 12ms\n"))
+            .collect();
+        log.push_str(
+            " FAIL src/parser.test.ts > parses dates\nAssertionError: expected 1 to be 2\n",
+        );
+        log.push_str(" Tests  1 failed | 900 passed (901)\n");
+        let meta = ToolMeta {
+            log_like: true,
+            ..ToolMeta::default()
+        };
+        let mut items = [(meta, ToolOutput::error(log.clone()))];
+        run(&b, &mut items);
+        let out = &items[0].1;
+        assert!(
+            out.text.len() < log.len() / 5,
+            "compressed: {} → {}",
+            log.len(),
+            out.text.len()
+        );
+        for anchor in [
+            " FAIL src/parser.test.ts > parses dates",
+            "AssertionError: expected 1 to be 2",
+            " Tests  1 failed | 900 passed (901)",
+        ] {
+            assert!(out.text.contains(anchor), "kept {anchor}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(spill_path(out)).unwrap(),
+            log,
+            "original kept verbatim"
+        );
+    }
+
+    #[test]
+    fn a_broken_store_says_what_was_lost_instead_of_failing() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("spill"),
+            "a file where the folder should be",
+        )
+        .unwrap();
+        let b = budget(dir.path(), BudgetLimits::default());
+        let mut items = [(ToolMeta::default(), ToolOutput::text("w".repeat(60_000)))];
+        run(&b, &mut items);
+        let out = &items[0].1;
+        assert!(out.text.len() < 3_000);
+        assert!(
+            out.text.contains("could not be saved"),
+            "{}",
+            &out.text[out.text.len() - 300..]
+        );
+        assert_eq!(out.structured["truncated"], true);
+    }
+
+    #[test]
+    fn excerpt_handles_multibyte_text_and_short_text() {
+        assert_eq!(excerpt("short", 100, false), "short");
+        let text = "日本語のテキスト\n".repeat(1_000);
+        let cut = excerpt(&text, 500, false);
+        assert!(cut.chars().count() < 600);
+        assert!(cut.contains("characters omitted"));
+    }
+}

@@ -450,3 +450,88 @@ pub fn pointers_in(text: &str) -> Vec<PathBuf> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_sort_by_creation_and_never_collide() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SpillStore::new(dir.path().join("s"), 1 << 30);
+        let a = store.write("run shell/x", b"a").unwrap();
+        let b = store.write("run shell/x", b"b").unwrap();
+        assert_ne!(a.path, b.path);
+        assert!(a.path < b.path, "sortable by time");
+        let name = a.path.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.ends_with("-run_shell_x.txt"), "{name}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("s/.gitignore")).unwrap(),
+            "*\n"
+        );
+    }
+
+    #[test]
+    fn quota_evicts_least_recently_read_and_the_evicted_file_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SpillStore::new(dir.path().join("s"), 250);
+        let first = store.write("a", &[b'1'; 100]).unwrap();
+        let second = store.write("b", &[b'2'; 100]).unwrap();
+        store.note_read(&first.path); // first is now the most recently used
+        let third = store.write("c", &[b'3'; 100]).unwrap();
+        assert!(first.path.exists(), "recently read survives");
+        assert!(!second.path.exists(), "least recently used goes");
+        assert!(third.path.exists());
+        let message = store.evicted_message(&second.path).unwrap();
+        assert!(
+            message.starts_with("evicted: ") && message.contains("rerun the command"),
+            "{message}"
+        );
+        assert!(store.evicted_message(&first.path).is_none());
+        // Another process (a new store on the same folder) still knows.
+        let again = SpillStore::new(dir.path().join("s"), 250);
+        assert!(again.evicted_message(&second.path).is_some());
+        assert!(store.used_bytes() <= 250);
+    }
+
+    #[test]
+    fn nothing_is_deleted_by_age_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SpillStore::new(dir.path().join("s"), 1 << 30);
+        let files: Vec<_> = (0..20)
+            .map(|i| store.write("x", format!("{i}").as_bytes()).unwrap())
+            .collect();
+        let reopened = SpillStore::new(dir.path().join("s"), 1 << 30);
+        reopened.write("y", b"new").unwrap();
+        assert!(files.iter().all(|f| f.path.exists()));
+    }
+
+    #[test]
+    fn reference_cleanup_deletes_only_unreferenced_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SpillStore::new(dir.path().join("s"), 1 << 30);
+        let kept = store.write("kept", b"keep me").unwrap();
+        let dropped = store.write("dropped", b"drop me").unwrap();
+        let live: HashSet<PathBuf> = [kept.path.clone()].into_iter().collect();
+        let deleted = store.retain_referenced(&live).unwrap();
+        assert_eq!(deleted, vec![dropped.path.clone()]);
+        assert!(kept.path.exists() && !dropped.path.exists());
+    }
+
+    #[test]
+    fn a_stream_is_readable_while_open_and_never_evicted_while_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SpillStore::new(dir.path().join("s"), 10));
+        let mut stream = store.stream("job").unwrap();
+        stream.write(b"partial output\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(stream.path()).unwrap(),
+            "partial output\n"
+        );
+        store.write("other", &[b'x'; 50]).unwrap();
+        assert!(stream.path().exists(), "open stream survives the quota");
+        stream.write(b"more").unwrap();
+        let file = stream.finish();
+        assert_eq!((file.bytes, file.lines, file.chars), (19, 2, 19));
+    }
+}
