@@ -17,6 +17,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 use toolgate_core::{CallContext, Dispatcher, Progress, RawArgs, RenderOptions, SessionState};
 
 use crate::client::McpClient;
@@ -36,6 +37,10 @@ struct Shared {
     /// one copy serves every session).
     tools: Mutex<Option<(u64, Arc<Vec<Tool>>)>>,
 }
+
+/// Cancelled when a session's transport closes.
+#[derive(Default)]
+struct SessionEnd(CancellationToken);
 
 /// The MCP server handler: one per connection (session), sharing the dispatcher.
 #[derive(Clone)]
@@ -95,6 +100,11 @@ impl ToolgateServer {
             session: Arc::new(SessionState::default()),
             ..self.clone()
         }
+    }
+
+    /// Ends the session: every call still running is cancelled (the transport closed).
+    pub fn end_session(&self) {
+        self.session.get::<SessionEnd>().0.cancel();
     }
 
     /// The MCP client of this handler's session.
@@ -167,8 +177,11 @@ impl ToolgateServer {
             .meta
             .get_progress_token()
             .map(|token| ProgressQueue::spawn(context.peer.clone(), token));
+        // The call stops when the client cancels it or when the whole session ends (stdin
+        // closed): rmcp alone would let in-flight handlers run on for its 5 s drain.
+        let cancel = self.session.get::<SessionEnd>().0.child_token();
         let mut ctx = CallContext {
-            cancel: context.ct.clone(),
+            cancel: cancel.clone(),
             progress: None,
             session: Arc::clone(&self.session),
         };
@@ -180,29 +193,28 @@ impl ToolgateServer {
         }
         let dispatcher = Arc::clone(&self.shared.dispatcher);
         let run = dispatcher.call(&name, RawArgs::Json(args), ctx);
-        let output = match &progress {
-            None => run.await,
-            Some(queue) => {
-                // Long calls report elapsed seconds so clients can tell "slow" from "stuck".
-                tokio::pin!(run);
-                let started = Instant::now();
-                let mut ticker =
-                    tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
-                let output = loop {
-                    tokio::select! {
-                        out = &mut run => break out,
-                        _ = ticker.tick() => {
-                            let secs = started.elapsed().as_secs_f64().floor();
-                            let message = format!("{name}: still running after {secs:.0} s");
-                            queue.send(secs, None, Some(message));
-                        }
+        tokio::pin!(run);
+        // Long calls report elapsed seconds so clients can tell "slow" from "stuck".
+        let started = Instant::now();
+        let mut ticker =
+            tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+        let output = loop {
+            tokio::select! {
+                out = &mut run => break out,
+                () = context.ct.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
+                _ = ticker.tick(), if progress.is_some() => {
+                    if let Some(queue) = &progress {
+                        let secs = started.elapsed().as_secs_f64().floor();
+                        let message = format!("{name}: still running after {secs:.0} s");
+                        queue.send(secs, None, Some(message));
                     }
-                };
-                // Progress sent after the result would be dropped by the client.
-                queue.flush().await;
-                output
+                }
             }
         };
+        if let Some(queue) = &progress {
+            // Progress sent after the result would be dropped by the client.
+            queue.flush().await;
+        }
         CallToolResponse::Complete(call_result(output, has_schema))
     }
 }

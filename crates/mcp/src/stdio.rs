@@ -29,7 +29,12 @@ where
     let (rmcp_out, from_rmcp) = tokio::io::duplex(64 * 1024);
     let (errors_tx, errors_rx) = mpsc::channel::<String>(16);
 
-    let reader = tokio::spawn(filter_input(input, to_rmcp, errors_tx));
+    let session = server.clone();
+    let reader = tokio::spawn(async move {
+        filter_input(input, to_rmcp, errors_tx).await;
+        // The client is gone: stop its calls now rather than after rmcp's drain.
+        session.end_session();
+    });
     let writer = tokio::spawn(merge_output(from_rmcp, errors_rx, output));
 
     let running = server
