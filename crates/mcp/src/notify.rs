@@ -159,3 +159,61 @@ pub(crate) fn watch_updates(
         }
     });
 }
+
+/// What a `subscriptions/listen` stream (protocol 2026-07-28) follows.
+pub(crate) struct ListenSources {
+    pub(crate) tools: watch::Receiver<u64>,
+    pub(crate) prompts: Option<watch::Receiver<u64>>,
+    pub(crate) resources: Option<watch::Receiver<u64>>,
+    pub(crate) updates: Option<broadcast::Receiver<String>>,
+}
+
+/// Runs one `subscriptions/listen` stream: the 2026-07-28 way to receive `list_changed`
+/// and `resources/updated`, which the SDK filters by what the client accepted.
+pub(crate) async fn listen(
+    context: rmcp::service::SubscriptionContext,
+    mut sources: ListenSources,
+) {
+    async fn changed(rx: &mut Option<watch::Receiver<u64>>) -> bool {
+        match rx {
+            Some(rx) => rx.changed().await.is_ok(),
+            None => std::future::pending().await,
+        }
+    }
+    sources.tools.mark_unchanged();
+    let sink = context.sink().clone();
+    loop {
+        let sent = tokio::select! {
+            () = context.cancelled() => return,
+            ok = sources.tools.changed() => {
+                if ok.is_err() { return; }
+                sink.notify_tool_list_changed().await
+            }
+            ok = changed(&mut sources.prompts) => {
+                if !ok { return; }
+                sink.notify_prompt_list_changed().await
+            }
+            ok = changed(&mut sources.resources) => {
+                if !ok { return; }
+                sink.notify_resource_list_changed().await
+            }
+            uri = async {
+                match &mut sources.updates {
+                    Some(rx) => rx.recv().await.ok(),
+                    None => std::future::pending().await,
+                }
+            } => match uri {
+                Some(uri) => sink.notify_resource_updated(uri).await,
+                None => return,
+            },
+        };
+        // A category the client did not accept is refused by the SDK; that is not an end.
+        if matches!(
+            sent,
+            Err(rmcp::service::SubscriptionSendError::SubscriptionClosed
+                | rmcp::service::SubscriptionSendError::Service(_))
+        ) {
+            return;
+        }
+    }
+}

@@ -12,9 +12,10 @@ use rmcp::model::{
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, PromptsCapability,
     ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     ResourcesCapability, ServerCapabilities, ServerConfig, SubscribeRequestMethod,
-    SubscribeRequestParams, Tool, UnsubscribeRequestMethod, UnsubscribeRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestMethod,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -23,7 +24,9 @@ use toolgate_core::{CallContext, Dispatcher, Progress, RawArgs, RenderOptions, S
 use crate::client::McpClient;
 use crate::convert::{call_result, has_output_schema, mcp_tools};
 use crate::extras::{self, PromptSource, ResourceSource};
-use crate::notify::{ListKind, ProgressQueue, Subscriptions, watch_list, watch_updates};
+use crate::notify::{
+    ListKind, ListenSources, ProgressQueue, Subscriptions, listen, watch_list, watch_updates,
+};
 
 /// How often a long call reports that it is still running, when the client asked for
 /// progress.
@@ -379,6 +382,37 @@ impl ServerHandler for ToolgateServer {
             return Err(McpError::method_not_found::<CompleteRequestMethod>());
         }
         extras::complete(self.prompts.as_deref(), self.resources.as_deref(), &request)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut filter = SubscriptionFilter::builder().tools_list_changed();
+        if self.prompts.is_some() {
+            filter = filter.prompts_list_changed();
+        }
+        if self.resources.is_some() {
+            filter = filter.resources_list_changed();
+            if self.resource_updates {
+                if let Some(uris) = &requested.resource_subscriptions {
+                    filter = filter.resource_subscriptions(uris.iter().cloned());
+                }
+            }
+        }
+        Some(filter.build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        self.client().attach(&context.request_context().peer);
+        let sources = ListenSources {
+            tools: self.shared.dispatcher.registry().subscribe(),
+            prompts: self.prompts.as_ref().and_then(|p| p.changes()),
+            resources: self.resources.as_ref().and_then(|r| r.changes()),
+            updates: self.resources.as_ref().and_then(|r| r.updates()),
+        };
+        listen(context, sources).await;
+        Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
