@@ -37,10 +37,20 @@ where
     });
     let writer = tokio::spawn(merge_output(from_rmcp, errors_rx, output));
 
-    let running = server
-        .serve((rmcp_in, rmcp_out))
-        .await
-        .map_err(|e| std::io::Error::other(format!("MCP initialisation failed: {e}")))?;
+    let running = match server.serve((rmcp_in, rmcp_out)).await {
+        Ok(running) => running,
+        // The client left before initialising (a person pressing Ctrl-D): a clean exit.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+            reader.abort();
+            let _ = writer.await;
+            return Ok(());
+        }
+        Err(e) => {
+            return Err(std::io::Error::other(format!(
+                "MCP initialisation failed: {e}"
+            )));
+        }
+    };
     let outcome = running.waiting().await.map_err(std::io::Error::other);
     reader.abort();
     let _ = writer.await;
