@@ -31,7 +31,7 @@ async def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=1000)
     a = ap.parse_args()
-    tg = os.path.join(ROOT, "target/release/toolgate")
+    tg = os.environ.get("TOOLGATE_BIN") or os.path.join(ROOT, "target/release/toolgate")
     with tempfile.TemporaryDirectory() as d:
         with open(os.path.join(d, "hundred.txt"), "w") as f:
             f.writelines(f"line {i}\n" for i in range(100))

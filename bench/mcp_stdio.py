@@ -94,7 +94,7 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--calls", type=int, default=500)
     a = ap.parse_args()
-    tg = os.path.join(ROOT, "target/release/toolgate")
+    tg = os.environ.get("TOOLGATE_BIN") or os.path.join(ROOT, "target/release/toolgate")
     if not os.path.exists(tg):
         sys.exit("build first: cargo build --release -p toolgate")
     with tempfile.TemporaryDirectory() as d:
