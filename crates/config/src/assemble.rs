@@ -55,9 +55,12 @@ impl Runtime {
         )
         .map_err(|e| ConfigError::Invalid(format!("permissions: {e}")))?;
         let registry = Arc::new(Registry::new());
-        let builtins = toolgate_fs::builtin_fs_tools(
+        let builtins = toolgate_fs::builtin_fs_tools_with(
             Arc::clone(&roots),
-            config.read.clone(),
+            toolgate_fs::FsLimits {
+                read: config.read.clone(),
+                search: config.search.clone(),
+            },
             Some(Arc::clone(&spill)),
         );
         registry

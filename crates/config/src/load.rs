@@ -7,7 +7,7 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use figment::value::Value as FValue;
 use serde::{Deserialize, Serialize};
 use toolgate_budget::BudgetLimits;
-use toolgate_fs::ReadLimits;
+use toolgate_fs::{ReadLimits, SearchLimits};
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
@@ -18,6 +18,8 @@ pub struct Config {
     pub roots: Vec<PathBuf>,
     /// `read_file` / `list_dir` limits.
     pub read: ReadLimits,
+    /// `search_files` / `grep` budgets (deadline, entries scanned, results, payload).
+    pub search: SearchLimits,
     /// Dispatcher time limits.
     pub dispatch: DispatchConfig,
     /// Output budgets and the spill store.
@@ -160,9 +162,10 @@ pub enum ConfigError {
 
 /// Top-level keys `TOOLGATE_*` may set; other `TOOLGATE_*` variables (such as the token) are
 /// not config.
-const ENV_KEYS: [&str; 7] = [
+const ENV_KEYS: [&str; 8] = [
     "roots",
     "read",
+    "search",
     "dispatch",
     "budget",
     "render",

@@ -44,13 +44,19 @@ impl Default for ReadLimits {
 }
 
 /// What a file looked like when this session last read or wrote it; `edit_file` refuses to
-/// edit a file that changed since.
+/// edit a file that changed since. Besides size and modification time it holds the inode
+/// (a file replaced by rename, as editors and `git checkout` do) and the change time (which,
+/// unlike the modification time, no tool can set back).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileStamp {
     /// Size in bytes.
     pub size: u64,
     /// Modification time in nanoseconds since the epoch.
     pub mtime_ns: i128,
+    /// Inode number.
+    pub ino: u64,
+    /// Status change time in nanoseconds since the epoch.
+    pub ctime_ns: i128,
 }
 
 impl FileStamp {
@@ -59,6 +65,8 @@ impl FileStamp {
         Self {
             size: meta.size(),
             mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+            ino: meta.ino(),
+            ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
         }
     }
 }

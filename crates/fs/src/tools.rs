@@ -14,12 +14,17 @@ use toolgate_core::{
 use toolgate_budget::SpillStore;
 
 use crate::confine::Roots;
+use crate::edit::EditFileTool;
+use crate::find::SearchFilesTool;
+use crate::grep::GrepTool;
 use crate::line_index::LineIndexCache;
 use crate::list::{human_size, list_dir};
 use crate::read::{FileStamp, FileStamps, LineIndexHandle, PageError, ReadLimits, read_page};
+use crate::search::SearchLimits;
 use crate::sniff::{Kind, sniff};
+use crate::write::WriteFileTool;
 
-/// The file tools over `roots`, sharing one line-index cache.
+/// The file tools over `roots` with default search limits, sharing one line-index cache.
 ///
 /// With a spill store, `read_file` keeps recently read spill files from eviction and answers
 /// "evicted: …" for spill files the quota removed, instead of a bare "not found".
@@ -28,17 +33,53 @@ pub fn builtin_fs_tools(
     limits: ReadLimits,
     spill: Option<Arc<SpillStore>>,
 ) -> Vec<Arc<dyn DynTool>> {
+    builtin_fs_tools_with(
+        roots,
+        FsLimits {
+            read: limits,
+            search: SearchLimits::default(),
+        },
+        spill,
+    )
+}
+
+/// Every budget of the file tools: the `[read]` and `[search]` config sections.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FsLimits {
+    /// `read_file` / `list_dir`.
+    pub read: ReadLimits,
+    /// `search_files` / `grep`.
+    pub search: SearchLimits,
+}
+
+/// The file tools over `roots` with `limits`: `read_file`, `list_dir`, `search_files`,
+/// `grep`, `write_file`, `edit_file`.
+pub fn builtin_fs_tools_with(
+    roots: Arc<Roots>,
+    limits: FsLimits,
+    spill: Option<Arc<SpillStore>>,
+) -> Vec<Arc<dyn DynTool>> {
     let index = Arc::new(LineIndexCache::new());
     vec![
         TypedTool::erased(ReadFileTool {
             shared: Arc::new(ReadShared {
                 roots: Arc::clone(&roots),
-                limits: limits.clone(),
+                limits: limits.read.clone(),
                 index,
                 spill,
             }),
         }),
-        TypedTool::erased(ListDirTool { roots, limits }),
+        TypedTool::erased(ListDirTool {
+            roots: Arc::clone(&roots),
+            limits: limits.read,
+        }),
+        TypedTool::erased(SearchFilesTool::new(
+            Arc::clone(&roots),
+            limits.search.clone(),
+        )),
+        TypedTool::erased(GrepTool::new(Arc::clone(&roots), limits.search)),
+        TypedTool::erased(WriteFileTool::new(Arc::clone(&roots))),
+        TypedTool::erased(EditFileTool::new(roots)),
     ]
 }
 
@@ -154,14 +195,13 @@ fn read_file_blocking(
     }
     let started = Instant::now();
     let opened = roots.open_read(&args.path);
-    if let (Err(crate::PathError::NotFound { .. }), Some(store)) = (&opened, spill) {
-        if let Some(message) = roots
+    if let (Err(crate::PathError::NotFound { .. }), Some(store)) = (&opened, spill)
+        && let Some(message) = roots
             .resolve(&args.path, crate::Access::Read)
             .ok()
             .and_then(|real| store.evicted_message(&real))
-        {
-            return Err(ToolError::recoverable(message));
-        }
+    {
+        return Err(ToolError::recoverable(message));
     }
     let (mut file, real, meta) = opened.map_err(|e| {
         let hint = match e {

@@ -1,0 +1,325 @@
+//! `edit_file`: replace an exact piece of a file (seed 000 s02's unique-match contract, as
+//! Claude Code's Edit): the old text must occur exactly once unless `replace_all`; no match
+//! means the model's picture of the file is stale (read it again), several mean its aim is
+//! ambiguous (add surrounding lines). The replacement is literal — `$&` or `$1` in the new
+//! text stay as typed. A CRLF file matches an `old_string` written with `\n` and keeps its
+//! CRLF endings. A file changed on disk since this session last read or wrote it is refused.
+//! The write is atomic, and the result is a small unified diff.
+
+use std::io::Read;
+use std::sync::Arc;
+use std::time::Instant;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolgate_core::{
+    CallContext, Concurrency, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason,
+};
+
+use crate::confine::{Access, PathError, Roots};
+use crate::list::human_size;
+use crate::read::{FileStamp, FileStamps};
+use crate::write::{BeforeRename, WriteOutput, path_error, write_atomic};
+
+/// Largest file `edit_file` loads (it holds the old and the new text in memory).
+const MAX_EDIT_BYTES: u64 = 32 * 1024 * 1024;
+/// Most lines of diff shown; the rest is cut with a marker.
+const MAX_DIFF_LINES: usize = 120;
+/// Most bytes of diff shown.
+const MAX_DIFF_BYTES: usize = 16 * 1024;
+/// Most match line numbers named in the "several matches" message.
+const MAX_LINES_NAMED: usize = 20;
+
+/// Arguments of `edit_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditFileArgs {
+    /// File to edit, relative to the project root (or absolute inside it).
+    pub path: String,
+    /// The exact text to replace, as it is in the file (from read_file, without the line
+    /// numbers), with enough surrounding lines to occur only once.
+    pub old_string: String,
+    /// The text to put in its place (taken literally).
+    pub new_string: String,
+    /// Replace every occurrence instead of requiring exactly one.
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+/// `edit_file`: exact, unique replacement in one file.
+pub struct EditFileTool {
+    roots: Arc<Roots>,
+    before_rename: Option<BeforeRename>,
+}
+
+impl EditFileTool {
+    /// `edit_file` over `roots`.
+    pub fn new(roots: Arc<Roots>) -> Self {
+        Self {
+            roots,
+            before_rename: None,
+        }
+    }
+
+    /// Runs `hook` between writing the temporary file and renaming it (a test seam for
+    /// failures at that point).
+    pub fn with_before_rename(mut self, hook: BeforeRename) -> Self {
+        self.before_rename = Some(hook);
+        self
+    }
+}
+
+impl Tool for EditFileTool {
+    type Args = EditFileArgs;
+    type Output = WriteOutput;
+
+    fn name(&self) -> &str {
+        "edit_file"
+    }
+
+    fn description(&self) -> &str {
+        "Replace exact text in a file. old_string must match the file's text exactly (copy it from read_file without the line numbers) and occur exactly once: add surrounding lines until it is unique, or set replace_all to replace every occurrence. new_string is inserted literally. Files with CRLF line endings keep them. Refused if the file changed on disk since you last read it: read it again first. Returns a unified diff of the change. Use write_file to create files."
+    }
+
+    fn meta(&self) -> ToolMeta {
+        ToolMeta {
+            timeout: Some(std::time::Duration::from_secs(30)),
+            concurrency: Concurrency::Mutating,
+            action: "fs.write".to_owned(),
+            spillable: true,
+            idempotent: false,
+            destructive: true,
+            display: "Edit file".to_owned(),
+            ..ToolMeta::default()
+        }
+    }
+
+    async fn call(&self, args: EditFileArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
+        let roots = Arc::clone(&self.roots);
+        let hook = self.before_rename.clone();
+        let stamps = ctx.session.get::<FileStamps>();
+        tokio::task::spawn_blocking(move || edit_file(&roots, &args, hook.as_ref(), &stamps))
+            .await
+            .map_err(|e| ToolError::Fatal(format!("edit_file worker failed: {e}")))?
+    }
+}
+
+fn edit_file(
+    roots: &Roots,
+    args: &EditFileArgs,
+    hook: Option<&BeforeRename>,
+    stamps: &FileStamps,
+) -> Result<ToolOutput, ToolError> {
+    let started = Instant::now();
+    if args.old_string.is_empty() {
+        return Err(ToolError::recoverable(
+            "old_string is empty. To insert text, put a neighbouring line in old_string and repeat it in new_string with your addition; to create or overwrite a whole file, use write_file",
+        ));
+    }
+    if args.old_string == args.new_string {
+        return Err(ToolError::recoverable(
+            "old_string and new_string are identical, so nothing would change; give the new text in new_string",
+        ));
+    }
+    let path = args.path.as_str();
+    roots.resolve(path, Access::Write).map_err(path_error)?;
+    let (mut file, real, meta) = roots.open_read(path).map_err(|e| match e {
+        PathError::NotFound { .. } => ToolError::recoverable(format!(
+            "{e}; edit_file changes existing files — use write_file to create one"
+        )),
+        other => path_error(other),
+    })?;
+    if let Some(seen) = stamps.get(&real)
+        && seen != FileStamp::of(&meta)
+    {
+        return Err(ToolError::recoverable(format!(
+            "`{path}` changed on disk since this session last read or wrote it (it was {}, it is now {}); read it again with read_file, then retry the edit with its current text",
+            human_size(seen.size),
+            human_size(meta.len())
+        )));
+    }
+    if meta.len() > MAX_EDIT_BYTES {
+        return Err(ToolError::recoverable(format!(
+            "`{path}` is {}, over the {} edit_file handles; change it with a shell tool (e.g. sed) instead",
+            human_size(meta.len()),
+            human_size(MAX_EDIT_BYTES)
+        )));
+    }
+    let mut raw = Vec::with_capacity(meta.len() as usize);
+    file.read_to_end(&mut raw)
+        .map_err(|e| ToolError::recoverable(format!("cannot read `{path}`: {e}")))?;
+    let (bom, body) = match raw.strip_prefix(b"\xEF\xBB\xBF") {
+        Some(rest) => (&raw[..3], rest),
+        None => (&raw[..0], raw.as_slice()),
+    };
+    let text = std::str::from_utf8(body).map_err(|_| {
+        ToolError::recoverable(format!(
+            "`{path}` is not UTF-8 text; edit_file only edits UTF-8 files (replace it whole with write_file, or use a shell tool)"
+        ))
+    })?;
+
+    let found = find(text, &args.old_string, &args.new_string);
+    let Some(Found { old, new, starts }) = found else {
+        return Err(ToolError::recoverable(not_found(path, &args.old_string)));
+    };
+    if starts.len() > 1 && !args.replace_all {
+        let lines = line_numbers(text, &starts);
+        let mut named: Vec<String> = lines
+            .iter()
+            .take(MAX_LINES_NAMED)
+            .map(u64::to_string)
+            .collect();
+        if lines.len() > MAX_LINES_NAMED {
+            named.push("…".to_owned());
+        }
+        return Err(ToolError::recoverable(format!(
+            "old_string occurs {} times in `{path}` (at lines {}); add surrounding lines to old_string so that it matches only the place you mean, or set replace_all: true to replace all {}",
+            starts.len(),
+            named.join(", "),
+            starts.len()
+        )));
+    }
+
+    // Literal splicing: nothing in `new` is interpreted.
+    let mut updated = String::with_capacity(text.len() + starts.len() * new.len());
+    let mut from = 0;
+    for &start in &starts {
+        updated.push_str(&text[from..start]);
+        updated.push_str(&new);
+        from = start + old.len();
+    }
+    updated.push_str(&text[from..]);
+    let mut bytes = Vec::with_capacity(bom.len() + updated.len());
+    bytes.extend_from_slice(bom);
+    bytes.extend_from_slice(updated.as_bytes());
+
+    let written = write_atomic(&real, &bytes, Some(&meta), hook).map_err(|e| {
+        ToolError::recoverable(format!(
+            "writing `{path}` failed, and the file was left as it was: {e}"
+        ))
+    })?;
+    stamps.record(real.clone(), FileStamp::of(&written));
+
+    let display = roots.display(&real);
+    let lines = line_numbers(text, &starts);
+    let at = match lines.as_slice() {
+        [one] => format!("line {one}"),
+        many => format!("{} places", many.len()),
+    };
+    let crlf = if old.contains("\r\n") || new.contains("\r\n") {
+        "; CRLF line endings kept"
+    } else {
+        ""
+    };
+    let (diff, cut) = diff(&display, text, &updated);
+    let text = format!(
+        "Edited `{display}`: {} replaced at {at}{crlf}.\n{diff}",
+        if starts.len() == 1 {
+            "1 occurrence".to_owned()
+        } else {
+            format!("{} occurrences", starts.len())
+        }
+    );
+    Ok(ToolOutput::from_body(&WriteOutput {
+        text,
+        path: display,
+        truncated: cut,
+        reason: cut.then_some(TruncationReason::PayloadLimit),
+        bytes: written.len(),
+        created: None,
+        replacements: Some(starts.len() as u64),
+        elapsed_ms: started.elapsed().as_millis() as u64,
+    }))
+}
+
+/// The form of old/new text that matched, and where.
+struct Found {
+    old: String,
+    new: String,
+    starts: Vec<usize>,
+}
+
+/// Finds `old` in `text`. In a file with CRLF endings, `\n` in the model's text stands for
+/// the file's `\r\n` (models write `\n`), in both the old and the new text; the file's own
+/// dominant ending is tried first.
+fn find(text: &str, old: &str, new: &str) -> Option<Found> {
+    let crlf = text.matches("\r\n").count();
+    let mut tries = vec![(old.to_owned(), new.to_owned())];
+    if crlf > 0 {
+        let converted = (to_crlf(old), to_crlf(new));
+        let lf = memchr::memchr_iter(b'\n', text.as_bytes()).count();
+        if crlf * 2 >= lf {
+            tries.insert(0, converted);
+        } else {
+            tries.push(converted);
+        }
+    }
+    tries.into_iter().find_map(|(old, new)| {
+        let starts: Vec<usize> = text.match_indices(old.as_str()).map(|(i, _)| i).collect();
+        (!starts.is_empty()).then_some(Found { old, new, starts })
+    })
+}
+
+/// `\n` and `\r\n` alike as `\r\n`.
+fn to_crlf(s: &str) -> String {
+    s.replace("\r\n", "\n").replace('\n', "\r\n")
+}
+
+/// 1-based line numbers of the byte offsets `starts` (ascending) in `text`.
+fn line_numbers(text: &str, starts: &[usize]) -> Vec<u64> {
+    let mut line = 1u64;
+    let mut from = 0;
+    starts
+        .iter()
+        .map(|&s| {
+            line += memchr::memchr_iter(b'\n', &text.as_bytes()[from..s]).count() as u64;
+            from = s;
+            line
+        })
+        .collect()
+}
+
+/// The "no match" message: what to do next, and a likely cause when one is visible.
+fn not_found(path: &str, old: &str) -> String {
+    let mut message = format!(
+        "old_string was not found in `{path}`. Read the file first (read_file) and retry with its exact current text, including whitespace and indentation"
+    );
+    let numbered = old.lines().any(|l| !l.is_empty())
+        && old.lines().filter(|l| !l.is_empty()).all(|l| {
+            let t = l.trim_start();
+            let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+            digits > 0 && t[digits..].starts_with('\t')
+        });
+    if numbered {
+        message.push_str(
+            "; old_string seems to include read_file's line-number prefixes (`  12<TAB>`), which are not part of the file: leave them out",
+        );
+    }
+    message
+}
+
+/// A unified diff of the change (with `\r\n` shown as `\n`), cut when long; and whether it
+/// was cut.
+fn diff(display: &str, old: &str, new: &str) -> (String, bool) {
+    let old = old.replace("\r\n", "\n");
+    let new = new.replace("\r\n", "\n");
+    let full = similar::TextDiff::from_lines(&old, &new)
+        .unified_diff()
+        .context_radius(3)
+        .header(display, display)
+        .to_string();
+    let total = full.lines().count();
+    let mut out = String::new();
+    for (shown, line) in full.lines().enumerate() {
+        if shown >= MAX_DIFF_LINES || out.len() + line.len() + 1 > MAX_DIFF_BYTES {
+            out.push_str(&format!(
+                "[diff cut: {} more lines; read_file shows the result]\n",
+                total - shown
+            ));
+            return (out, true);
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    (out, false)
+}

@@ -1,0 +1,385 @@
+//! `grep`: content search on ripgrep's own crates (`ignore`, `grep-regex`, `grep-searcher`),
+//! bounded by the search budgets (seed 004) and in a deterministic order: by path, then
+//! line. Output is ripgrep's heading style: the file's path, then `N:line` for matches and
+//! `N-line` for context, `--` between groups that are not adjacent.
+
+mod run;
+mod sink;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use grep_regex::RegexMatcherBuilder;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolgate_core::{
+    CallContext, Concurrency, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason,
+};
+
+use crate::confine::Roots;
+use crate::find::{NameFilter, skipped_hint};
+use crate::search::{
+    CancelBridge, Cursor, Scope, SearchLimits, SearchOutput, Stop, cut_phrase, plural,
+};
+use run::{Job, Outcome};
+use sink::HitKind;
+
+/// Arguments of `grep`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrepArgs {
+    /// Regular expression (Rust/ripgrep syntax: `fn \w+_test`, `TODO|FIXME`), or plain text
+    /// with `literal: true`. Matches within one line.
+    pub pattern: String,
+    /// Folder or file to search, relative to the project root (default: the root).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Only files matching this glob: `*.rs` (file names), `src/**/*.ts` (paths),
+    /// `!*.min.js` (all but these).
+    #[serde(default)]
+    pub glob: Option<String>,
+    /// Treat `pattern` as plain text, not a regular expression.
+    #[serde(default)]
+    pub literal: bool,
+    /// Ignore case.
+    #[serde(default)]
+    pub case_insensitive: bool,
+    /// Lines of context to show before and after each match (default 0, at most 10).
+    #[serde(default)]
+    pub context: Option<u64>,
+    /// Most matching lines to return (default 100, at most 500).
+    #[serde(default)]
+    pub limit: Option<u64>,
+    /// Also search folders skipped by default (.git, node_modules, target, dist, build, .venv,
+    /// …) and files that .gitignore excludes.
+    #[serde(default)]
+    pub include_ignored: bool,
+    /// `cursor` from a cut result, to get the matches after it.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Deadline in milliseconds (default 15000, at most 30000).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// `grep`: matching lines of files, bounded.
+pub struct GrepTool {
+    roots: Arc<Roots>,
+    limits: SearchLimits,
+}
+
+impl GrepTool {
+    /// `grep` over `roots` with `limits`.
+    pub fn new(roots: Arc<Roots>, limits: SearchLimits) -> Self {
+        Self { roots, limits }
+    }
+}
+
+impl Tool for GrepTool {
+    type Args = GrepArgs;
+    type Output = SearchOutput;
+
+    fn name(&self) -> &str {
+        "grep"
+    }
+
+    fn description(&self) -> &str {
+        "Search file contents with a regular expression (ripgrep syntax) or plain text (literal: true). Results are grouped by file in path order: the path, then `LINE:text` for matches and `LINE-text` for context lines. 100 matching lines by default (limit up to 500), lines over 2000 characters cut with a marker, binary files skipped. Filter files with glob (`*.rs`, `src/**/*.ts`). Skips .git, node_modules, target, dist, build, .venv and similar folders and .gitignored files unless include_ignored is true or path points inside one. A cut result says why and gives a cursor to continue. Use search_files to find files by name."
+    }
+
+    fn meta(&self) -> ToolMeta {
+        ToolMeta {
+            timeout: Some(crate::search::meta_timeout(&self.limits)),
+            concurrency: Concurrency::ReadOnly,
+            action: "fs.read".to_owned(),
+            spillable: true,
+            idempotent: true,
+            destructive: false,
+            display: "Search file contents".to_owned(),
+            ..ToolMeta::default()
+        }
+    }
+
+    async fn call(&self, args: GrepArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
+        let started = Instant::now();
+        let limits = self.limits.clone();
+        let limit = limits.limit(args.limit)?;
+        let stop = Stop::at(started + limits.timeout(args.timeout_ms)?);
+        if args.pattern.is_empty() {
+            return Err(ToolError::InvalidArguments(
+                "field `pattern`: empty; give the text or regular expression to look for"
+                    .to_owned(),
+            ));
+        }
+        let context = match args.context {
+            Some(c) if c > limits.max_context as u64 => {
+                return Err(ToolError::InvalidArguments(format!(
+                    "field `context`: at most {} lines; use read_file with offset to see more around a match",
+                    limits.max_context
+                )));
+            }
+            Some(c) => c as usize,
+            None => 0,
+        };
+        let matcher = RegexMatcherBuilder::new()
+            .line_terminator(Some(b'\n'))
+            .case_insensitive(args.case_insensitive)
+            .fixed_strings(args.literal)
+            .build(&args.pattern)
+            .map_err(|e| {
+                ToolError::recoverable(format!(
+                    "`{}` is not a valid regular expression: {e}\nTo search for this text exactly as written, retry with literal: true; for a regex, escape special characters ( ) [ ] {{ }} . * + ? | \\ with a backslash",
+                    args.pattern
+                ))
+            })?;
+        let glob = args
+            .glob
+            .as_deref()
+            .map(|g| NameFilter::glob(g, "glob"))
+            .transpose()?;
+        let scope = Scope::resolve(
+            &self.roots,
+            args.path.as_deref(),
+            args.cursor.as_deref(),
+            args.include_ignored,
+            &limits,
+            true,
+        )?;
+        let _bridge = CancelBridge::new(&ctx.cancel, &stop);
+        let roots = Arc::clone(&self.roots);
+        tokio::task::spawn_blocking(move || {
+            let outcome = run::run(&Job {
+                scope: &scope,
+                matcher: &matcher,
+                glob: glob.as_ref(),
+                context,
+                limit,
+                limits: &limits,
+                stop: &stop,
+            });
+            let page = render(&roots, &outcome, context, limit, &limits);
+            ToolOutput::from_body(&finish(
+                &roots, &args, &scope, &limits, limit, outcome, page, started,
+            ))
+        })
+        .await
+        .map_err(|e| ToolError::Fatal(format!("grep worker failed: {e}")))
+    }
+}
+
+/// The page text and where it stopped.
+#[derive(Debug, Default)]
+struct Page {
+    text: String,
+    emitted: u64,
+    files_matched: u64,
+    /// The last match shown: (path as shown, line).
+    last: Option<(String, u64)>,
+    /// Set when the page itself was cut (result or payload limit).
+    cut: Option<TruncationReason>,
+}
+
+fn render(
+    roots: &Roots,
+    outcome: &Outcome,
+    context: usize,
+    limit: usize,
+    limits: &SearchLimits,
+) -> Page {
+    let max = limits.max_payload_bytes;
+    let mut page = Page::default();
+    'files: for file in &outcome.files {
+        if file.hits.hits.is_empty() {
+            continue;
+        }
+        let shown = roots.display(&file.path);
+        let mut header = Some(if page.text.is_empty() {
+            format!("{shown}\n")
+        } else {
+            format!("\n{shown}\n")
+        });
+        // Before-context and separators wait for their match: if the page is cut at that
+        // match, they are not shown either.
+        let mut waiting = String::new();
+        let mut prev: Option<u64> = None;
+        let mut context_fits = true;
+        for hit in &file.hits.hits {
+            let separate = context > 0 && prev.is_some_and(|p| hit.line != p + 1);
+            let mark = if hit.kind == HitKind::Match { ':' } else { '-' };
+            let line = format!("{}{mark}{}\n", hit.line, hit.text);
+            match hit.kind {
+                HitKind::Before => {
+                    if separate {
+                        waiting.push_str("--\n");
+                    }
+                    waiting.push_str(&line);
+                    prev = Some(hit.line);
+                }
+                HitKind::Match => {
+                    if page.emitted as usize >= limit {
+                        page.cut = Some(TruncationReason::ResultLimit);
+                        break 'files;
+                    }
+                    let mut chunk = header.take().unwrap_or_default();
+                    if separate && waiting.is_empty() {
+                        chunk.push_str("--\n");
+                    }
+                    chunk.push_str(&waiting);
+                    chunk.push_str(&line);
+                    if page.emitted > 0 && page.text.len() + chunk.len() > max {
+                        page.cut = Some(TruncationReason::PayloadLimit);
+                        break 'files;
+                    }
+                    if page.last.as_ref().is_none_or(|(p, _)| *p != shown) {
+                        page.files_matched += 1;
+                    }
+                    page.text.push_str(&chunk);
+                    waiting.clear();
+                    page.emitted += 1;
+                    page.last = Some((shown.clone(), hit.line));
+                    prev = Some(hit.line);
+                    context_fits = true;
+                }
+                HitKind::After => {
+                    let sep = if separate { "--\n" } else { "" };
+                    context_fits &= page.text.len() + sep.len() + line.len() <= max;
+                    if context_fits {
+                        page.text.push_str(sep);
+                        page.text.push_str(&line);
+                        prev = Some(hit.line);
+                    }
+                }
+            }
+        }
+    }
+    page
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    roots: &Roots,
+    args: &GrepArgs,
+    scope: &Scope,
+    limits: &SearchLimits,
+    limit: usize,
+    outcome: Outcome,
+    page: Page,
+    started: Instant,
+) -> SearchOutput {
+    let complete = outcome.all_searched && !outcome.page_full && outcome.walk.cut.is_none();
+    let (reason, cursor) = if let Some(cut) = page.cut {
+        let cursor = page.last.as_ref().map(|(p, line)| Cursor {
+            path: PathBuf::from(p),
+            line: *line,
+        });
+        (Some(cut), cursor)
+    } else if complete {
+        (None, None)
+    } else {
+        let reason =
+            if outcome.all_searched && outcome.walk.cut == Some(TruncationReason::ScanLimit) {
+                TruncationReason::ScanLimit
+            } else if outcome.page_full && outcome.walk.cut.is_none() {
+                TruncationReason::PayloadLimit
+            } else {
+                TruncationReason::Timeout
+            };
+        (reason.into(), coverage(roots, scope, &outcome, &page))
+    };
+    let files_searched = outcome.files.len() as u64;
+    let binary = outcome.files.iter().filter(|f| f.hits.binary).count();
+    let failed = outcome.files.iter().filter(|f| f.hits.failed).count();
+    let mut text = page.text;
+    if page.emitted == 0 && reason.is_none() {
+        let (what_one, what) = match &args.glob {
+            Some(g) => (
+                format!("file matching `{g}`"),
+                format!("files matching `{g}`"),
+            ),
+            None => ("file".to_owned(), "files".to_owned()),
+        };
+        text = format!(
+            "No matches for `{}` in `{}` ({} searched).{}\n",
+            args.pattern,
+            scope.display,
+            plural(files_searched, &what_one, &what),
+            skipped_hint(scope)
+        );
+    }
+    if binary > 0 || failed > 0 {
+        let mut notes = Vec::new();
+        if binary > 0 {
+            notes.push(format!(
+                "{} skipped",
+                plural(binary as u64, "binary file", "binary files")
+            ));
+        }
+        if failed > 0 {
+            notes.push(format!(
+                "{} could not be read (unreadable, or a line over 32 MiB)",
+                plural(failed as u64, "file", "files")
+            ));
+        }
+        text.push_str(&format!("[note: {}]\n", notes.join("; ")));
+    }
+    if let Some(reason) = reason {
+        let next = match &cursor {
+            Some(c) => format!(
+                "continue with cursor \"{}\", or narrow the pattern, path or glob",
+                c.render()
+            ),
+            None => {
+                "narrow the pattern, path or glob, or allow more time with timeout_ms".to_owned()
+            }
+        };
+        text.push_str(&format!(
+            "[truncated: {}; showing {} in {} — {next}]\n",
+            cut_phrase(reason, limits, limit),
+            plural(page.emitted, "match", "matches"),
+            plural(page.files_matched, "file", "files")
+        ));
+    }
+    SearchOutput {
+        text,
+        path: scope.display.clone(),
+        truncated: reason.is_some(),
+        reason,
+        total: reason.is_none().then_some(page.emitted),
+        cursor: cursor.map(|c| c.render()),
+        returned: page.emitted,
+        files_searched: Some(files_searched),
+        files_matched: Some(page.files_matched),
+        scanned_count: outcome.walk.scanned,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+    }
+}
+
+/// The cursor after everything searched so far, for a search that stopped early without
+/// filling its page.
+fn coverage(roots: &Roots, scope: &Scope, outcome: &Outcome, page: &Page) -> Option<Cursor> {
+    if outcome.all_searched {
+        // Every file the walk handed out was searched: resume after the walk's last entry.
+        if let Some(last) = &outcome.walk.last {
+            return Some(Cursor::after_file(roots.display(&scope.root.join(last))));
+        }
+    } else if let Some(file) = outcome.files.last() {
+        let shown = roots.display(&file.path);
+        if !(file.hits.partial || file.hits.capped) {
+            return Some(Cursor::after_file(shown));
+        }
+        let line = match &page.last {
+            Some((p, line)) if *p == shown => *line,
+            _ => file.after_line,
+        };
+        return Some(Cursor {
+            path: shown.into(),
+            line,
+        });
+    }
+    // Nothing searched: the same position again.
+    scope.walk.after.as_ref().map(|rel| Cursor {
+        path: roots.display(&scope.root.join(rel)).into(),
+        line: scope.after_line,
+    })
+}

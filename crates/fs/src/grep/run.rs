@@ -1,0 +1,235 @@
+//! The search itself: the sorted walk feeds files, in path order, to a pool of searcher
+//! threads; each file's hits go into its slot, and the page is read from the contiguous
+//! prefix of finished slots. Once finished files hold more matches (or bytes) than the page
+//! can show, no further file is started: files are taken in path order, so everything the
+//! page needs lies before the ones not yet started.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+
+use fs_err::os::unix::fs::OpenOptionsExt;
+use grep_regex::RegexMatcher;
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
+
+use super::sink::{FileHits, FileSink, StopReader};
+use crate::find::NameFilter;
+use crate::search::walk::{WalkEnd, walk};
+use crate::search::{Scope, SearchLimits, Stop};
+
+/// Largest line buffer one searcher may grow to (a longer line fails its file): keeps the
+/// memory of a call bounded whatever the files hold.
+const HEAP_LIMIT: usize = 32 * 1024 * 1024;
+
+/// One grep call's work.
+pub(crate) struct Job<'a> {
+    pub(crate) scope: &'a Scope,
+    pub(crate) matcher: &'a RegexMatcher,
+    pub(crate) glob: Option<&'a NameFilter>,
+    pub(crate) context: usize,
+    pub(crate) limit: usize,
+    pub(crate) limits: &'a SearchLimits,
+    pub(crate) stop: &'a Stop,
+}
+
+/// A searched file.
+#[derive(Debug)]
+pub(crate) struct Searched {
+    /// Full path.
+    pub(crate) path: PathBuf,
+    /// Lines up to this one were skipped (the cursor's line in the cursor's file).
+    pub(crate) after_line: u64,
+    /// What it yielded.
+    pub(crate) hits: FileHits,
+}
+
+/// What a grep call found.
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    /// The finished files in path order, up to the first one not finished.
+    pub(crate) files: Vec<Searched>,
+    /// Every walked file made it into `files` whole: nothing is missing before the walk's end.
+    pub(crate) all_searched: bool,
+    /// Searching stopped early because the page was already full.
+    pub(crate) page_full: bool,
+    /// How the walk ended.
+    pub(crate) walk: WalkEnd,
+}
+
+struct Queue {
+    files: Vec<(PathBuf, u64)>,
+    next: usize,
+    done: bool,
+}
+
+struct Results {
+    slots: Vec<Option<FileHits>>,
+    matches: usize,
+    bytes: usize,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs `job`.
+pub(crate) fn run(job: &Job<'_>) -> Outcome {
+    let queue = Mutex::new(Queue {
+        files: Vec::new(),
+        next: 0,
+        done: false,
+    });
+    let ready = Condvar::new();
+    let results = Mutex::new(Results {
+        slots: Vec::new(),
+        matches: 0,
+        bytes: 0,
+    });
+    let full = AtomicBool::new(false);
+    let threads = job.limits.search_threads().max(1);
+
+    let walk_end = std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| worker(job, &queue, &ready, &results, &full));
+        }
+        let scope = job.scope;
+        let end = walk(&scope.walk, job.stop, |v| {
+            if full.load(Ordering::Relaxed) {
+                return false;
+            }
+            if !v.is_file || job.glob.is_some_and(|g| !g.matches(v.rel)) {
+                return true;
+            }
+            let after_line = if scope.walk.after.as_deref() == Some(v.rel) {
+                if scope.after_line == u64::MAX {
+                    return true;
+                }
+                scope.after_line
+            } else {
+                0
+            };
+            lock(&queue).files.push((v.path.to_path_buf(), after_line));
+            ready.notify_one();
+            true
+        });
+        lock(&queue).done = true;
+        ready.notify_all();
+        end
+    });
+
+    let queue = queue.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let mut results = results.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let mut files = Vec::new();
+    let mut all_searched = true;
+    for (i, (path, after_line)) in queue.files.into_iter().enumerate() {
+        let Some(hits) = results.slots.get_mut(i).and_then(Option::take) else {
+            all_searched = false;
+            break;
+        };
+        let partial = hits.partial;
+        files.push(Searched {
+            path,
+            after_line,
+            hits,
+        });
+        if partial {
+            all_searched = false;
+            break;
+        }
+    }
+    Outcome {
+        files,
+        all_searched,
+        page_full: full.load(Ordering::Relaxed),
+        walk: walk_end,
+    }
+}
+
+fn worker(
+    job: &Job<'_>,
+    queue: &Mutex<Queue>,
+    ready: &Condvar,
+    results: &Mutex<Results>,
+    full: &AtomicBool,
+) {
+    let mut searcher = SearcherBuilder::new()
+        .line_number(true)
+        .binary_detection(BinaryDetection::quit(0))
+        .before_context(job.context)
+        .after_context(job.context)
+        .heap_limit(Some(HEAP_LIMIT))
+        .build();
+    loop {
+        let (index, path, after_line) = {
+            let mut q = lock(queue);
+            loop {
+                if full.load(Ordering::Relaxed) || job.stop.stopped() {
+                    return;
+                }
+                if q.next < q.files.len() {
+                    let i = q.next;
+                    q.next += 1;
+                    let (path, after) = q.files[i].clone();
+                    break (i, path, after);
+                }
+                if q.done {
+                    return;
+                }
+                q = ready.wait(q).unwrap_or_else(PoisonError::into_inner);
+            }
+        };
+        let hits = search_file(&mut searcher, job, &path, after_line);
+        let mut r = lock(results);
+        if r.slots.len() <= index {
+            r.slots.resize_with(index + 1, || None);
+        }
+        r.matches += hits.matches;
+        r.bytes += hits.bytes;
+        r.slots[index] = Some(hits);
+        if r.matches > job.limit || r.bytes > job.limits.max_payload_bytes {
+            full.store(true, Ordering::Relaxed);
+            drop(r);
+            ready.notify_all();
+        }
+    }
+}
+
+/// Searches one file, keeping at most what a page could show of it.
+fn search_file(searcher: &mut Searcher, job: &Job<'_>, path: &Path, after_line: u64) -> FileHits {
+    // O_NOFOLLOW: the walk saw a regular file; a symlink swapped in since is not followed.
+    let file = match fs_err::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(_) => {
+            return FileHits {
+                failed: true,
+                ..FileHits::default()
+            };
+        }
+    };
+    let mut reader = StopReader {
+        inner: file,
+        stop: job.stop,
+        stopped: false,
+    };
+    let mut sink = FileSink::new(
+        after_line,
+        job.context,
+        job.limits.max_line_chars,
+        job.limit.saturating_add(1),
+        job.limits.max_payload_bytes.saturating_add(1),
+    );
+    let result = searcher.search_reader(job.matcher, &mut reader, &mut sink);
+    let mut hits = sink.out;
+    hits.partial = reader.stopped;
+    hits.failed = result.is_err();
+    if hits.binary || hits.failed {
+        hits.hits.clear();
+        hits.matches = 0;
+        hits.bytes = 0;
+    }
+    hits
+}
