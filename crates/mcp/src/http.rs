@@ -149,6 +149,14 @@ pub async fn serve_http(
     let bound = listener.local_addr().map_err(HttpError::Serve)?;
     on_bound(bound);
     let router = http_router(server, &options, shutdown.clone());
+    // Responses are small SSE events written in pieces: without TCP_NODELAY, Nagle and the
+    // client's delayed ACK add ~40 ms to every call.
+    let listener =
+        axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
+            if let Err(e) = stream.set_nodelay(true) {
+                tracing::debug!(%e, "could not set TCP_NODELAY");
+            }
+        });
     axum::serve(listener, router)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
