@@ -119,6 +119,11 @@ impl Dispatcher {
     /// Never fails: errors are results with `is_error`.
     pub async fn call(&self, name: &str, args: RawArgs, ctx: CallContext) -> ToolOutput {
         let snapshot = self.snapshot();
+        let (target, args) = match unwrap_proxy(name, args, &snapshot) {
+            Ok(call) => call,
+            Err(output) => return output,
+        };
+        let name = target.as_str();
         let meta = snapshot.get(name).map(|t| t.meta().clone());
         let mut output = self.run_one(name, args, ctx, &snapshot).await;
         self.apply_budget(&mut [(name, meta.as_ref(), &mut output)]);
@@ -150,6 +155,11 @@ impl Dispatcher {
         ctx: CallContext,
         snapshot: &Snapshot,
     ) -> ToolOutput {
+        let (target, args) = match unwrap_proxy(name, args, snapshot) {
+            Ok(call) => call,
+            Err(output) => return output,
+        };
+        let name = target.as_str();
         let Some(tool) = snapshot.get(name).cloned() else {
             return unknown_tool(name, snapshot);
         };
@@ -261,6 +271,14 @@ impl Dispatcher {
     /// results in call order; then the turn's budget over all of them together.
     pub async fn call_batch(&self, calls: Vec<Call>, ctx: &CallContext) -> Vec<ToolOutput> {
         let snapshot = self.snapshot();
+        // Proxied calls are grouped, budgeted and ordered as their targets.
+        let calls: Vec<Call> = calls
+            .into_iter()
+            .map(|c| match unwrap_proxy(&c.name, c.args.clone(), &snapshot) {
+                Ok((name, args)) => Call { name, args },
+                Err(_) => c,
+            })
+            .collect();
         let metas: Vec<Option<crate::spec::ToolMeta>> = calls
             .iter()
             .map(|c| snapshot.get(&c.name).map(|t| t.meta().clone()))
@@ -309,6 +327,50 @@ impl Dispatcher {
         )
         .await
     }
+}
+
+/// A call of a proxy (`run_tool`) as a call of its target; other calls pass through. The
+/// target is then dispatched like any call: its permissions, timeout, concurrency class and
+/// budget apply, never the proxy's (seed 000 s15 exercise 1).
+fn unwrap_proxy(
+    name: &str,
+    args: RawArgs,
+    snapshot: &Snapshot,
+) -> Result<(String, RawArgs), ToolOutput> {
+    let Some(proxy) = snapshot.get(name).filter(|t| is_proxy(t.as_ref())) else {
+        return Ok((name.to_owned(), args));
+    };
+    let value = match args {
+        RawArgs::Json(v) => v,
+        RawArgs::Text(text) if text.trim().is_empty() => Value::Object(Default::default()),
+        RawArgs::Text(text) => serde_json::from_str::<Value>(&text).map_err(|e| {
+            ToolOutput::error(format!(
+                "error: the arguments for `{name}` are not valid JSON ({e}); resend them as {{\"name\": \"<tool>\", \"input\": {{…}}}}"
+            ))
+        })?,
+    };
+    match proxy.forward(&value) {
+        None => Ok((name.to_owned(), RawArgs::Json(value))),
+        Some(Err(err)) => Err(ToolOutput::error(format!(
+            "error: invalid arguments for `{name}`: {err}; send {{\"name\": \"<exact tool name>\", \"input\": {{…}}}}"
+        ))),
+        Some(Ok(fwd)) => {
+            if snapshot
+                .get(&fwd.name)
+                .is_some_and(|t| is_proxy(t.as_ref()))
+            {
+                return Err(ToolOutput::error(format!(
+                    "error: `{name}` cannot call `{}`; call the target tool through `{name}` directly",
+                    fwd.name
+                )));
+            }
+            Ok((fwd.name, RawArgs::Json(fwd.input)))
+        }
+    }
+}
+
+fn is_proxy(tool: &dyn crate::tool::DynTool) -> bool {
+    tool.forward(&Value::Null).is_some()
 }
 
 /// How long a cancelled or timed-out tool may take to notice and clean up.

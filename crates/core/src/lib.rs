@@ -9,10 +9,13 @@
 //! - [`permission`]: filtering by policy (station 4).
 //! - [`render`]: the model-facing tool arrays (station 5), byte-deterministic.
 //! - [`dispatch`]: running a call, where every failure becomes information for the model.
+//! - [`disclosure`]: progressive disclosure — direct and deferred tools, `search_tool`,
+//!   `run_tool`, byte-stable tool arrays per protocol (seed 000 s15).
 //!
 //! The design follows seed 003 §1–§5 and seed 000 s02.
 
 mod context;
+pub mod disclosure;
 mod dispatch;
 mod output;
 mod permission;
@@ -23,6 +26,7 @@ mod spec;
 mod tool;
 
 pub use context::{CallContext, Progress, ProgressSink, SessionState};
+pub use disclosure::{Disclosure, DisclosureMode, DisclosureSettings, ExposureMode};
 pub use dispatch::{Call, DispatchLimits, Dispatcher, RawArgs};
 pub use output::{Media, ToolOutput, TruncationReason};
 pub use permission::{Decision, Policy, PolicyError, Verdict};

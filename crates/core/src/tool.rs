@@ -68,6 +68,13 @@ pub trait DynTool: Send + Sync + 'static {
         args: Value,
         ctx: CallContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
+    /// For a proxy (`run_tool`): the call it forwards, for every argument value (`Some`
+    /// even when the arguments are wrong). The dispatcher runs the target instead of the
+    /// proxy, so the target's permissions, timeout, concurrency and budget apply
+    /// (SPEC "Permissions": proxies are checked against their target). `None` for tools.
+    fn forward(&self, _args: &Value) -> Option<Result<crate::disclosure::Forward, ToolError>> {
+        None
+    }
 }
 
 /// Adapter from a typed [`Tool`] to [`DynTool`]; computes spec and meta once.

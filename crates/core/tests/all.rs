@@ -7,6 +7,8 @@
 #[path = "all/fixtures.rs"]
 mod fixtures;
 
+#[path = "all/disclosure.rs"]
+mod disclosure;
 #[path = "all/dispatch.rs"]
 mod dispatch;
 #[path = "all/permission.rs"]

@@ -1,0 +1,290 @@
+//! `search_tool` and `run_tool` (seed 000 s15 ② and exercise 1).
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::exposure::{ExposureMode, Unmasked};
+use super::plan::{RUN_TOOL, SEARCH_TOOL};
+use super::{Disclosure, View};
+use crate::context::CallContext;
+use crate::output::ToolOutput;
+use crate::spec::{Concurrency, ToolMeta, ToolSpec, schema_for};
+use crate::tool::{DynTool, ToolError};
+
+/// Results of one search when the caller gives no `limit`.
+pub const DEFAULT_LIMIT: usize = 5;
+/// Most results of one search (Anthropic's tool search returns 3–5; Codex defaults to 8).
+pub const MAX_LIMIT: usize = 20;
+/// Most characters of one found tool's description in the results.
+const RESULT_DESCRIPTION: usize = 2_048;
+
+/// A call a proxy forwards: the target and its arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Forward {
+    /// Target tool name.
+    pub name: String,
+    /// Its arguments.
+    pub input: Value,
+}
+
+/// Arguments of `search_tool`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    /// What you want to do ("create a github issue", "删除文件") or a tool name.
+    query: String,
+    /// How many tools to return (default 5, max 20).
+    #[serde(default)]
+    limit: Option<u64>,
+}
+
+/// Arguments of `run_tool`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RunArgs {
+    /// Exact name of the tool, as `search_tool` returned it.
+    name: String,
+    /// The tool's arguments, following the input schema `search_tool` returned.
+    #[serde(default)]
+    input: Option<Map<String, Value>>,
+}
+
+const SEARCH_DESCRIPTION: &str = "Find tools that are not loaded yet and get their input schemas. Search by what you want to do (\"create a github issue\", \"删除文件\") or by a tool's name; results give each tool's description, full input schema and how to call it.";
+
+const RUN_DESCRIPTION: &str = "Call a tool found by search_tool: run_tool {\"name\": \"<exact tool name>\", \"input\": {<arguments per its schema>}}. Permissions, time limits and output budgets are those of the named tool.";
+
+fn read_only_meta(display: &str) -> ToolMeta {
+    ToolMeta {
+        concurrency: Concurrency::ReadOnly,
+        action: "tool.search".to_owned(),
+        spillable: true,
+        idempotent: true,
+        destructive: false,
+        display: display.to_owned(),
+        ..ToolMeta::default()
+    }
+}
+
+/// The `search_tool` of `disclosure`.
+pub fn search_tool(disclosure: Arc<Disclosure>) -> Arc<dyn DynTool> {
+    Arc::new(SearchTool {
+        spec: ToolSpec {
+            name: SEARCH_TOOL.to_owned(),
+            description: SEARCH_DESCRIPTION.to_owned(),
+            input_schema: Arc::new(schema_for::<SearchArgs>()),
+        },
+        meta: read_only_meta("Search tools"),
+        disclosure,
+    })
+}
+
+/// The `run_tool` proxy.
+pub fn run_tool() -> Arc<dyn DynTool> {
+    let mut meta = read_only_meta("Run a found tool");
+    // The dispatcher never runs run_tool itself (it runs the target); these describe the
+    // proxy only where a client reads annotations.
+    meta.action = "tool.run".to_owned();
+    meta.destructive = true;
+    meta.idempotent = false;
+    Arc::new(RunTool {
+        spec: ToolSpec {
+            name: RUN_TOOL.to_owned(),
+            description: RUN_DESCRIPTION.to_owned(),
+            input_schema: Arc::new(schema_for::<RunArgs>()),
+        },
+        meta,
+    })
+}
+
+struct SearchTool {
+    spec: ToolSpec,
+    meta: ToolMeta,
+    disclosure: Arc<Disclosure>,
+}
+
+impl DynTool for SearchTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn meta(&self) -> &ToolMeta {
+        &self.meta
+    }
+
+    fn call(
+        &self,
+        args: Value,
+        ctx: CallContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let disclosure = Arc::clone(&self.disclosure);
+        Box::pin(async move {
+            let args: SearchArgs = parse(args)?;
+            let snapshot = disclosure.snapshot().ok_or_else(|| {
+                ToolError::Fatal("the tool registry is gone (the server is shutting down)".into())
+            })?;
+            let view = disclosure.view(&snapshot);
+            let limit = args
+                .limit
+                .map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(MAX_LIMIT))
+                .clamp(1, MAX_LIMIT);
+            let hits = view.index().search(&args.query, limit);
+            let found: Vec<&Arc<dyn DynTool>> = hits.iter().map(|h| &view.tools[h.doc]).collect();
+            let exposure = disclosure.exposure();
+            if exposure == ExposureMode::Backfill {
+                let deferred: Vec<String> = found
+                    .iter()
+                    .map(|t| t.spec().name.clone())
+                    .filter(|n| view.plan.is_deferred(n))
+                    .collect();
+                ctx.session.get::<Unmasked>().unmask(&deferred);
+            }
+            Ok(ToolOutput::text(format_results(
+                &args.query,
+                &found,
+                &view,
+                exposure,
+            )))
+        })
+    }
+}
+
+/// The model-facing text of a search: each tool's description, schema and how to call it.
+pub(crate) fn format_results(
+    query: &str,
+    found: &[&Arc<dyn DynTool>],
+    view: &View,
+    exposure: ExposureMode,
+) -> String {
+    let total = view.tools.len();
+    if found.is_empty() {
+        return format!(
+            "No tools match \"{query}\" among {total} tools. Search with other words: what the tool does (\"create issue\"), the service (\"github\"), or part of its name."
+        );
+    }
+    let mut out = format!(
+        "{} of {total} tools match \"{query}\", best first:\n",
+        found.len()
+    );
+    for tool in found {
+        let spec = tool.spec();
+        let name = &spec.name;
+        let description: String = spec.description.chars().take(RESULT_DESCRIPTION).collect();
+        let schema = serde_json::to_string(&*spec.input_schema).unwrap_or_default();
+        let how = if !view.plan.is_deferred(name) {
+            format!("already in your tool list: call `{name}` directly")
+        } else {
+            let proxy = format!("run_tool {{\"name\": \"{name}\", \"input\": {{…}}}}");
+            match exposure {
+                ExposureMode::Proxy => proxy,
+                ExposureMode::Backfill => format!(
+                    "`{name}` directly (added to your tool list), or right now through {proxy}"
+                ),
+            }
+        };
+        let _ = write!(
+            out,
+            "\n## {name}\n{description}\nCall: {how}\nInput schema: {schema}\n"
+        );
+    }
+    out
+}
+
+struct RunTool {
+    spec: ToolSpec,
+    meta: ToolMeta,
+}
+
+impl DynTool for RunTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn meta(&self) -> &ToolMeta {
+        &self.meta
+    }
+
+    fn call(
+        &self,
+        _args: Value,
+        _ctx: CallContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        // Reached only when something calls the tool around the dispatcher, which would
+        // skip the target's permissions: refuse.
+        Box::pin(async {
+            Err(ToolError::Fatal(
+                "run_tool must go through the dispatcher, which runs the target under its own permissions".into(),
+            ))
+        })
+    }
+
+    fn forward(&self, args: &Value) -> Option<Result<Forward, ToolError>> {
+        Some(parse::<RunArgs>(args.clone()).map(|a| Forward {
+            name: a.name,
+            input: Value::Object(a.input.unwrap_or_default()),
+        }))
+    }
+}
+
+/// `search_tool` as the model sees it while disclosure is on: the description ends with the
+/// catalog of deferred tools.
+pub(crate) fn with_catalog(
+    inner: Arc<dyn DynTool>,
+    deferred: usize,
+    catalog: &str,
+) -> Arc<dyn DynTool> {
+    let mut spec = inner.spec().clone();
+    let _ = write!(
+        spec.description,
+        "\n\n{deferred} tools are not loaded; call them with run_tool after finding them here. Catalog:\n{catalog}"
+    );
+    let description = spec.description.trim_end().to_owned();
+    spec.description = description;
+    Arc::new(CatalogView { inner, spec })
+}
+
+struct CatalogView {
+    inner: Arc<dyn DynTool>,
+    spec: ToolSpec,
+}
+
+impl DynTool for CatalogView {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn meta(&self) -> &ToolMeta {
+        self.inner.meta()
+    }
+
+    fn call(
+        &self,
+        args: Value,
+        ctx: CallContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        self.inner.call(args, ctx)
+    }
+}
+
+fn parse<A: serde::de::DeserializeOwned>(args: Value) -> Result<A, ToolError> {
+    let args = if args.is_null() {
+        Value::Object(Map::new())
+    } else {
+        args
+    };
+    serde_path_to_error::deserialize::<_, A>(args).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." || path.is_empty() {
+            ToolError::InvalidArguments(format!("{inner}; check the tool's input schema"))
+        } else {
+            ToolError::InvalidArguments(format!(
+                "field `{path}`: {inner}; check the tool's input schema"
+            ))
+        }
+    })
+}

@@ -1,0 +1,525 @@
+//! Progressive disclosure (seed 000 s15): the demo's stability numbers, run_tool under the
+//! target's permissions, the auto:N boundary, search quality, backfill per session.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::{Map, json};
+use toolgate_core::disclosure::{
+    RUN_TOOL, SEARCH_TOOL, SimProtocol, SimScript, SimTurn, Strategy, StubTool, Unmasked, simulate,
+};
+use toolgate_core::{
+    Call, CallContext, Concurrency, Disclosure, DisclosureMode, DisclosureSettings, DispatchLimits,
+    Dispatcher, DynTool, ExposureMode, Policy, Protocol, RawArgs, Registry, RenderOptions, Scope,
+    ToolOutput, TypedTool,
+};
+
+use crate::fixtures::{Probe, Slow, Tracker, WriteNote, provider};
+
+/// The seed demo's tools: three direct, five deferred (s15 demo.mjs).
+fn seed_tools() -> Vec<Arc<dyn DynTool>> {
+    let stub = |name: &str, description: &str| -> Arc<dyn DynTool> {
+        Arc::new(StubTool::new(name, description, Map::new()))
+    };
+    vec![
+        stub("run_shell", "执行一条 shell 命令"),
+        stub("read_file", "读取一个文本文件"),
+        stub("schedule_wakeup", "安排一次未来的模型回合"),
+        stub("convene_panel", "召集多个子代理并行评审"),
+        stub("recall_memory_chunk", "把压缩掉的历史片段逐字召回"),
+        stub("create_subtask", "在任务 DAG 上新建一个子任务"),
+        stub("notify_user", "向用户发一条系统通知"),
+    ]
+}
+
+struct Setup {
+    registry: Arc<Registry>,
+    disclosure: Arc<Disclosure>,
+    dispatcher: Dispatcher,
+}
+
+fn setup_with(tools: Vec<Arc<dyn DynTool>>, settings: DisclosureSettings, policy: Policy) -> Setup {
+    let registry = Arc::new(Registry::new());
+    registry.register(None, provider("test", tools), 0).unwrap();
+    let disclosure = Arc::new(Disclosure::new(&settings, &Default::default()).unwrap());
+    disclosure.attach(&registry, Scope::global()).unwrap();
+    let dispatcher = Dispatcher::new(
+        Arc::clone(&registry),
+        Scope::global(),
+        policy,
+        DispatchLimits::default(),
+    );
+    Setup {
+        registry,
+        disclosure,
+        dispatcher,
+    }
+}
+
+fn on() -> DisclosureSettings {
+    DisclosureSettings {
+        mode: DisclosureMode::On,
+        ..DisclosureSettings::default()
+    }
+}
+
+fn seed() -> Setup {
+    setup_with(seed_tools(), on(), Policy::allow_all())
+}
+
+fn script(protocol: SimProtocol, strategy: Strategy, turns: Vec<SimTurn>) -> SimScript {
+    SimScript {
+        protocol,
+        strategy: Some(strategy),
+        tools: Vec::new(),
+        turns,
+    }
+}
+
+fn unmask(names: &[&str]) -> SimTurn {
+    SimTurn {
+        unmask: names.iter().map(|s| (*s).to_owned()).collect(),
+        ..SimTurn::default()
+    }
+}
+
+fn calls(names: &[&str]) -> SimTurn {
+    SimTurn {
+        call: names.iter().map(|s| (*s).to_owned()).collect(),
+        ..SimTurn::default()
+    }
+}
+
+fn run(setup: &Setup, script: &SimScript) -> toolgate_core::disclosure::StabilityReport {
+    let snapshot = setup.registry.snapshot(&Scope::global());
+    simulate(
+        &setup.disclosure,
+        &snapshot,
+        script,
+        &RenderOptions::default(),
+    )
+}
+
+#[test]
+fn seed_demo_unmask_and_append_breaks_the_prefix_every_turn() {
+    let s = seed();
+    let turns = vec![
+        unmask(&["schedule_wakeup"]),
+        unmask(&["convene_panel"]),
+        unmask(&["recall_memory_chunk"]),
+        SimTurn::default(),
+    ];
+    let report = run(&s, &script(SimProtocol::Openai, Strategy::Append, turns));
+    assert_eq!(report.breaks, 3, "{report:#?}");
+    assert_eq!(report.turns.len(), 4);
+    // Appending keeps almost every byte, yet the block changed: a full-price turn.
+    assert!(report.turns[1].prefix_reuse > 80.0 && report.turns[1].prefix_reuse < 100.0);
+}
+
+#[test]
+fn seed_demo_proxy_keeps_the_array_byte_identical() {
+    let s = seed();
+    let turns = vec![
+        unmask(&["schedule_wakeup"]),
+        unmask(&["convene_panel"]),
+        unmask(&["recall_memory_chunk"]),
+        calls(&["schedule_wakeup", "convene_panel"]),
+    ];
+    for protocol in [
+        SimProtocol::Openai,
+        SimProtocol::Mcp,
+        SimProtocol::Anthropic,
+    ] {
+        let report = run(&s, &script(protocol, Strategy::Proxy, turns.clone()));
+        assert_eq!(report.breaks, 0, "{protocol:?}: {report:#?}");
+        assert_eq!(report.rejected, 0, "calls go through run_tool");
+        assert!(report.turns.iter().all(|t| t.prefix_reuse == 100.0));
+    }
+}
+
+#[test]
+fn strict_backfill_breaks_once_in_the_unmasking_turn() {
+    let s = seed();
+    let turns = vec![
+        unmask(&["notify_user"]),
+        calls(&["notify_user"]),
+        calls(&["notify_user"]),
+        calls(&["notify_user"]),
+    ];
+    let mut sc = script(SimProtocol::Anthropic, Strategy::Backfill, turns);
+    sc.strategy = None; // Anthropic's default strategy is backfill.
+    let report = run(&s, &sc);
+    assert_eq!(report.strategy, Strategy::Backfill);
+    assert_eq!(report.breaks, 1, "{report:#?}");
+    assert!(
+        report.turns[1].changed,
+        "the break lands in the turn after unmasking"
+    );
+    assert!(!report.turns[2].changed && !report.turns[3].changed);
+    assert_eq!(report.rejected, 0, "notify_user accepted 3/3");
+}
+
+#[test]
+fn strict_backfill_breaks_once_for_two_tools_unmasked_in_one_turn() {
+    let s = seed();
+    let turns = vec![
+        unmask(&["notify_user", "create_subtask"]),
+        calls(&["notify_user", "create_subtask"]),
+        SimTurn::default(),
+        SimTurn::default(),
+    ];
+    let report = run(
+        &s,
+        &script(SimProtocol::Anthropic, Strategy::Backfill, turns),
+    );
+    assert_eq!(report.breaks, 1, "{report:#?}");
+    // Two turns that each unmask one tool pay twice.
+    let turns = vec![
+        unmask(&["notify_user"]),
+        unmask(&["create_subtask"]),
+        SimTurn::default(),
+        SimTurn::default(),
+    ];
+    let report = run(
+        &s,
+        &script(SimProtocol::Anthropic, Strategy::Backfill, turns),
+    );
+    assert_eq!(report.breaks, 2);
+}
+
+#[test]
+fn backfill_is_sorted_whatever_the_unmask_order() {
+    let s = seed();
+    let snapshot = s.registry.snapshot(&Scope::global());
+    let a = s.disclosure.exposed_with(
+        &snapshot,
+        &["notify_user".into(), "create_subtask".into()],
+        Strategy::Backfill,
+    );
+    let b = s.disclosure.exposed_with(
+        &snapshot,
+        &["create_subtask".into(), "notify_user".into()],
+        Strategy::Backfill,
+    );
+    let options = RenderOptions::default();
+    assert_eq!(
+        a.render_bytes(Protocol::Anthropic, &options),
+        b.render_bytes(Protocol::Anthropic, &options)
+    );
+    let names: Vec<String> = a.backfill.iter().map(|t| t.spec().name.clone()).collect();
+    assert_eq!(names, ["create_subtask", "notify_user"]);
+}
+
+#[test]
+fn auto_n_boundary_n_tools_all_direct_n_plus_one_discloses() {
+    let tools = |n: usize| -> Vec<Arc<dyn DynTool>> {
+        (0..n)
+            .map(|i| {
+                Arc::new(StubTool::new(
+                    &format!("mcp__srv__tool_{i:02}"),
+                    "A mounted tool.",
+                    Map::new(),
+                )) as Arc<dyn DynTool>
+            })
+            .collect()
+    };
+    let settings = DisclosureSettings {
+        mode: DisclosureMode::Auto(15),
+        ..DisclosureSettings::default()
+    };
+    for (n, disclosed) in [(15, false), (16, true)] {
+        let s = setup_with(tools(n), settings.clone(), Policy::allow_all());
+        let snapshot = s.registry.snapshot(&Scope::global());
+        let exposed = s.disclosure.exposed(&snapshot, &Unmasked::default());
+        assert_eq!(exposed.contains(SEARCH_TOOL), disclosed, "{n} tools");
+        assert_eq!(exposed.contains(RUN_TOOL), disclosed, "{n} tools");
+        let visible = exposed.all().count();
+        assert_eq!(visible, if disclosed { 2 } else { n }, "{n} tools");
+    }
+}
+
+async fn call(d: &Dispatcher, name: &str, args: serde_json::Value) -> ToolOutput {
+    d.call(name, RawArgs::Json(args), CallContext::default())
+        .await
+}
+
+#[tokio::test]
+async fn deny_on_the_target_holds_through_run_tool() {
+    let tools: Vec<Arc<dyn DynTool>> = vec![TypedTool::erased(WriteNote { timeout: None })];
+    let policy = Policy::from_lists(&["run_tool".into()], &[], &["write_note".into()]).unwrap();
+    let s = setup_with(tools, on(), policy);
+    let out = call(
+        &s.dispatcher,
+        RUN_TOOL,
+        json!({"name": "write_note", "input": {"title": "t", "body": "b"}}),
+    )
+    .await;
+    assert!(out.is_error, "{out:?}");
+    assert!(out.text.contains("permission denied"), "{}", out.text);
+    assert!(
+        out.text.contains("`write_note`"),
+        "names the target: {}",
+        out.text
+    );
+    // An action rule on the target holds too.
+    let tools: Vec<Arc<dyn DynTool>> = vec![TypedTool::erased(WriteNote { timeout: None })];
+    let policy = Policy::from_lists(&[], &["fs.write".into()], &[]).unwrap();
+    let s = setup_with(tools, on(), policy);
+    let args = json!({"name": "write_note", "input": {"title": "t", "body": "b"}});
+    let out = call(&s.dispatcher, RUN_TOOL, args.clone()).await;
+    assert!(
+        out.is_error && out.text.contains("permission needed"),
+        "{}",
+        out.text
+    );
+    // And in a batch.
+    let batch = vec![Call {
+        name: RUN_TOOL.into(),
+        args: RawArgs::Json(args),
+    }];
+    let out = s
+        .dispatcher
+        .call_batch(batch, &CallContext::default())
+        .await;
+    assert!(
+        out[0].is_error && out[0].text.contains("write_note"),
+        "{:?}",
+        out[0]
+    );
+}
+
+#[tokio::test]
+async fn run_tool_runs_the_target_with_its_timeout() {
+    let tools: Vec<Arc<dyn DynTool>> = vec![
+        TypedTool::erased(WriteNote { timeout: None }),
+        TypedTool::erased(Slow {
+            timeout: Some(Duration::from_millis(50)),
+        }),
+    ];
+    let s = setup_with(tools, on(), Policy::allow_all());
+    let out = call(
+        &s.dispatcher,
+        RUN_TOOL,
+        json!({"name": "write_note", "input": {"title": "t", "body": "abc"}}),
+    )
+    .await;
+    assert_eq!(out.text, "saved t (3 bytes)", "{out:?}");
+    let out = call(
+        &s.dispatcher,
+        RUN_TOOL,
+        json!({"name": "slow", "input": {"ms": 5000}}),
+    )
+    .await;
+    assert!(
+        out.is_error && out.text.contains("`slow` timed out"),
+        "{}",
+        out.text
+    );
+    // Text arguments (CLI, model output) are forwarded too.
+    let out = s
+        .dispatcher
+        .call(
+            RUN_TOOL,
+            RawArgs::Text(r#"{"name":"write_note","input":{"title":"x","body":""}}"#.into()),
+            CallContext::default(),
+        )
+        .await;
+    assert_eq!(out.text, "saved x (0 bytes)");
+}
+
+#[tokio::test]
+async fn run_tool_errors_say_what_to_do() {
+    let s = seed();
+    let out = call(&s.dispatcher, RUN_TOOL, json!({"input": {}})).await;
+    assert!(out.is_error && out.text.contains("name"), "{}", out.text);
+    let out = call(&s.dispatcher, RUN_TOOL, json!({"name": "notify_usr"})).await;
+    assert!(
+        out.text.contains("unknown tool `notify_usr`"),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text.contains("notify_user"),
+        "suggests the near name: {}",
+        out.text
+    );
+    let out = call(
+        &s.dispatcher,
+        RUN_TOOL,
+        json!({"name": RUN_TOOL, "input": {}}),
+    )
+    .await;
+    assert!(
+        out.is_error && out.text.contains("cannot call `run_tool`"),
+        "{}",
+        out.text
+    );
+}
+
+#[tokio::test]
+async fn run_tool_keeps_the_targets_concurrency_class_without_deadlock() {
+    let tracker = Arc::new(Tracker::default());
+    let tools: Vec<Arc<dyn DynTool>> = vec![
+        TypedTool::erased(Probe {
+            tracker: Arc::clone(&tracker),
+            concurrency: Concurrency::ReadOnly,
+        }),
+        TypedTool::erased(Probe {
+            tracker: Arc::clone(&tracker),
+            concurrency: Concurrency::Mutating,
+        }),
+    ];
+    let s = Arc::new(setup_with(tools, on(), Policy::allow_all()));
+    let batch: Vec<Call> = ["r1", "r2", "w1", "w2", "r3"]
+        .iter()
+        .map(|id| Call {
+            name: RUN_TOOL.into(),
+            args: RawArgs::Json(json!({
+                "name": if id.starts_with('r') { "probe_read" } else { "probe_write" },
+                "input": {"id": id},
+            })),
+        })
+        .collect();
+    let out = tokio::time::timeout(
+        Duration::from_secs(10),
+        s.dispatcher.call_batch(batch, &CallContext::default()),
+    )
+    .await
+    .expect("no deadlock");
+    let texts: Vec<&str> = out.iter().map(|o| o.text.as_str()).collect();
+    assert_eq!(texts, ["r1", "r2", "w1", "w2", "r3"]);
+    assert!(!tracker.mutating_overlapped.load(Ordering::SeqCst));
+    assert_eq!(tracker.max_active(), 2, "r1 and r2 ran together");
+    // Concurrent single calls through run_tool: mutating ones still run alone.
+    let mut handles = Vec::new();
+    for id in ["a", "b", "c"] {
+        let s = Arc::clone(&s);
+        handles.push(tokio::spawn(async move {
+            call(
+                &s.dispatcher,
+                RUN_TOOL,
+                json!({"name": "probe_write", "input": {"id": id}}),
+            )
+            .await
+        }));
+    }
+    for h in handles {
+        assert!(!h.await.unwrap().is_error);
+    }
+    assert!(!tracker.mutating_overlapped.load(Ordering::SeqCst));
+}
+
+fn search_text(out: &ToolOutput) -> &str {
+    assert!(!out.is_error, "{out:?}");
+    &out.text
+}
+
+#[tokio::test]
+async fn search_tool_finds_by_chinese_query_and_exact_name() {
+    let s = seed();
+    let out = call(&s.dispatcher, SEARCH_TOOL, json!({"query": "给用户发通知"})).await;
+    let text = search_text(&out);
+    assert!(text.contains("\n## notify_user\n"), "{text}");
+    assert!(
+        text.find("## notify_user") < text.find("## schedule_wakeup").or(Some(usize::MAX)),
+        "{text}"
+    );
+    let out = call(
+        &s.dispatcher,
+        SEARCH_TOOL,
+        json!({"query": "create_subtask", "limit": 3}),
+    )
+    .await;
+    let text = search_text(&out);
+    let first = text.split("\n## ").nth(1).unwrap_or_default();
+    assert!(first.starts_with("create_subtask\n"), "{text}");
+    assert!(
+        text.contains(r#"Call: run_tool {"name": "create_subtask", "input": {…}}"#),
+        "{text}"
+    );
+    assert!(text.contains("Input schema: {"), "{text}");
+    // A direct tool found by name says to call it directly.
+    let out = call(&s.dispatcher, SEARCH_TOOL, json!({"query": "read_file"})).await;
+    assert!(search_text(&out).contains("already in your tool list"));
+}
+
+#[tokio::test]
+async fn search_tool_limit_is_clamped_and_nothing_found_says_what_to_try() {
+    let s = seed();
+    let out = call(&s.dispatcher, SEARCH_TOOL, json!({"query": "xyzzy plugh"})).await;
+    assert!(
+        search_text(&out).starts_with("No tools match"),
+        "{}",
+        out.text
+    );
+    let out = call(
+        &s.dispatcher,
+        SEARCH_TOOL,
+        json!({"query": "任务", "limit": 500}),
+    )
+    .await;
+    assert!(!out.is_error);
+    let out = call(&s.dispatcher, SEARCH_TOOL, json!({"limit": 5})).await;
+    assert!(out.is_error && out.text.contains("query"), "{}", out.text);
+}
+
+#[tokio::test]
+async fn backfill_unmasks_per_session_once_per_search() {
+    let settings = DisclosureSettings {
+        exposure: ExposureMode::Backfill,
+        ..on()
+    };
+    let s = setup_with(seed_tools(), settings, Policy::allow_all());
+    let ctx = CallContext::default();
+    let unmasked = ctx.session.get::<Unmasked>();
+    let out = s
+        .dispatcher
+        .call(
+            SEARCH_TOOL,
+            RawArgs::Json(json!({"query": "通知 子任务", "limit": 2})),
+            ctx.clone(),
+        )
+        .await;
+    assert!(out.text.contains("added to your tool list"), "{}", out.text);
+    assert_eq!(unmasked.version(), 1, "two tools, one change");
+    let mut names = unmasked.names();
+    names.sort();
+    assert_eq!(names, ["create_subtask", "notify_user"]);
+    let snapshot = s.registry.snapshot(&Scope::global());
+    let exposed = s.disclosure.exposed(&snapshot, &unmasked);
+    assert!(exposed.contains("notify_user") && exposed.contains("create_subtask"));
+    // Another session sees none of it.
+    let other = s.disclosure.exposed(&snapshot, &Unmasked::default());
+    assert!(!other.contains("notify_user"));
+}
+
+#[test]
+fn catalog_is_in_search_tools_description_and_stable_in_proxy_mode() {
+    let s = seed();
+    let snapshot = s.registry.snapshot(&Scope::global());
+    let exposed = s.disclosure.exposed(&snapshot, &Unmasked::default());
+    let search = exposed
+        .all()
+        .find(|t| t.spec().name == SEARCH_TOOL)
+        .unwrap();
+    let description = &search.spec().description;
+    assert!(
+        description.contains("- notify_user: 向用户发一条系统通知"),
+        "{description}"
+    );
+    assert!(
+        description.contains("5 tools are not loaded"),
+        "{description}"
+    );
+    assert!(!exposed.contains("notify_user"));
+    let options = RenderOptions::default();
+    let before = exposed.render_bytes(Protocol::OpenAi, &options);
+    let unmasked = Unmasked::default();
+    unmasked.unmask(&["notify_user".into()]);
+    let after = s
+        .disclosure
+        .exposed(&snapshot, &unmasked)
+        .render_bytes(Protocol::OpenAi, &options);
+    assert_eq!(before, after);
+}
