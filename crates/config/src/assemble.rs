@@ -55,7 +55,7 @@ impl Runtime {
         )
         .map_err(|e| ConfigError::Invalid(format!("permissions: {e}")))?;
         let registry = Arc::new(Registry::new());
-        let builtins = toolgate_fs::builtin_fs_tools_with(
+        let mut builtins = toolgate_fs::builtin_fs_tools_with(
             Arc::clone(&roots),
             toolgate_fs::FsLimits {
                 read: config.read.clone(),
@@ -63,12 +63,20 @@ impl Runtime {
             },
             Some(Arc::clone(&spill)),
         );
+        builtins.extend(toolgate_shell::builtin_shell_tools(
+            Arc::clone(&roots),
+            Arc::clone(&budget),
+            config.shell.clone(),
+        ));
         registry
             .register(None, Arc::new(StaticProvider::new("builtin", builtins)), 0)
             .map_err(|e| ConfigError::Invalid(format!("built-in tools: {e}")))?;
         let limits = DispatchLimits {
             default_timeout: Duration::from_millis(config.dispatch.default_timeout_ms),
-            max_timeout: Duration::from_millis(config.dispatch.max_timeout_ms),
+            // run_shell enforces its own [shell] timeout; its deadline here sits just above
+            // it, so the tool's timeout fires first and the model gets the output so far.
+            max_timeout: Duration::from_millis(config.dispatch.max_timeout_ms)
+                .max(config.shell.call_deadline()),
         };
         let dispatcher = Arc::new(
             Dispatcher::new(Arc::clone(&registry), Scope::global(), policy, limits)

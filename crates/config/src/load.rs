@@ -8,6 +8,7 @@ use figment::value::Value as FValue;
 use serde::{Deserialize, Serialize};
 use toolgate_budget::BudgetLimits;
 use toolgate_fs::{ReadLimits, SearchLimits};
+use toolgate_shell::ShellLimits;
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
@@ -20,6 +21,8 @@ pub struct Config {
     pub read: ReadLimits,
     /// `search_files` / `grep` budgets (deadline, entries scanned, results, payload).
     pub search: SearchLimits,
+    /// `run_shell` / `job_output` / `job_kill` limits (timeouts, memory, jobs).
+    pub shell: ShellLimits,
     /// Dispatcher time limits.
     pub dispatch: DispatchConfig,
     /// Output budgets and the spill store.
@@ -162,10 +165,11 @@ pub enum ConfigError {
 
 /// Top-level keys `TOOLGATE_*` may set; other `TOOLGATE_*` variables (such as the token) are
 /// not config.
-const ENV_KEYS: [&str; 8] = [
+const ENV_KEYS: [&str; 9] = [
     "roots",
     "read",
     "search",
+    "shell",
     "dispatch",
     "budget",
     "render",

@@ -11,7 +11,7 @@ import anyio
 import jsonschema
 import pytest
 from mcp_types import CallToolResult, TextContent
-from tool_fixtures import TOOL_CASES
+from tool_fixtures import NEEDS_SESSION, RUN_LAST, TOOL_CASES
 
 pytestmark = pytest.mark.anyio
 
@@ -118,7 +118,15 @@ async def test_call_every_builtin(connect) -> None:
             listed = (await client.list_tools()).tools
             missing = [t.name for t in listed if t.name not in TOOL_CASES]
             schemas = {t.name: t.output_schema for t in listed}
-            for tool in [] if missing else listed:
+            # RUN_LAST tools go last, in that order: their cases may use what an earlier tool
+            # made (job_output reads the job a run_shell case started).
+            def rank(t):
+                return RUN_LAST.index(t.name) if t.name in RUN_LAST else -1
+
+            sessionless = connect.transport == "http" and connect.mode == "auto"
+            for tool in [] if missing else sorted(listed, key=rank):
+                if sessionless and tool.name in NEEDS_SESSION:
+                    continue
                 for case in TOOL_CASES[tool.name]:
                     label = f"{tool.name} [{case.name}] {case.args}"
                     try:

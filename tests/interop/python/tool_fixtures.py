@@ -9,7 +9,10 @@ the model text and `structuredContent`. The generic checks (text content present
 truncation fields consistent) run for every case before `check`.
 
 Cases of one tool run in order on a fresh project, so a mutating tool (write_file, edit_file)
-can create a file in one case and read it back in the next.
+can create a file in one case and read it back in the next. All tools run in one
+session, in tools/list order except those in RUN_LAST, which come last in that order: a later
+tool can use what an earlier one made (job_output and job_kill use the background jobs
+run_shell's cases start).
 """
 
 from __future__ import annotations
@@ -116,7 +119,133 @@ def _list_paged(text: str, sc: dict[str, Any], root: Path) -> None:
     assert sc["total"] == 3
 
 
+# --- run_shell, job_output, job_kill -----------------------------------------------------------
+# run_shell's cases start two background jobs (job-1 prints two lines, job-2 sleeps), which
+# job_output and job_kill then use. They run last, in this order (RUN_LAST), because they
+# leave files in the project's spill folder (.toolgate/spill) that list_dir would show.
+
+JOB_TEXT = "line one\nline two\n"
+
+
+def _shell_stdout(text: str) -> str:
+    """The stdout section of a run_shell result."""
+    assert "--- stdout ---\n" in text, text
+    return text.split("--- stdout ---\n", 1)[1].split("--- stderr ---\n", 1)[0]
+
+
+def _shell_echo(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert text.startswith("exit code 0 · "), text
+    assert _shell_stdout(text) == "hello\n", text
+    assert sc["status"] == "exited" and sc["exit_code"] == 0
+    assert sc["stdout"] == {"bytes": 6, "lines": 1, "truncated": False}, sc["stdout"]
+    assert sc["stderr"]["bytes"] == 0
+    assert sc["truncated"] is False
+    assert sc["cwd"] == "."
+
+
+def _shell_streams(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert _shell_stdout(text) == NESTED_TEXT, text
+    assert text.endswith("--- stderr ---\nto-err\n"), text
+    assert sc["stderr"]["bytes"] == len("to-err\n")
+
+
+def _shell_cwd(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert _shell_stdout(text) == f"{root.resolve() / 'sub'}\n", text
+    assert sc["cwd"] == "sub"
+
+
+def _shell_cut(text: str, sc: dict[str, Any], root: Path) -> None:
+    # 3000 lines (28,893 bytes) are over the 16,000-character excerpt: head and tail plus a
+    # pointer to a file holding every byte.
+    out = sc["stdout"]
+    assert out["truncated"] is True and out["lines"] == BIG_LINES, out
+    assert sc["truncated"] is True and sc["reason"] == "payload_limit"
+    assert Path(out["path"]).read_bytes() == (root / "big.txt").read_bytes()
+    assert "line 1" in text, text[:300]
+    assert "saved to `" in text and "do not rerun the command" in text, text[-600:]
+
+
+def _shell_job(text: str, sc: dict[str, Any], root: Path, n: int) -> None:
+    # job-{n} within a session; sessionless HTTP numbers each request's jobs from 1.
+    job = sc["job_id"]
+    assert job in (f"job-{n}", "job-1"), sc
+    assert sc["status"] == "running"
+    assert isinstance(sc["pid"], int)
+    assert text.startswith(f"started {job} (pid {sc['pid']})"), text
+    assert f'job_output {{"job_id": "{job}"}}' in text, text
+
+
+def _job_page(text: str, sc: dict[str, Any], root: Path) -> None:
+    # The job may still be running: its output so far is a prefix of the whole.
+    chunk = text.encode()[: sc["end_offset"] - sc["offset"]].decode()
+    assert JOB_TEXT.startswith(chunk), text
+    assert sc["job_id"] == "job-1" and sc["stream"] == "stdout" and sc["offset"] == 0
+    if sc["eof"]:
+        assert chunk == JOB_TEXT and sc["status"] == "exited" and sc["exit_code"] == 0, sc
+        assert "end of stdout" in text, text
+    else:
+        assert sc["status"] == "running", sc
+
+
+def _job_window(text: str, sc: dict[str, Any], root: Path) -> None:
+    # offset 5, limit 3 -> "one", cut, next_offset 8 (the job is done by now or soon).
+    if sc["total"] >= 8:
+        assert text.startswith("one\n["), text
+        assert sc["truncated"] is True and sc["next_offset"] == 8 and sc["end_offset"] == 8
+        assert sc["reason"] == "payload_limit"
+        assert sc["eof"] is False
+        assert 'next page: job_output {"job_id": "job-1", "offset": 8}' in text, text
+
+
+def _job_kill(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert sc["job_id"] == "job-2"
+    assert sc["status"] == "killed" and sc["signal"] == "SIGTERM", sc
+    assert text.startswith("job-2 killed by job_kill after"), text
+
+
+def _job_kill_again(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert sc["status"] == "killed"
+    assert "had already ended" in text, text
+
+
+# Tools run after all others, in this order (the rest in tools/list order).
+RUN_LAST = ["run_shell", "job_output", "job_kill"]
+
+# Tools whose cases need state from an earlier call of the same session. Under the sessionless
+# 2026-07-28 protocol over HTTP (the SDK's "auto" mode) every request is a session of its own,
+# so a background job is stopped as soon as the request that started it ends: these are
+# skipped there.
+NEEDS_SESSION = {"job_output", "job_kill"}
+
 TOOL_CASES: dict[str, list[Case]] = {
+    "run_shell": [
+        Case("echo", {"command": "echo hello"}, _shell_echo),
+        Case(
+            "both streams",
+            {"command": "echo to-err >&2; cat sub/nested.txt"},
+            _shell_streams,
+        ),
+        Case("cwd", {"command": "pwd", "cwd": "sub"}, _shell_cwd),
+        Case("long output cut with a pointer", {"command": "cat big.txt"}, _shell_cut),
+        Case(
+            "background job",
+            {"command": "printf 'line one\\nline two\\n'", "background": True},
+            lambda t, sc, r: _shell_job(t, sc, r, 1),
+        ),
+        Case(
+            "background job to kill",
+            {"command": "sleep 1000", "background": True, "timeout_ms": 60000},
+            lambda t, sc, r: _shell_job(t, sc, r, 2),
+        ),
+    ],
+    "job_output": [
+        Case("first page", {"job_id": "job-1"}, _job_page),
+        Case("offset and limit", {"job_id": "job-1", "offset": 5, "limit": 3}, _job_window),
+    ],
+    "job_kill": [
+        Case("running job", {"job_id": "job-2"}, _job_kill),
+        Case("already ended", {"job_id": "job-2"}, _job_kill_again),
+    ],
     "read_file": [
         Case("small file", {"path": "small.txt"}, _read_small),
         Case("3000-line file, first page", {"path": "big.txt"}, _read_big),

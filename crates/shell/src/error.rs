@@ -1,0 +1,88 @@
+//! Why a shell tool call failed. Every message says what to do next (STYLE "Errors").
+
+use toolgate_core::ToolError;
+
+/// A failure of `run_shell`, `job_output` or `job_kill`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShellError {
+    /// The shell could not be started.
+    #[error(
+        "could not start `{shell}`: {source}; check that the command is not huge and the machine has free processes and memory"
+    )]
+    Spawn {
+        /// `bash` or `sh`.
+        shell: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// `cwd` is not a folder inside the roots.
+    #[error("cwd: {0}; give a folder inside the project, or omit cwd to run in the project root")]
+    Cwd(String),
+    /// The session already runs the most background jobs it may.
+    #[error(
+        "{limit} background jobs are already running (the limit); stop one with job_kill or wait for one to finish. Running: {running}"
+    )]
+    TooManyJobs {
+        /// The limit.
+        limit: usize,
+        /// The running jobs, one `id (command)` each.
+        running: String,
+    },
+    /// No job of that id in this session.
+    #[error("no job `{id}` in this session; {known}")]
+    UnknownJob {
+        /// The id asked for.
+        id: String,
+        /// The known jobs, or a note that there are none.
+        known: String,
+    },
+    /// `offset` lies beyond what the stream holds.
+    #[error(
+        "offset {offset} is past the end of {job}'s {stream}, which has {len} bytes{so_far}; use an offset from 0 to {len}"
+    )]
+    OffsetPastEnd {
+        /// Job id.
+        job: String,
+        /// `stdout` or `stderr`.
+        stream: &'static str,
+        /// The offset asked for.
+        offset: u64,
+        /// Bytes in the stream.
+        len: u64,
+        /// " so far" while the job runs.
+        so_far: &'static str,
+    },
+    /// The job's output file could not be read.
+    #[error("could not read {job}'s {stream} from `{path}`: {source}")]
+    Read {
+        /// Job id.
+        job: String,
+        /// `stdout` or `stderr`.
+        stream: &'static str,
+        /// The file.
+        path: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// An argument out of range.
+    #[error("field `{field}`: {message}")]
+    Argument {
+        /// The argument.
+        field: &'static str,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+    /// A plain message (for example an evicted output file).
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<ShellError> for ToolError {
+    fn from(e: ShellError) -> Self {
+        match e {
+            ShellError::Argument { .. } => ToolError::InvalidArguments(e.to_string()),
+            other => ToolError::recoverable(other.to_string()),
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! toolgate's shell tools: `run_shell`, `job_output`, `job_kill` (SPEC "Built-in tools",
+//! seed 000 s02 and s04, seed 004 job pagination).
+//!
+//! - A command runs under `bash -c` (`sh -c` without bash), stdin closed, in its own process
+//!   group, with `PR_SET_PDEATHSIG` so the shell dies with toolgate. On timeout,
+//!   cancellation, `job_kill` or the end of the session the *whole group* gets SIGTERM and,
+//!   after a short grace, SIGKILL; whatever the command leaves running when it exits is
+//!   stopped too. Nothing of the group survives ([`ShellLimits::kill_grace_ms`]).
+//! - Memory stays bounded whatever the command prints: each stream is pumped by its own
+//!   thread into a spill file as it arrives, and only its first and last
+//!   [`ShellLimits::payload_bytes`]` / 2` bytes stay in memory for the excerpt.
+//! - **stdout and stderr stay apart**: each has its own file, holding exactly the bytes the
+//!   command wrote to it. A `run_shell` result shows them in two sections, each whole when
+//!   short or as an excerpt (head-biased on success, tail-biased on failure, ANSI escapes
+//!   and `\r` progress frames removed) with a pointer to its file for `read_file`. A job's
+//!   streams are paged by byte offset with `job_output` (`stream: "stderr"` for the second).
+//!   Commands that need both in one order write `2>&1`.
+//! - Background jobs live in the session's [`JobTable`]: at most
+//!   [`ShellLimits::max_jobs`] running, finished ones readable until the session ends.
+
+mod capture;
+mod clean;
+mod error;
+mod job_tools;
+mod jobs;
+mod limits;
+mod process;
+mod render;
+mod run;
+mod tools;
+
+pub use error::ShellError;
+pub use job_tools::{
+    JobKillArgs, JobKillOutput, JobKillTool, JobOutputArgs, JobOutputOutput, JobOutputTool,
+    StreamName,
+};
+pub use jobs::JobTable;
+pub use limits::ShellLimits;
+pub use render::JobStatus;
+pub use tools::{RunShellArgs, RunShellOutput, RunShellTool, StreamInfo, builtin_shell_tools};

@@ -1,0 +1,76 @@
+//! The shell family's budgets (SPEC "Built-in tools", "Bounded I/O", "Output budget").
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Limits of `run_shell`, `job_output` and `job_kill` (config section `[shell]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ShellLimits {
+    /// Timeout of a foreground command that names none, in ms. Default 120,000 (SPEC).
+    pub default_timeout_ms: u64,
+    /// Timeout of a background job that names none, in ms. Default 600,000: a job is
+    /// started so it may outlive one call, so it gets the maximum.
+    pub background_timeout_ms: u64,
+    /// The largest `timeout_ms` a call may ask for; larger ones are lowered to it. Default
+    /// 600,000 (SPEC).
+    pub max_timeout_ms: u64,
+    /// How long a stopped process group gets between SIGTERM and SIGKILL, in ms. Default
+    /// 1,000: short enough that a cancelled call finishes inside the dispatcher's 2 s grace.
+    pub kill_grace_ms: u64,
+    /// Bytes of each stream held in memory (its first and last halves), whatever the command
+    /// prints; the rest is only on disk. Default 65,536 (SPEC "Bounded I/O": 64 KiB payload,
+    /// stdout and stderr each).
+    pub payload_bytes: usize,
+    /// Characters of each stream shown in a `run_shell` result; a longer stream is shown as
+    /// a head and tail excerpt plus a pointer to the file with all of it. Default 16,000, so
+    /// both streams together stay under the 50,000-character result budget (SPEC "Output
+    /// budget") and the dispatcher never spills a second copy.
+    pub excerpt_chars: usize,
+    /// Bytes one stream may write before the command is stopped (it would otherwise fill
+    /// the disk). Default 4 GiB.
+    pub max_stream_bytes: u64,
+    /// Background jobs running at once in one session. Default 64 (issue #4).
+    pub max_jobs: usize,
+    /// Finished jobs a session remembers for `job_output`; the oldest are forgotten first.
+    /// Default 1,024.
+    pub max_finished_jobs: usize,
+    /// Bytes `job_output` returns when the call gives no `limit`. Default 32,768.
+    pub page_bytes: usize,
+    /// The largest `limit` of `job_output`. Default 49,152: a page plus its footer stays
+    /// under the 50,000-character result budget that clients such as Claude Code enforce.
+    pub max_page_bytes: usize,
+}
+
+impl Default for ShellLimits {
+    fn default() -> Self {
+        Self {
+            default_timeout_ms: 120_000,
+            background_timeout_ms: 600_000,
+            max_timeout_ms: 600_000,
+            kill_grace_ms: 1_000,
+            payload_bytes: 64 * 1024,
+            excerpt_chars: 16_000,
+            max_stream_bytes: 4 << 30,
+            max_jobs: 64,
+            max_finished_jobs: 1_024,
+            page_bytes: 32 * 1024,
+            max_page_bytes: 48 * 1024,
+        }
+    }
+}
+
+impl ShellLimits {
+    /// The longest a foreground `run_shell` call can take: the maximum timeout, the kill
+    /// grace, and a margin for reaping and reading the last output. The dispatcher's own
+    /// deadline for the tool should sit at or above this so the tool's timeout fires first
+    /// and the model sees the output gathered so far.
+    pub fn call_deadline(&self) -> Duration {
+        Duration::from_millis(self.max_timeout_ms + self.kill_grace_ms) + Duration::from_secs(5)
+    }
+
+    pub(crate) fn kill_grace(&self) -> Duration {
+        Duration::from_millis(self.kill_grace_ms)
+    }
+}

@@ -1,0 +1,418 @@
+//! `run_shell` (seed 000 s02, s04 exercise 1; SPEC "Built-in tools").
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use toolgate_budget::Budget;
+use toolgate_core::{
+    CallContext, Concurrency, DynTool, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason,
+    TypedTool,
+};
+use toolgate_fs::Roots;
+
+use crate::capture::{Captured, PumpConfig, Sink, StreamProgress};
+use crate::clean::{group, show};
+use crate::error::ShellError;
+use crate::job_tools::{JobKillTool, JobOutputTool};
+use crate::jobs::{Job, JobStream, JobTable};
+use crate::limits::ShellLimits;
+use crate::render::{JobStatus, human, notes, status_line, status_of};
+use crate::run::{Finished, RunConfig, Running, StopSignal};
+
+/// What the shell tools share: roots for `cwd`, the budget (spill store and pointer
+/// format) and the limits.
+pub(crate) struct Shared {
+    pub roots: Arc<Roots>,
+    pub budget: Arc<Budget>,
+    pub limits: ShellLimits,
+}
+
+/// `run_shell`, `job_output` and `job_kill` over `roots`, writing output into the budget's
+/// spill store.
+pub fn builtin_shell_tools(
+    roots: Arc<Roots>,
+    budget: Arc<Budget>,
+    limits: ShellLimits,
+) -> Vec<Arc<dyn DynTool>> {
+    let shared = Arc::new(Shared {
+        roots,
+        budget,
+        limits,
+    });
+    vec![
+        TypedTool::erased(RunShellTool {
+            shared: Arc::clone(&shared),
+        }),
+        TypedTool::erased(JobOutputTool {
+            shared: Arc::clone(&shared),
+        }),
+        TypedTool::erased(JobKillTool { shared }),
+    ]
+}
+
+/// Arguments of `run_shell`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunShellArgs {
+    /// The command line, run by `bash -c` (`sh -c` where there is no bash).
+    pub command: String,
+    /// Milliseconds before the command's whole process group is stopped. Default 120000
+    /// (background jobs 600000); at most 600000.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// Folder to run in, relative to the project root or absolute inside it. Default: the
+    /// project root.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Start it as a background job and return its job_id at once; read its output with
+    /// job_output, stop it with job_kill.
+    #[serde(default)]
+    pub background: bool,
+}
+
+/// One output stream of a command.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StreamInfo {
+    /// Bytes the command wrote to it.
+    pub bytes: u64,
+    /// Lines (an unterminated last line counts).
+    pub lines: u64,
+    /// Whether the text shows only an excerpt of it.
+    pub truncated: bool,
+    /// File holding every byte of it (present when cut, and for background jobs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// Structured result of `run_shell`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RunShellOutput {
+    /// Status line, then each non-empty stream (whole, or an excerpt and a file pointer).
+    pub text: String,
+    /// Whether a stream is shown as an excerpt; its file holds all of it.
+    pub truncated: bool,
+    /// `payload_limit` when cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<TruncationReason>,
+    /// `running` (background job), `exited`, `killed` or `timed_out`.
+    pub status: JobStatus,
+    /// Exit code, when it exited by itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The signal it died of, when one killed it from outside toolgate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// The background job's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    /// The background job's pid, which is also its process group id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i32>,
+    /// Standard output.
+    pub stdout: StreamInfo,
+    /// Standard error.
+    pub stderr: StreamInfo,
+    /// The folder it ran in, relative to the project root.
+    pub cwd: String,
+    /// How long it ran (background: how long starting it took).
+    pub elapsed_ms: u64,
+}
+
+/// `run_shell`: a command in its own process group, output streamed to disk.
+pub struct RunShellTool {
+    shared: Arc<Shared>,
+}
+
+impl Tool for RunShellTool {
+    type Args = RunShellArgs;
+    type Output = RunShellOutput;
+
+    fn name(&self) -> &str {
+        "run_shell"
+    }
+
+    fn description(&self) -> &str {
+        "Run a shell command (bash -c) in the project with stdin closed, in its own process group. Returns the exit code, the duration and the output: stdout and stderr in separate sections, each shown whole up to 16000 characters, else as an excerpt (mostly the head on success, mostly the tail on failure) plus the path of a file holding every byte of that stream: page it with read_file instead of rerunning the command. Colors and progress-bar frames are removed from what you see; the files keep the raw bytes. To see both streams in the order they were printed, append 2>&1. On timeout (timeout_ms, default 120 s, at most 600 s) the whole process group is stopped (SIGTERM, then SIGKILL) and the output so far is returned; anything the command leaves running when it exits is stopped too. For servers, watchers and long builds use background: true, which returns a job_id at once: read its output with job_output, stop it with job_kill. Use the file tools rather than cat or sed to read and edit files."
+    }
+
+    fn meta(&self) -> ToolMeta {
+        ToolMeta {
+            timeout: Some(self.shared.limits.call_deadline()),
+            concurrency: Concurrency::Mutating,
+            action: "shell.exec".to_owned(),
+            log_like: true,
+            display: "Run shell command".to_owned(),
+            ..ToolMeta::default()
+        }
+    }
+
+    async fn call(&self, args: RunShellArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
+        let shared = &self.shared;
+        let limits = &shared.limits;
+        if args.command.trim().is_empty() {
+            return Err(arg(
+                "command",
+                "is empty; give a command line such as `ls -la`",
+            ));
+        }
+        if args.timeout_ms == Some(0) {
+            return Err(arg(
+                "timeout_ms",
+                &format!("must be at least 1 (at most {})", limits.max_timeout_ms),
+            ));
+        }
+        let default = if args.background {
+            limits.background_timeout_ms
+        } else {
+            limits.default_timeout_ms
+        };
+        let asked = args.timeout_ms.unwrap_or(default);
+        let timeout_ms = asked.min(limits.max_timeout_ms);
+        let mut extra = Vec::new();
+        if asked > timeout_ms {
+            extra.push(format!(
+                "note: timeout_ms {asked} was lowered to the maximum {timeout_ms}; use background: true and poll with job_output for longer work"
+            ));
+        }
+        let cwd = match args.cwd.as_deref() {
+            None | Some("") => shared.roots.primary().to_path_buf(),
+            Some(dir) => shared
+                .roots
+                .resolve_dir(dir)
+                .map_err(|e| ShellError::Cwd(e.to_string()))?,
+        };
+        let cwd_shown = shared.roots.display(&cwd);
+        let config = RunConfig {
+            timeout: Duration::from_millis(timeout_ms),
+            kill_grace: limits.kill_grace(),
+            pump: PumpConfig {
+                head: limits.payload_bytes / 2,
+                tail: limits.payload_bytes - limits.payload_bytes / 2,
+                max_bytes: limits.max_stream_bytes,
+            },
+        };
+        if args.background {
+            return start_job(shared, &args.command, &cwd, cwd_shown, config, &ctx)
+                .map_err(Into::into);
+        }
+
+        let store = shared.budget.store();
+        let lazy = |name: &str| {
+            (
+                Sink::Lazy {
+                    store: Arc::clone(store),
+                    label: format!("run_shell-{name}"),
+                },
+                Arc::new(StreamProgress::default()),
+            )
+        };
+        let stop = Arc::new(StopSignal::child_of(&ctx.cancel));
+        let timeout = config.timeout;
+        let running = Running::start(
+            &args.command,
+            &cwd,
+            [lazy("stdout"), lazy("stderr")],
+            config,
+            stop,
+        )?;
+        let finished = running.wait().await;
+        Ok(self.render(&finished, timeout, cwd_shown, extra))
+    }
+}
+
+impl RunShellTool {
+    fn render(
+        &self,
+        finished: &Finished,
+        timeout: Duration,
+        cwd: String,
+        extra: Vec<String>,
+    ) -> ToolOutput {
+        let limits = &self.shared.limits;
+        let failed = finished.ending.failed();
+        let mut text = status_line(
+            finished,
+            timeout,
+            limits.kill_grace(),
+            limits.max_stream_bytes,
+        );
+        text.push('\n');
+        for note in notes(finished).into_iter().chain(extra) {
+            text.push_str(&note);
+            text.push('\n');
+        }
+        let stdout = self.section(&mut text, "stdout", &finished.stdout, failed);
+        let stderr = self.section(&mut text, "stderr", &finished.stderr, failed);
+        if stdout.bytes == 0 && stderr.bytes == 0 {
+            text.push_str("(no output)\n");
+        }
+        let truncated = stdout.truncated || stderr.truncated;
+        let (status, exit_code, signal) = status_of(finished.ending);
+        let body = RunShellOutput {
+            text,
+            truncated,
+            reason: truncated.then_some(TruncationReason::PayloadLimit),
+            status,
+            exit_code,
+            signal,
+            job_id: None,
+            pid: None,
+            stdout,
+            stderr,
+            cwd,
+            elapsed_ms: finished.elapsed.as_millis() as u64,
+        };
+        let mut output = ToolOutput::from_body(&body);
+        output.is_error = failed;
+        output
+    }
+
+    /// Appends one stream's section (nothing for an empty stream) and describes it.
+    fn section(&self, text: &mut String, name: &str, c: &Captured, failed: bool) -> StreamInfo {
+        let mut info = StreamInfo {
+            bytes: c.total,
+            lines: c.lines(),
+            truncated: false,
+            path: None,
+        };
+        if c.total == 0 {
+            return info;
+        }
+        let shown = show(c, self.shared.limits.excerpt_chars, failed);
+        if !shown.cut {
+            text.push_str(&format!("--- {name} ---\n"));
+            push_line(text, &shown.text);
+            return info;
+        }
+        info.truncated = true;
+        let file = match (&c.file, c.whole()) {
+            (Some(file), _) => Some(file.clone()),
+            // It fit in memory but not in the excerpt: save it now for the pointer.
+            (None, Some(whole)) if c.error.is_none() => self
+                .shared
+                .budget
+                .store()
+                .write(&format!("run_shell-{name}"), &whole)
+                .ok(),
+            _ => None,
+        };
+        text.push_str(&format!(
+            "--- {name}: {} bytes, {} lines; excerpt ---\n",
+            group(c.total),
+            group(c.lines())
+        ));
+        push_line(text, &shown.text);
+        if let Some(file) = file {
+            text.push_str(&self.shared.budget.pointer(&file, failed));
+            text.push('\n');
+            info.path = Some(file.path.display().to_string());
+        }
+        info
+    }
+}
+
+fn push_line(text: &mut String, s: &str) {
+    text.push_str(s);
+    if !s.ends_with('\n') {
+        text.push('\n');
+    }
+}
+
+fn arg(field: &'static str, message: &str) -> ToolError {
+    ShellError::Argument {
+        field,
+        message: message.to_owned(),
+    }
+    .into()
+}
+
+/// Starts a background job and answers with its id at once.
+fn start_job(
+    shared: &Shared,
+    command: &str,
+    cwd: &std::path::Path,
+    cwd_shown: String,
+    config: RunConfig,
+    ctx: &CallContext,
+) -> Result<ToolOutput, ShellError> {
+    let started = Instant::now();
+    let table = ctx.session.get::<JobTable>();
+    let store = shared.budget.store();
+    let limits = &shared.limits;
+    let timeout = config.timeout;
+    let job = table.insert(limits.max_jobs, limits.max_finished_jobs, |id| {
+        let open = |name: &str| {
+            store.stream(&format!("{id}-{name}")).map_err(|e| {
+                ShellError::Other(format!("could not open an output file for the job: {e}"))
+            })
+        };
+        let (out, err) = (open("stdout")?, open("stderr")?);
+        let streams = [
+            JobStream {
+                path: out.path().to_path_buf(),
+                progress: Arc::new(StreamProgress::default()),
+            },
+            JobStream {
+                path: err.path().to_path_buf(),
+                progress: Arc::new(StreamProgress::default()),
+            },
+        ];
+        let stop = Arc::new(StopSignal::default());
+        let sinks = [
+            (Sink::Open(out), Arc::clone(&streams[0].progress)),
+            (Sink::Open(err), Arc::clone(&streams[1].progress)),
+        ];
+        let running = Running::start(command, cwd, sinks, config, Arc::clone(&stop))?;
+        let job = Arc::new(Job::new(
+            id,
+            command,
+            running.pid(),
+            stop,
+            streams,
+            running.group(),
+        ));
+        let watched = Arc::clone(&job);
+        tokio::spawn(async move {
+            let finished = running.wait().await;
+            let signal = finished.teardown.map(|t| match t {
+                crate::process::Teardown::Killed => rustix::process::Signal::KILL,
+                _ => rustix::process::Signal::TERM,
+            });
+            watched.finish(&finished, notes(&finished), signal);
+        });
+        Ok(job)
+    })?;
+    let path = |i: usize| Some(job.streams[i].path.display().to_string());
+    let info = |i: usize| StreamInfo {
+        bytes: 0,
+        lines: 0,
+        truncated: false,
+        path: path(i),
+    };
+    let text = format!(
+        "started {id} (pid {pid}) in {cwd_shown}: `{label}`\nIt runs until it exits, job_kill stops it, its timeout of {t} passes, or this session ends.\nRead its output: job_output {{\"job_id\": \"{id}\"}} (stderr: add \"stream\": \"stderr\"); stop it: job_kill {{\"job_id\": \"{id}\"}}.\nstdout file: {out}\nstderr file: {err}\n",
+        id = job.id,
+        pid = job.pid,
+        label = job.label,
+        t = human(timeout),
+        out = shared.budget.display(&job.streams[0].path),
+        err = shared.budget.display(&job.streams[1].path),
+    );
+    let body = RunShellOutput {
+        text,
+        truncated: false,
+        reason: None,
+        status: JobStatus::Running,
+        exit_code: None,
+        signal: None,
+        job_id: Some(job.id.clone()),
+        pid: Some(job.pid),
+        stdout: info(0),
+        stderr: info(1),
+        cwd: cwd_shown,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+    };
+    Ok(ToolOutput::from_body(&body))
+}

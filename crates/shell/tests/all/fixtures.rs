@@ -1,0 +1,167 @@
+//! A project folder with the shell tools over it, and /proc helpers that do not trust the
+//! code under test.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolgate_budget::{Budget, BudgetLimits, SpillStore};
+use toolgate_core::{CallContext, DynTool, SessionState, ToolOutput};
+use toolgate_fs::Roots;
+use toolgate_shell::{ShellLimits, builtin_shell_tools};
+
+/// A temporary project with `run_shell`, `job_output` and `job_kill` over it.
+pub struct Env {
+    /// Shared by ordinary tests, exclusive for the one that measures the process's memory.
+    _gate: Gate,
+    pub dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub tools: BTreeMap<String, Arc<dyn DynTool>>,
+    pub session: Arc<SessionState>,
+}
+
+enum Gate {
+    Shared(#[allow(dead_code)] RwLockReadGuard<'static, ()>),
+    Exclusive(#[allow(dead_code)] RwLockWriteGuard<'static, ()>),
+}
+
+static GATE: RwLock<()> = RwLock::new(());
+
+impl Env {
+    pub fn new() -> Self {
+        let gate = Gate::Shared(GATE.read().unwrap_or_else(PoisonError::into_inner));
+        Self::build(gate, ShellLimits::default())
+    }
+
+    /// An env that runs alone in this test process (for memory measurements).
+    pub fn alone() -> Self {
+        let gate = Gate::Exclusive(GATE.write().unwrap_or_else(PoisonError::into_inner));
+        Self::build(gate, ShellLimits::default())
+    }
+
+    fn build(gate: Gate, limits: ShellLimits) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        fs_err::create_dir_all(root.join("sub")).unwrap();
+        let spill_dir = root.join(".toolgate/spill");
+        let roots = Arc::new(Roots::new([&root]).unwrap().with_read_only(&spill_dir));
+        let store = Arc::new(SpillStore::new(spill_dir, 1 << 40));
+        let budget = Arc::new(Budget::new(BudgetLimits::default(), store, root.clone()));
+        let tools = builtin_shell_tools(roots, budget, limits)
+            .into_iter()
+            .map(|t| (t.spec().name.clone(), t))
+            .collect();
+        Self {
+            _gate: gate,
+            dir,
+            root,
+            tools,
+            session: Arc::new(SessionState::default()),
+        }
+    }
+
+    pub fn ctx(&self) -> CallContext {
+        CallContext {
+            session: Arc::clone(&self.session),
+            ..CallContext::default()
+        }
+    }
+
+    /// Calls a tool in this env's session; a `ToolError` becomes an error output.
+    pub async fn call(&self, name: &str, args: Value) -> ToolOutput {
+        self.call_in(name, args, self.ctx()).await
+    }
+
+    pub async fn call_in(&self, name: &str, args: Value, ctx: CallContext) -> ToolOutput {
+        match self.tools[name].call(args, ctx).await {
+            Ok(out) => out,
+            Err(e) => ToolOutput::error(e.to_string()),
+        }
+    }
+
+    pub async fn sh(&self, command: &str) -> ToolOutput {
+        self.call("run_shell", json!({ "command": command })).await
+    }
+}
+
+/// A structured field.
+pub fn field<'a>(out: &'a ToolOutput, key: &str) -> &'a Value {
+    out.structured
+        .get(key)
+        .unwrap_or_else(|| panic!("no `{key}` in {:#?}\n{}", out.structured, out.text))
+}
+
+/// The number after `word ` in `text` (for pids the commands print).
+pub fn number_after(text: &str, word: &str) -> i32 {
+    let start = text
+        .find(word)
+        .unwrap_or_else(|| panic!("no `{word}` in {text}"))
+        + word.len();
+    text[start..]
+        .trim_start()
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Live (not zombie) processes in process group `pgid`, read straight from /proc. Zombies
+/// are dead; on this machine PID 1 does not reap orphans, so they may linger.
+pub fn live_in_group(pgid: i32) -> Vec<(i32, String)> {
+    let mut found = Vec::new();
+    for entry in fs_err::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = fs_err::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let close = stat.rfind(')').unwrap();
+        let name = stat[stat.find('(').unwrap() + 1..close].to_owned();
+        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        let (state, pgrp) = (fields[0], fields[2].parse::<i32>().unwrap());
+        if pgrp == pgid && state != "Z" && state != "X" {
+            found.push((pid, format!("{name} ({state})")));
+        }
+    }
+    found
+}
+
+/// Whether `pid` is alive (exists and is not a zombie).
+pub fn alive(pid: i32) -> bool {
+    match fs_err::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat[stat.rfind(')').unwrap() + 1..]
+                .split_whitespace()
+                .next();
+            !matches!(state, Some("Z" | "X"))
+        }
+        Err(_) => false,
+    }
+}
+
+/// Waits (bounded) until `cond` holds; returns whether it did. Used only where the kernel
+/// finishes a kill asynchronously, never to assert on speed.
+pub async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(20) {
+        if cond() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cond()
+}
+
+/// Waits (bounded) for a file a command writes when it has started.
+pub async fn wait_for_file(path: &Path) -> String {
+    assert!(
+        eventually(|| fs_err::read_to_string(path).is_ok_and(|s| s.ends_with('\n'))).await,
+        "{} never appeared",
+        path.display()
+    );
+    fs_err::read_to_string(path).unwrap()
+}

@@ -1,0 +1,146 @@
+//! Nothing of a command's process group survives: timeout, cancellation, a dropped call,
+//! leftovers after exit, the end of the session.
+
+use serde_json::json;
+
+use crate::fixtures::{Env, alive, eventually, field, live_in_group, number_after, wait_for_file};
+
+/// A command that starts grandchildren which would outlive a naive kill of the shell.
+const TREE: &str =
+    "echo pgid=$$; sleep 1000 & echo child=$!; (sleep 1000; echo never) & sleep 1000; wait";
+
+#[tokio::test]
+async fn timeout_kills_the_grandchildren_too() {
+    let env = Env::new();
+    let out = env
+        .call("run_shell", json!({ "command": TREE, "timeout_ms": 300 }))
+        .await;
+    assert!(out.is_error);
+    assert_eq!(field(&out, "status"), "timed_out");
+    assert!(
+        out.text
+            .starts_with("command failed (timeout): still running after 0.30 s (timeout_ms 300)"),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text.contains("its process group was stopped"),
+        "{}",
+        out.text
+    );
+    let pgid = number_after(&out.text, "pgid=");
+    let child = number_after(&out.text, "child=");
+    assert_eq!(
+        live_in_group(pgid),
+        vec![],
+        "processes of the group are left"
+    );
+    assert!(!alive(child), "the backgrounded sleep {child} survived");
+}
+
+#[tokio::test]
+async fn a_group_that_ignores_sigterm_gets_sigkill() {
+    let env = Env::new();
+    let cmd = "trap '' TERM; echo pgid=$$; sh -c 'trap \"\" TERM; sleep 1000' & sleep 1000";
+    let out = env
+        .call("run_shell", json!({ "command": cmd, "timeout_ms": 300 }))
+        .await;
+    assert_eq!(field(&out, "status"), "timed_out");
+    assert!(
+        out.text.contains("then SIGKILL after the 1.00 s grace"),
+        "{}",
+        out.text
+    );
+    assert_eq!(live_in_group(number_after(&out.text, "pgid=")), vec![]);
+}
+
+#[tokio::test]
+async fn cancellation_kills_the_group() {
+    let env = Env::new();
+    let marker = env.root.join("started");
+    let ctx = env.ctx();
+    let cancel = ctx.cancel.clone();
+    let cmd = format!(
+        "sleep 1000 & (sleep 1000) & echo $$ > {}; wait",
+        marker.display()
+    );
+    let call = env.call_in("run_shell", json!({ "command": cmd }), ctx);
+    let cancel_when_started = async {
+        let pgid: i32 = wait_for_file(&marker).await.trim().parse().unwrap();
+        assert!(!live_in_group(pgid).is_empty());
+        cancel.cancel();
+        pgid
+    };
+    let (out, pgid) = tokio::join!(call, cancel_when_started);
+    assert!(out.is_error);
+    assert_eq!(field(&out, "status"), "killed");
+    assert!(
+        out.text.starts_with("command cancelled after"),
+        "{}",
+        out.text
+    );
+    assert_eq!(live_in_group(pgid), vec![]);
+}
+
+#[tokio::test]
+async fn a_dropped_call_kills_the_group() {
+    let env = Env::new();
+    let marker = env.root.join("started");
+    let cmd = format!("sleep 1000 & echo $$ > {}; wait", marker.display());
+    let call = env.call("run_shell", json!({ "command": cmd }));
+    // The dispatcher drops a tool's future when it ignores cancellation past the grace.
+    let pgid = tokio::select! {
+        _ = call => panic!("the command ended by itself"),
+        text = wait_for_file(&marker) => text.trim().parse::<i32>().unwrap(),
+    };
+    assert!(
+        eventually(|| live_in_group(pgid).is_empty()).await,
+        "left alive: {:?}",
+        live_in_group(pgid)
+    );
+}
+
+#[tokio::test]
+async fn processes_left_running_after_exit_are_stopped() {
+    let env = Env::new();
+    // One holds the output pipe, one has let go of it; both would outlive the shell.
+    let out = env
+        .sh("sleep 1000 & echo held=$!; (sleep 1000 >/dev/null 2>&1 &); echo pgid=$$")
+        .await;
+    assert!(!out.is_error, "{}", out.text);
+    assert_eq!(field(&out, "exit_code"), 0);
+    assert!(
+        out.text
+            .contains("note: 2 processes it left running in its process group were stopped"),
+        "{}",
+        out.text
+    );
+    assert!(!alive(number_after(&out.text, "held=")));
+    assert_eq!(live_in_group(number_after(&out.text, "pgid=")), vec![]);
+}
+
+#[tokio::test]
+async fn ending_the_session_kills_its_jobs() {
+    let env = Env::new();
+    let mut groups = Vec::new();
+    for _ in 0..3 {
+        let out = env
+            .call(
+                "run_shell",
+                json!({ "command": "sleep 1000 & sleep 1000", "background": true }),
+            )
+            .await;
+        groups.push(field(&out, "pid").as_i64().unwrap() as i32);
+    }
+    assert!(groups.iter().all(|&g| !live_in_group(g).is_empty()));
+    let Env { session, dir, .. } = env;
+    drop(session);
+    for g in groups {
+        assert!(
+            eventually(|| live_in_group(g).is_empty()).await,
+            "group {g} outlived its session: {:?}",
+            live_in_group(g)
+        );
+    }
+    drop(dir);
+}
