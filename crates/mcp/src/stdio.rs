@@ -1,15 +1,22 @@
-//! The stdio transport, with a JSON-RPC error for every malformed line.
+//! The stdio transport: newline-delimited JSON-RPC, with an error for every malformed line.
 //!
-//! rmcp silently drops lines that are not JSON (to avoid error storms between two SDKs); a
-//! model-driven client deserves to hear why its message went nowhere, so a filter in front of
-//! rmcp answers unparsable or oversized lines with a `-32700` parse error (`id: null`) and
-//! passes everything else through unchanged. Both writers share one line-ordered stdout.
+//! rmcp's own stdio transport silently drops lines that are not JSON (to avoid error storms
+//! between two SDKs); a model-driven client deserves to hear why its message went nowhere.
+//! [`LineTransport`] is an rmcp [`Transport`] that answers unparsable or oversized lines with
+//! a `-32700` parse error and well-formed JSON of the wrong shape with `-32600`, and passes
+//! everything else straight to rmcp — no extra tasks or pipes on the hot path.
 
+use std::sync::Arc;
+
+use rmcp::RoleServer;
+use rmcp::ServiceExt;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::sync::Mutex;
 
 use crate::server::ToolgateServer;
-use rmcp::ServiceExt;
 
 /// Longest accepted message line (rmcp's own stdio default).
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -25,156 +32,164 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (to_rmcp, rmcp_in) = tokio::io::duplex(64 * 1024);
-    let (rmcp_out, from_rmcp) = tokio::io::duplex(64 * 1024);
-    let (errors_tx, errors_rx) = mpsc::channel::<String>(16);
-
-    let session = server.clone();
-    let reader = tokio::spawn(async move {
-        filter_input(input, to_rmcp, errors_tx).await;
-        // The client is gone: stop its calls now rather than after rmcp's drain.
-        session.end_session();
-    });
-    let writer = tokio::spawn(merge_output(from_rmcp, errors_rx, output));
-
-    let running = match server.serve((rmcp_in, rmcp_out)).await {
+    let transport = LineTransport::new(input, output, server.clone());
+    let running = match server.serve(transport).await {
         Ok(running) => running,
         // The client left before initialising (a person pressing Ctrl-D): a clean exit.
-        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
-            reader.abort();
-            let _ = writer.await;
-            return Ok(());
-        }
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
         Err(e) => {
             return Err(std::io::Error::other(format!(
                 "MCP initialisation failed: {e}"
             )));
         }
     };
-    let outcome = running.waiting().await.map_err(std::io::Error::other);
-    reader.abort();
-    let _ = writer.await;
-    outcome.map(|_| ())
+    running.waiting().await.map_err(std::io::Error::other)?;
+    Ok(())
 }
 
-/// Copies well-formed lines to rmcp and answers the rest with parse errors.
-async fn filter_input<R: AsyncRead + Unpin>(
-    input: R,
-    mut to_rmcp: tokio::io::DuplexStream,
-    errors: mpsc::Sender<String>,
-) {
-    let mut input = BufReader::with_capacity(64 * 1024, input);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let mut oversized = false;
-        // Read one line without ever holding more than MAX_LINE_BYTES of it.
+/// Newline-delimited JSON-RPC over a byte stream pair.
+pub struct LineTransport<R, W> {
+    input: BufReader<R>,
+    /// The line being read; kept across `receive` calls because rmcp may drop a pending
+    /// `receive` future (it is polled in a `select!`), and no byte may be lost then.
+    line: Vec<u8>,
+    oversized: bool,
+    output: Arc<Mutex<W>>,
+    /// Told when the input ends, so running calls stop.
+    session: ToolgateServer,
+}
+
+impl<R, W> LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    fn new(input: R, output: W, session: ToolgateServer) -> Self {
+        Self {
+            input: BufReader::with_capacity(64 * 1024, input),
+            line: Vec::new(),
+            oversized: false,
+            output: Arc::new(Mutex::new(output)),
+            session,
+        }
+    }
+
+    /// Reads the next whole line into `self.line`; `false` at end of input. Cancel-safe:
+    /// bytes move from the reader's buffer to `self.line` without an await in between.
+    async fn next_line(&mut self) -> std::io::Result<bool> {
         loop {
-            let buf = match input.fill_buf().await {
-                Ok(buf) => buf,
-                Err(_) => return,
-            };
+            let buf = self.input.fill_buf().await?;
             if buf.is_empty() {
-                if line.is_empty() && !oversized {
-                    return; // EOF: dropping `to_rmcp` ends the session.
-                }
-                break;
+                return Ok(!self.line.is_empty() || self.oversized);
             }
             let (chunk, done) = match memchr_newline(buf) {
                 Some(i) => (&buf[..=i], true),
                 None => (buf, false),
             };
-            if !oversized && line.len() + chunk.len() <= MAX_LINE_BYTES + 1 {
-                line.extend_from_slice(chunk);
-            } else {
-                oversized = true;
-                line.clear();
-            }
             let used = chunk.len();
-            input.consume(used);
+            if self.oversized || self.line.len() + used > MAX_LINE_BYTES + 1 {
+                self.oversized = true;
+                self.line.clear();
+            } else {
+                self.line.extend_from_slice(chunk);
+            }
+            self.input.consume(used);
             if done {
-                break;
-            }
-        }
-        if oversized {
-            let _ = errors
-                .send(parse_error(&format!(
-                    "message longer than {MAX_LINE_BYTES} bytes; it was discarded"
-                )))
-                .await;
-            continue;
-        }
-        let trimmed = line.trim_ascii();
-        if trimmed.is_empty() {
-            continue;
-        }
-        match serde_json::from_slice::<serde::de::IgnoredAny>(trimmed) {
-            Ok(_) => {
-                if to_rmcp.write_all(&line).await.is_err() {
-                    return;
-                }
-                if !line.ends_with(b"\n") && to_rmcp.write_all(b"\n").await.is_err() {
-                    return;
-                }
-            }
-            Err(e) => {
-                let _ = errors
-                    .send(parse_error(&format!(
-                        "not valid JSON ({e}); send one JSON-RPC message per line"
-                    )))
-                    .await;
+                return Ok(true);
             }
         }
     }
+
+    /// Writes an error reply on its own task, so a cancelled `receive` cannot cut it short.
+    fn reply_error(&self, id: Value, code: i64, message: String) {
+        let mut line =
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+                .to_string();
+        line.push('\n');
+        let output = Arc::clone(&self.output);
+        tokio::spawn(async move {
+            let mut out = output.lock().await;
+            if out.write_all(line.as_bytes()).await.is_ok() {
+                let _ = out.flush().await;
+            }
+        });
+    }
 }
 
-/// Writes rmcp's lines and our error lines to `output`, whole lines at a time.
-async fn merge_output<W: AsyncWrite + Unpin>(
-    from_rmcp: tokio::io::DuplexStream,
-    mut errors: mpsc::Receiver<String>,
-    mut output: W,
-) {
-    let mut lines = BufReader::new(from_rmcp);
-    let mut line = Vec::new();
-    let mut errors_open = true;
-    loop {
-        tokio::select! {
-            read = lines.read_until(b'\n', &mut line) => {
-                match read {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
-                            break;
-                        }
-                        line.clear();
-                    }
+impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let output = Arc::clone(&self.output);
+        async move {
+            let mut bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+            bytes.push(b'\n');
+            let mut out = output.lock().await;
+            out.write_all(&bytes).await?;
+            out.flush().await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            match self.next_line().await {
+                Ok(true) => {}
+                Ok(false) | Err(_) => {
+                    // The client is gone: stop its calls now rather than after rmcp's drain.
+                    self.session.end_session();
+                    return None;
                 }
             }
-            error = errors.recv(), if errors_open => {
-                match error {
-                    Some(text) => {
-                        if output.write_all(text.as_bytes()).await.is_err() || output.flush().await.is_err() {
-                            break;
-                        }
+            if std::mem::take(&mut self.oversized) {
+                self.reply_error(
+                    Value::Null,
+                    -32700,
+                    format!(
+                        "Parse error: message longer than {MAX_LINE_BYTES} bytes; it was discarded"
+                    ),
+                );
+                continue;
+            }
+            let line = std::mem::take(&mut self.line);
+            let text = line.trim_ascii();
+            let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
+            if text.is_empty() {
+                continue;
+            }
+            match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(text) {
+                Ok(message) => return Some(message),
+                Err(e) => match serde_json::from_slice::<Value>(text) {
+                    Err(_) => self.reply_error(
+                        Value::Null,
+                        -32700,
+                        format!(
+                            "Parse error: not valid JSON ({e}); send one JSON-RPC message per line"
+                        ),
+                    ),
+                    // Notifications of unknown shape are ignored, as JSON-RPC asks.
+                    Ok(value) if value.get("id").is_none() && value.get("method").is_some() => {}
+                    Ok(value) => {
+                        let id = value.get("id").cloned().unwrap_or(Value::Null);
+                        self.reply_error(id, -32600, format!("Invalid request: {e}"));
                     }
-                    None => errors_open = false,
-                }
+                },
             }
         }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        let mut out = self.output.lock().await;
+        out.flush().await
     }
 }
 
 fn memchr_newline(buf: &[u8]) -> Option<usize> {
     buf.iter().position(|&b| b == b'\n')
-}
-
-fn parse_error(message: &str) -> String {
-    let mut text = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": { "code": -32700, "message": format!("Parse error: {message}") }
-    })
-    .to_string();
-    text.push('\n');
-    text
 }

@@ -148,10 +148,19 @@ fn lists_tools_with_schemas_and_annotations() {
     server.initialize("2025-06-18");
     let reply = server.request(1, "tools/list", json!({}));
     let tools = reply["result"]["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 2);
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(
+        names.windows(2).all(|w| w[0] < w[1]),
+        "sorted by name: {names:?}"
+    );
     for tool in tools {
-        assert_eq!(tool["inputSchema"]["type"], "object");
-        assert_eq!(tool["outputSchema"]["type"], "object");
+        assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
+        assert_eq!(tool["outputSchema"]["type"], "object", "{tool}");
+        assert!(tool["annotations"]["readOnlyHint"].is_boolean(), "{tool}");
+        assert!(tool["annotations"]["idempotentHint"].is_boolean(), "{tool}");
+    }
+    for read_only in ["read_file", "list_dir"] {
+        let tool = tools.iter().find(|t| t["name"] == read_only).unwrap();
         assert_eq!(tool["annotations"]["readOnlyHint"], true);
         assert_eq!(tool["annotations"]["idempotentHint"], true);
     }
