@@ -394,10 +394,8 @@ impl ServerHandler for ToolgateServer {
         }
         if self.resources.is_some() {
             filter = filter.resources_list_changed();
-            if self.resource_updates {
-                if let Some(uris) = &requested.resource_subscriptions {
-                    filter = filter.resource_subscriptions(uris.iter().cloned());
-                }
+            if let (true, Some(uris)) = (self.resource_updates, &requested.resource_subscriptions) {
+                filter = filter.resource_subscriptions(uris.iter().cloned());
             }
         }
         Some(filter.build())
