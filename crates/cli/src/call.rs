@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 use toolgate_config::Runtime;
-use toolgate_core::{CallContext, Protocol, RawArgs, render_tools};
+use toolgate_core::{CallContext, Media, Protocol, RawArgs, render_tools};
 
 /// Arguments of `toolgate tools`.
 #[derive(Debug, Args)]
@@ -38,8 +38,9 @@ pub struct CallArgs {
     json: bool,
 }
 
-/// Lists the tools.
-pub fn tools(runtime: &Runtime, args: &ToolsArgs) -> ExitCode {
+/// Lists the tools, mounted MCP servers' included (started and stopped for the purpose).
+pub async fn tools(runtime: &Runtime, args: &ToolsArgs) -> ExitCode {
+    runtime.gateway.start_all().await;
     let snapshot = runtime.dispatcher.snapshot();
     if args.json {
         let protocol = match args.format {
@@ -75,7 +76,21 @@ pub fn tools(runtime: &Runtime, args: &ToolsArgs) -> ExitCode {
     for problem in &snapshot.problems {
         eprintln!("warning: {problem}");
     }
+    mcp_warnings(runtime);
+    runtime.gateway.shutdown().await;
     ExitCode::SUCCESS
+}
+
+/// Unreadable MCP config files and servers that failed, on stderr.
+fn mcp_warnings(runtime: &Runtime) {
+    for problem in runtime.gateway.problems() {
+        eprintln!("warning: {problem}");
+    }
+    for status in runtime.gateway.status() {
+        if let toolgate_gateway::ServerState::Failed(reason) = &status.state {
+            eprintln!("warning: MCP server `{}` failed: {reason}", status.name);
+        }
+    }
 }
 
 /// Runs one tool.
@@ -99,25 +114,26 @@ pub async fn call(runtime: &Runtime, args: CallArgs) -> ExitCode {
             cancel.cancel();
         }
     });
+    runtime.gateway.start_for(&args.name).await;
     let output = runtime
         .dispatcher
         .call(&args.name, RawArgs::Text(raw), ctx)
         .await;
     ctrl_c.abort();
+    if output.is_error && args.name.starts_with("mcp__") {
+        mcp_warnings(runtime);
+    }
+    runtime.gateway.shutdown().await;
     if args.json {
-        let mut content = vec![json!({ "type": "text", "text": output.text })];
-        for media in &output.media {
-            content.push(match media {
-                toolgate_core::Media::Image { mime, data } => {
-                    json!({ "type": "image", "mimeType": mime, "data": data })
-                }
-                toolgate_core::Media::Blob { uri, mime, data } => {
-                    json!({ "type": "resource", "resource": { "uri": uri, "mimeType": mime, "blob": data } })
-                }
-            });
+        let mut content = Vec::new();
+        if !output.text.is_empty() || output.media.is_empty() {
+            content.push(json!({ "type": "text", "text": output.text }));
         }
+        content.extend(output.media.iter().map(media_json));
         let mut body = json!({ "content": content, "isError": output.is_error });
-        if !output.structured.is_empty() {
+        if let Some(external) = &output.external_structured {
+            body["structuredContent"] = external.clone();
+        } else if !output.structured.is_empty() {
             body["structuredContent"] = Value::Object(output.structured_content());
         }
         println!(
@@ -133,6 +149,46 @@ pub async fn call(runtime: &Runtime, args: CallArgs) -> ExitCode {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// One media item as MCP content JSON, the same shapes `serve` sends.
+fn media_json(media: &Media) -> Value {
+    match media {
+        Media::Image { mime, data } => json!({ "type": "image", "mimeType": mime, "data": data }),
+        Media::Audio { mime, data } => json!({ "type": "audio", "mimeType": mime, "data": data }),
+        Media::Blob { uri, mime, data } => {
+            json!({ "type": "resource", "resource": { "uri": uri, "mimeType": mime, "blob": data } })
+        }
+        Media::Resource { uri, mime, text } => {
+            let mut resource = json!({ "uri": uri, "text": text });
+            if let Some(mime) = mime {
+                resource["mimeType"] = json!(mime);
+            }
+            json!({ "type": "resource", "resource": resource })
+        }
+        Media::ResourceLink {
+            uri,
+            name,
+            title,
+            description,
+            mime,
+            size,
+        } => {
+            let mut link = json!({ "type": "resource_link", "uri": uri, "name": name });
+            let optional = [
+                ("title", title.as_ref().map(|t| json!(t))),
+                ("description", description.as_ref().map(|d| json!(d))),
+                ("mimeType", mime.as_ref().map(|m| json!(m))),
+                ("size", size.map(|s| json!(s))),
+            ];
+            for (key, value) in optional {
+                if let Some(value) = value {
+                    link[key] = value;
+                }
+            }
+            link
+        }
     }
 }
 

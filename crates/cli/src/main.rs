@@ -5,6 +5,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod call;
+mod mcp;
 mod serve;
 
 use std::path::PathBuf;
@@ -48,6 +49,9 @@ enum Command {
     /// Inspect configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Inspect the mounted MCP servers.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -103,8 +107,9 @@ fn main() -> ExitCode {
             tokio.block_on(async move {
                 match command {
                     Command::Serve(args) => serve::run(runtime, args).await,
-                    Command::Tools(args) => call::tools(&runtime, &args),
+                    Command::Tools(args) => call::tools(&runtime, &args).await,
                     Command::Call(args) => call::call(&runtime, args).await,
+                    Command::Mcp(command) => mcp::run(&runtime, command).await,
                     Command::Config(_) => ExitCode::SUCCESS,
                 }
             })

@@ -27,6 +27,41 @@ pub struct ServeArgs {
 const INSTRUCTIONS: &str = "toolgate gives bounded, safe file tools for this project. Paths are relative to the project root. Results that are cut say so and tell you how to get the rest (offset/next_offset); never rerun a command just to see more output.";
 
 pub async fn run(runtime: Runtime, args: ServeArgs) -> ExitCode {
+    // Mounted MCP servers start in the background; the built-ins are served at once and
+    // each server's tools arrive with a `list_changed` when it is ready.
+    runtime.gateway.start();
+    let stdio = runtime.config.server.http.is_none();
+    let code = tokio::select! {
+        code = serve(&runtime, args) => code,
+        signal = terminated(stdio) => {
+            tracing::info!("stopping on {signal}");
+            ExitCode::SUCCESS
+        }
+    };
+    // Whatever ended the session (client gone, signal), no mounted server outlives it.
+    runtime.gateway.shutdown().await;
+    code
+}
+
+/// Resolves on SIGTERM or SIGHUP (and SIGINT on stdio, where nothing else handles it), so
+/// the mounted servers are stopped instead of orphaned.
+async fn terminated(stdio: bool) -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut hup), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = hup.recv() => "SIGHUP",
+        _ = int.recv(), if stdio => "SIGINT",
+    }
+}
+
+async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
     let server = ToolgateServer::new(
         runtime.dispatcher.clone(),
         runtime.render.clone(),

@@ -9,6 +9,7 @@ use toolgate_core::{
     DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope, StaticProvider,
 };
 use toolgate_fs::Roots;
+use toolgate_gateway::{Gateway, GatewayLimits, ImportOptions, discover};
 
 use crate::load::{Config, ConfigError};
 
@@ -27,6 +28,9 @@ pub struct Runtime {
     pub dispatcher: Arc<Dispatcher>,
     /// Rendering options.
     pub render: RenderOptions,
+    /// Mounted MCP servers (registered, not started: `serve` starts them in the
+    /// background, one-shot commands start what they need).
+    pub gateway: Arc<Gateway>,
 }
 
 impl Runtime {
@@ -85,6 +89,7 @@ impl Runtime {
         let render = RenderOptions {
             description_budget: config.render.description_budget,
         };
+        let gateway = mount_servers(&config, roots.primary(), &registry)?;
         Ok(Self {
             config,
             spill,
@@ -92,6 +97,25 @@ impl Runtime {
             registry,
             dispatcher,
             render,
+            gateway,
         })
     }
+}
+
+/// Registers the configured and imported MCP servers (toolgate's own config last).
+fn mount_servers(
+    config: &Config,
+    project_dir: &Path,
+    registry: &Arc<Registry>,
+) -> Result<Arc<Gateway>, ConfigError> {
+    let options = ImportOptions::standard(project_dir.to_path_buf(), config.mcp.import);
+    let discovered = discover(&config.mcp_servers, &config.mcp_sources, &options);
+    let limits = GatewayLimits {
+        max_list_pages: config.mcp.max_list_pages,
+        max_tools_per_server: config.mcp.max_tools_per_server,
+        max_inline_chars: config.budget.per_result_chars,
+    };
+    Gateway::new(discovered, limits, registry)
+        .map(Arc::new)
+        .map_err(|e| ConfigError::Invalid(format!("mcp_servers: {e}")))
 }

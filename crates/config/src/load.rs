@@ -1,5 +1,6 @@
 //! Loading and merging the layers with figment.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use figment::Figment;
@@ -8,6 +9,7 @@ use figment::value::Value as FValue;
 use serde::{Deserialize, Serialize};
 use toolgate_budget::BudgetLimits;
 use toolgate_fs::{ReadLimits, SearchLimits};
+use toolgate_gateway::{GatewayConfig, McpServerConfig};
 use toolgate_shell::ShellLimits;
 
 /// The whole configuration.
@@ -33,6 +35,14 @@ pub struct Config {
     pub permissions: PermissionsConfig,
     /// `toolgate serve` settings.
     pub server: ServerConfig,
+    /// MCP servers to mount (`[mcp_servers.NAME]`); also imported from other clients'
+    /// files (see `toolgate_gateway::discover`).
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// Gateway settings (`[mcp]`).
+    pub mcp: GatewayConfig,
+    /// Which file each `[mcp_servers.NAME]` came from; filled by [`load`].
+    #[serde(skip)]
+    pub mcp_sources: BTreeMap<String, String>,
 }
 
 /// Dispatcher time limits (runtime settings: never rendered).
@@ -165,7 +175,7 @@ pub enum ConfigError {
 
 /// Top-level keys `TOOLGATE_*` may set; other `TOOLGATE_*` variables (such as the token) are
 /// not config.
-const ENV_KEYS: [&str; 9] = [
+const ENV_KEYS: [&str; 11] = [
     "roots",
     "read",
     "search",
@@ -175,6 +185,8 @@ const ENV_KEYS: [&str; 9] = [
     "render",
     "permissions",
     "server",
+    "mcp_servers",
+    "mcp",
 ];
 
 /// The merged configuration with its figment, for provenance.
@@ -231,10 +243,35 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, ConfigError> {
             Serialized::default("server.log_level", level),
         ));
     }
-    let config: Config = figment
+    let mut config: Config = figment
         .extract()
         .map_err(|e| ConfigError::Invalid(describe(&e)))?;
+    config.mcp_sources = mcp_sources(&figment, &config);
     Ok(Loaded { config, figment })
+}
+
+/// The layer each `[mcp_servers.NAME]` entry came from, as `config show` names it.
+fn mcp_sources(figment: &Figment, config: &Config) -> BTreeMap<String, String> {
+    config
+        .mcp_servers
+        .keys()
+        .map(|name| {
+            let key = format!("mcp_servers.{name}");
+            // A leaf names the file that set it; the table itself may carry a default tag.
+            let meta = ["command", "url", "enabled"]
+                .iter()
+                .find_map(|leaf| figment.find_metadata(&format!("{key}.{leaf}")))
+                .or_else(|| figment.find_metadata(&key));
+            let source = meta.map_or_else(
+                || "toolgate config".to_owned(),
+                |m| match &m.source {
+                    Some(src) => src.to_string(),
+                    None => m.name.to_string(),
+                },
+            );
+            (name.clone(), source)
+        })
+        .collect()
 }
 
 /// A provider shown under a name of our choosing in provenance ("--root flag").

@@ -36,6 +36,37 @@ pub enum Media {
         /// Base64 data.
         data: String,
     },
+    /// Audio, base64-encoded (MCP `audio` content).
+    Audio {
+        /// MIME type such as `audio/wav`.
+        mime: String,
+        /// Base64 data.
+        data: String,
+    },
+    /// A text document embedded in the result (MCP `resource` content with `text`).
+    Resource {
+        /// URI of the resource.
+        uri: String,
+        /// MIME type, when known.
+        mime: Option<String>,
+        /// The document's text.
+        text: String,
+    },
+    /// A pointer to a resource the client can read itself (MCP `resource_link` content).
+    ResourceLink {
+        /// URI of the resource.
+        uri: String,
+        /// Programmatic name.
+        name: String,
+        /// Human-readable title.
+        title: Option<String>,
+        /// What it is.
+        description: Option<String>,
+        /// MIME type, when known.
+        mime: Option<String>,
+        /// Size in bytes, when known.
+        size: Option<u64>,
+    },
 }
 
 /// One tool result as the host holds it, before any protocol rendering.
@@ -53,6 +84,10 @@ pub struct ToolOutput {
     pub media: Vec<Media>,
     /// Whether this result reports a failure.
     pub is_error: bool,
+    /// `structuredContent` of an external (MCP) tool, passed on verbatim. When set, MCP
+    /// renders it instead of `{text, …structured}`, because it must match that tool's own
+    /// output schema.
+    pub external_structured: Option<Value>,
 }
 
 impl ToolOutput {
@@ -95,6 +130,7 @@ impl ToolOutput {
             structured,
             media: Vec::new(),
             is_error: false,
+            external_structured: None,
         }
     }
 

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, Tool};
+use rmcp::model::{AudioContent, CallToolResult, ContentBlock, Resource, ResourceContents, Tool};
 use serde_json::Value;
 use toolgate_core::{DynTool, Media, Protocol, RenderOptions, ToolOutput, render_tools};
 
@@ -27,29 +27,65 @@ pub(crate) fn mcp_tools<'a>(
 /// text beside the machine fields, because Claude Code and Codex show the model the
 /// structured JSON instead of the text content when both are present (SPEC "MCP").
 pub(crate) fn call_result(output: ToolOutput, has_output_schema: bool) -> CallToolResult {
-    let mut content = vec![ContentBlock::text(output.text.clone())];
-    for media in &output.media {
-        content.push(match media {
-            Media::Image { mime, data } => ContentBlock::image(data.clone(), mime.clone()),
-            Media::Blob { uri, mime, data } => {
-                ContentBlock::resource(ResourceContents::BlobResourceContents {
-                    uri: uri.clone(),
-                    mime_type: Some(mime.clone()),
-                    blob: data.clone(),
-                    meta: None,
-                })
-            }
-        });
+    let mut content = Vec::with_capacity(1 + output.media.len());
+    // An image-only result (from a mounted server) needs no empty text block beside it.
+    if !output.text.is_empty() || output.media.is_empty() {
+        content.push(ContentBlock::text(output.text.clone()));
     }
+    content.extend(output.media.iter().map(media_block));
     let mut result = if output.is_error {
         CallToolResult::error(content)
     } else {
         CallToolResult::success(content)
     };
-    if has_output_schema && !output.is_error && !output.structured.is_empty() {
+    if let Some(external) = &output.external_structured {
+        // A mounted tool's own structured result, which its output schema describes.
+        result.structured_content = Some(external.clone());
+    } else if has_output_schema && !output.is_error && !output.structured.is_empty() {
         result.structured_content = Some(Value::Object(output.structured_content()));
     }
     result
+}
+
+/// One media item as an MCP content block; every kind survives the trip.
+fn media_block(media: &Media) -> ContentBlock {
+    match media {
+        Media::Image { mime, data } => ContentBlock::image(data.clone(), mime.clone()),
+        Media::Audio { mime, data } => {
+            ContentBlock::Audio(AudioContent::new(data.clone(), mime.clone()))
+        }
+        Media::Blob { uri, mime, data } => {
+            ContentBlock::resource(ResourceContents::BlobResourceContents {
+                uri: uri.clone(),
+                mime_type: Some(mime.clone()),
+                blob: data.clone(),
+                meta: None,
+            })
+        }
+        Media::Resource { uri, mime, text } => {
+            ContentBlock::resource(ResourceContents::TextResourceContents {
+                uri: uri.clone(),
+                mime_type: mime.clone(),
+                text: text.clone(),
+                meta: None,
+            })
+        }
+        Media::ResourceLink {
+            uri,
+            name,
+            title,
+            description,
+            mime,
+            size,
+        } => {
+            let mut link = Resource::new(uri.clone(), name.clone());
+            link.title = title.clone();
+            link.description = description.clone();
+            link.mime_type = mime.clone();
+            link.size = *size;
+            ContentBlock::ResourceLink(link)
+        }
+    }
 }
 
 /// Whether a tool declares an output schema.

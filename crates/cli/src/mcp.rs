@@ -1,0 +1,197 @@
+//! `toolgate mcp list` and `toolgate mcp tools NAME`: the mounted MCP servers, for humans.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+use toolgate_config::Runtime;
+use toolgate_core::{Protocol, render_tools};
+use toolgate_gateway::{ServerState, ServerStatus};
+
+/// `toolgate mcp …`.
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Start every configured MCP server and show its status, tool count, startup time
+    /// and the file it came from.
+    List(ListArgs),
+    /// Start one MCP server and list the tools it contributes.
+    Tools(ServerToolsArgs),
+}
+
+/// Arguments of `toolgate mcp list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `toolgate mcp tools`.
+#[derive(Debug, Args)]
+pub struct ServerToolsArgs {
+    /// Server name, as in `toolgate mcp list`.
+    name: String,
+    /// Print the MCP tools/list JSON of its tools.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(runtime: &Runtime, command: McpCommand) -> ExitCode {
+    let code = match command {
+        McpCommand::List(args) => list(runtime, &args).await,
+        McpCommand::Tools(args) => tools(runtime, &args).await,
+    };
+    runtime.gateway.shutdown().await;
+    code
+}
+
+async fn list(runtime: &Runtime, args: &ListArgs) -> ExitCode {
+    runtime.gateway.start_all().await;
+    let status = runtime.gateway.status();
+    if args.json {
+        let servers: Vec<Value> = status.iter().map(status_json).collect();
+        let problems: Vec<Value> = runtime
+            .gateway
+            .problems()
+            .iter()
+            .map(|p| json!({ "path": p.path, "reason": p.reason }))
+            .collect();
+        let body = json!({ "servers": servers, "problems": problems });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&body).unwrap_or_default()
+        );
+    } else {
+        print!("{}", table(&status));
+        for problem in runtime.gateway.problems() {
+            eprintln!("warning: {problem}");
+        }
+        if status.is_empty() && runtime.gateway.problems().is_empty() {
+            eprintln!(
+                "no MCP servers configured; add [mcp_servers.NAME] to .toolgate/config.toml or a .mcp.json"
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+async fn tools(runtime: &Runtime, args: &ServerToolsArgs) -> ExitCode {
+    let names: Vec<String> = runtime.gateway.servers().map(|s| s.name.clone()).collect();
+    if !names.contains(&args.name) {
+        let known = if names.is_empty() {
+            "none is configured".to_owned()
+        } else {
+            format!("configured: {}", names.join(", "))
+        };
+        eprintln!("toolgate: no MCP server named `{}` ({known})", args.name);
+        return ExitCode::from(crate::USAGE_ERROR);
+    }
+    runtime
+        .gateway
+        .start_for(&toolgate_gateway::server_prefix(&args.name))
+        .await;
+    let status = runtime
+        .gateway
+        .status()
+        .into_iter()
+        .find(|s| s.name == args.name);
+    let tools = runtime.gateway.server_tools(&args.name).unwrap_or_default();
+    match status.as_ref().map(|s| &s.state) {
+        Some(ServerState::Disabled) => {
+            eprintln!("toolgate: `{}` is disabled (enabled = false)", args.name);
+            return ExitCode::FAILURE;
+        }
+        Some(ServerState::Failed(reason)) if tools.is_empty() => {
+            eprintln!("toolgate: `{}` failed: {reason}", args.name);
+            return ExitCode::FAILURE;
+        }
+        _ => {}
+    }
+    if args.json {
+        let array = render_tools(
+            tools.iter().map(|t| t.as_ref()),
+            Protocol::Mcp,
+            &runtime.render,
+        );
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "tools": array })).unwrap_or_default()
+        );
+    } else {
+        let width = tools.iter().map(|t| t.spec().name.len()).max().unwrap_or(0);
+        for tool in &tools {
+            let summary = tool.spec().description.lines().next().unwrap_or_default();
+            println!("{:<width$}  {}", tool.spec().name, summary.trim());
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn state_word(state: &ServerState) -> &'static str {
+    match state {
+        ServerState::Disabled => "disabled",
+        ServerState::NotStarted => "not started",
+        ServerState::Starting => "starting",
+        ServerState::Ready => "ready",
+        ServerState::Failed(_) => "failed",
+        _ => "unknown",
+    }
+}
+
+fn millis(d: Option<Duration>) -> String {
+    d.map_or_else(|| "-".to_owned(), |d| format!("{} ms", d.as_millis()))
+}
+
+/// The human table: one line per server, then indented reasons and notes.
+fn table(status: &[ServerStatus]) -> String {
+    let name_w = status
+        .iter()
+        .map(|s| s.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut out = format!(
+        "{:<name_w$}  {:<8}  {:>5}  {:>8}  SOURCE\n",
+        "NAME", "STATUS", "TOOLS", "STARTUP"
+    );
+    for s in status {
+        let tools = if matches!(s.state, ServerState::Ready) || s.tools > 0 {
+            s.tools.to_string()
+        } else {
+            "-".to_owned()
+        };
+        out.push_str(&format!(
+            "{:<name_w$}  {:<8}  {:>5}  {:>8}  {}\n",
+            s.name,
+            state_word(&s.state),
+            tools,
+            millis(s.startup),
+            s.source
+        ));
+        out.push_str(&format!("{:<name_w$}  {}\n", "", s.transport));
+        if let ServerState::Failed(reason) = &s.state {
+            out.push_str(&format!("{:<name_w$}  reason: {reason}\n", ""));
+        }
+        for note in &s.notes {
+            out.push_str(&format!("{:<name_w$}  note: {note}\n", ""));
+        }
+    }
+    out
+}
+
+fn status_json(s: &ServerStatus) -> Value {
+    let mut v = json!({
+        "name": s.name,
+        "status": state_word(&s.state),
+        "tools": s.tools,
+        "startup_ms": s.startup.map(|d| d.as_millis() as u64),
+        "source": s.source,
+        "transport": s.transport,
+        "notes": s.notes,
+    });
+    if let ServerState::Failed(reason) = &s.state {
+        v["reason"] = json!(reason);
+    }
+    v
+}

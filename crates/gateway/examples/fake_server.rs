@@ -1,0 +1,216 @@
+//! A deliberately simple — and on request deliberately broken — MCP stdio server for the
+//! gateway's tests. Raw JSON-RPC lines, no SDK, so every misbehaviour is easy to script.
+//!
+//! `fake_server MODE [ARGS]`:
+//! - `normal`: tools `ok` (echo), `boom` (exits with status 3 mid-call), `sleep {ms}`
+//!   (records `notifications/cancelled`), `big {chars}`, `bump` (replaces its tools and
+//!   sends `notifications/tools/list_changed`), `image`.
+//! - `hang-init`: starts a `sleep` grandchild in its process group, then never answers.
+//! - `garbage`: answers every request with lines that are not JSON.
+//! - `many N PAGE`: N tools, PAGE per `tools/list` page.
+//!
+//! With `FAKE_LOG=path`, it appends one line per call and per cancellation there.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
+use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+type Out = Arc<Mutex<std::io::Stdout>>;
+
+fn send(out: &Out, message: &Value) {
+    let mut out = out.lock().unwrap();
+    writeln!(out, "{message}").unwrap();
+    out.flush().unwrap();
+}
+
+fn log(line: &str) {
+    if let Ok(path) = std::env::var("FAKE_LOG") {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        writeln!(f, "{line}").unwrap();
+    }
+}
+
+fn tool(name: &str, description: &str, properties: Value, read_only: bool) -> Value {
+    json!({
+        "name": name,
+        "description": description,
+        "inputSchema": {"type": "object", "properties": properties},
+        "annotations": {"readOnlyHint": read_only},
+    })
+}
+
+fn normal_tools(bumped: bool) -> Vec<Value> {
+    let mut tools = vec![
+        tool(
+            "ok",
+            "Echoes its message.",
+            json!({"message": {"type": "string"}}),
+            true,
+        ),
+        tool("boom", "Exits in the middle of the call.", json!({}), false),
+        tool(
+            "sleep",
+            "Sleeps for ms milliseconds.",
+            json!({"ms": {"type": "integer"}}),
+            true,
+        ),
+        tool(
+            "big",
+            "Returns chars characters.",
+            json!({"chars": {"type": "integer"}}),
+            true,
+        ),
+        tool("image", "Returns a tiny image.", json!({}), true),
+    ];
+    if bumped {
+        tools.push(tool("v2", "Appears after bump.", json!({}), true));
+    } else {
+        tools.push(tool("bump", "Changes the tool list.", json!({}), false));
+    }
+    tools
+}
+
+fn text(t: &str) -> Value {
+    json!({"content": [{"type": "text", "text": t}]})
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let mode = args.get(1).map_or("normal", String::as_str);
+    eprintln!("fake_server starting in mode {mode}");
+    if mode == "hang-init" {
+        // A grandchild in the same process group: the gateway must kill it too.
+        let _child = std::process::Command::new("sleep").arg("1000").spawn();
+        loop {
+            std::thread::sleep(Duration::from_secs(1000));
+        }
+    }
+    let out: Out = Arc::new(Mutex::new(std::io::stdout()));
+    let bumped = Arc::new(AtomicBool::new(false));
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let id = msg.get("id").cloned();
+        let method = msg["method"].as_str().unwrap_or_default().to_owned();
+        if mode == "garbage" {
+            let mut o = out.lock().unwrap();
+            writeln!(o, "Hello! I am a server that logs to stdout.").unwrap();
+            writeln!(o, "<<< {method} >>>").unwrap();
+            o.flush().unwrap();
+            continue;
+        }
+        if method == "notifications/cancelled" {
+            log(&format!("cancelled {}", msg["params"]["requestId"]));
+            continue;
+        }
+        let Some(id) = id else { continue };
+        let result = match method.as_str() {
+            "initialize" => json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {"listChanged": true}},
+                "serverInfo": {"name": "fake", "version": "1.0.0"},
+            }),
+            "ping" => json!({}),
+            "tools/list" => list(mode, &args, &msg, bumped.load(Ordering::SeqCst)),
+            "tools/call" => {
+                let name = msg["params"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                let arguments = msg["params"]["arguments"].clone();
+                log(&format!("call {name} {id}"));
+                match name.as_str() {
+                    "boom" => {
+                        eprintln!("about to crash on purpose");
+                        std::process::exit(3);
+                    }
+                    "sleep" => {
+                        let out = Arc::clone(&out);
+                        let ms = arguments["ms"].as_u64().unwrap_or(1000);
+                        std::thread::spawn(move || {
+                            std::thread::sleep(Duration::from_millis(ms));
+                            let reply =
+                                json!({"jsonrpc": "2.0", "id": id, "result": text("slept")});
+                            send(&out, &reply);
+                        });
+                        continue;
+                    }
+                    "big" => {
+                        let n = arguments["chars"].as_u64().unwrap_or(100) as usize;
+                        let body: String = (0..n / 10).map(|i| format!("line {i:04}\n")).collect();
+                        text(&body)
+                    }
+                    "image" => json!({"content": [
+                        {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+                    ]}),
+                    "bump" => {
+                        bumped.store(true, Ordering::SeqCst);
+                        send(
+                            &out,
+                            &json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+                        );
+                        text("bumped")
+                    }
+                    "ok" => text(arguments["message"].as_str().unwrap_or("ok")),
+                    other => {
+                        json!({"content": [{"type": "text", "text": format!("no tool {other}")}], "isError": true})
+                    }
+                }
+            }
+            _ => {
+                send(
+                    &out,
+                    &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "method not found"}}),
+                );
+                continue;
+            }
+        };
+        send(&out, &json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+}
+
+fn list(mode: &str, args: &[String], msg: &Value, bumped: bool) -> Value {
+    if mode != "many" {
+        return json!({"tools": normal_tools(bumped)});
+    }
+    let n: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let page: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(100);
+    let start: usize = msg["params"]["cursor"]
+        .as_str()
+        .and_then(|c| c.strip_prefix("page-"))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let end = (start + page).min(n);
+    let tools: Vec<Value> = (start..end)
+        .map(|i| {
+            tool(
+                &format!("tool_{i:04}"),
+                &format!("Tool number {i}."),
+                json!({}),
+                true,
+            )
+        })
+        .collect();
+    let mut result = json!({"tools": tools});
+    if end < n {
+        result["nextCursor"] = json!(format!("page-{end}"));
+    }
+    result
+}

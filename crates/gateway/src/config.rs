@@ -1,0 +1,323 @@
+//! `[mcp_servers.NAME]` and `[mcp]`: the mounted servers as a user writes them, and as the
+//! gateway runs them once every source is merged (seed 000 "MCP" config format; SPEC "MCP").
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Startup timeout when none is configured: 15 s covers an `npx` download of 3-8 s
+/// (seed 000 "为什么 15 秒超时").
+pub const DEFAULT_STARTUP_TIMEOUT_SEC: f64 = 15.0;
+/// Per-call timeout when none is configured (Codex's `tool_timeout_sec` default).
+pub const DEFAULT_TOOL_TIMEOUT_SEC: f64 = 60.0;
+
+/// One `[mcp_servers.NAME]` entry of toolgate's config.
+///
+/// A stdio server sets `command` (with `args`, `env`, `cwd`); a Streamable HTTP server sets
+/// `url` (with `headers`, `bearer_token_env`). Every field is optional so that an entry
+/// naming a server imported from another client's config can adjust it — `enabled = false`,
+/// a longer `tool_timeout_sec` — without repeating how to start it.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// stdio: the program to start (looked up on `PATH`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// stdio: its arguments.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    /// stdio: variables added to toolgate's own environment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, String>>,
+    /// stdio: working folder; relative to the project root. Default: the project root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// Streamable HTTP: the endpoint, e.g. `http://127.0.0.1:3001/mcp`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Streamable HTTP: extra headers sent with every request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Streamable HTTP: environment variable holding a bearer token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bearer_token_env: Option<String>,
+    /// Whether to mount it. Default true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Seconds to wait for `initialize` and the first `tools/list`. Default 15.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_timeout_sec: Option<f64>,
+    /// Seconds one call may run. Default 60.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_timeout_sec: Option<f64>,
+    /// Only these tools (names as the server gives them) are mounted. Default: all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled_tools: Option<Vec<String>>,
+    /// These tools are never mounted; applied after `enabled_tools`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disabled_tools: Option<Vec<String>>,
+    /// Whether the server's results are logs worth compressing before the budget (CI or
+    /// build servers). Default false: compression folds near-duplicate lines, which would
+    /// hide data in JSON or tables (the original is spilled either way).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_like: Option<bool>,
+}
+
+impl McpServerConfig {
+    /// Whether this entry says how to start a server (rather than only adjusting one).
+    pub fn has_transport(&self) -> bool {
+        self.command.is_some() || self.url.is_some()
+    }
+
+    /// `self` with every field that `over` sets replaced by `over`'s. Setting `command` or
+    /// `url` replaces the whole transport, so a stdio entry never keeps a stale `url`.
+    pub fn overlaid(mut self, over: &McpServerConfig) -> Self {
+        macro_rules! take {
+            ($($f:ident),*) => {$( if over.$f.is_some() { self.$f = over.$f.clone(); } )*};
+        }
+        if over.has_transport() {
+            self.command = over.command.clone();
+            self.args = over.args.clone();
+            self.env = over.env.clone();
+            self.cwd = over.cwd.clone();
+            self.url = over.url.clone();
+            self.headers = over.headers.clone();
+            self.bearer_token_env = over.bearer_token_env.clone();
+        } else {
+            take!(args, env, cwd, headers, bearer_token_env);
+        }
+        take!(
+            enabled,
+            startup_timeout_sec,
+            tool_timeout_sec,
+            enabled_tools,
+            disabled_tools,
+            log_like
+        );
+        self
+    }
+}
+
+/// `[mcp]`: gateway-wide settings (assembly-time: they change which tools exist).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewayConfig {
+    /// Import servers from `~/.codex/config.toml`, `~/.claude/settings.json`,
+    /// `.claude/settings.json` and `.mcp.json`. Default true (SPEC "MCP").
+    pub import: bool,
+    /// Most `tools/list` pages read from one server. Default 100: a server that keeps
+    /// answering with a cursor cannot keep the gateway listing forever.
+    pub max_list_pages: usize,
+    /// Most tools mounted from one server; the rest are left out and reported. Default
+    /// 2,000, twice the largest real servers, small enough to keep a tool array sane.
+    pub max_tools_per_server: usize,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self {
+            import: true,
+            max_list_pages: 100,
+            max_tools_per_server: 2_000,
+        }
+    }
+}
+
+/// How the gateway reaches a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Transport {
+    /// A child process speaking JSON-RPC on stdin/stdout.
+    Stdio {
+        /// Program.
+        command: String,
+        /// Arguments.
+        args: Vec<String>,
+        /// Variables added to the inherited environment.
+        env: BTreeMap<String, String>,
+        /// Working folder (absolute).
+        cwd: PathBuf,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// Endpoint URL.
+        url: String,
+        /// Extra headers.
+        headers: BTreeMap<String, String>,
+        /// Variable holding a bearer token.
+        bearer_token_env: Option<String>,
+    },
+    /// The entry cannot be started; the reason says how to fix it.
+    Invalid(String),
+}
+
+/// One server as the gateway runs it: every source merged, defaults applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerSpec {
+    /// The server's name (the config key).
+    pub name: String,
+    /// How to reach it.
+    pub transport: Transport,
+    /// Whether to mount it.
+    pub enabled: bool,
+    /// Time for `initialize` plus the first `tools/list`.
+    pub startup_timeout: Duration,
+    /// Time one call may run.
+    pub tool_timeout: Duration,
+    /// Only these tools, when set.
+    pub enabled_tools: Option<Vec<String>>,
+    /// Never these tools.
+    pub disabled_tools: Vec<String>,
+    /// Whether results are compressed as logs.
+    pub log_like: bool,
+    /// Where it was configured: a file path, with the file that adjusted it if any.
+    pub source: String,
+}
+
+impl ServerSpec {
+    /// Resolves a merged entry; relative `cwd`s are taken from `project_dir`.
+    pub fn resolve(
+        name: &str,
+        entry: &McpServerConfig,
+        source: String,
+        project_dir: &Path,
+    ) -> Self {
+        let transport = match (&entry.command, &entry.url) {
+            (Some(_), Some(_)) => Transport::Invalid(
+                "both `command` and `url` are set; keep `command` for a stdio server or `url` for a Streamable HTTP one".to_owned(),
+            ),
+            (None, None) => Transport::Invalid(
+                "neither `command` nor `url` is set; add `command = \"…\"` (stdio) or `url = \"http://…/mcp\"` (Streamable HTTP)".to_owned(),
+            ),
+            (Some(command), None) if command.trim().is_empty() => {
+                Transport::Invalid("`command` is empty".to_owned())
+            }
+            (Some(command), None) => Transport::Stdio {
+                command: command.clone(),
+                args: entry.args.clone().unwrap_or_default(),
+                env: entry.env.clone().unwrap_or_default(),
+                cwd: entry
+                    .cwd
+                    .as_ref()
+                    .map_or_else(|| project_dir.to_path_buf(), |c| project_dir.join(c)),
+            },
+            (None, Some(url)) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+                Transport::Invalid(format!(
+                    "`url` must start with http:// or https://, got `{url}`"
+                ))
+            }
+            (None, Some(url)) => Transport::Http {
+                url: url.clone(),
+                headers: entry.headers.clone().unwrap_or_default(),
+                bearer_token_env: entry.bearer_token_env.clone(),
+            },
+        };
+        Self {
+            name: name.to_owned(),
+            transport,
+            enabled: entry.enabled.unwrap_or(true),
+            startup_timeout: seconds(entry.startup_timeout_sec, DEFAULT_STARTUP_TIMEOUT_SEC),
+            tool_timeout: seconds(entry.tool_timeout_sec, DEFAULT_TOOL_TIMEOUT_SEC),
+            enabled_tools: entry.enabled_tools.clone(),
+            disabled_tools: entry.disabled_tools.clone().unwrap_or_default(),
+            log_like: entry.log_like.unwrap_or(false),
+            source,
+        }
+    }
+
+    /// Whether the tool named `tool` (as the server names it) is mounted.
+    pub fn mounts(&self, tool: &str) -> bool {
+        let enabled = self
+            .enabled_tools
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|t| t == tool));
+        enabled && !self.disabled_tools.iter().any(|t| t == tool)
+    }
+}
+
+/// A positive, finite number of seconds, or the default.
+fn seconds(value: Option<f64>, default: f64) -> Duration {
+    let secs = value
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .unwrap_or(default);
+    Duration::from_secs_f64(secs.min(86_400.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlay_without_transport_keeps_the_imported_command() {
+        let imported = McpServerConfig {
+            command: Some("npx".into()),
+            args: Some(vec!["server".into()]),
+            ..Default::default()
+        };
+        let ours = McpServerConfig {
+            enabled: Some(false),
+            tool_timeout_sec: Some(5.0),
+            ..Default::default()
+        };
+        let merged = imported.overlaid(&ours);
+        assert_eq!(merged.command.as_deref(), Some("npx"));
+        assert_eq!(merged.enabled, Some(false));
+        assert_eq!(merged.tool_timeout_sec, Some(5.0));
+    }
+
+    #[test]
+    fn overlay_with_a_url_replaces_a_stdio_transport() {
+        let imported = McpServerConfig {
+            command: Some("npx".into()),
+            args: Some(vec!["a".into()]),
+            ..Default::default()
+        };
+        let ours = McpServerConfig {
+            url: Some("http://127.0.0.1:1/mcp".into()),
+            ..Default::default()
+        };
+        let merged = imported.overlaid(&ours);
+        assert_eq!(merged.command, None);
+        assert_eq!(merged.args, None);
+        let spec = ServerSpec::resolve("x", &merged, String::new(), Path::new("/p"));
+        assert!(matches!(spec.transport, Transport::Http { .. }));
+    }
+
+    #[test]
+    fn defaults_and_invalid_entries() {
+        let spec = ServerSpec::resolve(
+            "x",
+            &McpServerConfig::default(),
+            String::new(),
+            Path::new("/p"),
+        );
+        assert!(matches!(&spec.transport, Transport::Invalid(r) if r.contains("neither")));
+        assert_eq!(spec.startup_timeout, Duration::from_secs(15));
+        assert_eq!(spec.tool_timeout, Duration::from_secs(60));
+        assert!(spec.enabled);
+        let bad = McpServerConfig {
+            url: Some("ftp://x".into()),
+            startup_timeout_sec: Some(-1.0),
+            ..Default::default()
+        };
+        let spec = ServerSpec::resolve("x", &bad, String::new(), Path::new("/p"));
+        assert!(matches!(&spec.transport, Transport::Invalid(r) if r.contains("http://")));
+        assert_eq!(spec.startup_timeout, Duration::from_secs(15));
+    }
+
+    #[test]
+    fn tool_filters() {
+        let entry = McpServerConfig {
+            command: Some("x".into()),
+            enabled_tools: Some(vec!["a".into(), "b".into()]),
+            disabled_tools: Some(vec!["b".into()]),
+            ..Default::default()
+        };
+        let spec = ServerSpec::resolve("x", &entry, String::new(), Path::new("/p"));
+        assert!(spec.mounts("a"));
+        assert!(!spec.mounts("b"));
+        assert!(!spec.mounts("c"));
+    }
+}

@@ -1,0 +1,376 @@
+//! Reaching a server: stdio child processes that can never outlive the gateway, and
+//! Streamable HTTP endpoints.
+//!
+//! A stdio server runs in its own process group, so `npx` and whatever it starts are one
+//! unit. [`ChildGuard`] kills that group with SIGKILL when dropped — on a panic, an aborted
+//! task or a runtime shutdown — and [`ChildGuard::close`] ends it politely first, as the MCP
+//! spec describes (close stdin, wait, SIGTERM, wait, SIGKILL). What the server says on
+//! stderr, and any stdout line that is not JSON-RPC, is kept for failure messages.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::pin::Pin;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader, ReadBuf};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+
+use crate::import::NESTED_ENV;
+
+/// How long a server may take to exit after its stdin closes, before SIGTERM.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// How long after SIGTERM before SIGKILL.
+const TERM_GRACE: Duration = Duration::from_secs(1);
+/// Lines of stderr kept for failure messages.
+const STDERR_LINES: usize = 12;
+/// Characters kept of one stderr or stray stdout line.
+const LINE_CHARS: usize = 300;
+
+/// What a server revealed about itself besides JSON-RPC: for failure messages.
+#[derive(Debug, Default)]
+pub(crate) struct Diagnostics {
+    inner: Mutex<DiagInner>,
+}
+
+#[derive(Debug, Default)]
+struct DiagInner {
+    stderr: VecDeque<String>,
+    garbage_lines: usize,
+    garbage_sample: Option<String>,
+}
+
+impl Diagnostics {
+    fn lock(&self) -> std::sync::MutexGuard<'_, DiagInner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn stderr_line(&self, line: &str) {
+        let mut inner = self.lock();
+        if inner.stderr.len() == STDERR_LINES {
+            inner.stderr.pop_front();
+        }
+        inner.stderr.push_back(cut(line.trim_end()));
+    }
+
+    fn garbage(&self, sample: &[u8]) {
+        let mut inner = self.lock();
+        inner.garbage_lines += 1;
+        if inner.garbage_sample.is_none() {
+            inner.garbage_sample = Some(cut(String::from_utf8_lossy(sample).trim_end()));
+        }
+    }
+
+    /// A sentence or two to append to a failure: stray stdout, then the end of stderr.
+    pub(crate) fn describe(&self) -> String {
+        let inner = self.lock();
+        let mut out = String::new();
+        if let Some(sample) = &inner.garbage_sample {
+            out.push_str(&format!(
+                "; it printed {} line(s) on stdout that are not JSON-RPC (first: `{sample}`) — an MCP stdio server must write only JSON-RPC to stdout and log to stderr",
+                inner.garbage_lines
+            ));
+        }
+        if !inner.stderr.is_empty() {
+            let tail: Vec<&str> = inner.stderr.iter().map(String::as_str).collect();
+            out.push_str(&format!("; its stderr ends with: {}", tail.join(" | ")));
+        }
+        out
+    }
+}
+
+fn cut(text: &str) -> String {
+    if text.chars().count() <= LINE_CHARS {
+        text.to_owned()
+    } else {
+        let mut s: String = text.chars().take(LINE_CHARS).collect();
+        s.push('…');
+        s
+    }
+}
+
+/// A stdio server's process group: killed on drop, closed politely by [`ChildGuard::close`].
+#[derive(Debug)]
+pub(crate) struct ChildGuard {
+    child: Child,
+    pgid: Option<Pid>,
+    done: bool,
+}
+
+impl ChildGuard {
+    fn signal_group(&self, signal: Signal) {
+        if let Some(pgid) = self.pgid {
+            // ESRCH (the group is gone) is the common, harmless case.
+            let _ = killpg(pgid, signal);
+        }
+    }
+
+    /// Ends the process group: waits for the leader to exit on its own (its stdin is
+    /// closed), then SIGTERM, then SIGKILL; finally kills anything left in the group.
+    /// Returns how the leader ended.
+    pub(crate) async fn close(mut self) -> String {
+        let status = match tokio::time::timeout(EXIT_GRACE, self.child.wait()).await {
+            Ok(status) => status,
+            Err(_) => {
+                self.signal_group(Signal::SIGTERM);
+                match tokio::time::timeout(TERM_GRACE, self.child.wait()).await {
+                    Ok(status) => status,
+                    Err(_) => {
+                        self.signal_group(Signal::SIGKILL);
+                        self.child.wait().await
+                    }
+                }
+            }
+        };
+        // Children of the server that ignored their stdin closing.
+        self.signal_group(Signal::SIGKILL);
+        self.done = true;
+        describe_status(status)
+    }
+
+    /// Kills the group at once and reaps the leader.
+    pub(crate) async fn kill(mut self) -> String {
+        self.signal_group(Signal::SIGKILL);
+        let _ = self.child.start_kill();
+        let status = self.child.wait().await;
+        self.done = true;
+        describe_status(status)
+    }
+
+    /// The leader's exit, if it has already exited (reaps it).
+    pub(crate) async fn exited_within(&mut self, wait: Duration) -> Option<String> {
+        match tokio::time::timeout(wait, self.child.wait()).await {
+            Ok(status) => Some(describe_status(status)),
+            Err(_) => None,
+        }
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if !self.done {
+            // Synchronous and runtime-free: works during a panic or a runtime shutdown.
+            // tokio reaps the killed leader (kill_on_drop puts it on its orphan queue).
+            self.signal_group(Signal::SIGKILL);
+            let _ = self.child.start_kill();
+        }
+    }
+}
+
+fn describe_status(status: std::io::Result<std::process::ExitStatus>) -> String {
+    match status {
+        Ok(s) => {
+            use std::os::unix::process::ExitStatusExt;
+            match (s.code(), s.signal()) {
+                (Some(code), _) => format!("exit status {code}"),
+                (None, Some(sig)) => format!("killed by signal {sig}"),
+                _ => s.to_string(),
+            }
+        }
+        Err(e) => format!("unknown exit ({e})"),
+    }
+}
+
+/// A started stdio server: its pipes for the rmcp transport, and its guard.
+pub(crate) struct Spawned {
+    pub(crate) stdout: Tap<ChildStdout>,
+    pub(crate) stdin: ChildStdin,
+    pub(crate) guard: ChildGuard,
+}
+
+/// Starts `command` in its own process group with piped stdio. Its stderr is drained into
+/// `diag` (and the debug log) for as long as it runs.
+pub(crate) fn spawn_stdio(
+    server: &str,
+    command: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    cwd: &std::path::Path,
+    diag: &Arc<Diagnostics>,
+) -> Result<Spawned, String> {
+    let depth = std::env::var(NESTED_ENV)
+        .ok()
+        .and_then(|d| d.parse::<u32>().ok())
+        .unwrap_or(0);
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args)
+        .envs(env)
+        .env(NESTED_ENV, (depth + 1).to_string())
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .process_group(0);
+    let mut child = cmd.spawn().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            format!(
+                "cannot start `{command}`: no such program (or `cwd` {} does not exist); check `command` and PATH",
+                cwd.display()
+            )
+        } else {
+            format!("cannot start `{command}`: {e}")
+        }
+    })?;
+    let pgid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .map(Pid::from_raw);
+    let (Some(stdin), Some(stdout), stderr) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(format!("cannot start `{command}`: its pipes are missing"));
+    };
+    if let Some(stderr) = stderr {
+        let diag = Arc::clone(diag);
+        let server = server.to_owned();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::debug!(server = %server, "stderr: {line}");
+                diag.stderr_line(&line);
+            }
+        });
+    }
+    Ok(Spawned {
+        stdout: Tap::new(stdout, Arc::clone(diag)),
+        stdin,
+        guard: ChildGuard {
+            child,
+            pgid,
+            done: false,
+        },
+    })
+}
+
+/// Reads a server's stdout unchanged, noting every line that does not start like a
+/// JSON-RPC message (rmcp skips such lines silently; a failure message should not).
+pub(crate) struct Tap<R> {
+    inner: R,
+    diag: Arc<Diagnostics>,
+    state: LineState,
+    sample: Vec<u8>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LineState {
+    /// At the start of a line, or only whitespace so far.
+    Start,
+    /// The line looks like JSON; skip to its end.
+    Json,
+    /// The line is not JSON; collect a sample until its end.
+    Garbage,
+}
+
+impl<R> Tap<R> {
+    fn new(inner: R, diag: Arc<Diagnostics>) -> Self {
+        Self {
+            inner,
+            diag,
+            state: LineState::Start,
+            sample: Vec::new(),
+        }
+    }
+
+    fn scan(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            match (self.state, b) {
+                (_, b'\n') => {
+                    if self.state == LineState::Garbage {
+                        self.diag.garbage(&self.sample);
+                        self.sample.clear();
+                    }
+                    self.state = LineState::Start;
+                }
+                (LineState::Start, b' ' | b'\t' | b'\r') => {}
+                (LineState::Start, b'{' | b'[') => self.state = LineState::Json,
+                (LineState::Start, other) => {
+                    self.state = LineState::Garbage;
+                    self.sample.push(other);
+                }
+                (LineState::Garbage, other) => {
+                    if self.sample.len() < LINE_CHARS * 4 {
+                        self.sample.push(other);
+                    }
+                }
+                (LineState::Json, _) => {}
+            }
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Tap<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = &poll {
+            let fresh = buf.filled()[before..].to_vec();
+            self.scan(&fresh);
+        }
+        poll
+    }
+}
+
+/// A Streamable HTTP transport for `url` with the configured headers and bearer token.
+pub(crate) fn http_transport(
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    bearer_token_env: Option<&str>,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    if let Some(var) = bearer_token_env {
+        match std::env::var(var) {
+            Ok(token) if !token.is_empty() => config = config.auth_header(token),
+            _ => {
+                return Err(format!(
+                    "`bearer_token_env` names `{var}`, which is not set; export it before starting toolgate"
+                ));
+            }
+        }
+    }
+    let mut custom = HashMap::new();
+    for (name, value) in headers {
+        let header = http::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|e| format!("header name `{name}` is invalid: {e}"))?;
+        let value = http::HeaderValue::from_str(value)
+            .map_err(|e| format!("header `{name}` has an invalid value: {e}"))?;
+        custom.insert(header, value);
+    }
+    config = config.custom_headers(custom);
+    Ok(StreamableHttpClientTransport::from_config(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tap_notes_lines_that_are_not_json() {
+        let diag = Arc::new(Diagnostics::default());
+        let mut tap = Tap::new((), Arc::clone(&diag));
+        tap.scan(b"{\"jsonrpc\":\"2.0\"}\nhello garbage\n  [1]\n");
+        tap.scan(b"partial ");
+        tap.scan(b"line\n");
+        assert_eq!(diag.lock().garbage_lines, 2);
+        assert!(diag.describe().contains("first: `hello garbage`"));
+    }
+
+    #[test]
+    fn stderr_tail_is_bounded() {
+        let diag = Diagnostics::default();
+        for i in 0..50 {
+            diag.stderr_line(&format!("line {i}"));
+        }
+        let text = diag.describe();
+        assert!(text.contains("line 49") && !text.contains("line 37 "));
+    }
+}

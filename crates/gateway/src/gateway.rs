@@ -1,0 +1,326 @@
+//! The gateway: every configured server, mounted into one registry.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use toolgate_core::{DynTool, Registry, RegistryError};
+
+use crate::config::{GatewayConfig, ServerSpec, Transport};
+use crate::import::{Discovered, ImportProblem};
+use crate::mount::{Mount, MountProvider, Phase, lock};
+use crate::naming::{assign_names, server_prefix};
+use crate::proxy::ProxyTool;
+
+/// Limits on what one server may bring in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayLimits {
+    /// Most `tools/list` pages read from one server. Default 100 ([`GatewayConfig`]).
+    pub max_list_pages: usize,
+    /// Most tools mounted from one server. Default 2,000 ([`GatewayConfig`]).
+    pub max_tools_per_server: usize,
+    /// Largest `structuredContent` or embedded text resource passed on outside the text
+    /// budget; larger ones are moved into the text, where the budget spills them. Default
+    /// 50,000 characters, the per-result budget (SPEC "Output budget").
+    pub max_inline_chars: usize,
+}
+
+impl Default for GatewayLimits {
+    fn default() -> Self {
+        let config = GatewayConfig::default();
+        Self {
+            max_list_pages: config.max_list_pages,
+            max_tools_per_server: config.max_tools_per_server,
+            max_inline_chars: 50_000,
+        }
+    }
+}
+
+/// What `toolgate mcp list` shows about one server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerStatus {
+    /// Config name.
+    pub name: String,
+    /// Where it was configured.
+    pub source: String,
+    /// `stdio: npx -y …` or `http: https://…`.
+    pub transport: String,
+    /// Where it is in its lifecycle.
+    pub state: ServerState,
+    /// Tools mounted from it.
+    pub tools: usize,
+    /// How long the last successful start took.
+    pub startup: Option<Duration>,
+    /// Tools left out and why (caps, malformed definitions).
+    pub notes: Vec<String>,
+}
+
+/// A server's lifecycle state, for display.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerState {
+    /// `enabled = false`.
+    Disabled,
+    /// Configured but not started (a command that did not need it).
+    NotStarted,
+    /// Starting now.
+    Starting,
+    /// Serving its tools.
+    Ready,
+    /// Not serving; the reason says why and what to do.
+    Failed(String),
+}
+
+pub(crate) struct Inner {
+    pub(crate) mounts: Vec<Arc<Mount>>,
+    registry: Weak<Registry>,
+    pub(crate) limits: GatewayLimits,
+    naming: Mutex<()>,
+}
+
+impl Inner {
+    pub(crate) fn invalidate(&self) {
+        if let Some(registry) = self.registry.upgrade() {
+            registry.invalidate();
+        }
+    }
+
+    /// Names every listed tool of every server (names depend on all of them: collisions),
+    /// rebuilds the proxies that changed, and announces the change.
+    pub(crate) fn publish(&self) {
+        let _naming = lock(&self.naming);
+        let lists: Vec<_> = self.mounts.iter().map(|m| m.listed()).collect();
+        let pairs: Vec<(&str, &str)> = self
+            .mounts
+            .iter()
+            .zip(&lists)
+            .flat_map(|(m, list)| list.iter().map(|t| (m.spec.name.as_str(), t.name.as_ref())))
+            .collect();
+        let names = assign_names(&pairs);
+        let mut names = names.into_iter();
+        for (mount, list) in self.mounts.iter().zip(&lists) {
+            let old: HashMap<String, (rmcp::model::Tool, Arc<dyn DynTool>)> =
+                lock(&mount.published)
+                    .iter()
+                    .map(|(tool, proxy)| {
+                        (proxy.spec().name.clone(), (tool.clone(), Arc::clone(proxy)))
+                    })
+                    .collect();
+            let mut published = Vec::with_capacity(list.len());
+            let mut skipped = Vec::new();
+            for tool in list.iter() {
+                let Some(name) = names.next() else { break };
+                // Unchanged tools keep their proxy (and its compiled validator).
+                if let Some((source, proxy)) = old.get(&name)
+                    && source == tool
+                {
+                    published.push((tool.clone(), Arc::clone(proxy)));
+                    continue;
+                }
+                match ProxyTool::new(mount, tool, name) {
+                    Ok(proxy) => {
+                        published.push((tool.clone(), Arc::new(proxy) as Arc<dyn DynTool>))
+                    }
+                    Err(reason) => skipped.push(format!("skipped: {reason}")),
+                }
+            }
+            if !skipped.is_empty() {
+                for reason in &skipped {
+                    tracing::warn!(server = %mount.spec.name, "{reason}");
+                }
+                let mut st = mount.state();
+                for reason in skipped {
+                    if !st.notes.contains(&reason) {
+                        st.notes.push(reason);
+                    }
+                }
+            }
+            *lock(&mount.published) = published;
+        }
+        self.invalidate();
+    }
+}
+
+/// Mounts MCP servers into a registry and runs them.
+pub struct Gateway {
+    inner: Arc<Inner>,
+    problems: Vec<ImportProblem>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("servers", &self.inner.mounts.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gateway {
+    /// Registers one provider per discovered server (named `mcp:<server>`) in the global
+    /// layer of `registry`. Nothing starts yet: see [`Gateway::start`].
+    pub fn new(
+        discovered: Discovered,
+        limits: GatewayLimits,
+        registry: &Arc<Registry>,
+    ) -> Result<Self, RegistryError> {
+        let Discovered { servers, problems } = discovered;
+        let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
+            mounts: servers
+                .into_iter()
+                .map(|spec| Arc::new(Mount::new(spec, weak.clone())))
+                .collect(),
+            registry: Arc::downgrade(registry),
+            limits,
+            naming: Mutex::new(()),
+        });
+        for mount in &inner.mounts {
+            let provider = MountProvider {
+                name: format!("mcp:{}", mount.spec.name),
+                mount: Arc::clone(mount),
+            };
+            registry.register(None, Arc::new(provider), 0)?;
+        }
+        for problem in &problems {
+            tracing::warn!(%problem, "MCP server config skipped");
+        }
+        Ok(Self { inner, problems })
+    }
+
+    /// Config files that could not be read, with why.
+    pub fn problems(&self) -> &[ImportProblem] {
+        &self.problems
+    }
+
+    /// The configured servers.
+    pub fn servers(&self) -> impl Iterator<Item = &ServerSpec> {
+        self.inner.mounts.iter().map(|m| &m.spec)
+    }
+
+    /// Starts every enabled server in the background, concurrently; returns at once. Each
+    /// server's tools appear (registry invalidation → upstream `list_changed`) when it is
+    /// ready. Must be called inside a tokio runtime.
+    pub fn start(&self) {
+        let queued: Vec<&Arc<Mount>> = self
+            .inner
+            .mounts
+            .iter()
+            .filter(|m| m.request_start())
+            .collect();
+        if queued.is_empty() {
+            return;
+        }
+        // From here on a `tools/list` knows these servers are coming.
+        self.inner.invalidate();
+        for mount in queued {
+            let mount = Arc::clone(mount);
+            tokio::spawn(async move { mount.start().await });
+        }
+    }
+
+    /// Starts the servers whose tool names could include `tool` (by the `mcp__<server>__`
+    /// prefix; every server for another `mcp__` name) and waits until they are ready or
+    /// failed. For one-shot commands that should not start unrelated servers.
+    pub async fn start_for(&self, tool: &str) {
+        if !tool.starts_with("mcp__") {
+            return;
+        }
+        let matching: Vec<&Arc<Mount>> = self
+            .inner
+            .mounts
+            .iter()
+            .filter(|m| tool.starts_with(&server_prefix(&m.spec.name)))
+            .collect();
+        let targets = if matching.is_empty() {
+            self.inner.mounts.iter().collect()
+        } else {
+            matching
+        };
+        futures::future::join_all(targets.into_iter().map(|m| m.start())).await;
+    }
+
+    /// Starts every enabled server and waits until each is ready or failed.
+    pub async fn start_all(&self) {
+        futures::future::join_all(self.inner.mounts.iter().map(|m| m.start())).await;
+    }
+
+    /// Waits until no server is starting.
+    pub async fn settled(&self) {
+        futures::future::join_all(self.inner.mounts.iter().map(|m| m.settled())).await;
+    }
+
+    /// Every server's status, in name order.
+    pub fn status(&self) -> Vec<ServerStatus> {
+        self.inner
+            .mounts
+            .iter()
+            .map(|m| {
+                let tools = m.tools().len();
+                let settling = m.is_settling();
+                let st = m.state();
+                let state = match &st.phase {
+                    Phase::Disabled => ServerState::Disabled,
+                    Phase::Idle if settling => ServerState::Starting,
+                    Phase::Idle => ServerState::NotStarted,
+                    Phase::Starting => ServerState::Starting,
+                    Phase::Ready => ServerState::Ready,
+                    Phase::Failed { reason, .. } => ServerState::Failed(reason.clone()),
+                };
+                ServerStatus {
+                    name: m.spec.name.clone(),
+                    source: m.spec.source.clone(),
+                    transport: describe_transport(&m.spec.transport),
+                    state,
+                    tools,
+                    startup: st.startup,
+                    notes: st.notes.clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// The tools mounted from `server`, in the server's order; `None` for an unknown name.
+    pub fn server_tools(&self, server: &str) -> Option<Vec<Arc<dyn DynTool>>> {
+        self.inner
+            .mounts
+            .iter()
+            .find(|m| m.spec.name == server)
+            .map(|m| m.tools())
+    }
+
+    /// Stops every server: calls in flight fail, stdin is closed, then SIGTERM and SIGKILL
+    /// for any process group still alive. Returns when all are gone (at most a few seconds).
+    pub async fn shutdown(&self) {
+        for mount in &self.inner.mounts {
+            mount.shutdown.cancel();
+        }
+        let all = futures::future::join_all(self.inner.mounts.iter().map(|m| async move {
+            // A start in progress notices the shutdown and kills what it spawned.
+            m.stopped().await;
+        }));
+        let _ = tokio::time::timeout(Duration::from_secs(10), all).await;
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        // Monitors close their servers; a dropped runtime kills them through their guards.
+        for mount in &self.inner.mounts {
+            mount.shutdown.cancel();
+        }
+    }
+}
+
+fn describe_transport(transport: &Transport) -> String {
+    match transport {
+        Transport::Stdio { command, args, .. } => {
+            let mut text = format!("stdio: {command}");
+            for arg in args {
+                text.push(' ');
+                text.push_str(arg);
+            }
+            text
+        }
+        Transport::Http { url, .. } => format!("http: {url}"),
+        Transport::Invalid(_) => "invalid".to_owned(),
+    }
+}

@@ -1,0 +1,478 @@
+//! Importing servers from other clients' config files, merged with toolgate's own
+//! `[mcp_servers]` (SPEC "MCP"; seed 000 "配置格式": later sources override earlier ones).
+//!
+//! Precedence, lowest first — a later source replaces an earlier entry of the same name:
+//!
+//! 1. `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`), its `[mcp_servers]`
+//! 2. `~/.claude/settings.json`, its `mcpServers`
+//! 3. `<project>/.claude/settings.json`, its `mcpServers`
+//! 4. `<project>/.mcp.json`, its `mcpServers`
+//! 5. toolgate's own config (user < project < `--config` < environment). An entry here that
+//!    sets neither `command` nor `url` adjusts the imported entry of the same name
+//!    (`enabled = false`, timeouts, tool filters) instead of replacing it.
+//!
+//! A file that cannot be read or parsed is reported with its path and the reason; the other
+//! files are still imported. A malformed entry is kept as a server that cannot start, with
+//! the reason, so `toolgate mcp list` shows it rather than hiding it. Claude's `${VAR}` and
+//! `${VAR:-default}` are expanded in `command`, `args`, `env`, `url` and `headers`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::config::{McpServerConfig, ServerSpec, Transport};
+
+/// Set in the environment of every stdio server the gateway starts. A toolgate started by
+/// a gateway imports nothing, so a `.mcp.json` that mounts toolgate cannot recurse.
+pub const NESTED_ENV: &str = "TOOLGATE_GATEWAY_DEPTH";
+
+/// Where to look for config files.
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    /// The project root (`.mcp.json`, `.claude/settings.json`; relative `cwd`s).
+    pub project_dir: PathBuf,
+    /// The user's home folder; `None` skips the user files.
+    pub home: Option<PathBuf>,
+    /// `$CODEX_HOME`, when set; default `~/.codex`.
+    pub codex_home: Option<PathBuf>,
+    /// Whether to import at all (`[mcp] import`).
+    pub import: bool,
+}
+
+impl ImportOptions {
+    /// The standard locations for a process started in `project_dir`, from `HOME`,
+    /// `CODEX_HOME` and `TOOLGATE_GATEWAY_DEPTH`.
+    pub fn standard(project_dir: PathBuf, import: bool) -> Self {
+        let nested = std::env::var_os(NESTED_ENV).is_some();
+        Self {
+            project_dir,
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            codex_home: std::env::var_os("CODEX_HOME").map(PathBuf::from),
+            import: import && !nested,
+        }
+    }
+}
+
+/// A config file that could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {reason}")]
+pub struct ImportProblem {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong, and what to do.
+    pub reason: String,
+}
+
+/// Every configured server, merged, and the files that could not be read.
+#[derive(Debug, Clone, Default)]
+pub struct Discovered {
+    /// Servers in name order.
+    pub servers: Vec<ServerSpec>,
+    /// Files that were skipped, with why.
+    pub problems: Vec<ImportProblem>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Codex,
+    Claude,
+}
+
+/// An entry as read from one file. Few and short-lived, so the size difference between
+/// the variants does not matter.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+enum Entry {
+    Config(McpServerConfig),
+    Invalid(String),
+}
+
+/// Merges the imported files and toolgate's own entries. `own_sources` names the file each
+/// of toolgate's own entries came from (config provenance).
+pub fn discover(
+    own: &BTreeMap<String, McpServerConfig>,
+    own_sources: &BTreeMap<String, String>,
+    options: &ImportOptions,
+) -> Discovered {
+    let mut merged: BTreeMap<String, (Entry, String)> = BTreeMap::new();
+    let mut problems = Vec::new();
+    if options.import {
+        for (path, format) in sources(options) {
+            let text = match fs_err::read_to_string(&path) {
+                Ok(text) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    problems.push(problem(&path, format!("cannot be read: {e}")));
+                    continue;
+                }
+            };
+            let parsed = match format {
+                Format::Codex => parse_codex(&text),
+                Format::Claude => parse_claude(&text, &|k| std::env::var(k).ok()),
+            };
+            match parsed {
+                Ok(entries) => {
+                    for (name, entry) in entries {
+                        merged.insert(name, (entry, path.display().to_string()));
+                    }
+                }
+                Err(reason) => problems.push(problem(&path, reason)),
+            }
+        }
+    }
+    for (name, ours) in own {
+        let ours_source = own_sources
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| "toolgate config".to_owned());
+        let next = match merged.remove(name) {
+            Some((Entry::Config(theirs), source)) if !ours.has_transport() => (
+                Entry::Config(theirs.overlaid(ours)),
+                format!("{source}, adjusted by {ours_source}"),
+            ),
+            Some((Entry::Invalid(reason), source)) if !ours.has_transport() => {
+                let disabled = ours.enabled == Some(false);
+                let entry = if disabled {
+                    Entry::Config(McpServerConfig::default().overlaid(ours))
+                } else {
+                    Entry::Invalid(reason)
+                };
+                (entry, format!("{source}, adjusted by {ours_source}"))
+            }
+            _ => (Entry::Config(ours.clone()), ours_source),
+        };
+        merged.insert(name.clone(), next);
+    }
+    let servers = merged
+        .into_iter()
+        .map(|(name, (entry, source))| match entry {
+            Entry::Config(config) => {
+                let mut spec = ServerSpec::resolve(&name, &config, source, &options.project_dir);
+                if is_toolgate(&spec.transport) && own.get(&name).is_none_or(|o| !o.has_transport())
+                {
+                    // Mounting toolgate inside itself would recurse through the same files.
+                    spec.enabled = false;
+                    spec.source
+                        .push_str(" (not mounted: it starts toolgate itself)");
+                }
+                spec
+            }
+            Entry::Invalid(reason) => {
+                let mut spec = ServerSpec::resolve(
+                    &name,
+                    &McpServerConfig::default(),
+                    source,
+                    &options.project_dir,
+                );
+                spec.transport = Transport::Invalid(reason);
+                spec
+            }
+        })
+        .collect();
+    Discovered { servers, problems }
+}
+
+fn problem(path: &Path, reason: String) -> ImportProblem {
+    ImportProblem {
+        path: path.to_path_buf(),
+        reason,
+    }
+}
+
+/// The files to read, lowest precedence first, without duplicates.
+fn sources(options: &ImportOptions) -> Vec<(PathBuf, Format)> {
+    let mut out = Vec::new();
+    let codex = options
+        .codex_home
+        .clone()
+        .or_else(|| options.home.as_ref().map(|h| h.join(".codex")));
+    if let Some(dir) = codex {
+        out.push((dir.join("config.toml"), Format::Codex));
+    }
+    if let Some(home) = &options.home {
+        out.push((home.join(".claude").join("settings.json"), Format::Claude));
+    }
+    let project = &options.project_dir;
+    out.push((
+        project.join(".claude").join("settings.json"),
+        Format::Claude,
+    ));
+    out.push((project.join(".mcp.json"), Format::Claude));
+    let mut seen = Vec::new();
+    out.retain(|(p, _)| {
+        let key = p.canonicalize().unwrap_or_else(|_| p.clone());
+        let fresh = !seen.contains(&key);
+        seen.push(key);
+        fresh
+    });
+    out
+}
+
+/// Whether a transport starts toolgate (by program name or this very executable).
+fn is_toolgate(transport: &Transport) -> bool {
+    let Transport::Stdio { command, .. } = transport else {
+        return false;
+    };
+    let path = Path::new(command);
+    if path.file_stem().is_some_and(|n| n == "toolgate") {
+        return true;
+    }
+    match (std::env::current_exe(), path.canonicalize()) {
+        (Ok(me), Ok(it)) => me == it,
+        _ => false,
+    }
+}
+
+/// A Claude Code / `.mcp.json` server entry. Unknown fields are ignored (clients add some).
+#[derive(Deserialize)]
+struct ClaudeEntry {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+}
+
+fn parse_claude(
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<(String, Entry)>, String> {
+    let root: Value = serde_json::from_str(text).map_err(|e| {
+        format!("is not valid JSON ({e}); fix the file or remove its `mcpServers` entry")
+    })?;
+    let Some(root) = root.as_object() else {
+        return Err("is not a JSON object".to_owned());
+    };
+    let Some(servers) = root.get("mcpServers") else {
+        return Ok(Vec::new());
+    };
+    let Some(servers) = servers.as_object() else {
+        return Err("`mcpServers` is not an object of named servers".to_owned());
+    };
+    Ok(servers
+        .iter()
+        .map(|(name, raw)| {
+            let entry = match serde_json::from_value::<ClaudeEntry>(raw.clone()) {
+                Ok(entry) => claude_entry(entry, env).unwrap_or_else(Entry::Invalid),
+                Err(e) => Entry::Invalid(format!("malformed entry `{name}`: {e}")),
+            };
+            (name.clone(), entry)
+        })
+        .collect())
+}
+
+fn claude_entry(entry: ClaudeEntry, env: &dyn Fn(&str) -> Option<String>) -> Result<Entry, String> {
+    let x = |s: &str| expand(s, env);
+    let map = |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, String>, String> {
+        m.iter().map(|(k, v)| Ok((k.clone(), x(v)?))).collect()
+    };
+    match entry.kind.as_deref() {
+        Some("sse") => {
+            return Ok(Entry::Invalid(
+                "uses the legacy SSE transport, which toolgate does not speak; point `url` at the server's Streamable HTTP endpoint (often `/mcp`) and set `\"type\": \"http\"`".to_owned(),
+            ));
+        }
+        None | Some("stdio" | "http" | "streamable-http" | "streamableHttp") => {}
+        Some(other) => {
+            return Ok(Entry::Invalid(format!(
+                "unknown transport type `{other}`; use `stdio` or `http`"
+            )));
+        }
+    }
+    Ok(Entry::Config(McpServerConfig {
+        command: entry.command.as_deref().map(x).transpose()?,
+        args: Some(entry.args.iter().map(|a| x(a)).collect::<Result<_, _>>()?),
+        env: Some(map(&entry.env)?),
+        url: entry.url.as_deref().map(x).transpose()?,
+        headers: Some(map(&entry.headers)?),
+        ..Default::default()
+    }))
+}
+
+/// Expands `${VAR}` and `${VAR:-default}` as Claude Code does in `.mcp.json`.
+fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let inner = &after[..end];
+        let (var, default) = match inner.split_once(":-") {
+            Some((v, d)) => (v, Some(d)),
+            None => (inner, None),
+        };
+        match (env(var), default) {
+            (Some(value), _) => out.push_str(&value),
+            (None, Some(d)) => out.push_str(d),
+            (None, None) => {
+                return Err(format!(
+                    "`${{{var}}}` is used but the variable is not set; set it or write `${{{var}:-default}}`"
+                ));
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// A Codex `[mcp_servers.NAME]` entry. Unknown fields are ignored (Codex adds some).
+#[derive(Deserialize)]
+struct CodexEntry {
+    command: Option<String>,
+    args: Option<Vec<String>>,
+    env: Option<BTreeMap<String, String>>,
+    cwd: Option<PathBuf>,
+    url: Option<String>,
+    bearer_token_env_var: Option<String>,
+    http_headers: Option<BTreeMap<String, String>>,
+    env_http_headers: Option<BTreeMap<String, String>>,
+    enabled: Option<bool>,
+    startup_timeout_sec: Option<f64>,
+    startup_timeout_ms: Option<u64>,
+    tool_timeout_sec: Option<f64>,
+    enabled_tools: Option<Vec<String>>,
+    disabled_tools: Option<Vec<String>>,
+}
+
+fn parse_codex(text: &str) -> Result<Vec<(String, Entry)>, String> {
+    let root: toml::Table = toml::from_str(text).map_err(|e| {
+        let detail = e.to_string().replace('\n', " ");
+        format!("is not valid TOML ({}); fix the file", detail.trim())
+    })?;
+    let Some(servers) = root.get("mcp_servers") else {
+        return Ok(Vec::new());
+    };
+    let Some(servers) = servers.as_table() else {
+        return Err("`mcp_servers` is not a table of named servers".to_owned());
+    };
+    Ok(servers
+        .iter()
+        .map(|(name, raw)| {
+            let entry = match raw.clone().try_into::<CodexEntry>() {
+                Ok(e) => Entry::Config(codex_entry(e)),
+                Err(e) => Entry::Invalid(format!(
+                    "malformed entry `{name}`: {}",
+                    e.to_string().trim()
+                )),
+            };
+            (name.clone(), entry)
+        })
+        .collect())
+}
+
+fn codex_entry(e: CodexEntry) -> McpServerConfig {
+    let mut headers = e.http_headers.unwrap_or_default();
+    for (header, var) in e.env_http_headers.unwrap_or_default() {
+        if let Ok(value) = std::env::var(&var) {
+            headers.insert(header, value);
+        }
+    }
+    McpServerConfig {
+        command: e.command,
+        args: e.args,
+        env: e.env,
+        cwd: e.cwd,
+        headers: e.url.is_some().then_some(headers),
+        url: e.url,
+        bearer_token_env: e.bearer_token_env_var,
+        enabled: e.enabled,
+        startup_timeout_sec: e
+            .startup_timeout_sec
+            .or(e.startup_timeout_ms.map(|ms| ms as f64 / 1000.0)),
+        tool_timeout_sec: e.tool_timeout_sec,
+        enabled_tools: e.enabled_tools,
+        disabled_tools: e.disabled_tools,
+        log_like: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(k: &str) -> Option<String> {
+        (k == "TOKEN").then(|| "s3cret".to_owned())
+    }
+
+    #[test]
+    fn expands_variables_with_defaults() {
+        assert_eq!(expand("a ${TOKEN} b", &vars).unwrap(), "a s3cret b");
+        assert_eq!(expand("${NOPE:-dflt}", &vars).unwrap(), "dflt");
+        assert!(expand("${NOPE}", &vars).unwrap_err().contains("NOPE"));
+        assert_eq!(expand("no vars $HOME", &vars).unwrap(), "no vars $HOME");
+    }
+
+    #[test]
+    fn claude_entries_and_bad_types() {
+        let text = r#"{"mcpServers": {
+            "a": {"command": "npx", "args": ["-y", "x"], "env": {"K": "${TOKEN}"}},
+            "b": {"type": "sse", "url": "http://x/sse"},
+            "c": {"command": 5}
+        }}"#;
+        let entries = parse_claude(text, &vars).unwrap();
+        assert_eq!(entries.len(), 3);
+        let Entry::Config(a) = &entries[0].1 else {
+            panic!("a is valid")
+        };
+        assert_eq!(a.env.as_ref().unwrap()["K"], "s3cret");
+        assert!(matches!(&entries[1].1, Entry::Invalid(r) if r.contains("SSE")));
+        assert!(matches!(&entries[2].1, Entry::Invalid(r) if r.contains("malformed entry `c`")));
+    }
+
+    #[test]
+    fn codex_entries() {
+        let text = r#"
+            model = "o3"
+            [mcp_servers.docs]
+            command = "docs-server"
+            startup_timeout_ms = 2500
+            tool_timeout_sec = 30
+            unknown_future_key = true
+            [mcp_servers.remote]
+            url = "https://example.invalid/mcp"
+            bearer_token_env_var = "TOKEN"
+            [mcp_servers.broken]
+            args = "not a list"
+        "#;
+        let entries = parse_codex(text).unwrap();
+        let by_name: BTreeMap<_, _> = entries.into_iter().collect();
+        let Entry::Config(docs) = &by_name["docs"] else {
+            panic!("docs is valid")
+        };
+        assert_eq!(docs.startup_timeout_sec, Some(2.5));
+        assert_eq!(docs.tool_timeout_sec, Some(30.0));
+        let Entry::Config(remote) = &by_name["remote"] else {
+            panic!("remote is valid")
+        };
+        assert_eq!(remote.bearer_token_env.as_deref(), Some("TOKEN"));
+        assert!(matches!(&by_name["broken"], Entry::Invalid(r) if r.contains("broken")));
+    }
+
+    #[test]
+    fn malformed_files_are_errors_with_reasons() {
+        assert!(
+            parse_claude("{nope", &vars)
+                .unwrap_err()
+                .contains("not valid JSON")
+        );
+        assert!(parse_claude(r#"{"mcpServers": []}"#, &vars).is_err());
+        assert!(
+            parse_codex("[mcp_servers\n")
+                .unwrap_err()
+                .contains("not valid TOML")
+        );
+        assert!(parse_claude(r#"{"other": 1}"#, &vars).unwrap().is_empty());
+    }
+}

@@ -1,0 +1,691 @@
+//! One mounted server's lifecycle: start, list, watch, call, crash, restart, stop.
+//!
+//! ```text
+//!  Idle ──start──▶ Starting ──ok──▶ Ready ──exits/crashes──▶ Failed(retry) ──next call──▶ Starting
+//!                     │                                                        (after backoff)
+//!                     └──fails/hangs──▶ Failed(no retry)
+//! ```
+//!
+//! Startup (spawn, `initialize`, the whole paginated `tools/list`) is bounded by the
+//! server's `startup_timeout_sec`; a server that misses it is killed and marked failed with
+//! the reason, and nothing else ever waits for it. While ready, a monitor task owns the
+//! connection: `tools/list_changed` triggers a refetch (and, through the registry, an
+//! upstream `list_changed`); the connection ending fails every call in flight at once and
+//! marks the server for a restart on its next call, with backoff 0 s, 1 s, 2 s, … 60 s.
+//!
+//! What a failed server contributes to the registry: before it was ever ready, nothing (its
+//! tools were never known; `toolgate mcp list` and the log say why); while starting, an
+//! "unavailable" error, so snapshots are marked incomplete; after a crash, its last tool list,
+//! whose calls restart it or answer with the reason and when the next attempt is allowed.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, JsonObject,
+    ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, RunningService};
+use rmcp::{Peer, RoleClient, ServiceError, ServiceExt};
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+use toolgate_core::{CallContext, DynTool, ProviderError, ToolError, ToolOutput, ToolProvider};
+
+use crate::config::{ServerSpec, Transport};
+use crate::connect::{ChildGuard, Diagnostics, http_transport, spawn_stdio};
+use crate::convert::to_output;
+use crate::gateway::Inner;
+use crate::handler::{Handler, ProgressRoutes};
+use crate::list::list_all;
+
+/// A connection that lived this long resets the restart backoff.
+const STABLE_AFTER: Duration = Duration::from_secs(60);
+/// Longest wait between restarts.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// Where a server is in its lifecycle.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Phase {
+    Disabled,
+    Idle,
+    Starting,
+    Ready,
+    /// `retry_at` is set for a server that was ready once: a call after it restarts it.
+    Failed {
+        reason: String,
+        retry_at: Option<Instant>,
+    },
+}
+
+pub(crate) struct State {
+    pub(crate) phase: Phase,
+    live: Option<Arc<Live>>,
+    ever_ready: bool,
+    failures: u32,
+    pub(crate) startup: Option<Duration>,
+    pub(crate) notes: Vec<String>,
+}
+
+/// One open connection.
+pub(crate) struct Live {
+    peer: Peer<RoleClient>,
+    routes: Arc<ProgressRoutes>,
+    diag: Arc<Diagnostics>,
+    /// Cancelled when the connection has ended and its process is gone.
+    closed: CancellationToken,
+    end: Mutex<Option<String>>,
+    opened: Instant,
+}
+
+impl Live {
+    fn end_reason(&self) -> String {
+        lock(&self.end)
+            .clone()
+            .unwrap_or_else(|| "the connection closed".to_owned())
+    }
+}
+
+/// A mounted server.
+pub(crate) struct Mount {
+    pub(crate) spec: ServerSpec,
+    inner: Weak<Inner>,
+    state: Mutex<State>,
+    /// The server's tools after `enabled_tools` / `disabled_tools`, as last listed.
+    listed: Mutex<Arc<Vec<rmcp::model::Tool>>>,
+    /// The published proxies with the definitions they were built from (set by
+    /// [`Inner::publish`]).
+    pub(crate) published: Mutex<Vec<(rmcp::model::Tool, Arc<dyn DynTool>)>>,
+    changed: watch::Sender<u64>,
+    /// Set when a background start has been asked for but has not begun yet.
+    requested: AtomicBool,
+    start_lock: tokio::sync::Mutex<()>,
+    pub(crate) shutdown: CancellationToken,
+}
+
+/// What a successful startup hands over.
+struct Connected {
+    service: RunningService<RoleClient, Handler>,
+    guard: Option<ChildGuard>,
+    list_changed: Arc<Notify>,
+    live: Arc<Live>,
+    tools: Vec<rmcp::model::Tool>,
+    notes: Vec<String>,
+}
+
+type Handshaken = (
+    RunningService<RoleClient, Handler>,
+    Vec<rmcp::model::Tool>,
+    Vec<String>,
+);
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Mount {
+    pub(crate) fn new(spec: ServerSpec, inner: Weak<Inner>) -> Self {
+        let phase = if spec.enabled {
+            Phase::Idle
+        } else {
+            Phase::Disabled
+        };
+        Self {
+            spec,
+            inner,
+            state: Mutex::new(State {
+                phase,
+                live: None,
+                ever_ready: false,
+                failures: 0,
+                startup: None,
+                notes: Vec::new(),
+            }),
+            listed: Mutex::new(Arc::new(Vec::new())),
+            published: Mutex::new(Vec::new()),
+            changed: watch::channel(0).0,
+            requested: AtomicBool::new(false),
+            start_lock: tokio::sync::Mutex::new(()),
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    pub(crate) fn listed(&self) -> Arc<Vec<rmcp::model::Tool>> {
+        Arc::clone(&lock(&self.listed))
+    }
+
+    /// The published tools, in the server's order.
+    pub(crate) fn tools(&self) -> Vec<Arc<dyn DynTool>> {
+        lock(&self.published)
+            .iter()
+            .map(|(_, proxy)| Arc::clone(proxy))
+            .collect()
+    }
+
+    /// Returns once a start in progress has ended and the connection (if any) is closed
+    /// and its processes are gone. Call after cancelling [`Mount::shutdown`].
+    pub(crate) async fn stopped(&self) {
+        drop(self.start_lock.lock().await);
+        let live = self.state().live.clone();
+        if let Some(live) = live {
+            live.closed.cancelled().await;
+        }
+    }
+
+    fn set_phase(&self, phase: Phase) {
+        self.state().phase = phase;
+        self.changed.send_modify(|g| *g += 1);
+    }
+
+    fn invalidate(&self) {
+        if let Some(inner) = self.inner.upgrade() {
+            inner.invalidate();
+        }
+    }
+
+    /// Marks an idle server as about to start, so it reads as starting from now on.
+    pub(crate) fn request_start(&self) -> bool {
+        let idle = self.state().phase == Phase::Idle;
+        if idle {
+            self.requested.store(true, Ordering::SeqCst);
+        }
+        idle
+    }
+
+    /// Whether the server is starting (or about to).
+    pub(crate) fn is_settling(&self) -> bool {
+        match self.state().phase {
+            Phase::Starting => true,
+            Phase::Idle => self.requested.load(Ordering::SeqCst),
+            _ => false,
+        }
+    }
+
+    /// Waits until the server is not starting.
+    pub(crate) async fn settled(&self) {
+        let mut rx = self.changed.subscribe();
+        while self.is_settling() {
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Starts the server if it is idle, or restarts it if a retry is due; returns when it
+    /// is ready or failed. Concurrent callers share one attempt.
+    pub(crate) async fn start(self: &Arc<Self>) {
+        let _attempt = self.start_lock.lock().await;
+        let allowed = match &self.state().phase {
+            Phase::Idle => true,
+            Phase::Failed {
+                retry_at: Some(at), ..
+            } => Instant::now() >= *at,
+            _ => false,
+        };
+        if !allowed || self.shutdown.is_cancelled() {
+            if self.requested.swap(false, Ordering::SeqCst) {
+                self.changed.send_modify(|g| *g += 1);
+            }
+            return;
+        }
+        let first = !self.state().ever_ready;
+        self.set_phase(Phase::Starting);
+        self.requested.store(false, Ordering::SeqCst);
+        if first {
+            // Listed as unavailable (snapshot incomplete) rather than as having no tools.
+            self.invalidate();
+        }
+        let started = Instant::now();
+        let outcome = tokio::select! {
+            r = self.connect() => r,
+            () = self.shutdown.cancelled() => Err("stopped: toolgate is shutting down".to_owned()),
+        };
+        match outcome {
+            Ok(connected) => {
+                let startup = started.elapsed();
+                tracing::info!(server = %self.spec.name, tools = connected.tools.len(), ms = startup.as_millis() as u64, "MCP server ready");
+                *lock(&self.listed) = Arc::new(connected.tools);
+                {
+                    let mut st = self.state();
+                    st.live = Some(Arc::clone(&connected.live));
+                    st.ever_ready = true;
+                    st.startup = Some(startup);
+                    st.notes = connected.notes;
+                }
+                self.set_phase(Phase::Ready);
+                if let Some(inner) = self.inner.upgrade() {
+                    inner.publish();
+                }
+                tokio::spawn(Arc::clone(self).monitor(
+                    connected.service,
+                    connected.guard,
+                    connected.live,
+                    connected.list_changed,
+                ));
+            }
+            Err(reason) => {
+                tracing::warn!(server = %self.spec.name, %reason, "MCP server failed to start");
+                let retry_at = {
+                    let mut st = self.state();
+                    st.startup = None;
+                    if st.ever_ready {
+                        st.failures += 1;
+                        Some(Instant::now() + backoff(st.failures))
+                    } else {
+                        None
+                    }
+                };
+                self.set_phase(Phase::Failed { reason, retry_at });
+                if first {
+                    self.invalidate();
+                }
+            }
+        }
+    }
+
+    /// Spawns or dials the server, initialises it and lists its tools, within the startup
+    /// timeout. On failure nothing is left running.
+    async fn connect(&self) -> Result<Connected, String> {
+        let handler = Handler::new(&self.spec.name);
+        let diag = Arc::new(Diagnostics::default());
+        let timeout = self.spec.startup_timeout;
+        let limits = self.limits();
+        let stage = Mutex::new("initialize");
+        let (result, guard) = match &self.spec.transport {
+            Transport::Invalid(reason) => return Err(format!("cannot be started: {reason}")),
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let spawned = spawn_stdio(&self.spec.name, command, args, env, cwd, &diag)?;
+                let mut guard = spawned.guard;
+                let result = tokio::time::timeout(
+                    timeout,
+                    self.handshake(&handler, (spawned.stdout, spawned.stdin), &stage, &limits),
+                )
+                .await;
+                match result {
+                    Ok(Ok(ok)) => (ok, Some(guard)),
+                    Ok(Err(e)) => {
+                        let exit = guard.exited_within(Duration::from_millis(500)).await;
+                        guard.kill().await;
+                        return Err(match exit {
+                            Some(how) => format!(
+                                "exited during startup ({how}) before answering `{}`{}",
+                                lock(&stage),
+                                diag.describe()
+                            ),
+                            None => format!("{e}{}", diag.describe()),
+                        });
+                    }
+                    Err(_) => {
+                        guard.kill().await;
+                        return Err(format!(
+                            "did not finish `{}` within {} (startup_timeout_sec) and was stopped{}",
+                            lock(&stage),
+                            secs(timeout),
+                            diag.describe()
+                        ));
+                    }
+                }
+            }
+            Transport::Http {
+                url,
+                headers,
+                bearer_token_env,
+            } => {
+                let transport = http_transport(url, headers, bearer_token_env.as_deref())?;
+                let handshake = self.handshake(&handler, transport, &stage, &limits);
+                match tokio::time::timeout(timeout, handshake).await {
+                    Ok(Ok(ok)) => (ok, None),
+                    Ok(Err(e)) => return Err(format!("{e} (at {url})")),
+                    Err(_) => {
+                        return Err(format!(
+                            "did not finish `{}` within {} (startup_timeout_sec) at {url}",
+                            lock(&stage),
+                            secs(timeout)
+                        ));
+                    }
+                }
+            }
+        };
+        let (service, tools, notes) = result;
+        let live = Arc::new(Live {
+            peer: service.peer().clone(),
+            routes: Arc::clone(&handler.progress),
+            diag,
+            closed: CancellationToken::new(),
+            end: Mutex::new(None),
+            opened: Instant::now(),
+        });
+        Ok(Connected {
+            service,
+            guard,
+            list_changed: Arc::clone(&handler.list_changed),
+            live,
+            tools,
+            notes,
+        })
+    }
+
+    /// `initialize`, then the whole tool list; `stage` says which is running.
+    async fn handshake<T, E, A>(
+        &self,
+        handler: &Handler,
+        transport: T,
+        stage: &Mutex<&'static str>,
+        limits: &crate::GatewayLimits,
+    ) -> Result<Handshaken, String>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let service = handler
+            .clone()
+            .serve(transport)
+            .await
+            .map_err(|e| format!("`initialize` failed: {e}"))?;
+        *lock(stage) = "tools/list";
+        let (tools, notes) = list_all(service.peer(), &self.spec, limits).await?;
+        Ok((service, tools, notes))
+    }
+
+    fn limits(&self) -> crate::GatewayLimits {
+        self.inner
+            .upgrade()
+            .map(|i| i.limits.clone())
+            .unwrap_or_default()
+    }
+
+    /// Owns a ready connection: refetches on `list_changed`, notices the end, cleans up.
+    async fn monitor(
+        self: Arc<Self>,
+        service: RunningService<RoleClient, Handler>,
+        guard: Option<ChildGuard>,
+        live: Arc<Live>,
+        list_changed: Arc<Notify>,
+    ) {
+        let mut cancel = Some(service.cancellation_token());
+        let waiting = service.waiting();
+        tokio::pin!(waiting);
+        let mut stopping = false;
+        loop {
+            tokio::select! {
+                _ = &mut waiting => break,
+                () = self.shutdown.cancelled(), if !stopping => {
+                    stopping = true;
+                    if let Some(token) = cancel.take() {
+                        token.cancel();
+                    }
+                    // Closing the transport closes the child's stdin; do not wait forever
+                    // on a transport that is slow to close.
+                    let _ = tokio::time::timeout(Duration::from_secs(3), &mut waiting).await;
+                    break;
+                }
+                () = list_changed.notified() => self.refresh(&live).await,
+            }
+        }
+        let how = match guard {
+            Some(guard) => guard.close().await,
+            None => "the connection closed".to_owned(),
+        };
+        let reason = if stopping {
+            "stopped: toolgate is shutting down".to_owned()
+        } else {
+            format!("exited ({how}){}", live.diag.describe())
+        };
+        *lock(&live.end) = Some(reason.clone());
+        live.closed.cancel();
+        let current = {
+            let mut st = self.state();
+            let current = st.live.as_ref().is_some_and(|l| Arc::ptr_eq(l, &live));
+            if current {
+                st.live = None;
+                if live.opened.elapsed() >= STABLE_AFTER {
+                    st.failures = 0;
+                }
+                st.failures += 1;
+            }
+            current.then_some(st.failures)
+        };
+        if let Some(failures) = current {
+            let phase = if stopping {
+                Phase::Failed {
+                    reason,
+                    retry_at: None,
+                }
+            } else {
+                tracing::warn!(server = %self.spec.name, %reason, "MCP server exited; it is restarted on its next call");
+                Phase::Failed {
+                    reason: format!("{reason}; it is restarted on the next call"),
+                    retry_at: Some(Instant::now() + backoff(failures)),
+                }
+            };
+            self.set_phase(phase);
+        }
+    }
+
+    /// Refetches the tool list after `list_changed` and republishes it if it changed.
+    async fn refresh(&self, live: &Live) {
+        let limits = self.limits();
+        let listed = tokio::time::timeout(
+            self.spec.startup_timeout,
+            list_all(&live.peer, &self.spec, &limits),
+        )
+        .await;
+        match listed {
+            Ok(Ok((tools, notes))) => {
+                let changed = **lock(&self.listed) != tools;
+                self.state().notes = notes;
+                if changed {
+                    tracing::info!(server = %self.spec.name, tools = tools.len(), "MCP server's tools changed");
+                    *lock(&self.listed) = Arc::new(tools);
+                    if let Some(inner) = self.inner.upgrade() {
+                        inner.publish();
+                    }
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(server = %self.spec.name, %e, "refetching tools failed; keeping the old list")
+            }
+            Err(_) => {
+                tracing::warn!(server = %self.spec.name, "refetching tools timed out; keeping the old list")
+            }
+        }
+    }
+
+    /// A ready connection for a call, starting or restarting the server when allowed.
+    async fn ensure_live(self: &Arc<Self>) -> Result<Arc<Live>, String> {
+        let name = &self.spec.name;
+        let mut changed = self.changed.subscribe();
+        let mut attempted = false;
+        loop {
+            if self.shutdown.is_cancelled() {
+                return Err(format!(
+                    "MCP server `{name}` is stopped: toolgate is shutting down"
+                ));
+            }
+            let start = {
+                let st = self.state();
+                match &st.phase {
+                    Phase::Ready => {
+                        if let Some(live) = &st.live {
+                            return Ok(Arc::clone(live));
+                        }
+                        false
+                    }
+                    Phase::Disabled => {
+                        return Err(format!(
+                            "MCP server `{name}` is disabled (enabled = false, {})",
+                            self.spec.source
+                        ));
+                    }
+                    Phase::Idle => true,
+                    Phase::Starting => false,
+                    Phase::Failed { reason, retry_at } => match retry_at {
+                        Some(at) if !attempted && Instant::now() >= *at => true,
+                        Some(at) => {
+                            let wait = at.saturating_duration_since(Instant::now());
+                            return Err(format!(
+                                "MCP server `{name}` is not available: {reason}; the next restart is allowed in {}; try again then, or use another tool",
+                                secs(wait.max(Duration::from_secs(1)))
+                            ));
+                        }
+                        None => {
+                            return Err(format!(
+                                "MCP server `{name}` is not available: {reason}; fix its config (see `toolgate mcp list`) and restart toolgate"
+                            ));
+                        }
+                    },
+                }
+            };
+            if start && !attempted {
+                attempted = true;
+                self.start().await;
+            } else if changed.changed().await.is_err() {
+                return Err(format!("MCP server `{name}` is not available"));
+            }
+        }
+    }
+
+    /// Calls `tool` on the server. Errors are recoverable results that say what happened.
+    pub(crate) async fn call(
+        self: &Arc<Self>,
+        tool: &str,
+        args: JsonObject,
+        ctx: CallContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let name = &self.spec.name;
+        let live = self.ensure_live().await.map_err(ToolError::Recoverable)?;
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = match live
+            .peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+        {
+            Ok(handle) => handle,
+            Err(_) => return Err(self.lost(&live, tool).await),
+        };
+        let _route = ctx
+            .progress
+            .clone()
+            .map(|sink| live.routes.route(handle.progress_token.clone(), sink));
+        let id = handle.id.clone();
+        let response = handle.await_response();
+        tokio::pin!(response);
+        tokio::select! {
+            r = &mut response => match r {
+                Ok(ServerResult::CallToolResult(result)) => {
+                    Ok(to_output(result, self.limits().max_inline_chars))
+                }
+                Ok(ServerResult::CreateTaskResult(_)) => Err(ToolError::recoverable(format!(
+                    "MCP server `{name}` answered `{tool}` with a background task, which toolgate cannot follow yet; use another tool"
+                ))),
+                Ok(_) => Err(ToolError::recoverable(format!(
+                    "MCP server `{name}` sent an answer to `{tool}` that is not a tool result; the server is misbehaving"
+                ))),
+                Err(ServiceError::McpError(e)) => Err(ToolError::recoverable(format!(
+                    "MCP server `{name}` rejected `{tool}`: {} (JSON-RPC error {}); check the arguments against the tool's description",
+                    e.message, e.code.0
+                ))),
+                Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
+                    Err(self.lost(&live, tool).await)
+                }
+                Err(e) => Err(ToolError::recoverable(format!(
+                    "calling `{tool}` on MCP server `{name}` failed: {e}"
+                ))),
+            },
+            () = ctx.cancel.cancelled() => {
+                // The dispatcher stopped the call (timeout, or the client cancelled it).
+                let notice = CancelledNotificationParam::new(
+                    Some(id),
+                    Some("cancelled by toolgate (timeout or client cancellation)".to_owned()),
+                );
+                let _ = live.peer.notify_cancelled(notice).await;
+                Err(ToolError::recoverable(format!("`{tool}` was cancelled")))
+            }
+            () = live.closed.cancelled() => Err(self.lost(&live, tool).await),
+        }
+    }
+
+    /// The error for a call whose connection ended under it.
+    async fn lost(&self, live: &Live, tool: &str) -> ToolError {
+        // The monitor records why (exit status, stderr) as it cleans up.
+        let _ = tokio::time::timeout(Duration::from_secs(3), live.closed.cancelled()).await;
+        ToolError::recoverable(format!(
+            "MCP server `{}` stopped while `{tool}` was running ({}); the call may or may not have taken effect. The server is restarted on the next call",
+            self.spec.name,
+            live.end_reason()
+        ))
+    }
+}
+
+/// 0 s for the first restart, then 1 s, 2 s, 4 s, … up to [`MAX_BACKOFF`].
+fn backoff(failures: u32) -> Duration {
+    match failures {
+        0 | 1 => Duration::ZERO,
+        n => Duration::from_secs(1u64 << (n - 2).min(6)).min(MAX_BACKOFF),
+    }
+}
+
+/// `2 s`, `1.5 s`.
+pub(crate) fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if (s - s.round()).abs() < 0.05 {
+        format!("{} s", s.round() as u64)
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
+/// The registry's view of one server.
+pub(crate) struct MountProvider {
+    pub(crate) name: String,
+    pub(crate) mount: Arc<Mount>,
+}
+
+impl ToolProvider for MountProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn tools(&self) -> Result<Vec<Arc<dyn DynTool>>, ProviderError> {
+        let (phase, ever_ready) = {
+            let st = self.mount.state();
+            (st.phase.clone(), st.ever_ready)
+        };
+        let starting = self.mount.is_settling();
+        match phase {
+            _ if starting && !ever_ready => Err(ProviderError::Unavailable {
+                provider: self.name.clone(),
+                reason: "starting; its tools appear when it is ready".to_owned(),
+            }),
+            _ if ever_ready => Ok(self.mount.tools()),
+            _ => Ok(Vec::new()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_to_a_minute() {
+        let steps: Vec<u64> = (1..=10).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(steps, [0, 1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    }
+
+    #[test]
+    fn seconds_read_well() {
+        assert_eq!(secs(Duration::from_secs(15)), "15 s");
+        assert_eq!(secs(Duration::from_millis(1500)), "1.5 s");
+    }
+}

@@ -1,0 +1,17 @@
+//! The gateway against real servers (`@modelcontextprotocol/server-everything` over stdio
+//! and Streamable HTTP, `@modelcontextprotocol/server-filesystem`, installed by
+//! `scripts/install-peers.sh`) and against misbehaving ones (`examples/fake_server.rs`).
+//! Every test ends by checking /proc: no process it started may survive.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+#[path = "all/config.rs"]
+mod config;
+#[path = "all/everything.rs"]
+mod everything;
+#[path = "all/filesystem.rs"]
+mod filesystem;
+#[path = "all/misbehave.rs"]
+mod misbehave;
+#[path = "all/support.rs"]
+mod support;

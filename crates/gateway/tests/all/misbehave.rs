@@ -1,0 +1,373 @@
+//! Servers that hang, crash, print garbage, list 1,000 tools or change their tools: each is
+//! isolated, reported clearly, and leaves no process behind.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolgate_core::{CallContext, Media, Policy, RawArgs};
+use toolgate_gateway::{GatewayLimits, ServerState};
+
+use crate::support::{fake, setup, stdio};
+
+pub fn state(rig: &crate::support::Rig, name: &str) -> ServerState {
+    rig.gateway
+        .status()
+        .into_iter()
+        .find(|s| s.name == name)
+        .unwrap()
+        .state
+}
+
+#[tokio::test]
+async fn a_server_that_hangs_on_initialize_is_stopped_with_its_children_and_blocks_nobody() {
+    let builder = setup();
+    let mut hang = stdio(&fake(), &["hang-init"], &builder.mark);
+    hang.startup_timeout_sec = Some(1.0);
+    let rig = builder
+        .server("hang", hang)
+        .fake("good", &["normal"])
+        .build();
+    rig.gateway.start();
+    // The built-in is listed at once; the snapshot says a server is still starting.
+    let snap = rig.dispatcher.snapshot();
+    assert!(snap.get("builtin_echo").is_some());
+    assert!(
+        snap.incomplete,
+        "starting servers mark the snapshot incomplete"
+    );
+    assert!(
+        snap.problems.iter().any(|p| p.contains("starting")),
+        "{:?}",
+        snap.problems
+    );
+    assert_eq!(
+        rig.call("builtin_echo", json!({})).await.text,
+        "builtin ok",
+        "built-ins are served while a server hangs"
+    );
+    rig.wait_for_tool("mcp__good__ok", Duration::from_secs(20))
+        .await;
+    assert_eq!(state(&rig, "good"), ServerState::Ready);
+    rig.gateway.settled().await;
+    let ServerState::Failed(reason) = state(&rig, "hang") else {
+        panic!("hang should have failed")
+    };
+    assert!(
+        reason.contains("did not finish `initialize` within 1 s"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("fake_server starting"),
+        "stderr is quoted: {reason}"
+    );
+    // Failed before it was ever ready: it contributes nothing, and no longer marks the
+    // snapshot incomplete.
+    let snap = rig.dispatcher.snapshot();
+    assert!(!snap.incomplete, "{:?}", snap.problems);
+    assert!(!snap.tools.keys().any(|k| k.starts_with("mcp__hang")));
+    // Its process group (the server and its `sleep` grandchild) is gone already.
+    crate::support::assert_no_survivors_except(&rig.mark, "normal").await;
+    rig.finish().await;
+}
+
+#[tokio::test]
+async fn a_server_that_prints_garbage_fails_with_the_garbage_quoted() {
+    let builder = setup();
+    let mut garbage = stdio(&fake(), &["garbage"], &builder.mark);
+    garbage.startup_timeout_sec = Some(1.0);
+    let rig = builder.server("noisy", garbage).build();
+    rig.gateway.start_all().await;
+    let ServerState::Failed(reason) = state(&rig, "noisy") else {
+        panic!("noisy should have failed")
+    };
+    assert!(
+        reason.contains("not JSON-RPC (first: `Hello! I am a server that logs to stdout.`)"),
+        "{reason}"
+    );
+    assert!(reason.contains("log to stderr"), "{reason}");
+    rig.finish().await;
+}
+
+#[tokio::test]
+async fn a_missing_program_fails_at_once_with_a_hint() {
+    let builder = setup();
+    let missing = stdio("/no/such/server", &[], &builder.mark);
+    let rig = builder.server("missing", missing).build();
+    let started = Instant::now();
+    rig.gateway.start_all().await;
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let ServerState::Failed(reason) = state(&rig, "missing") else {
+        panic!("should fail")
+    };
+    assert!(reason.contains("no such program"), "{reason}");
+    rig.finish().await;
+}
+
+#[tokio::test]
+async fn a_server_that_exits_mid_call_fails_the_call_at_once_and_restarts_on_next_use() {
+    let rig = setup().fake("crashy", &["normal"]).build();
+    rig.gateway.start_all().await;
+    let started = Instant::now();
+    let out = rig.call("mcp__crashy__boom", json!({})).await;
+    assert!(out.is_error);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the pending call fails when the server dies, not at its timeout"
+    );
+    assert!(
+        out.text.contains(
+            "MCP server `crashy` stopped while `boom` was running (exited (exit status 3)"
+        ),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text.contains("about to crash on purpose"),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text.contains("restarted on the next call"),
+        "{}",
+        out.text
+    );
+    // Its tools stay listed; the next call restarts it.
+    assert!(rig.names().contains(&"mcp__crashy__ok".to_owned()));
+    let out = rig
+        .call("mcp__crashy__ok", json!({"message": "back"}))
+        .await;
+    assert!(!out.is_error, "{}", out.text);
+    assert_eq!(out.text, "back");
+    assert_eq!(state(&rig, "crashy"), ServerState::Ready);
+    // A second crash right away: the restart now waits (backoff), and says so.
+    let out = rig.call("mcp__crashy__boom", json!({})).await;
+    assert!(out.is_error);
+    let out = rig.call("mcp__crashy__ok", json!({})).await;
+    assert!(out.is_error);
+    assert!(
+        out.text.contains("the next restart is allowed in"),
+        "{}",
+        out.text
+    );
+    rig.finish().await;
+}
+
+#[tokio::test]
+async fn a_thousand_tools_over_ten_pages_are_all_mounted() {
+    let rig = setup().fake("many", &["many", "1000", "100"]).build();
+    rig.gateway.start_all().await;
+    let names = rig.names();
+    let mounted: Vec<_> = names
+        .iter()
+        .filter(|n| n.starts_with("mcp__many__"))
+        .collect();
+    assert_eq!(mounted.len(), 1000);
+    assert!(names.contains(&"mcp__many__tool_0999".to_owned()));
+    let status = rig.gateway.status();
+    assert_eq!(status[0].tools, 1000);
+    assert!(status[0].notes.is_empty(), "{:?}", status[0].notes);
+    let out = rig.call("mcp__many__tool_0500", json!({})).await;
+    assert!(
+        out.text.contains("no tool tool_0500"),
+        "routed by its own name"
+    );
+    rig.finish().await;
+}
+
+#[tokio::test]
+async fn listing_caps_stop_a_server_that_lists_too_much() {
+    let limits = GatewayLimits {
+        max_tools_per_server: 250,
+        ..GatewayLimits::default()
+    };
+    let rig = setup()
+        .limits(limits)
+        .fake("many", &["many", "1000", "100"])
+        .build();
+    rig.gateway.start_all().await;
+    let status = rig.gateway.status();
+    assert_eq!(status[0].tools, 250);
+    assert!(
+        status[0].notes[0].contains("only the first 250 tools are mounted"),
+        "{:?}",
+        status[0].notes
+    );
+    rig.finish().await;
+    let limits = GatewayLimits {
+        max_list_pages: 3,
+        ..GatewayLimits::default()
+    };
+    let rig = setup()
+        .limits(limits)
+        .fake("many", &["many", "1000", "100"])
+        .build();
+    rig.gateway.start_all().await;
+    let status = rig.gateway.status();
+    assert_eq!(status[0].tools, 300);
+    assert!(status[0].notes[0].contains("stopped after 3 pages"));
+    rig.finish().await;
+}
+
+#[tokio::test]
+async fn list_changed_from_a_server_refetches_and_bumps_the_registry() {
+    let rig = setup().fake("shifty", &["normal"]).build();
+    rig.gateway.start_all().await;
+    assert!(rig.names().contains(&"mcp__shifty__bump".to_owned()));
+    let generation = rig.registry.generation();
+    let out = rig.call("mcp__shifty__bump", json!({})).await;
+    assert_eq!(out.text, "bumped");
+    rig.wait_for_tool("mcp__shifty__v2", Duration::from_secs(10))
+        .await;
+    assert!(rig.registry.generation() > generation);
+    assert!(
+        !rig.names().contains(&"mcp__shifty__bump".to_owned()),
+        "a removed tool leaves no ghost"
+    );
+    rig.finish().await;
+}
+
+#[tokio::test]
+async fn a_timeout_sends_notifications_cancelled_downstream() {
+    let builder = setup();
+    let log = builder.dir.path().join("slow.log");
+    let mut slow = stdio(&fake(), &["normal"], &builder.mark);
+    slow.tool_timeout_sec = Some(0.5);
+    slow.env
+        .as_mut()
+        .unwrap()
+        .insert("FAKE_LOG".to_owned(), log.to_string_lossy().into_owned());
+    let rig = builder.server("slow", slow).build();
+    rig.gateway.start_all().await;
+    let out = rig.call("mcp__slow__sleep", json!({"ms": 5000})).await;
+    assert!(out.is_error);
+    assert!(out.text.contains("timed out after 500 ms"), "{}", out.text);
+    let started = Instant::now();
+    loop {
+        let log = rig.fake_log("slow");
+        if log.contains("cancelled") {
+            let call_id = log
+                .lines()
+                .find_map(|l| l.strip_prefix("call sleep "))
+                .unwrap();
+            assert!(log.contains(&format!("cancelled {call_id}")), "{log}");
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "no cancel: {log}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The server is still fine afterwards.
+    let out = rig
+        .call("mcp__slow__ok", json!({"message": "still here"}))
+        .await;
+    assert_eq!(out.text, "still here");
+    rig.finish().await;
+}
+
+#[tokio::test]
+async fn arguments_are_checked_against_the_servers_schema_before_sending() {
+    let rig = setup().fake("strict", &["normal"]).build();
+    rig.gateway.start_all().await;
+    let out = rig.call("mcp__strict__sleep", json!({"ms": "soon"})).await;
+    assert!(out.is_error);
+    assert_eq!(
+        out.text,
+        "error: invalid arguments for `mcp__strict__sleep`: field `ms`: \"soon\" is not of type \"integer\"; check the tool's input schema"
+    );
+    assert!(
+        !rig.fake_log("strict").contains("call sleep"),
+        "nothing was sent"
+    );
+    rig.finish().await;
+}
+
+#[tokio::test]
+async fn permissions_apply_by_namespace_and_by_action() {
+    let policy = Policy::from_lists(&[], &[], &["mcp__locked__*".to_owned()]).unwrap();
+    let rig = setup()
+        .policy(policy)
+        .fake("locked", &["normal"])
+        .fake("open", &["normal"])
+        .build();
+    rig.gateway.start_all().await;
+    let out = rig.call("mcp__locked__ok", json!({})).await;
+    assert!(out.is_error);
+    assert!(out.text.contains("blocked by the rule"), "{}", out.text);
+    assert_eq!(rig.call("mcp__open__ok", json!({})).await.text, "ok");
+    rig.finish().await;
+    let policy = Policy::from_lists(&[], &[], &["mcp.write".to_owned()]).unwrap();
+    let rig = setup().policy(policy).fake("srv", &["normal"]).build();
+    rig.gateway.start_all().await;
+    assert!(rig.call("mcp__srv__bump", json!({})).await.is_error);
+    assert_eq!(rig.call("mcp__srv__ok", json!({})).await.text, "ok");
+    rig.finish().await;
+}
+
+#[tokio::test]
+async fn large_results_are_spilled_by_the_budget_and_images_pass_through() {
+    let rig = setup().with_budget().fake("big", &["normal"]).build();
+    rig.gateway.start_all().await;
+    let out = rig.call("mcp__big__big", json!({"chars": 200_000})).await;
+    assert!(!out.is_error);
+    assert!(out.text.len() < 10_000, "the model gets an excerpt");
+    assert!(
+        out.text.contains("read_file"),
+        "and a pointer: {}",
+        out.text
+    );
+    assert_eq!(out.structured["truncated"], true);
+    let spill = out.structured["spill"]["path"].as_str().unwrap();
+    let whole = std::fs::read_to_string(rig.dir.path().join(spill))
+        .or_else(|_| std::fs::read_to_string(spill))
+        .unwrap();
+    let expected: String = (0..20_000).map(|i| format!("line {i:04}\n")).collect();
+    assert_eq!(whole, expected, "nothing is lost");
+    let out = rig.call("mcp__big__image", json!({})).await;
+    assert!(matches!(&out.media[..], [Media::Image { mime, .. }] if mime == "image/png"));
+    rig.finish().await;
+}
+
+#[tokio::test]
+async fn shutdown_during_a_call_fails_the_call_and_leaves_nothing_running() {
+    let rig = setup().fake("busy", &["normal"]).build();
+    rig.gateway.start_all().await;
+    let call = rig.dispatcher.call(
+        "mcp__busy__sleep",
+        RawArgs::Json(json!({"ms": 30_000})),
+        CallContext::default(),
+    );
+    let (out, ()) = tokio::join!(call, async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        rig.gateway.shutdown().await;
+    });
+    assert!(out.is_error);
+    assert!(out.text.contains("shutting down"), "{}", out.text);
+    rig.finish().await;
+}
+
+#[tokio::test]
+async fn one_failing_server_leaves_the_others_working() {
+    let builder = setup();
+    let mark = builder.mark.clone();
+    let mut hang = stdio(&fake(), &["hang-init"], &mark);
+    hang.startup_timeout_sec = Some(1.0);
+    let missing = stdio("/no/such/server", &[], &mark);
+    let mut garbage = stdio(&fake(), &["garbage"], &mark);
+    garbage.startup_timeout_sec = Some(1.0);
+    let rig = builder
+        .server("a_hang", hang)
+        .server("b_missing", missing)
+        .server("c_garbage", garbage)
+        .fake("d_good", &["normal"])
+        .build();
+    rig.gateway.start_all().await;
+    let words: Vec<_> = rig.gateway.status().into_iter().map(|s| s.state).collect();
+    assert!(matches!(words[0], ServerState::Failed(_)));
+    assert!(matches!(words[1], ServerState::Failed(_)));
+    assert!(matches!(words[2], ServerState::Failed(_)));
+    assert_eq!(words[3], ServerState::Ready);
+    assert_eq!(rig.call("mcp__d_good__ok", json!({})).await.text, "ok");
+    rig.finish().await;
+}

@@ -1,0 +1,318 @@
+//! A gateway in a registry with one built-in tool, a dispatcher over it, and a /proc check
+//! that nothing the test started outlives it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use toolgate_core::{
+    CallContext, DispatchLimits, Dispatcher, DynTool, Policy, RawArgs, Registry, Scope,
+    StaticProvider, ToolError, ToolMeta, ToolOutput, ToolSpec,
+};
+use toolgate_gateway::{Discovered, Gateway, GatewayLimits, McpServerConfig, ServerSpec};
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Node 22 from `scripts/install-peers.sh`.
+pub fn node() -> String {
+    let node = root().join(".cache/peers/npm/node_modules/node/bin/node");
+    assert!(
+        node.exists(),
+        "{} is missing: run scripts/install-peers.sh",
+        node.display()
+    );
+    node.to_string_lossy().into_owned()
+}
+
+/// The entry script of an npm MCP server package.
+pub fn npm_server(package: &str) -> String {
+    let script = root()
+        .join(".cache/peers/npm/node_modules/@modelcontextprotocol")
+        .join(package)
+        .join("dist/index.js");
+    assert!(
+        script.exists(),
+        "{} is missing: run scripts/install-peers.sh",
+        script.display()
+    );
+    script.to_string_lossy().into_owned()
+}
+
+/// The `fake_server` example, built by `cargo test` beside this test binary.
+pub fn fake() -> String {
+    let exe = std::env::current_exe().unwrap();
+    let debug = exe.parent().unwrap().parent().unwrap();
+    let path = debug.join("examples/fake_server");
+    assert!(path.exists(), "{} is missing", path.display());
+    path.to_string_lossy().into_owned()
+}
+
+/// A unique marker for one test's processes.
+pub fn mark() -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+/// A stdio server entry whose processes carry `mark` in their environment.
+pub fn stdio(command: &str, args: &[&str], mark: &str) -> McpServerConfig {
+    McpServerConfig {
+        command: Some(command.to_owned()),
+        args: Some(args.iter().map(|a| (*a).to_owned()).collect()),
+        env: Some([("TOOLGATE_TEST_MARK".to_owned(), mark.to_owned())].into()),
+        startup_timeout_sec: Some(20.0),
+        ..McpServerConfig::default()
+    }
+}
+
+/// A built-in stand-in, to see that built-ins are served beside mounted tools.
+struct Builtin {
+    spec: ToolSpec,
+    meta: ToolMeta,
+}
+
+impl DynTool for Builtin {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+    fn meta(&self) -> &ToolMeta {
+        &self.meta
+    }
+    fn call(&self, _: Value, _: CallContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        Box::pin(async { Ok(ToolOutput::text("builtin ok")) })
+    }
+}
+
+/// A registry with a built-in and the given servers, a dispatcher, and the test's marker.
+pub struct Rig {
+    pub registry: Arc<Registry>,
+    pub gateway: Gateway,
+    pub dispatcher: Dispatcher,
+    pub mark: String,
+    pub dir: tempfile::TempDir,
+}
+
+pub struct RigBuilder {
+    servers: Vec<(String, McpServerConfig)>,
+    limits: GatewayLimits,
+    policy: Policy,
+    budget: bool,
+    pub mark: String,
+    pub dir: tempfile::TempDir,
+}
+
+pub fn setup() -> RigBuilder {
+    RigBuilder {
+        servers: Vec::new(),
+        limits: GatewayLimits::default(),
+        policy: Policy::allow_all(),
+        budget: false,
+        mark: mark(),
+        dir: tempfile::tempdir().unwrap(),
+    }
+}
+
+impl RigBuilder {
+    pub fn server(mut self, name: &str, config: McpServerConfig) -> Self {
+        self.servers.push((name.to_owned(), config));
+        self
+    }
+
+    /// A `fake_server` in `mode` with `args`.
+    pub fn fake(self, name: &str, mode_and_args: &[&str]) -> Self {
+        let mark = self.mark.clone();
+        let log = self.dir.path().join(format!("{name}.log"));
+        let mut config = stdio(&fake(), mode_and_args, &mark);
+        config
+            .env
+            .as_mut()
+            .unwrap()
+            .insert("FAKE_LOG".to_owned(), log.to_string_lossy().into_owned());
+        self.server(name, config)
+    }
+
+    pub fn limits(mut self, limits: GatewayLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    pub fn with_budget(mut self) -> Self {
+        self.budget = true;
+        self
+    }
+
+    pub fn build(self) -> Rig {
+        let registry = Arc::new(Registry::new());
+        let builtin: Arc<dyn DynTool> = Arc::new(Builtin {
+            spec: ToolSpec {
+                name: "builtin_echo".to_owned(),
+                description: "A built-in.".to_owned(),
+                input_schema: Arc::new(json!({"type": "object"}).as_object().unwrap().clone()),
+            },
+            meta: ToolMeta::default(),
+        });
+        registry
+            .register(
+                None,
+                Arc::new(StaticProvider::new("builtin", vec![builtin])),
+                0,
+            )
+            .unwrap();
+        let servers: Vec<ServerSpec> = self
+            .servers
+            .iter()
+            .map(|(name, config)| {
+                ServerSpec::resolve(name, config, "test".to_owned(), self.dir.path())
+            })
+            .collect();
+        let discovered = Discovered {
+            servers,
+            problems: Vec::new(),
+        };
+        let gateway = Gateway::new(discovered, self.limits, &registry).unwrap();
+        let mut dispatcher = Dispatcher::new(
+            Arc::clone(&registry),
+            Scope::global(),
+            self.policy,
+            DispatchLimits::default(),
+        );
+        if self.budget {
+            let limits = toolgate_budget::BudgetLimits::default();
+            let store = Arc::new(toolgate_budget::SpillStore::new(
+                self.dir.path().join("spill"),
+                limits.spill_quota_bytes,
+            ));
+            dispatcher = dispatcher.with_budget(Arc::new(toolgate_budget::Budget::new(
+                limits,
+                store,
+                self.dir.path().to_path_buf(),
+            )));
+        }
+        Rig {
+            registry,
+            gateway,
+            dispatcher,
+            mark: self.mark,
+            dir: self.dir,
+        }
+    }
+}
+
+impl Rig {
+    /// Calls `name` through the dispatcher, as a client would.
+    pub async fn call(&self, name: &str, args: Value) -> ToolOutput {
+        self.dispatcher
+            .call(name, RawArgs::Json(args), CallContext::default())
+            .await
+    }
+
+    /// Names of the tools in the current snapshot.
+    pub fn names(&self) -> Vec<String> {
+        self.dispatcher.snapshot().tools.keys().cloned().collect()
+    }
+
+    /// Waits until `name` is listed (or fails after `limit`).
+    pub async fn wait_for_tool(&self, name: &str, limit: Duration) {
+        let started = Instant::now();
+        let mut changes = self.registry.subscribe();
+        while !self.names().iter().any(|n| n == name) {
+            assert!(
+                started.elapsed() < limit,
+                "{name} never appeared; have {:?}",
+                self.names()
+            );
+            let _ = tokio::time::timeout(Duration::from_millis(200), changes.changed()).await;
+        }
+    }
+
+    /// The fake server's log of calls and cancellations.
+    pub fn fake_log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default()
+    }
+
+    /// Stops the gateway and asserts that no process of this test is left.
+    pub async fn finish(self) {
+        self.gateway.shutdown().await;
+        assert_no_survivors(&self.mark).await;
+    }
+}
+
+/// Processes (not zombies) whose environment carries `TOOLGATE_TEST_MARK=mark`.
+pub fn survivors(mark: &str) -> Vec<String> {
+    let needle = format!("TOOLGATE_TEST_MARK={mark}\0");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let env = String::from_utf8_lossy(&environ);
+        if !env.contains(&needle) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let state = stat.rsplit(')').next().unwrap_or_default().trim_start();
+        if state.starts_with('Z') || state.starts_with('X') {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        found.push(format!(
+            "{pid}: {}",
+            String::from_utf8_lossy(&cmdline).replace('\0', " ")
+        ));
+    }
+    found
+}
+
+/// Asserts that nothing carrying `mark` runs except processes whose command line contains
+/// `keep` (a server the test still uses).
+pub async fn assert_no_survivors_except(mark: &str, keep: &str) {
+    let started = Instant::now();
+    loop {
+        let left: Vec<String> = survivors(mark)
+            .into_iter()
+            .filter(|p| !p.contains(keep))
+            .collect();
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "processes survived: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Asserts that nothing carrying `mark` runs (allowing a moment for SIGKILL to land).
+pub async fn assert_no_survivors(mark: &str) {
+    let started = Instant::now();
+    loop {
+        let left = survivors(mark);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "processes survived the test: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
