@@ -25,7 +25,7 @@ class Session:
     def __init__(self, argv, cwd):
         self.t0 = time.perf_counter()
         self.p = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, bufsize=0)
+                                  stderr=subprocess.DEVNULL)
         self.next_id = 0
 
     def send(self, msg):
