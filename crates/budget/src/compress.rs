@@ -63,31 +63,32 @@ pub struct Compressed {
     pub savings: f64,
 }
 
-/// A run of consecutive lines of one class shown as its first line (` ×count` when > 1).
-#[derive(Debug, Clone, Copy)]
-struct Group {
-    first: usize,
-    count: usize,
-    class: Class,
-}
-
 /// Compresses `text`, or `None` when it should be left alone.
 pub fn compress_log(text: &str, options: &CompressOptions) -> Option<Compressed> {
-    let input_lines = count_lines(text);
-    if input_lines == 0 || input_lines < options.min_lines {
-        return None;
+    if text.is_empty() || text.len() < options.min_lines {
+        return None; // Fewer bytes than the lines needed.
     }
     let clean = clean::clean(text);
     let clean = clean.as_ref();
-    let spans = line_spans(clean);
-    let classes = classify::classify(clean, &spans)?;
-    let lines: Vec<&str> = spans.iter().map(|&(s, e)| &clean[s..e]).collect();
-    let groups = group(&lines, &classes);
-    let keep = keep(&groups, options.context);
-    let rendered = render(&lines, &groups, &keep, options.min_fold.max(1));
+    // Cleaning keeps every `\n`, so these are the input's lines too.
+    let lines = split_lines(clean);
+    let input_lines = lines.len();
+    if input_lines < options.min_lines {
+        return None;
+    }
+    let classes = classify::classify(clean, &lines)?;
+    let mut log = Log {
+        lines: &lines,
+        classes: &classes,
+        signatures: vec![0; lines.len()],
+    };
+    let keep = log.keep(options.context);
+    let rendered = log.render(&keep, options.min_fold.max(1));
 
     let mut out = rendered.text;
-    if !text.ends_with('\n') {
+    // Match the input's last newline, unless the last line shown is blank: without its `\n`
+    // it would vanish.
+    if !text.ends_with('\n') && !out.ends_with("\n\n") && out != "\n" {
         out.pop();
     }
     let (before, after) = (text.chars().count(), out.chars().count());
@@ -105,83 +106,215 @@ pub fn compress_log(text: &str, options: &CompressOptions) -> Option<Compressed>
     })
 }
 
-/// Lines as `str::lines` counts them: a final newline doesn't start another line.
-fn count_lines(text: &str) -> usize {
-    let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
-    newlines + usize::from(!text.is_empty() && !text.ends_with('\n'))
-}
-
-/// Byte ranges of the lines of `text`, without their `\n`.
-fn line_spans(text: &str) -> Vec<(usize, usize)> {
-    let mut spans = Vec::with_capacity(text.len() / 40 + 1);
+/// The lines of `text` as `str::lines` splits them (a final newline doesn't start another
+/// line), without a `\r` check: cleaned text has none left.
+fn split_lines(text: &str) -> Vec<&str> {
+    let mut lines = Vec::with_capacity(text.len() / 48 + 1);
     let mut start = 0;
     for nl in memchr::memchr_iter(b'\n', text.as_bytes()) {
-        spans.push((start, nl));
+        lines.push(text.get(start..nl).unwrap_or_default());
         start = nl + 1;
     }
     if start < text.len() {
-        spans.push((start, text.len()));
+        lines.push(text.get(start..).unwrap_or_default());
     }
-    spans
+    lines
 }
 
-/// Folds consecutive duplicates: near-duplicates for noise, identical lines otherwise.
-fn group(lines: &[&str], classes: &[Class]) -> Vec<Group> {
-    let mut groups: Vec<Group> = Vec::with_capacity(lines.len() / 2 + 1);
-    for (i, (&line, &class)) in lines.iter().zip(classes).enumerate() {
-        if let Some(last) = groups.last_mut()
-            && last.class == class
+/// A classified log. Consecutive lines of one class form a *group* when they are duplicates:
+/// near-duplicates for noise, identical otherwise. A group is shown as its first line
+/// followed by ` ×N`. Groups are found only where the output needs them (around anchors, in
+/// short gaps): most of a long log ends up inside an omission marker, and its near-duplicate
+/// signatures are never computed.
+struct Log<'a> {
+    lines: &'a [&'a str],
+    classes: &'a [Class],
+    /// Near-duplicate signatures of noise lines, computed on first use; 0 = not yet.
+    signatures: Vec<u64>,
+}
+
+/// A line's identity for grouping: the line itself for anchors and frames, its near-duplicate
+/// signature for noise.
+#[derive(PartialEq, Eq)]
+enum Key<'a> {
+    Exact(Class, &'a str),
+    Noise(u64),
+}
+
+impl<'a> Log<'a> {
+    fn key(&mut self, i: usize) -> Key<'a> {
+        match self.classes[i] {
+            Class::Noise => {
+                if self.signatures[i] == 0 {
+                    self.signatures[i] = dedup::signature(self.lines[i]).max(1);
+                }
+                Key::Noise(self.signatures[i])
+            }
+            class => Key::Exact(class, self.lines[i]),
+        }
+    }
+
+    /// End (exclusive) of the group starting at `start`, not past `limit`.
+    fn group_end(&mut self, start: usize, limit: usize) -> usize {
+        let key = self.key(start);
+        let mut end = start + 1;
+        while end < limit && self.classes[end] == self.classes[start] && self.key(end) == key {
+            end += 1;
+        }
+        end
+    }
+
+    /// Start of the group ending at `last` (inclusive).
+    fn group_start(&mut self, last: usize) -> usize {
+        let key = self.key(last);
+        let mut start = last;
+        while start > 0
+            && self.classes[start - 1] == self.classes[last]
+            && self.key(start - 1) == key
         {
-            let first = lines[last.first];
-            let same = match class {
-                Class::Noise => dedup::near_duplicate(first, line),
-                Class::Anchor | Class::Trace => first == line,
-            };
-            if same {
-                last.count += 1;
+            start -= 1;
+        }
+        start
+    }
+
+    /// Which lines are shown: each anchor's group with `context` groups on each side, the last
+    /// group, then every block of frames that touches a shown line. Whole groups only.
+    fn keep(&mut self, context: usize) -> Vec<bool> {
+        let n = self.lines.len();
+        let mut keep = vec![false; n];
+        if n == 0 {
+            return keep;
+        }
+        let mut i = 0;
+        while i < n {
+            if self.classes[i] != Class::Anchor {
+                i += 1;
                 continue;
             }
+            let end = self.group_end(i, n);
+            // When the line before is shown, the groups before it are too (they lie within
+            // the context of an earlier anchor).
+            let mut lo = i;
+            if i == 0 || !keep[i - 1] {
+                for _ in 0..context {
+                    if lo == 0 {
+                        break;
+                    }
+                    lo = self.group_start(lo - 1);
+                }
+            }
+            let mut hi = end;
+            for _ in 0..context {
+                if hi >= n {
+                    break;
+                }
+                hi = self.group_end(hi, n);
+            }
+            keep[lo..hi].fill(true);
+            i = end;
         }
-        groups.push(Group {
-            first: i,
-            count: 1,
-            class,
-        });
-    }
-    groups
-}
+        // How a log ends (a verdict, an exit stamp, `npm info ok`) is worth its line.
+        keep[self.group_start(n - 1)..].fill(true);
 
-/// Which groups are shown: anchors with `context` groups around them, the last group, then
-/// every block of frames that touches a shown group.
-fn keep(groups: &[Group], context: usize) -> Vec<bool> {
-    let n = groups.len();
-    let mut keep = vec![false; n];
-    for (i, g) in groups.iter().enumerate() {
-        if g.class == Class::Anchor {
-            let hi = (i + context).min(n - 1);
-            keep[i.saturating_sub(context)..=hi].fill(true);
+        let mut i = 0;
+        while i < n {
+            if self.classes[i] != Class::Trace {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < n && self.classes[i] == Class::Trace {
+                i += 1;
+            }
+            let touches = (start > 0 && keep[start - 1])
+                || keep.get(i).copied().unwrap_or(false)
+                || keep[start..i].contains(&true);
+            if touches {
+                keep[start..i].fill(true);
+            }
+        }
+        keep
+    }
+
+    fn render(&mut self, keep: &[bool], min_fold: usize) -> Rendered {
+        let n = self.lines.len();
+        let mut out = Rendered {
+            text: String::with_capacity(n * 8),
+            lines: 0,
+            lines_shown: 0,
+        };
+        let mut i = 0;
+        while i < n {
+            let end = keep[i..]
+                .iter()
+                .position(|k| *k != keep[i])
+                .map_or(n, |len| i + len);
+            if !keep[i] && self.fold(i, end, min_fold, &mut out) {
+                i = end;
+                continue;
+            }
+            while i < end {
+                let group_end = self.group_end(i, end);
+                self.push_group(&mut out, i, group_end - i);
+                i = group_end;
+            }
+        }
+        out
+    }
+
+    /// Folds the dropped lines `start..end` into one `… [N lines omitted]` marker when that
+    /// is shorter, in bytes and in characters, than showing their groups.
+    fn fold(&mut self, start: usize, end: usize, min_fold: usize, out: &mut Rendered) -> bool {
+        let count = end - start;
+        if count < min_fold {
+            return false;
+        }
+        let marker = format!("… [{count} lines omitted]\n");
+        // A character is at most 4 bytes: past 4 × the marker's bytes, the groups are longer
+        // in characters too, and the rest of the run needn't be grouped.
+        let (mut shown_bytes, mut shown_chars) = (0, 0);
+        let mut i = start;
+        while i < end && shown_bytes <= marker.len() * 4 {
+            let group_end = self.group_end(i, end);
+            let (bytes, chars) = self.group_len(i, group_end - i);
+            shown_bytes += bytes;
+            shown_chars += chars;
+            i = group_end;
+        }
+        let shorter = marker.len() < shown_bytes
+            && (shown_bytes > marker.len() * 4 || marker.chars().count() < shown_chars);
+        if shorter {
+            out.text.push_str(&marker);
+            out.lines += 1;
+        }
+        shorter
+    }
+
+    /// Bytes and characters of a group as shown, newline included.
+    fn group_len(&self, first: usize, count: usize) -> (usize, usize) {
+        let line = self.lines[first];
+        let chars = line.chars().count();
+        if bare(line, count) {
+            (line.len() + 1, chars + 1)
+        } else {
+            // " ×N\n": the space, × (2 bytes), the digits, the newline.
+            let digits = count.ilog10() as usize + 1;
+            (line.len() + 4 + digits, chars + 3 + digits)
         }
     }
-    // How a log ends (a verdict, an exit stamp, `npm info ok`) is worth its line.
-    keep[n - 1] = true;
-    let mut i = 0;
-    while i < n {
-        if groups[i].class != Class::Trace {
-            i += 1;
-            continue;
+
+    fn push_group(&self, out: &mut Rendered, first: usize, count: usize) {
+        use std::fmt::Write as _;
+        let line = self.lines[first];
+        out.text.push_str(line);
+        if !bare(line, count) {
+            // Writing to a String can't fail.
+            let _ = write!(out.text, " ×{count}");
         }
-        let start = i;
-        while i < n && groups[i].class == Class::Trace {
-            i += 1;
-        }
-        let touches = (start > 0 && keep[start - 1])
-            || keep.get(i).copied().unwrap_or(false)
-            || keep[start..i].contains(&true);
-        if touches {
-            keep[start..i].fill(true);
-        }
+        out.text.push('\n');
+        out.lines += 1;
+        out.lines_shown += 1;
     }
-    keep
 }
 
 struct Rendered {
@@ -192,94 +325,19 @@ struct Rendered {
     lines_shown: usize,
 }
 
-fn render(lines: &[&str], groups: &[Group], keep: &[bool], min_fold: usize) -> Rendered {
-    let mut out = Rendered {
-        text: String::with_capacity(lines.len() * 8),
-        lines: 0,
-        lines_shown: 0,
-    };
-    let mut i = 0;
-    while i < groups.len() {
-        if keep[i] {
-            push_group(&mut out, lines, groups[i]);
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < groups.len() && !keep[i] {
-            i += 1;
-        }
-        let run = &groups[start..i];
-        let run_lines: usize = run.iter().map(|g| g.count).sum();
-        let shown_len: usize = run.iter().map(|g| group_len(lines, *g)).sum();
-        let marker = format!("… [{run_lines} lines omitted]\n");
-        // Shorter in bytes and in characters; a character is at most 4 bytes, so only short
-        // runs need counting.
-        let fold = run_lines >= min_fold
-            && marker.len() < shown_len
-            && (marker.len() * 4 < shown_len || marker.chars().count() < run_chars(lines, run));
-        if fold {
-            out.text.push_str(&marker);
-            out.lines += 1;
-        } else {
-            for g in run {
-                push_group(&mut out, lines, *g);
-            }
-        }
-    }
-    out
-}
-
 /// Whether a group is shown as a bare line: a single line, or a run of blank ones.
-fn bare(line: &str, g: Group) -> bool {
-    g.count == 1 || line.trim_ascii().is_empty()
-}
-
-fn group_len(lines: &[&str], g: Group) -> usize {
-    let line = lines[g.first];
-    if bare(line, g) {
-        line.len() + 1
-    } else {
-        // " ×N\n": the space, 2 bytes of ×, the digits, the newline.
-        line.len() + 4 + g.count.ilog10() as usize + 1
-    }
-}
-
-fn run_chars(lines: &[&str], run: &[Group]) -> usize {
-    run.iter()
-        .map(|g| {
-            let line = lines[g.first];
-            let chars = line.chars().count() + 1;
-            if bare(line, *g) {
-                chars
-            } else {
-                chars + 2 + g.count.ilog10() as usize + 1
-            }
-        })
-        .sum()
-}
-
-fn push_group(out: &mut Rendered, lines: &[&str], g: Group) {
-    use std::fmt::Write as _;
-    let line = lines[g.first];
-    out.text.push_str(line);
-    if !bare(line, g) {
-        // Writing to a String can't fail.
-        let _ = write!(out.text, " ×{}", g.count);
-    }
-    out.text.push('\n');
-    out.lines += 1;
-    out.lines_shown += 1;
+fn bare(line: &str, count: usize) -> bool {
+    count == 1 || line.trim_ascii().is_empty()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{CompressOptions, compress_log, count_lines};
+    use super::{CompressOptions, compress_log, split_lines};
 
     #[test]
-    fn counts_lines_like_str_lines() {
-        for s in ["", "a", "a\n", "a\nb", "a\n\n", "\n"] {
-            assert_eq!(count_lines(s), s.lines().count(), "{s:?}");
+    fn splits_lines_like_str_lines() {
+        for s in ["", "a", "a\n", "a\nb", "a\n\n", "\n", "é\nü"] {
+            assert_eq!(split_lines(s), s.lines().collect::<Vec<_>>(), "{s:?}");
         }
     }
 

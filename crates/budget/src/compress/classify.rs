@@ -62,23 +62,23 @@ const KEYWORDS: &[&str] = &[
     "no such file",
 ];
 
+/// Case-sensitive, over lowercased text: the packed SIMD searcher only serves exact patterns,
+/// and lowercasing a chunk first is much faster than a case-insensitive automaton.
 static KEYWORD_MATCHER: LazyLock<Option<AhoCorasick>> = LazyLock::new(|| {
     AhoCorasick::builder()
-        .ascii_case_insensitive(true)
         .match_kind(MatchKind::LeftmostFirst)
         .build(KEYWORDS)
         .ok()
 });
 
-/// Classes of `lines` (byte ranges of `text`). `None` when the keyword matcher is unavailable:
-/// without it anchors can't be found, so the caller must leave the log alone.
-pub(super) fn classify(text: &str, lines: &[(usize, usize)]) -> Option<Vec<Class>> {
+/// Classes of `lines`, the lines of `text` in order. `None` when the keyword matcher is
+/// unavailable: without it anchors can't be found, so the caller must leave the log alone.
+pub(super) fn classify(text: &str, lines: &[&str]) -> Option<Vec<Class>> {
     let matcher = KEYWORD_MATCHER.as_ref()?;
     let keyword = keyword_lines(matcher, text, lines);
-    let shapes: Vec<Shape> = lines.iter().map(|&(s, e)| shape(&text[s..e])).collect();
+    let shapes: Vec<Shape> = lines.iter().map(|line| shape(line)).collect();
     let mut classes = Vec::with_capacity(lines.len());
-    for (i, &(s, e)) in lines.iter().enumerate() {
-        let line = &text[s..e];
+    for (i, &line) in lines.iter().enumerate() {
         let class = match shapes[i] {
             Shape::Verdict => Class::Anchor,
             _ if keyword[i] && shapes[i] != Shape::Pass && !is_cargo_progress(line) => {
@@ -103,10 +103,9 @@ pub(super) fn classify(text: &str, lines: &[(usize, usize)]) -> Option<Vec<Class
     // One blank line between two frame blocks joins them: jest prints the code frame, a
     // blank line, then the stack.
     for i in 1..classes.len().saturating_sub(1) {
-        let (s, e) = lines[i];
         if classes[i - 1] == Class::Trace
             && classes[i + 1] == Class::Trace
-            && text[s..e].trim_ascii().is_empty()
+            && lines[i].trim_ascii().is_empty()
         {
             classes[i] = Class::Trace;
         }
@@ -116,23 +115,45 @@ pub(super) fn classify(text: &str, lines: &[(usize, usize)]) -> Option<Vec<Class
 
 /// Which lines hold a keyword at a word start or a camel-case boundary (`TypeError` counts,
 /// `thiserror` doesn't).
-fn keyword_lines(matcher: &AhoCorasick, text: &str, lines: &[(usize, usize)]) -> Vec<bool> {
+fn keyword_lines(matcher: &AhoCorasick, text: &str, lines: &[&str]) -> Vec<bool> {
+    /// Bytes lowercased and searched at a time.
+    const CHUNK: usize = 64 * 1024;
+    /// Look past the chunk far enough to finish a keyword that starts inside it.
+    const OVERLAP: usize = 32;
     let bytes = text.as_bytes();
     let mut hit = vec![false; lines.len()];
+    let mut lower = Vec::with_capacity(CHUNK + OVERLAP);
     let mut line = 0;
-    for m in matcher.find_iter(text) {
-        let at = m.start();
-        if at > 0 && bytes[at - 1].is_ascii_lowercase() && bytes[at].is_ascii_lowercase() {
-            continue;
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = (start + CHUNK + OVERLAP).min(bytes.len());
+        lower.clear();
+        lower.extend_from_slice(&bytes[start..end]);
+        lower.make_ascii_lowercase();
+        for m in matcher.find_iter(&lower) {
+            if m.start() >= CHUNK {
+                break;
+            }
+            let at = start + m.start();
+            if at > 0 && bytes[at - 1].is_ascii_lowercase() && bytes[at].is_ascii_lowercase() {
+                continue;
+            }
+            // Lines are slices of `text`: compare where each ends.
+            while line < lines.len() && end_of(text, lines[line]) <= at {
+                line += 1;
+            }
+            if let Some(h) = hit.get_mut(line) {
+                *h = true;
+            }
         }
-        while line < lines.len() && lines[line].1 <= at {
-            line += 1;
-        }
-        if let Some(h) = hit.get_mut(line) {
-            *h = true;
-        }
+        start += CHUNK;
     }
     hit
+}
+
+/// Offset in `text` just past `line`, a slice of it.
+fn end_of(text: &str, line: &str) -> usize {
+    line.as_ptr() as usize - text.as_ptr() as usize + line.len()
 }
 
 /// `Compiling thiserror v2.0.12` and friends: the crate name is not a problem report.
@@ -288,7 +309,8 @@ fn unmarked(line: &str, t: &str) -> Shape {
         pytest_progress(t)
     } else if t.ends_with(" PASSED") || t.ends_with(" SKIPPED") || t.ends_with(" XPASS") {
         Shape::Pass
-    } else if let Some((first, _)) = t.split_once(' ')
+    } else if let Some(space) = memchr::memchr(b' ', t.as_bytes())
+        && let Some(first) = t.get(..space)
         && first.ends_with(':')
     {
         if first.contains("_test.go:") {
@@ -393,12 +415,7 @@ mod tests {
     use super::{Class, classify};
 
     fn class_of(log: &str) -> Vec<Class> {
-        let mut lines = Vec::new();
-        let mut start = 0;
-        for line in log.split('\n') {
-            lines.push((start, start + line.len()));
-            start += line.len() + 1;
-        }
+        let lines: Vec<&str> = log.lines().collect();
         classify(log, &lines).unwrap_or_default()
     }
 

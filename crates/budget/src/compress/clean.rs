@@ -10,48 +10,52 @@ const BEL: u8 = 0x07;
 /// `\r`; `\r\n` line ends become `\n`. Borrowed when there is nothing to remove.
 pub(super) fn clean(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
-    if memchr::memchr2(ESC, b'\r', bytes).is_none() {
+    let Some(first) = memchr::memchr2(ESC, b'\r', bytes) else {
         return Cow::Borrowed(text);
+    };
+    let mut out = String::with_capacity(bytes.len());
+    // Copy clean stretches whole; rework only the lines that hold an ESC or a CR.
+    let mut copied = 0;
+    let mut next = Some(first);
+    while let Some(at) = next {
+        let line_start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1);
+        let line_end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
+        // ESC, CR and LF are ASCII, so these cuts fall between characters.
+        out.push_str(text.get(copied..line_start).unwrap_or_default());
+        clean_line(text.get(line_start..line_end).unwrap_or_default(), &mut out);
+        copied = line_end;
+        next = memchr::memchr2(ESC, b'\r', &bytes[line_end..]).map(|i| line_end + i);
     }
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut start = 0;
-    while start < bytes.len() {
-        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
-        let mut line = &bytes[start..end];
-        while let [rest @ .., b'\r'] = line {
-            line = rest;
-        }
-        if let Some(cr) = memchr::memrchr(b'\r', line) {
-            line = &line[cr + 1..];
-        }
-        strip_ansi(line, &mut out);
-        if end < bytes.len() {
-            out.push(b'\n');
-        }
-        start = end + 1;
-    }
-    // Only ASCII bytes are ever skipped, so what is left is still UTF-8; the lossy path is a
-    // guard that never runs.
-    Cow::Owned(
-        String::from_utf8(out)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
-    )
+    out.push_str(text.get(copied..).unwrap_or_default());
+    Cow::Owned(out)
+}
+
+/// Appends what a terminal would show of `line` (no `\n`): the text after its last `\r`
+/// (a trailing `\r`, as in `\r\n`, doesn't count), without escape sequences.
+fn clean_line(line: &str, out: &mut String) {
+    let line = line.trim_end_matches('\r');
+    let line = match memchr::memrchr(b'\r', line.as_bytes()) {
+        Some(cr) => line.get(cr + 1..).unwrap_or_default(),
+        None => line,
+    };
+    strip_ansi(line, out);
 }
 
 /// Appends `line` to `out` without its escape sequences: CSI (`ESC [ … final`), OSC and the
 /// other string commands (`ESC ] … BEL` or `ESC \`), charset selections (`ESC ( B`) and
-/// two-byte escapes.
-fn strip_ansi(line: &[u8], out: &mut Vec<u8>) {
+/// two-byte escapes. Only ASCII bytes are skipped, so every cut falls between characters.
+fn strip_ansi(line: &str, out: &mut String) {
+    let bytes = line.as_bytes();
     let mut i = 0;
-    while let Some(at) = memchr::memchr(ESC, &line[i..]) {
-        out.extend_from_slice(&line[i..i + at]);
+    while let Some(at) = memchr::memchr(ESC, &bytes[i..]) {
+        out.push_str(line.get(i..i + at).unwrap_or_default());
         i += at + 1;
-        match line.get(i) {
+        match bytes.get(i) {
             Some(b'[') => {
                 i += 1;
                 // Parameters and intermediates, then one final byte in 0x40..=0x7E. A
                 // malformed sequence stops at the first byte that can't belong to it.
-                while let Some(&b) = line.get(i) {
+                while let Some(&b) = bytes.get(i) {
                     if (0x20..=0x3f).contains(&b) {
                         i += 1;
                     } else {
@@ -64,23 +68,36 @@ fn strip_ansi(line: &[u8], out: &mut Vec<u8>) {
             }
             Some(b']' | b'P' | b'X' | b'^' | b'_') => {
                 i += 1;
-                while let Some(&b) = line.get(i) {
+                while let Some(&b) = bytes.get(i) {
+                    if !b.is_ascii() {
+                        // Text of a title or link: skip the whole character.
+                        i += line
+                            .get(i..)
+                            .and_then(|r| r.chars().next())
+                            .map_or(1, char::len_utf8);
+                        continue;
+                    }
                     i += 1;
                     if b == BEL {
                         break;
                     }
-                    if b == ESC && line.get(i) == Some(&b'\\') {
+                    if b == ESC && bytes.get(i) == Some(&b'\\') {
                         i += 1;
                         break;
                     }
                 }
             }
-            Some(b'(' | b')' | b'*' | b'+') => i = (i + 2).min(line.len()),
+            Some(b'(' | b')' | b'*' | b'+') => {
+                i += 1;
+                if bytes.get(i).is_some_and(u8::is_ascii) {
+                    i += 1;
+                }
+            }
             Some(b) if b.is_ascii() => i += 1,
             _ => {}
         }
     }
-    out.extend_from_slice(&line[i..]);
+    out.push_str(line.get(i..).unwrap_or_default());
 }
 
 #[cfg(test)]

@@ -316,3 +316,13 @@ fn toolgate_failure_stamps_are_anchors() {
     let c = compress_log(&log, &CompressOptions::default()).expect("compressed");
     assert!(c.text.ends_with("[exit code 2]\n"), "{}", c.text);
 }
+
+/// Found by the proptest: a log ending in blank lines and a last line of spaces, without a
+/// final newline, lost its last shown line from the text while counting it.
+#[test]
+fn blank_last_line_without_newline_is_still_a_line() {
+    let log = format!("{}error: boom\n\n\n ", noise(60));
+    let c = compress_log(&log, &CompressOptions::default()).expect("compressed");
+    assert_eq!(c.text.lines().count(), c.output_lines, "{:?}", c.text);
+    assert!(c.text.ends_with("error: boom\n\n"), "{:?}", c.text);
+}
