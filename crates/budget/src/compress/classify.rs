@@ -1,11 +1,14 @@
 //! Line classes for log compression (seed 000 s04 ④): anchors (problem keywords, verdict and
 //! summary lines of test runners, toolgate's own failure stamps), stack frames and noise.
 //!
-//! Keywords are found with one case-insensitive Aho-Corasick pass over the whole log; verdict
-//! and frame shapes are cheap prefix checks on each line. When a line is ambiguous it is kept:
-//! the only keyword hits ignored are inside lowercase compounds (`thiserror`, `onerror`), on
-//! lines that report a passing test (`test timeout_case ... ok`) and on cargo's progress lines
-//! (`Compiling thiserror v2.0.12`).
+//! Keywords are found with one Aho-Corasick pass over the lowercased log; verdict and frame
+//! shapes are cheap prefix checks on each line. When a line is ambiguous it is kept. The only
+//! keyword hits ignored are obvious false positives: inside lowercase compounds (`thiserror`,
+//! `onerror`), on lines reporting a passed, skipped or started test or test file
+//! (`test timeout_case ... ok`, `✓ src/error.test.ts (3 tests)`, `PASS src/a.test.js`,
+//! `=== RUN TestPanic`), on cargo's progress lines (`Compiling thiserror v2.0.12`) and on
+//! npm's successful requests (`npm http fetch GET 200 …/es-errors`). Passed files are not
+//! verdicts either: the runner's summary line counts them.
 
 use std::sync::LazyLock;
 
@@ -276,6 +279,12 @@ fn shape(line: &str) -> Shape {
         b'a' | b'r' | b'c' | b'u' | b'f' if npm_summary(t) => Shape::Verdict,
         b's' if t.starts_with("stack backtrace:") => Shape::Frame,
         b'c' if t.starts_with("created by ") => Shape::Frame,
+        // run_shell's status lines (crates/shell render.rs): `command failed: exit code 2 ·
+        // 1.2 s`, `command cancelled after 3 s; …`, `stopped because the session ended …`.
+        b'c' if t.starts_with("command failed") || t.starts_with("command cancelled") => {
+            Shape::Verdict
+        }
+        b's' if t.starts_with("stopped because") => Shape::Verdict,
         b'g' if t.starts_with("goroutine ") && t.ends_with(':') => Shape::Frame,
         b't' => {
             if t.starts_with("test result:") {
