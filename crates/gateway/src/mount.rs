@@ -22,22 +22,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, JsonObject,
-    ServerResult,
-};
-use rmcp::service::{PeerRequestOptions, RunningService};
-use rmcp::{Peer, RoleClient, ServiceError, ServiceExt};
+use rmcp::service::RunningService;
+use rmcp::{Peer, RoleClient, ServiceExt};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
-use toolgate_core::{CallContext, DynTool, ProviderError, ToolError, ToolOutput, ToolProvider};
+use toolgate_core::DynTool;
 
 use crate::config::{ServerSpec, Transport};
 use crate::connect::{ChildGuard, Diagnostics, http_transport, spawn_stdio};
-use crate::convert::to_output;
 use crate::gateway::Inner;
 use crate::handler::{Handler, ProgressRoutes};
 use crate::list::list_all;
+
+mod call;
+pub(crate) use call::MountProvider;
 
 /// A connection that lived this long resets the restart backoff.
 const STABLE_AFTER: Duration = Duration::from_secs(60);
@@ -499,132 +497,6 @@ impl Mount {
             }
         }
     }
-
-    /// A ready connection for a call, starting or restarting the server when allowed.
-    async fn ensure_live(self: &Arc<Self>) -> Result<Arc<Live>, String> {
-        let name = &self.spec.name;
-        let mut changed = self.changed.subscribe();
-        let mut attempted = false;
-        loop {
-            if self.shutdown.is_cancelled() {
-                return Err(format!(
-                    "MCP server `{name}` is stopped: toolgate is shutting down"
-                ));
-            }
-            let start = {
-                let st = self.state();
-                match &st.phase {
-                    Phase::Ready => {
-                        if let Some(live) = &st.live {
-                            return Ok(Arc::clone(live));
-                        }
-                        false
-                    }
-                    Phase::Disabled => {
-                        return Err(format!(
-                            "MCP server `{name}` is disabled (enabled = false, {})",
-                            self.spec.source
-                        ));
-                    }
-                    Phase::Idle => true,
-                    Phase::Starting => false,
-                    Phase::Failed { reason, retry_at } => match retry_at {
-                        Some(at) if !attempted && Instant::now() >= *at => true,
-                        Some(at) => {
-                            let wait = at.saturating_duration_since(Instant::now());
-                            return Err(format!(
-                                "MCP server `{name}` is not available: {reason}; the next restart is allowed in {}; try again then, or use another tool",
-                                secs(wait.max(Duration::from_secs(1)))
-                            ));
-                        }
-                        None => {
-                            return Err(format!(
-                                "MCP server `{name}` is not available: {reason}; fix its config (see `toolgate mcp list`) and restart toolgate"
-                            ));
-                        }
-                    },
-                }
-            };
-            if start && !attempted {
-                attempted = true;
-                self.start().await;
-            } else if changed.changed().await.is_err() {
-                return Err(format!("MCP server `{name}` is not available"));
-            }
-        }
-    }
-
-    /// Calls `tool` on the server. Errors are recoverable results that say what happened.
-    pub(crate) async fn call(
-        self: &Arc<Self>,
-        tool: &str,
-        args: JsonObject,
-        ctx: CallContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let name = &self.spec.name;
-        let live = self.ensure_live().await.map_err(ToolError::Recoverable)?;
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = match live
-            .peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
-            .await
-        {
-            Ok(handle) => handle,
-            Err(_) => return Err(self.lost(&live, tool).await),
-        };
-        let _route = ctx
-            .progress
-            .clone()
-            .map(|sink| live.routes.route(handle.progress_token.clone(), sink));
-        let id = handle.id.clone();
-        let response = handle.await_response();
-        tokio::pin!(response);
-        tokio::select! {
-            r = &mut response => match r {
-                Ok(ServerResult::CallToolResult(result)) => {
-                    Ok(to_output(result, self.limits().max_inline_chars))
-                }
-                Ok(ServerResult::CreateTaskResult(_)) => Err(ToolError::recoverable(format!(
-                    "MCP server `{name}` answered `{tool}` with a background task, which toolgate cannot follow yet; use another tool"
-                ))),
-                Ok(_) => Err(ToolError::recoverable(format!(
-                    "MCP server `{name}` sent an answer to `{tool}` that is not a tool result; the server is misbehaving"
-                ))),
-                Err(ServiceError::McpError(e)) => Err(ToolError::recoverable(format!(
-                    "MCP server `{name}` rejected `{tool}`: {} (JSON-RPC error {}); check the arguments against the tool's description",
-                    e.message, e.code.0
-                ))),
-                Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
-                    Err(self.lost(&live, tool).await)
-                }
-                Err(e) => Err(ToolError::recoverable(format!(
-                    "calling `{tool}` on MCP server `{name}` failed: {e}"
-                ))),
-            },
-            () = ctx.cancel.cancelled() => {
-                // The dispatcher stopped the call (timeout, or the client cancelled it).
-                let notice = CancelledNotificationParam::new(
-                    Some(id),
-                    Some("cancelled by toolgate (timeout or client cancellation)".to_owned()),
-                );
-                let _ = live.peer.notify_cancelled(notice).await;
-                Err(ToolError::recoverable(format!("`{tool}` was cancelled")))
-            }
-            () = live.closed.cancelled() => Err(self.lost(&live, tool).await),
-        }
-    }
-
-    /// The error for a call whose connection ended under it.
-    async fn lost(&self, live: &Live, tool: &str) -> ToolError {
-        // The monitor records why (exit status, stderr) as it cleans up.
-        let _ = tokio::time::timeout(Duration::from_secs(3), live.closed.cancelled()).await;
-        ToolError::recoverable(format!(
-            "MCP server `{}` stopped while `{tool}` was running ({}); the call may or may not have taken effect. The server is restarted on the next call",
-            self.spec.name,
-            live.end_reason()
-        ))
-    }
 }
 
 /// 0 s for the first restart, then 1 s, 2 s, 4 s, … up to [`MAX_BACKOFF`].
@@ -642,34 +514,6 @@ pub(crate) fn secs(d: Duration) -> String {
         format!("{} s", s.round() as u64)
     } else {
         format!("{s:.1} s")
-    }
-}
-
-/// The registry's view of one server.
-pub(crate) struct MountProvider {
-    pub(crate) name: String,
-    pub(crate) mount: Arc<Mount>,
-}
-
-impl ToolProvider for MountProvider {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn tools(&self) -> Result<Vec<Arc<dyn DynTool>>, ProviderError> {
-        let (phase, ever_ready) = {
-            let st = self.mount.state();
-            (st.phase.clone(), st.ever_ready)
-        };
-        let starting = self.mount.is_settling();
-        match phase {
-            _ if starting && !ever_ready => Err(ProviderError::Unavailable {
-                provider: self.name.clone(),
-                reason: "starting; its tools appear when it is ready".to_owned(),
-            }),
-            _ if ever_ready => Ok(self.mount.tools()),
-            _ => Ok(Vec::new()),
-        }
     }
 }
 

@@ -7,6 +7,8 @@
 
 #[path = "all/config.rs"]
 mod config;
+#[path = "all/e2e.rs"]
+mod e2e;
 #[path = "all/everything.rs"]
 mod everything;
 #[path = "all/filesystem.rs"]

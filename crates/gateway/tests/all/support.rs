@@ -96,7 +96,7 @@ impl DynTool for Builtin {
 pub struct Rig {
     pub registry: Arc<Registry>,
     pub gateway: Gateway,
-    pub dispatcher: Dispatcher,
+    pub dispatcher: Arc<Dispatcher>,
     pub mark: String,
     pub dir: tempfile::TempDir,
 }
@@ -205,7 +205,7 @@ impl RigBuilder {
         Rig {
             registry,
             gateway,
-            dispatcher,
+            dispatcher: Arc::new(dispatcher),
             mark: self.mark,
             dir: self.dir,
         }
