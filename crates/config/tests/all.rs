@@ -174,3 +174,53 @@ fn missing_root_is_a_clear_error() {
     let err = Runtime::new(config, dir.path()).unwrap_err().to_string();
     assert!(err.contains("does-not-exist"), "{err}");
 }
+
+#[test]
+fn search_budgets_come_from_the_search_section_and_reach_the_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let defaults = load(&options(dir.path(), None)).unwrap().config.search;
+    assert_eq!(defaults, toolgate_fs::SearchLimits::default());
+    assert_eq!(defaults.default_timeout_ms, 15_000);
+    assert_eq!(defaults.max_timeout_ms, 30_000);
+    assert_eq!(defaults.max_scanned, 50_000);
+    assert_eq!((defaults.default_limit, defaults.max_limit), (100, 500));
+    assert_eq!(defaults.max_payload_bytes, 64 * 1024);
+
+    write(
+        &dir.path().join(".toolgate/config.toml"),
+        "[search]\nmax_limit = 2\nmax_scanned = 1000000\n",
+    );
+    write(&dir.path().join("a.txt"), "needle\nneedle\nneedle\n");
+    let loaded = load(&options(dir.path(), None)).unwrap();
+    assert_eq!(loaded.config.search.max_scanned, 1_000_000);
+    assert!(source_of(&loaded, "search.max_limit").contains(".toolgate/config.toml"));
+    let runtime = Runtime::new(loaded.config, dir.path()).unwrap();
+    let grep = runtime
+        .registry
+        .snapshot(&toolgate_core::Scope::global())
+        .get("grep")
+        .cloned()
+        .expect("grep is registered");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let out = rt
+        .block_on(grep.call(
+            serde_json::json!({ "pattern": "needle", "limit": 100 }),
+            toolgate_core::CallContext::default(),
+        ))
+        .unwrap();
+    assert_eq!(
+        out.structured["returned"], 2,
+        "the configured maximum applies"
+    );
+    assert_eq!(out.structured["reason"], "result_limit");
+
+    write(
+        &dir.path().join(".toolgate/config.toml"),
+        "[search]\nmax_results = 2\n",
+    );
+    let err = load(&options(dir.path(), None)).unwrap_err().to_string();
+    assert!(
+        err.contains("max_results"),
+        "unknown keys are errors: {err}"
+    );
+}

@@ -131,9 +131,14 @@ pub(crate) fn inside_skipped_dir(rel: &Path) -> bool {
 
 /// Why a search stopped early. Checked by the walker on every entry and by the content
 /// searchers on every read, so a deadline or a cancellation stops the call promptly.
+///
+/// A passed deadline still lets a call make progress: the walk visits at least one entry and
+/// the first file handed out is searched whole, so paging with a deadline too short for the
+/// tree still moves forward. A cancellation stops everything at once.
 #[derive(Debug)]
 pub(crate) struct Stop {
-    flag: AtomicBool,
+    cancelled: AtomicBool,
+    expired: AtomicBool,
     deadline: Instant,
 }
 
@@ -141,23 +146,29 @@ impl Stop {
     /// A stop that fires at `deadline`.
     pub(crate) fn at(deadline: Instant) -> Arc<Self> {
         Arc::new(Self {
-            flag: AtomicBool::new(false),
+            cancelled: AtomicBool::new(false),
+            expired: AtomicBool::new(false),
             deadline,
         })
     }
 
     /// Fires now (the call was cancelled).
     pub(crate) fn fire(&self) {
-        self.flag.store(true, Ordering::Relaxed);
+        self.cancelled.store(true, Ordering::Relaxed);
     }
 
-    /// Whether the search must stop.
+    /// Whether the call was cancelled.
+    pub(crate) fn cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// Whether the search must stop: cancelled, or past its deadline.
     pub(crate) fn stopped(&self) -> bool {
-        if self.flag.load(Ordering::Relaxed) {
+        if self.cancelled() || self.expired.load(Ordering::Relaxed) {
             return true;
         }
         if Instant::now() >= self.deadline {
-            self.flag.store(true, Ordering::Relaxed);
+            self.expired.store(true, Ordering::Relaxed);
             return true;
         }
         false

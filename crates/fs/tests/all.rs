@@ -8,11 +8,19 @@
 
 #[path = "all/confine.rs"]
 mod confine;
+#[path = "all/deadline.rs"]
+mod deadline;
+#[path = "all/edit.rs"]
+mod edit;
+#[path = "all/grep.rs"]
+mod grep;
 #[path = "all/line_index.rs"]
 mod line_index;
 #[path = "all/list.rs"]
 mod list;
 #[path = "all/read.rs"]
 mod read;
+#[path = "all/search_files.rs"]
+mod search_files;
 #[path = "all/support.rs"]
 mod support;

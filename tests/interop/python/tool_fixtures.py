@@ -217,6 +217,126 @@ RUN_LAST = ["run_shell", "job_output", "job_kill"]
 # skipped there.
 NEEDS_SESSION = {"job_output", "job_kill"}
 
+# --- search_files ----------------------------------------------------------------------------
+
+
+def _paths(text: str) -> list[str]:
+    return [l for l in text.splitlines() if l and not l.startswith("[")]
+
+
+def _find_all(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert _paths(text) == ["big.txt", "small.txt", "sub/nested.txt"], text
+    assert sc["path"] == "."
+    assert sc["truncated"] is False
+    assert "cursor" not in sc, "an uncut result must not carry a cursor"
+    assert sc["total"] == 3
+    assert sc["returned"] == 3
+    assert isinstance(sc["scanned_count"], int)
+
+
+def _find_paged(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert _paths(text) == ["big.txt", "small.txt"], text
+    assert "cursor" in text.splitlines()[-1], f"footer should say how to continue: {text!r}"
+    assert sc["truncated"] is True
+    assert sc["reason"] == "result_limit"
+    assert sc["cursor"] == "small.txt:end"
+    assert sc["total"] == 3
+
+
+def _find_rest(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert _paths(text) == ["sub/nested.txt"], text
+    assert sc["truncated"] is False
+    assert "cursor" not in sc
+
+
+def _find_in_sub(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert _paths(text) == ["sub/nested.txt"], text
+    assert sc["path"] == "sub"
+
+
+# --- grep ------------------------------------------------------------------------------------
+
+
+def _grep_one(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert text == "big.txt\n2999:line 2999\n", text
+    assert sc["truncated"] is False
+    assert sc["total"] == 1
+    assert sc["files_matched"] == 1
+    assert sc["files_searched"] == 3
+    assert "cursor" not in sc
+
+
+def _grep_regex(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert text == "big.txt\n" + "".join(f"{n}:line {n}\n" for n in range(10, 20)), text
+    assert sc["total"] == 10
+
+
+def _grep_paged(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert text.startswith("big.txt\n1:line 1\n2:line 2\n3:line 3\n[truncated"), text
+    assert sc["truncated"] is True
+    assert sc["reason"] == "result_limit"
+    assert sc["cursor"] == "big.txt:3"
+    assert sc["returned"] == 3
+    assert "total" not in sc
+
+
+def _grep_next(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert text.startswith("big.txt\n4:line 4\n5:line 5\n6:line 6\n[truncated"), text
+    assert sc["cursor"] == "big.txt:6"
+
+
+def _grep_file_context(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert text == "small.txt\n1-hello from toolgate\n2:second line\n", text
+    assert sc["path"] == "small.txt"
+
+
+# --- write_file / edit_file ------------------------------------------------------------------
+# Every tool shares one project, and edit_file runs first (tools/list is sorted by name): its
+# cases undo their own edits, and write_file writes only under out/, so the other tools see
+# the project as conftest.py made it.
+
+
+def _write_new(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert text.startswith("Created `out/new.txt`"), text
+    assert sc["created"] is True
+    assert sc["bytes"] == 12
+    assert (root / "out" / "new.txt").read_text() == "hello\nworld\n"
+
+
+def _write_replace(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert text.startswith("Replaced `out/new.txt`"), text
+    assert sc["created"] is False
+    assert (root / "out" / "new.txt").read_text() == "replaced\n"
+
+
+def _edit_one(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert text.startswith("Edited `small.txt`: 1 occurrence replaced at line 2."), text
+    assert "\n-second line\n+2nd line\n" in text, text
+    assert sc["replacements"] == 1
+    assert sc["truncated"] is False
+    assert (root / "small.txt").read_text() == "hello from toolgate\n2nd line\n"
+
+
+def _edit_undo(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert "\n-2nd line\n+second line\n" in text, text
+    assert (root / "small.txt").read_text() == SMALL_TEXT
+
+
+def _edit_all(text: str, sc: dict[str, Any], root: Path) -> None:
+    # "line 29", "line 290".."line 299", "line 2900".."line 2999": 111 lines; the diff is cut.
+    assert sc["replacements"] == 111
+    assert sc["truncated"] is True and sc["reason"] == "payload_limit", sc
+    assert "[diff cut:" in text, text[-300:]
+    content = (root / "big.txt").read_text()
+    assert "LINE 2950\n" in content and "line 2950\n" not in content
+    assert "line 3000\n" in content
+
+
+def _edit_all_undo(text: str, sc: dict[str, Any], root: Path) -> None:
+    assert sc["replacements"] == 111
+    assert (root / "big.txt").read_text() == "".join(f"line {i}\n" for i in range(1, BIG_LINES + 1))
+
+
 TOOL_CASES: dict[str, list[Case]] = {
     "run_shell": [
         Case("echo", {"command": "echo hello"}, _shell_echo),
@@ -257,5 +377,48 @@ TOOL_CASES: dict[str, list[Case]] = {
         Case("root (no arguments)", {}, _list_root),
         Case("subfolder", {"path": "sub"}, _list_sub),
         Case("paged", {"path": ".", "limit": 1}, _list_paged),
+    ],
+    "search_files": [
+        Case("plain word", {"query": "TXT"}, _find_all),
+        Case("glob, cut by limit", {"query": "*.txt", "limit": 2}, _find_paged),
+        Case("cursor", {"query": "*.txt", "limit": 2, "cursor": "small.txt:end"}, _find_rest),
+        Case("in a subfolder", {"query": "nested", "path": "sub"}, _find_in_sub),
+    ],
+    "grep": [
+        Case("literal line", {"pattern": "line 2999"}, _grep_one),
+        Case("regex", {"pattern": "^line 1\\d$"}, _grep_regex),
+        Case("cut by limit", {"pattern": "line", "limit": 3}, _grep_paged),
+        Case("cursor", {"pattern": "line", "limit": 3, "cursor": "big.txt:3"}, _grep_next),
+        Case(
+            "one file with context",
+            {"pattern": "SECOND", "path": "small.txt", "case_insensitive": True, "context": 1},
+            _grep_file_context,
+        ),
+    ],
+    "write_file": [
+        Case("new file in a new folder", {"path": "out/new.txt", "content": "hello\nworld\n"}, _write_new),
+        Case("replace", {"path": "out/new.txt", "content": "replaced\n"}, _write_replace),
+    ],
+    "edit_file": [
+        Case(
+            "unique match",
+            {"path": "small.txt", "old_string": "second line", "new_string": "2nd line"},
+            _edit_one,
+        ),
+        Case(
+            "undo it",
+            {"path": "small.txt", "old_string": "2nd line", "new_string": "second line"},
+            _edit_undo,
+        ),
+        Case(
+            "replace_all",
+            {"path": "big.txt", "old_string": "line 29", "new_string": "LINE 29", "replace_all": True},
+            _edit_all,
+        ),
+        Case(
+            "undo replace_all",
+            {"path": "big.txt", "old_string": "LINE 29", "new_string": "line 29", "replace_all": True},
+            _edit_all_undo,
+        ),
     ],
 }

@@ -163,7 +163,11 @@ fn worker(
         let (index, path, after_line) = {
             let mut q = lock(queue);
             loop {
-                if full.load(Ordering::Relaxed) || job.stop.stopped() {
+                // The first file is searched even past the deadline (progress, see `Stop`).
+                if full.load(Ordering::Relaxed)
+                    || job.stop.cancelled()
+                    || (q.next > 0 && job.stop.stopped())
+                {
                     return;
                 }
                 if q.next < q.files.len() {
@@ -178,7 +182,7 @@ fn worker(
                 q = ready.wait(q).unwrap_or_else(PoisonError::into_inner);
             }
         };
-        let hits = search_file(&mut searcher, job, &path, after_line);
+        let hits = search_file(&mut searcher, job, &path, after_line, index == 0);
         let mut r = lock(results);
         if r.slots.len() <= index {
             r.slots.resize_with(index + 1, || None);
@@ -195,7 +199,13 @@ fn worker(
 }
 
 /// Searches one file, keeping at most what a page could show of it.
-fn search_file(searcher: &mut Searcher, job: &Job<'_>, path: &Path, after_line: u64) -> FileHits {
+fn search_file(
+    searcher: &mut Searcher,
+    job: &Job<'_>,
+    path: &Path,
+    after_line: u64,
+    first: bool,
+) -> FileHits {
     // O_NOFOLLOW: the walk saw a regular file; a symlink swapped in since is not followed.
     let file = match fs_err::OpenOptions::new()
         .read(true)
@@ -213,6 +223,7 @@ fn search_file(searcher: &mut Searcher, job: &Job<'_>, path: &Path, after_line: 
     let mut reader = StopReader {
         inner: file,
         stop: job.stop,
+        first,
         stopped: false,
     };
     let mut sink = FileSink::new(

@@ -165,13 +165,20 @@ pub(crate) struct StopReader<'a, R> {
     pub(crate) inner: R,
     /// The call's stop flag.
     pub(crate) stop: &'a Stop,
+    /// The first file of a call: only a cancellation ends it early (see [`Stop`]).
+    pub(crate) first: bool,
     /// Set when the reader ended because of `stop`.
     pub(crate) stopped: bool,
 }
 
 impl<R: Read> Read for StopReader<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.stop.stopped() {
+        let stop = if self.first {
+            self.stop.cancelled()
+        } else {
+            self.stop.stopped()
+        };
+        if stop {
             self.stopped = true;
             return Ok(0);
         }

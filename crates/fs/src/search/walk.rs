@@ -92,7 +92,8 @@ pub(crate) fn walk(
 
     let mut end = WalkEnd::default();
     for result in builder.build() {
-        if stop.stopped() {
+        // At least one entry per call, so that paging always moves forward.
+        if stop.cancelled() || (end.last.is_some() && stop.stopped()) {
             end.cut = Some(TruncationReason::Timeout);
             break;
         }

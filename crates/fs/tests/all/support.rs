@@ -181,3 +181,123 @@ pub fn numbered(text: &str) -> Vec<(u64, String)> {
         })
         .collect()
 }
+
+/// Every built-in file tool over one set of roots, called within one session (as one MCP
+/// connection would): what `read_file` records, `edit_file` sees.
+pub struct Session {
+    tools: Vec<Arc<dyn DynTool>>,
+    pub ctx: CallContext,
+}
+
+impl Session {
+    /// The built-in tools over `roots` with `search` limits.
+    pub fn new(roots: &Arc<Roots>, search: toolgate_fs::SearchLimits) -> Self {
+        let limits = toolgate_fs::FsLimits {
+            read: ReadLimits::default(),
+            search,
+        };
+        Self {
+            tools: toolgate_fs::builtin_fs_tools_with(Arc::clone(roots), limits, None),
+            ctx: CallContext::default(),
+        }
+    }
+
+    /// Replaces the tool of the same name (e.g. one built with a test seam).
+    pub fn with_tool(mut self, tool: Arc<dyn DynTool>) -> Self {
+        self.tools.retain(|t| t.spec().name != tool.spec().name);
+        self.tools.push(tool);
+        self
+    }
+
+    fn tool(&self, name: &str) -> &Arc<dyn DynTool> {
+        self.tools
+            .iter()
+            .find(|t| t.spec().name == name)
+            .unwrap_or_else(|| panic!("no tool {name}"))
+    }
+
+    pub async fn call(&self, name: &str, args: Value) -> Result<ToolOutput, ToolError> {
+        self.tool(name).call(args, self.ctx.clone()).await
+    }
+
+    /// Calls `name` with a context of the caller's (e.g. a cancellation token).
+    pub async fn call_with(
+        &self,
+        name: &str,
+        args: Value,
+        ctx: CallContext,
+    ) -> Result<ToolOutput, ToolError> {
+        self.tool(name).call(args, ctx).await
+    }
+
+    /// A call that must succeed.
+    pub async fn ok(&self, name: &str, args: Value) -> ToolOutput {
+        match self.call(name, args.clone()).await {
+            Ok(out) => {
+                assert!(
+                    !out.is_error,
+                    "{name} {args} flagged an error: {}",
+                    out.text
+                );
+                out
+            }
+            Err(e) => panic!("{name} {args} failed: {e}"),
+        }
+    }
+
+    /// A call that must fail; returns the message.
+    pub async fn err(&self, name: &str, args: Value) -> String {
+        match self.call(name, args.clone()).await {
+            Ok(out) => panic!("{name} {args} succeeded: {}", out.text),
+            Err(e) => e.to_string(),
+        }
+    }
+}
+
+impl Project {
+    /// A session over this project's roots with default limits.
+    pub fn session(&self) -> Session {
+        Session::new(&self.roots, toolgate_fs::SearchLimits::default())
+    }
+
+    /// A session with `search` limits.
+    pub fn session_with(&self, search: toolgate_fs::SearchLimits) -> Session {
+        Session::new(&self.roots, search)
+    }
+}
+
+/// Structured string field `name`.
+pub fn str_field<'a>(out: &'a ToolOutput, name: &str) -> Option<&'a str> {
+    field(out, name).and_then(Value::as_str)
+}
+
+/// Structured integer field `name`.
+pub fn u64_field(out: &ToolOutput, name: &str) -> Option<u64> {
+    field(out, name).and_then(Value::as_u64)
+}
+
+/// Asserts the truncation fields of a result: cut for `reason` (with a cursor), or not cut
+/// (no reason, no cursor).
+pub fn assert_cut(out: &ToolOutput, reason: Option<&str>) {
+    match reason {
+        Some(reason) => {
+            assert!(truncated(out), "expected a cut result: {}", out.text);
+            assert_eq!(str_field(out, "reason"), Some(reason), "{}", out.text);
+            assert!(
+                out.text.contains("[truncated: "),
+                "footer missing: {}",
+                out.text
+            );
+        }
+        None => {
+            assert!(!truncated(out), "unexpected cut: {}", out.text);
+            for key in ["reason", "cursor", "next_offset"] {
+                assert_eq!(field(out, key), None, "uncut result carries `{key}`");
+            }
+        }
+    }
+    if field(out, "returned").is_some() {
+        assert!(u64_field(out, "scanned_count").is_some(), "scanned_count");
+    }
+    assert!(u64_field(out, "elapsed_ms").is_some(), "elapsed_ms");
+}

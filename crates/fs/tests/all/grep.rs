@@ -1,0 +1,384 @@
+//! `grep` (SPEC "Built-in tools", "Bounded I/O"; seed 004): ripgrep's heading format,
+//! regex and literal search, context, binary files, long lines, skipped folders, budgets and
+//! exact cursor continuation.
+
+use serde_json::{Value, json};
+use toolgate_fs::SearchLimits;
+
+use crate::support::{Project, Session, assert_cut, str_field, u64_field};
+
+/// Matching lines of a `grep` text as (path, line): context, separators and footers dropped.
+fn matches(text: &str) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let mut file = String::new();
+    for line in text.lines() {
+        if line.is_empty() || line == "--" || line.starts_with('[') {
+            continue;
+        }
+        let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+        match line.as_bytes().get(digits) {
+            Some(b':') if digits > 0 => out.push((file.clone(), line[..digits].parse().unwrap())),
+            Some(b'-') if digits > 0 => {}
+            _ => file = line.to_owned(),
+        }
+    }
+    out
+}
+
+/// Pages through `args` with its cursor; returns every match and the pages' texts.
+async fn page_all(s: &Session, args: Value) -> (Vec<(String, u64)>, Vec<String>) {
+    let mut all = Vec::new();
+    let mut texts = Vec::new();
+    let mut args = args;
+    loop {
+        let out = s.ok("grep", args.clone()).await;
+        all.extend(matches(&out.text));
+        texts.push(out.text.clone());
+        match str_field(&out, "cursor") {
+            Some(cursor) => args["cursor"] = json!(cursor),
+            None => {
+                assert_cut(&out, None);
+                return (all, texts);
+            }
+        }
+        assert!(texts.len() < 1_000, "cursor does not advance");
+    }
+}
+
+/// 30 files `src/mNN.rs`, each with `hit` on lines 3, 6, … 21 (7 per file).
+fn hits_tree(p: &Project) -> Vec<(String, u64)> {
+    let mut expected = Vec::new();
+    for f in 0..30 {
+        let rel = format!("src/m{f:02}.rs");
+        let mut body = String::new();
+        for line in 1..=22u64 {
+            if line % 3 == 0 {
+                body.push_str(&format!("let hit_{line} = {f};\n"));
+                expected.push((rel.clone(), line));
+            } else {
+                body.push_str(&format!("// filler {line}\n"));
+            }
+        }
+        p.write(&rel, body);
+    }
+    expected
+}
+
+#[tokio::test]
+async fn matches_come_under_their_file_in_path_and_line_order() {
+    let p = Project::new();
+    p.write("src/b.rs", "fn beta() {}\nlet x = beta();\n");
+    p.write("src/a.rs", "// nothing\nfn alpha() { beta() }\n");
+    p.write("README.md", "call beta\n");
+    let s = p.session();
+    let out = s.ok("grep", json!({ "pattern": "beta" })).await;
+    assert_eq!(
+        out.text,
+        "README.md\n1:call beta\n\nsrc/a.rs\n2:fn alpha() { beta() }\n\nsrc/b.rs\n1:fn beta() {}\n2:let x = beta();\n"
+    );
+    assert_cut(&out, None);
+    assert_eq!(u64_field(&out, "total"), Some(4));
+    assert_eq!(u64_field(&out, "returned"), Some(4));
+    assert_eq!(u64_field(&out, "files_matched"), Some(3));
+    assert_eq!(u64_field(&out, "files_searched"), Some(3));
+    for _ in 0..5 {
+        assert_eq!(
+            s.ok("grep", json!({ "pattern": "beta" })).await.text,
+            out.text
+        );
+    }
+}
+
+#[tokio::test]
+async fn regex_literal_case_and_bad_patterns() {
+    let p = Project::new();
+    p.write("a.txt", "foo(1)\nFOO(2)\nfoo 3\n");
+    let s = p.session();
+    let out = s.ok("grep", json!({ "pattern": r"foo\(\d\)" })).await;
+    assert_eq!(out.text, "a.txt\n1:foo(1)\n");
+    let out = s
+        .ok("grep", json!({ "pattern": "foo(", "literal": true }))
+        .await;
+    assert_eq!(out.text, "a.txt\n1:foo(1)\n");
+    let out = s
+        .ok(
+            "grep",
+            json!({ "pattern": "foo(", "literal": true, "case_insensitive": true }),
+        )
+        .await;
+    assert_eq!(out.text, "a.txt\n1:foo(1)\n2:FOO(2)\n");
+    let err = s.err("grep", json!({ "pattern": "foo(" })).await;
+    assert!(err.contains("not a valid regular expression"), "{err}");
+    assert!(
+        err.contains("unclosed group"),
+        "the regex error itself: {err}"
+    );
+    assert!(err.contains("literal: true"), "{err}");
+    let err = s.err("grep", json!({ "pattern": "" })).await;
+    assert!(err.contains("field `pattern`"), "{err}");
+    let out = s.ok("grep", json!({ "pattern": "absent" })).await;
+    assert!(
+        out.text
+            .starts_with("No matches for `absent` in `.` (1 file searched)."),
+        "{}",
+        out.text
+    );
+    assert_cut(&out, None);
+    assert_eq!(u64_field(&out, "total"), Some(0));
+}
+
+#[tokio::test]
+async fn context_lines_merge_and_separate_like_ripgrep() {
+    let p = Project::new();
+    let body: String = (1..=20)
+        .map(|i| format!("l{i}{}\n", if [5, 7, 15].contains(&i) { " X" } else { "" }))
+        .collect();
+    p.write("f.txt", body);
+    let s = p.session();
+    let out = s.ok("grep", json!({ "pattern": "X", "context": 1 })).await;
+    assert_eq!(
+        out.text,
+        "f.txt\n4-l4\n5:l5 X\n6-l6\n7:l7 X\n8-l8\n--\n14-l14\n15:l15 X\n16-l16\n"
+    );
+    let err = s
+        .err("grep", json!({ "pattern": "X", "context": 11 }))
+        .await;
+    assert!(err.contains("field `context`"), "{err}");
+    // A cut page ends after the last match's after-context, without the next one's before.
+    let out = s
+        .ok("grep", json!({ "pattern": "X", "context": 2, "limit": 2 }))
+        .await;
+    assert_eq!(
+        out.text.lines().take(8).collect::<Vec<_>>(),
+        [
+            "f.txt", "3-l3", "4-l4", "5:l5 X", "6-l6", "7:l7 X", "8-l8", "9-l9"
+        ]
+    );
+    assert!(
+        out.text.lines().nth(8).unwrap().starts_with("[truncated"),
+        "{}",
+        out.text
+    );
+    assert_eq!(str_field(&out, "cursor"), Some("f.txt:7"));
+    let next = s
+        .ok(
+            "grep",
+            json!({ "pattern": "X", "context": 2, "cursor": "f.txt:7" }),
+        )
+        .await;
+    assert_eq!(
+        next.text,
+        "f.txt\n13-l13\n14-l14\n15:l15 X\n16-l16\n17-l17\n"
+    );
+}
+
+#[tokio::test]
+async fn binary_files_are_skipped_and_long_lines_cut() {
+    let p = Project::new();
+    p.write("blob.bin", b"needle\0\x01\x02needle\n");
+    let long = format!("{}needle{}\n", "a".repeat(1_000), "b".repeat(3_000));
+    p.write("long.txt", &long);
+    let s = p.session();
+    let out = s.ok("grep", json!({ "pattern": "needle" })).await;
+    let text = &out.text;
+    assert!(!text.contains("blob.bin\n"), "{text}");
+    assert!(text.contains("[note: 1 binary file skipped]"), "{text}");
+    let line = text.lines().nth(1).unwrap();
+    assert!(line.starts_with("1:aaaa"), "{line}");
+    assert!(
+        line.ends_with(" … [line cut: showing 2000 of 4006 characters]"),
+        "{line}"
+    );
+    assert_eq!(
+        line.chars().count(),
+        "1:".len()
+            + 2_000
+            + " … [line cut: showing 2000 of 4006 characters]"
+                .chars()
+                .count()
+    );
+}
+
+#[tokio::test]
+async fn glob_and_path_narrow_the_files() {
+    let p = Project::new();
+    for rel in [
+        "src/a.rs",
+        "src/b.ts",
+        "src/c.min.js",
+        "src/d.js",
+        "docs/e.md",
+    ] {
+        p.write(rel, "needle\n");
+    }
+    let s = p.session();
+    let files = |out: &toolgate_core::ToolOutput| -> Vec<String> {
+        matches(&out.text).into_iter().map(|m| m.0).collect()
+    };
+    let out = s
+        .ok("grep", json!({ "pattern": "needle", "glob": "*.rs" }))
+        .await;
+    assert_eq!(files(&out), ["src/a.rs"]);
+    let out = s
+        .ok("grep", json!({ "pattern": "needle", "glob": "*.{js,ts}" }))
+        .await;
+    assert_eq!(files(&out), ["src/b.ts", "src/c.min.js", "src/d.js"]);
+    let out = s
+        .ok(
+            "grep",
+            json!({ "pattern": "needle", "glob": "!*.min.js", "path": "src" }),
+        )
+        .await;
+    assert_eq!(files(&out), ["src/a.rs", "src/b.ts", "src/d.js"]);
+    assert_eq!(str_field(&out, "path"), Some("src"));
+    let out = s
+        .ok("grep", json!({ "pattern": "needle", "path": "docs/e.md" }))
+        .await;
+    assert_eq!(
+        out.text, "docs/e.md\n1:needle\n",
+        "a single file can be searched"
+    );
+    let out = s
+        .ok("grep", json!({ "pattern": "needle", "glob": "*.py" }))
+        .await;
+    assert!(
+        out.text.contains("0 files matching `*.py` searched"),
+        "{}",
+        out.text
+    );
+}
+
+#[tokio::test]
+async fn heavy_folders_and_gitignored_files_are_skipped_unless_asked() {
+    let p = Project::new();
+    p.write("src/app.js", "needle\n");
+    for dir in ["node_modules/x", ".git", "target", "coverage", ".idea"] {
+        p.write(&format!("{dir}/f.js"), "needle\n");
+    }
+    p.write(".gitignore", "gen/\n");
+    p.write("gen/out.js", "needle\n");
+    let s = p.session();
+    let files = |out: &toolgate_core::ToolOutput| -> Vec<String> {
+        matches(&out.text).into_iter().map(|m| m.0).collect()
+    };
+    let out = s.ok("grep", json!({ "pattern": "needle" })).await;
+    assert_eq!(files(&out), ["src/app.js"]);
+    let out = s
+        .ok(
+            "grep",
+            json!({ "pattern": "needle", "include_ignored": true }),
+        )
+        .await;
+    assert_eq!(
+        files(&out),
+        [
+            ".git/f.js",
+            ".idea/f.js",
+            "coverage/f.js",
+            "gen/out.js",
+            "node_modules/x/f.js",
+            "src/app.js",
+            "target/f.js"
+        ]
+    );
+    let out = s
+        .ok(
+            "grep",
+            json!({ "pattern": "needle", "path": "node_modules/x" }),
+        )
+        .await;
+    assert_eq!(files(&out), ["node_modules/x/f.js"]);
+}
+
+#[tokio::test]
+async fn result_limit_cursor_returns_exactly_the_rest() {
+    let p = Project::new();
+    let expected = hits_tree(&p);
+    let s = p.session();
+    let out = s
+        .ok("grep", json!({ "pattern": "hit_", "limit": 25 }))
+        .await;
+    assert_cut(&out, Some("result_limit"));
+    assert_eq!(matches(&out.text), expected[..25]);
+    assert_eq!(u64_field(&out, "returned"), Some(25));
+    assert_eq!(u64_field(&out, "total"), None);
+    // Match 25 is the 4th of the 4th file (src/m03.rs, line 12).
+    assert_eq!(str_field(&out, "cursor"), Some("src/m03.rs:12"));
+    assert!(
+        out.text.contains("the limit of 25 results was reached"),
+        "{}",
+        out.text
+    );
+
+    let (all, pages) = page_all(&s, json!({ "pattern": "hit_", "limit": 25 })).await;
+    assert_eq!(all, expected, "no duplicates, no gaps");
+    assert_eq!(pages.len(), 9);
+    // With context, continuation is just as exact.
+    let (all, _) = page_all(&s, json!({ "pattern": "hit_", "limit": 9, "context": 1 })).await;
+    assert_eq!(all, expected);
+    // One page when the limit allows it.
+    let out = s
+        .ok("grep", json!({ "pattern": "hit_", "limit": 500 }))
+        .await;
+    assert_cut(&out, None);
+    assert_eq!(u64_field(&out, "total"), Some(210));
+}
+
+#[tokio::test]
+async fn scan_and_payload_limits_cut_with_a_cursor_that_covers_everything() {
+    let p = Project::new();
+    let expected = hits_tree(&p);
+    let scan = SearchLimits {
+        max_scanned: 8,
+        ..SearchLimits::default()
+    };
+    let s = p.session_with(scan);
+    let out = s.ok("grep", json!({ "pattern": "hit_" })).await;
+    assert_cut(&out, Some("scan_limit"));
+    assert_eq!(u64_field(&out, "scanned_count"), Some(8));
+    // `src` and 7 files were scanned.
+    assert_eq!(matches(&out.text), expected[..49]);
+    assert_eq!(str_field(&out, "cursor"), Some("src/m06.rs:end"));
+    let (all, _) = page_all(&s, json!({ "pattern": "hit_" })).await;
+    assert_eq!(all, expected);
+
+    let payload = SearchLimits {
+        max_payload_bytes: 300,
+        ..SearchLimits::default()
+    };
+    let s = p.session_with(payload);
+    let out = s.ok("grep", json!({ "pattern": "hit_" })).await;
+    assert_cut(&out, Some("payload_limit"));
+    assert!(
+        out.text.len() < 300 + 200,
+        "page stays near the budget (+ footer)"
+    );
+    let (all, _) = page_all(&s, json!({ "pattern": "hit_" })).await;
+    assert_eq!(all, expected);
+}
+
+#[tokio::test]
+async fn confinement_holds_for_search() {
+    let p = Project::new();
+    p.write("in.txt", "TOP\n");
+    p.symlink(p.outside.join("secret.txt"), "link.txt");
+    p.symlink(&p.outside, "linkdir");
+    let s = p.session();
+    let out = s.ok("grep", json!({ "pattern": "TOP" })).await;
+    assert_eq!(
+        out.text, "in.txt\n1:TOP\n",
+        "symlinks are not followed out of the root"
+    );
+    let err = s
+        .err("grep", json!({ "pattern": "TOP", "path": "linkdir" }))
+        .await;
+    assert!(err.contains("outside the allowed roots"), "{err}");
+    assert!(!err.contains(crate::support::SECRET));
+    let err = s
+        .err(
+            "grep",
+            json!({ "pattern": "TOP", "path": p.outside.to_str().unwrap() }),
+        )
+        .await;
+    assert!(err.contains("outside the allowed roots"), "{err}");
+}
