@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 use toolgate_config::Runtime;
-use toolgate_core::{CallContext, Media, Protocol, RawArgs, render_tools};
+use toolgate_core::disclosure::Unmasked;
+use toolgate_core::{CallContext, Media, Protocol, RawArgs};
 
 /// Arguments of `toolgate tools`.
 #[derive(Debug, Args)]
@@ -42,17 +43,15 @@ pub struct CallArgs {
 pub async fn tools(runtime: &Runtime, args: &ToolsArgs) -> ExitCode {
     runtime.gateway.start_all().await;
     let snapshot = runtime.dispatcher.snapshot();
+    // What a model sees: with disclosure on, direct tools plus search_tool and run_tool.
+    let exposed = runtime.disclosure.exposed(&snapshot, &Unmasked::default());
     if args.json {
         let protocol = match args.format {
             Format::Mcp => Protocol::Mcp,
             Format::Openai => Protocol::OpenAi,
             Format::Anthropic => Protocol::Anthropic,
         };
-        let array = render_tools(
-            snapshot.tools.values().map(|t| t.as_ref()),
-            protocol,
-            &runtime.render,
-        );
+        let array = exposed.render(protocol, &runtime.render);
         let body = match protocol {
             Protocol::Mcp => json!({ "tools": array }),
             _ => Value::Array(array),
@@ -62,8 +61,13 @@ pub async fn tools(runtime: &Runtime, args: &ToolsArgs) -> ExitCode {
             serde_json::to_string_pretty(&body).unwrap_or_default()
         );
     } else {
-        let width = snapshot.tools.keys().map(String::len).max().unwrap_or(0);
-        for (name, tool) in &snapshot.tools {
+        let width = exposed
+            .all()
+            .map(|t| t.spec().name.len())
+            .max()
+            .unwrap_or(0);
+        for tool in exposed.all() {
+            let name = &tool.spec().name;
             let summary = tool
                 .spec()
                 .description

@@ -5,6 +5,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod call;
+mod disclosure;
 mod mcp;
 mod serve;
 
@@ -52,6 +53,9 @@ enum Command {
     /// Inspect the mounted MCP servers.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// Inspect progressive disclosure: the plan, search, cache-prefix stability.
+    #[command(subcommand)]
+    Disclosure(disclosure::DisclosureCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -65,7 +69,11 @@ const USAGE_ERROR: u8 = 2;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let loaded = match load_config(&cli.global, cli_http(&cli.command)) {
+    let loaded = match load_config(
+        &cli.global,
+        cli_http(&cli.command),
+        cli_disclosure(&cli.command),
+    ) {
         Ok(loaded) => loaded,
         Err(e) => {
             eprintln!("toolgate: {e}");
@@ -110,6 +118,7 @@ fn main() -> ExitCode {
                     Command::Tools(args) => call::tools(&runtime, &args).await,
                     Command::Call(args) => call::call(&runtime, args).await,
                     Command::Mcp(command) => mcp::run(&runtime, command).await,
+                    Command::Disclosure(command) => disclosure::run(&runtime, command).await,
                     Command::Config(_) => ExitCode::SUCCESS,
                 }
             })
@@ -124,13 +133,25 @@ fn cli_http(command: &Command) -> Option<String> {
     }
 }
 
-fn load_config(global: &GlobalArgs, http: Option<String>) -> Result<Loaded, String> {
+fn cli_disclosure(command: &Command) -> Option<toolgate_config::DisclosureFlag> {
+    match command {
+        Command::Serve(args) => args.disclosure.map(Into::into),
+        _ => None,
+    }
+}
+
+fn load_config(
+    global: &GlobalArgs,
+    http: Option<String>,
+    disclosure: Option<toolgate_config::DisclosureFlag>,
+) -> Result<Loaded, String> {
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
     let flags = Flags {
         roots: global.roots.clone(),
         http,
         log_level: global.log_level.clone(),
+        disclosure,
     };
     let options = LoadOptions::standard(cwd, global.config.clone(), flags);
     toolgate_config::load(&options).map_err(|e| e.to_string())

@@ -22,6 +22,33 @@ pub struct ServeArgs {
     /// Allow a non-loopback --http address without a token.
     #[arg(long)]
     pub insecure_no_auth: bool,
+    /// Progressive disclosure: `proxy` (tools array never changes; found tools are called
+    /// through run_tool), `backfill` (found tools join this session's tools/list, announced
+    /// with list_changed) or `off` (every tool direct). Default from config: proxy, with
+    /// disclosure on above 15 tools.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub disclosure: Option<DisclosureArg>,
+}
+
+/// Values of `--disclosure`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum DisclosureArg {
+    /// The tools array never changes; found tools are called through run_tool.
+    Proxy,
+    /// Found tools join the session's tools/list.
+    Backfill,
+    /// Every tool is direct.
+    Off,
+}
+
+impl From<DisclosureArg> for toolgate_config::DisclosureFlag {
+    fn from(arg: DisclosureArg) -> Self {
+        match arg {
+            DisclosureArg::Proxy => Self::Proxy,
+            DisclosureArg::Backfill => Self::Backfill,
+            DisclosureArg::Off => Self::Off,
+        }
+    }
 }
 
 const INSTRUCTIONS: &str = "toolgate gives bounded, safe file tools for this project. Paths are relative to the project root. Results that are cut say so and tell you how to get the rest (offset/next_offset); never rerun a command just to see more output.";
@@ -66,7 +93,8 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
         runtime.dispatcher.clone(),
         runtime.render.clone(),
         INSTRUCTIONS.to_owned(),
-    );
+    )
+    .with_disclosure(runtime.disclosure.clone());
     let root = runtime.roots.primary().display().to_string();
     let tool_count = runtime.dispatcher.snapshot().tools.len();
     match &runtime.config.server.http {

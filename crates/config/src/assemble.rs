@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use toolgate_budget::{Budget, SpillStore};
+use toolgate_core::disclosure::SessionFacts;
 use toolgate_core::{
-    DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope, StaticProvider,
+    Disclosure, DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope, StaticProvider,
 };
 use toolgate_fs::Roots;
 use toolgate_gateway::{Gateway, GatewayLimits, ImportOptions, discover};
@@ -31,6 +32,8 @@ pub struct Runtime {
     /// Mounted MCP servers (registered, not started: `serve` starts them in the
     /// background, one-shot commands start what they need).
     pub gateway: Arc<Gateway>,
+    /// Progressive disclosure over the dispatcher's scope (`search_tool`, `run_tool`).
+    pub disclosure: Arc<Disclosure>,
 }
 
 impl Runtime {
@@ -75,6 +78,14 @@ impl Runtime {
         registry
             .register(None, Arc::new(StaticProvider::new("builtin", builtins)), 0)
             .map_err(|e| ConfigError::Invalid(format!("built-in tools: {e}")))?;
+        // Server mode knows no model provider; the agent CLI will pass its own facts.
+        let disclosure = Arc::new(
+            Disclosure::new(&config.disclosure, &SessionFacts::default())
+                .map_err(|e| ConfigError::Invalid(e.to_string()))?,
+        );
+        disclosure
+            .attach(&registry, Scope::global())
+            .map_err(|e| ConfigError::Invalid(format!("disclosure tools: {e}")))?;
         let limits = DispatchLimits {
             default_timeout: Duration::from_millis(config.dispatch.default_timeout_ms),
             // run_shell enforces its own [shell] timeout; its deadline here sits just above
@@ -98,6 +109,7 @@ impl Runtime {
             dispatcher,
             render,
             gateway,
+            disclosure,
         })
     }
 }

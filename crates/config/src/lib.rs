@@ -13,6 +13,6 @@ mod load;
 
 pub use assemble::Runtime;
 pub use load::{
-    Config, ConfigError, DispatchConfig, Flags, LoadOptions, Loaded, PermissionsConfig,
-    RenderConfig, ServerConfig, load,
+    Config, ConfigError, DisclosureFlag, DispatchConfig, Flags, LoadOptions, Loaded,
+    PermissionsConfig, RenderConfig, ServerConfig, load,
 };

@@ -40,6 +40,9 @@ pub struct Config {
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// Gateway settings (`[mcp]`).
     pub mcp: GatewayConfig,
+    /// Progressive disclosure (`[disclosure]`): direct vs deferred tools, `search_tool`,
+    /// `run_tool`.
+    pub disclosure: toolgate_core::DisclosureSettings,
     /// Which file each `[mcp_servers.NAME]` came from; filled by [`load`].
     #[serde(skip)]
     pub mcp_sources: BTreeMap<String, String>,
@@ -127,6 +130,19 @@ pub struct Flags {
     pub http: Option<String>,
     /// `--log-level`.
     pub log_level: Option<String>,
+    /// `--disclosure proxy|backfill|off`.
+    pub disclosure: Option<DisclosureFlag>,
+}
+
+/// `toolgate serve --disclosure`: how deferred tools reach the client, or no disclosure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DisclosureFlag {
+    /// The tools array never changes; found tools are called through `run_tool`.
+    Proxy,
+    /// Found tools join the session's `tools/list` (announced with `list_changed`).
+    Backfill,
+    /// Every tool is direct.
+    Off,
 }
 
 /// Where to look for the layers.
@@ -175,7 +191,7 @@ pub enum ConfigError {
 
 /// Top-level keys `TOOLGATE_*` may set; other `TOOLGATE_*` variables (such as the token) are
 /// not config.
-const ENV_KEYS: [&str; 11] = [
+const ENV_KEYS: [&str; 12] = [
     "roots",
     "read",
     "search",
@@ -187,6 +203,7 @@ const ENV_KEYS: [&str; 11] = [
     "server",
     "mcp_servers",
     "mcp",
+    "disclosure",
 ];
 
 /// The merged configuration with its figment, for provenance.
@@ -241,6 +258,17 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, ConfigError> {
         figment = figment.merge(Named::new(
             "--log-level flag",
             Serialized::default("server.log_level", level),
+        ));
+    }
+    if let Some(flag) = flags.disclosure {
+        let (key, value) = match flag {
+            DisclosureFlag::Proxy => ("disclosure.exposure", "proxy"),
+            DisclosureFlag::Backfill => ("disclosure.exposure", "backfill"),
+            DisclosureFlag::Off => ("disclosure.mode", "off"),
+        };
+        figment = figment.merge(Named::new(
+            "--disclosure flag",
+            Serialized::default(key, value),
         ));
     }
     let mut config: Config = figment

@@ -13,6 +13,7 @@
 
 mod client;
 mod convert;
+mod disclosure;
 mod extras;
 mod http;
 mod notify;

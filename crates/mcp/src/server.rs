@@ -19,10 +19,14 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use toolgate_core::{CallContext, Dispatcher, Progress, RawArgs, RenderOptions, SessionState};
+use toolgate_core::disclosure::Exposed;
+use toolgate_core::{
+    CallContext, Disclosure, Dispatcher, Progress, RawArgs, RenderOptions, SessionState, Snapshot,
+};
 
 use crate::client::McpClient;
 use crate::convert::{call_result, has_output_schema, mcp_tools};
+use crate::disclosure::{session_tools, tool_changes};
 use crate::extras::{self, PromptSource, ResourceSource};
 use crate::notify::{
     ListKind, ListenSources, ProgressQueue, Subscriptions, listen, watch_list, watch_updates,
@@ -53,6 +57,8 @@ pub struct ToolgateServer {
     resources: Option<Arc<dyn ResourceSource>>,
     /// Whether the resource source reports updates, so `resources/subscribe` means something.
     resource_updates: bool,
+    /// Progressive disclosure: which tools `tools/list` shows.
+    disclosure: Option<Arc<Disclosure>>,
     session: Arc<SessionState>,
 }
 
@@ -78,8 +84,16 @@ impl ToolgateServer {
             prompts: None,
             resources: None,
             resource_updates: false,
+            disclosure: None,
             session: Arc::new(SessionState::default()),
         }
+    }
+
+    /// Lists tools through `disclosure`: direct tools, `search_tool` and `run_tool` when
+    /// disclosure is on, plus the session's unmasked tools in backfill mode.
+    pub fn with_disclosure(mut self, disclosure: Arc<Disclosure>) -> Self {
+        self.disclosure = Some(disclosure);
+        self
     }
 
     /// Serves `prompts` too (`prompts/list`, `prompts/get`, completion of their arguments).
@@ -115,9 +129,27 @@ impl ToolgateServer {
         self.session.get::<McpClient>()
     }
 
-    /// The current MCP tool list, rendered once per registry generation.
+    /// The current MCP tool list of this session: the shared part rendered once per registry
+    /// generation, then the session's backfilled tools (disclosure in backfill mode).
     pub fn tools(&self) -> Arc<Vec<Tool>> {
         let snapshot = self.shared.dispatcher.snapshot();
+        let exposed = self
+            .disclosure
+            .as_ref()
+            .map(|d| session_tools(d, &snapshot, &self.session));
+        let base = self.base_tools(&snapshot, exposed.as_ref());
+        match exposed {
+            Some(exposed) if !exposed.backfill.is_empty() => {
+                let mut tools = (*base).clone();
+                let backfill = exposed.backfill.iter().map(|t| t.as_ref());
+                tools.extend(mcp_tools(backfill, &self.shared.render));
+                Arc::new(tools)
+            }
+            _ => base,
+        }
+    }
+
+    fn base_tools(&self, snapshot: &Snapshot, exposed: Option<&Exposed>) -> Arc<Vec<Tool>> {
         let mut cache = self
             .shared
             .tools
@@ -129,14 +161,28 @@ impl ToolgateServer {
         {
             return Arc::clone(tools);
         }
-        let tools = Arc::new(mcp_tools(
-            snapshot.tools.values().map(|t| t.as_ref()),
-            &self.shared.render,
-        ));
+        let tools = Arc::new(match exposed {
+            Some(exposed) => {
+                mcp_tools(exposed.base.iter().map(|t| t.as_ref()), &self.shared.render)
+            }
+            None => mcp_tools(
+                snapshot.tools.values().map(|t| t.as_ref()),
+                &self.shared.render,
+            ),
+        });
         if !snapshot.incomplete {
             *cache = Some((snapshot.generation, Arc::clone(&tools)));
         }
         tools
+    }
+
+    /// Wakes when this session's tool list may have changed.
+    fn tool_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        tool_changes(
+            self.shared.dispatcher.registry().subscribe(),
+            self.disclosure.as_deref(),
+            &self.session,
+        )
     }
 
     /// The prompt source, or method-not-found for `M` when the server has none.
@@ -404,7 +450,7 @@ impl ServerHandler for ToolgateServer {
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         self.client().attach(&context.request_context().peer);
         let sources = ListenSources {
-            tools: self.shared.dispatcher.registry().subscribe(),
+            tools: self.tool_changes(),
             prompts: self.prompts.as_ref().and_then(|p| p.changes()),
             resources: self.resources.as_ref().and_then(|r| r.changes()),
             updates: self.resources.as_ref().and_then(|r| r.updates()),
@@ -416,8 +462,7 @@ impl ServerHandler for ToolgateServer {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let peer = context.peer;
         self.client().attach(&peer);
-        let tools = self.shared.dispatcher.registry().subscribe();
-        watch_list(peer.clone(), tools, ListKind::Tools);
+        watch_list(peer.clone(), self.tool_changes(), ListKind::Tools);
         if let Some(changes) = self.prompts.as_ref().and_then(|p| p.changes()) {
             watch_list(peer.clone(), changes, ListKind::Prompts);
         }

@@ -322,7 +322,8 @@ pub fn simulate(
                 let reuse = if prev.is_empty() {
                     100.0
                 } else {
-                    (common as f64 * 100.0 / prev.len() as f64 * 10.0).round() / 10.0
+                    // Floor, so a changed array never shows 100 %.
+                    (common as f64 * 1000.0 / prev.len() as f64).floor() / 10.0
                 };
                 (*prev != bytes, reuse)
             }

@@ -17,7 +17,8 @@ use std::sync::Mutex;
 use serde_json::{Map, Value};
 
 use super::text::{
-    GLOSSARY_WEIGHT, SYNONYM_WEIGHT, cjk_runs, edit_distance, name_key, tables, terms, translate,
+    GLOSSARY_WEIGHT, SYNONYM_WEIGHT, UNIGRAM_WEIGHT, cjk_runs, edit_distance, is_unigram, name_key,
+    tables, terms, translate,
 };
 
 /// What one tool contributes to the index.
@@ -59,7 +60,7 @@ impl Default for IndexWeights {
     /// benchmark (`crates/core/benches/disclosure.rs`).
     fn default() -> Self {
         Self {
-            field: [3.0, 1.5, 1.0, 0.4, 0.8],
+            field: [3.0, 3.0, 1.0, 0.4, 0.8],
             b: [0.3, 0.0, 0.75, 0.75, 0.5],
             k1: 1.2,
         }
@@ -259,10 +260,22 @@ impl ToolIndex {
     fn query_terms(&self, query: &str) -> Vec<(u32, f32)> {
         let mut words = Vec::new();
         terms(query, &mut words);
-        let mut weighted: Vec<(String, f32)> = words.iter().map(|w| (w.clone(), 1.0)).collect();
+        let mut weighted: Vec<(String, f32)> = words
+            .iter()
+            .map(|w| {
+                let weight = if is_unigram(w) { UNIGRAM_WEIGHT } else { 1.0 };
+                (w.clone(), weight)
+            })
+            .collect();
         let tables = tables();
-        for w in &words {
+        for (i, w) in words.iter().enumerate() {
             if let Some(syns) = tables.synonyms.get(w) {
+                weighted.extend(syns.iter().map(|s| (s.clone(), SYNONYM_WEIGHT)));
+            }
+            // Two-word phrases of the synonym table ("look up", "pull request").
+            if let Some(next) = words.get(i + 1)
+                && let Some(syns) = tables.synonyms.get(&format!("{w} {next}"))
+            {
                 weighted.extend(syns.iter().map(|s| (s.clone(), SYNONYM_WEIGHT)));
             }
         }

@@ -56,14 +56,28 @@ pub(crate) fn is_cjk(c: char) -> bool {
         | 0x20000..=0x2FFFF) // Extensions B–F
 }
 
+/// Function characters that say nothing about a tool (的, 一个, 在 …): dropped as
+/// unigrams, and bigrams made only of them are dropped too.
+const CJK_STOP: &str = "的了在是和与把给里上下中个一这那我你他它们吗呢吧啊将被对从到为以及或等之其也都就要会能可用让向条次些某请帮";
+
 fn flush_cjk(run: &mut Vec<char>, out: &mut Vec<String>) {
     for c in run.iter() {
-        out.push(c.to_string());
+        if !CJK_STOP.contains(*c) {
+            out.push(c.to_string());
+        }
     }
     for pair in run.windows(2) {
-        out.push(pair.iter().collect());
+        if !(CJK_STOP.contains(pair[0]) && CJK_STOP.contains(pair[1])) {
+            out.push(pair.iter().collect());
+        }
     }
     run.clear();
+}
+
+/// Whether a term is a single CJK character (a unigram: weak evidence on its own).
+pub(crate) fn is_unigram(term: &str) -> bool {
+    let mut chars = term.chars();
+    matches!((chars.next(), chars.next()), (Some(c), None) if is_cjk(c))
 }
 
 fn flush_word(word: &mut String, out: &mut Vec<String>) {
@@ -173,7 +187,9 @@ const SYNONYMS: &[&[&str]] = &[
     &["read", "view", "cat", "open"],
     &["list", "ls", "enumerate", "show all"],
     &["search", "find", "lookup", "look up", "query", "locate"],
-    &["create", "make", "new", "add", "generate"],
+    &[
+        "create", "make", "new", "add", "generate", "open", "set up", "setup",
+    ],
     &["update", "modify", "edit", "change", "patch", "alter"],
     &["run", "execute", "exec", "invoke", "launch"],
     &["stop", "kill", "terminate", "cancel", "abort"],
@@ -206,7 +222,10 @@ const SYNONYMS: &[&[&str]] = &[
     &["schedule", "cron", "timer", "reminder"],
     &["memory", "remember", "recall"],
     &["page", "webpage", "website", "site"],
-    &["screenshot", "screen capture", "snapshot"],
+    &["screenshot", "screen capture", "screen shot"],
+    &["multiple", "several", "many", "bulk"],
+    &["regex", "regular expression", "regexp", "pattern"],
+    &["coordinates", "latitude", "longitude", "lat", "lng"],
     &["click", "press", "tap"],
     &["navigate", "goto", "go to", "visit"],
     &["web", "internet", "online"],
@@ -226,7 +245,11 @@ const SYNONYMS: &[&[&str]] = &[
 pub(crate) const SYNONYM_WEIGHT: f32 = 0.6;
 
 /// Weight of the English terms a Chinese query word is translated to.
-pub(crate) const GLOSSARY_WEIGHT: f32 = 0.8;
+pub(crate) const GLOSSARY_WEIGHT: f32 = 1.0;
+
+/// Weight of a CJK unigram of the query: bigrams carry the meaning, a lone character is
+/// weak evidence (文 is in 文件, 文档 and 文本).
+pub(crate) const UNIGRAM_WEIGHT: f32 = 0.3;
 
 /// Chinese words tool users type, with the English vocabulary of tool descriptions, so that a
 /// Chinese query also finds the (mostly English) catalog. Lexical search cannot cross
@@ -237,6 +260,10 @@ const GLOSSARY: &[(&str, &str)] = &[
     ("读取", "read"),
     ("读", "read"),
     ("查看", "view read show"),
+    ("网址", "url"),
+    ("链接", "link url"),
+    ("论文", "paper"),
+    ("邮件", "email"),
     ("写入", "write"),
     ("写", "write"),
     ("保存", "save write"),
@@ -386,15 +413,19 @@ pub(crate) fn tables() -> &'static Tables {
                 })
                 .collect();
             for (i, member) in stemmed.iter().enumerate() {
-                // Only single-word members are keys; phrases are looked for, not looked up.
-                let [key] = member.as_slice() else { continue };
+                // A phrase member is a key as its words joined by a space ("look up"),
+                // matched against consecutive query words.
+                if member.is_empty() {
+                    continue;
+                }
+                let key = member.join(" ");
                 let entry = synonyms.entry(key.clone()).or_default();
                 for (j, other) in stemmed.iter().enumerate() {
                     if i == j {
                         continue;
                     }
                     for t in other {
-                        if t != key && !entry.contains(t) {
+                        if *t != key && !member.contains(t) && !entry.contains(t) {
                             entry.push(t.clone());
                         }
                     }
