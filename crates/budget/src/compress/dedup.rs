@@ -66,26 +66,21 @@ pub(super) fn signature(line: &str) -> u64 {
             match class {
                 SPACE => break,
                 LETTER | DIGIT => {
+                    // Find the word's end first; only a word without digits needs hashing.
+                    let start = i;
                     let mut digit = false;
-                    let mut word = 0u64;
-                    let mut packed = 0u64;
-                    while i < s.len() {
-                        let class = CLASS[usize::from(s[i])];
+                    while let Some(&b) = s.get(i) {
+                        let class = CLASS[usize::from(b)];
                         if class != LETTER && class != DIGIT {
                             break;
                         }
                         digit |= class == DIGIT;
-                        packed = packed << 8 | u64::from(s[i]);
-                        if packed >> 56 != 0 {
-                            word = mix(word, packed);
-                            packed = 0;
-                        }
                         i += 1;
                     }
                     h = if digit {
                         mix(h, NUMBER)
                     } else {
-                        mix(mix(h, WORD), mix(word, packed))
+                        mix(mix(h, WORD), hash_word(&s[start..i]))
                     };
                 }
                 _ => {
@@ -100,6 +95,21 @@ pub(super) fn signature(line: &str) -> u64 {
         }
     }
     h
+}
+
+/// A word's bytes, eight at a time.
+fn hash_word(word: &[u8]) -> u64 {
+    let mut h = word.len() as u64;
+    let mut chunks = word.chunks_exact(8);
+    let mut buf = [0u8; 8];
+    for chunk in &mut chunks {
+        buf.copy_from_slice(chunk);
+        h = mix(h, u64::from_le_bytes(buf));
+    }
+    let rest = chunks.remainder();
+    buf = [0u8; 8];
+    buf[..rest.len()].copy_from_slice(rest);
+    mix(h, u64::from_le_bytes(buf))
 }
 
 #[cfg(test)]
