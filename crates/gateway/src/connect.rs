@@ -320,12 +320,23 @@ impl<R: AsyncRead + Unpin> AsyncRead for Tap<R> {
     }
 }
 
+/// Installs rustls' process-wide crypto provider (ring) once; reqwest's TLS needs one
+/// before any client is built, `http://` included.
+fn tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Err means another part of the process installed one first, which is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 /// A Streamable HTTP transport for `url` with the configured headers and bearer token.
 pub(crate) fn http_transport(
     url: &str,
     headers: &BTreeMap<String, String>,
     bearer_token_env: Option<&str>,
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+    tls_provider();
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
     if let Some(var) = bearer_token_env {
         match std::env::var(var) {

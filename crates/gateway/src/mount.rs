@@ -18,10 +18,12 @@
 //! "unavailable" error, so snapshots are marked incomplete; after a crash, its last tool list,
 //! whose calls restart it or answer with the reason and when the next attempt is allowed.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use rmcp::service::RunningService;
 use rmcp::{Peer, RoleClient, ServiceExt};
 use tokio::sync::{Notify, watch};
@@ -239,7 +241,10 @@ impl Mount {
         }
         let started = Instant::now();
         let outcome = tokio::select! {
-            r = self.connect() => r,
+            // A panic in a transport (rmcp, reqwest) must not leave the server "starting".
+            r = AssertUnwindSafe(self.connect()).catch_unwind() => r.unwrap_or_else(|_| {
+                Err("toolgate failed internally while starting it (a panic; see the log)".to_owned())
+            }),
             () = self.shutdown.cancelled() => Err("stopped: toolgate is shutting down".to_owned()),
         };
         match outcome {

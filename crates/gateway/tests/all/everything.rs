@@ -187,16 +187,18 @@ async fn everything_over_streamable_http() {
 #[tokio::test]
 async fn an_http_server_that_is_down_fails_with_the_url() {
     let port = free_port();
-    let config = McpServerConfig {
-        url: Some(format!("http://127.0.0.1:{port}/mcp")),
-        startup_timeout_sec: Some(5.0),
-        ..McpServerConfig::default()
-    };
-    let rig = setup().server("down", config).build();
-    rig.gateway.start_all().await;
-    let ServerState::Failed(reason) = rig.gateway.status()[0].state.clone() else {
-        panic!("should fail")
-    };
-    assert!(reason.contains(&format!("127.0.0.1:{port}")), "{reason}");
-    rig.finish().await;
+    for scheme in ["http", "https"] {
+        let config = McpServerConfig {
+            url: Some(format!("{scheme}://127.0.0.1:{port}/mcp")),
+            startup_timeout_sec: Some(5.0),
+            ..McpServerConfig::default()
+        };
+        let rig = setup().server("down", config).build();
+        rig.gateway.start_all().await;
+        let ServerState::Failed(reason) = rig.gateway.status()[0].state.clone() else {
+            panic!("should fail")
+        };
+        assert!(reason.contains(&format!("127.0.0.1:{port}")), "{reason}");
+        rig.finish().await;
+    }
 }
