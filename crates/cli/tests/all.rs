@@ -4,6 +4,8 @@
 
 #[path = "all/cli.rs"]
 mod cli;
+#[path = "all/disclosure.rs"]
+mod disclosure;
 #[path = "all/stdio.rs"]
 mod stdio;
 

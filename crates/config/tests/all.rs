@@ -224,3 +224,54 @@ fn search_budgets_come_from_the_search_section_and_reach_the_tools() {
         "unknown keys are errors: {err}"
     );
 }
+
+#[test]
+fn disclosure_section_parses_modes_globs_promotions_and_the_serve_flag() {
+    use toolgate_config::DisclosureFlag;
+    use toolgate_core::disclosure::PromotionCondition;
+    use toolgate_core::{DisclosureMode, ExposureMode};
+    let dir = tempfile::tempdir().unwrap();
+    let loaded = load(&options(dir.path(), None)).unwrap();
+    assert_eq!(loaded.config.disclosure.mode, DisclosureMode::Auto(15));
+    assert_eq!(loaded.config.disclosure.exposure, ExposureMode::Proxy);
+    write(
+        &dir.path().join(".toolgate/config.toml"),
+        r#"
+[disclosure]
+mode = "auto:30"
+direct = ["mcp__github__*"]
+deferred = ["grep"]
+
+[[disclosure.promote]]
+tools = ["mcp__search__web"]
+when = { provider = "acme" }
+"#,
+    );
+    let loaded = load(&options(dir.path(), None)).unwrap();
+    let d = &loaded.config.disclosure;
+    assert_eq!(d.mode, DisclosureMode::Auto(30));
+    assert_eq!(d.direct, ["mcp__github__*"]);
+    assert_eq!(
+        d.promote[0].when,
+        PromotionCondition::Provider("acme".into())
+    );
+    let mut opts = options(dir.path(), None);
+    opts.flags.disclosure = Some(DisclosureFlag::Backfill);
+    let loaded = load(&opts).unwrap();
+    assert_eq!(loaded.config.disclosure.exposure, ExposureMode::Backfill);
+    assert_eq!(
+        source_of(&loaded, "disclosure.exposure"),
+        "--disclosure flag"
+    );
+    opts.flags.disclosure = Some(DisclosureFlag::Off);
+    assert_eq!(
+        load(&opts).unwrap().config.disclosure.mode,
+        DisclosureMode::Off
+    );
+    write(
+        &dir.path().join(".toolgate/config.toml"),
+        "[disclosure]\nmode = \"sometimes\"\n",
+    );
+    let err = load(&options(dir.path(), None)).unwrap_err().to_string();
+    assert!(err.contains("auto:N"), "{err}");
+}

@@ -9,6 +9,8 @@ mod fixtures;
 
 #[path = "all/disclosure.rs"]
 mod disclosure;
+#[path = "../benches/disclosure/catalog.rs"]
+mod disclosure_catalog;
 #[path = "all/dispatch.rs"]
 mod dispatch;
 #[path = "all/permission.rs"]

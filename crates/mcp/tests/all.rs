@@ -93,6 +93,10 @@ impl Client {
             DispatchLimits::default(),
         ));
         let server = ToolgateServer::new(dispatcher, RenderOptions::default(), String::new());
+        Self::start_server(server).await
+    }
+
+    async fn start_server(server: ToolgateServer) -> Self {
         let (write, server_in) = tokio::io::duplex(1 << 16);
         let (server_out, read) = tokio::io::duplex(1 << 16);
         let server = tokio::spawn(serve_streams(server, server_in, server_out));
@@ -242,3 +246,6 @@ async fn registry_changes_reach_the_client_as_list_changed() {
         .collect();
     assert_eq!(names, ["first", "second"]);
 }
+
+#[path = "all/disclosure.rs"]
+mod disclosure;

@@ -523,3 +523,40 @@ fn catalog_is_in_search_tools_description_and_stable_in_proxy_mode() {
         .render_bytes(Protocol::OpenAi, &options);
     assert_eq!(before, after);
 }
+
+/// The retrieval benchmark's quality bar as a test (timings stay in the benchmark): the real
+/// MCP catalog plus 10,000 distractors, every query of the set.
+#[test]
+fn retrieval_benchmark_meets_its_recall_goals() {
+    use crate::disclosure_catalog::{distractors, queries, real_tools};
+    use toolgate_core::disclosure::ToolIndex;
+    let real = real_tools();
+    let mut entries = real.clone();
+    entries.extend(distractors(10_000, &real));
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    let index = ToolIndex::new(&entries);
+    let queries = queries();
+    assert!(queries.len() >= 100);
+    let (mut r1, mut r5) = (0, 0);
+    for q in &queries {
+        let hits = index.search(&q.text, 5);
+        let ok =
+            |h: &toolgate_core::disclosure::SearchHit| q.expected.contains(&entries[h.doc].name);
+        r1 += usize::from(hits.first().is_some_and(ok));
+        r5 += usize::from(hits.iter().any(ok));
+    }
+    let n = queries.len() as f64;
+    let (r1, r5) = (r1 as f64 / n, r5 as f64 / n);
+    assert!(
+        r1 >= 0.85 && r5 >= 0.95,
+        "Recall@1 {r1:.3}, Recall@5 {r5:.3}"
+    );
+    // Exact names always come first.
+    for q in queries
+        .iter()
+        .filter(|q| q.text.contains("__") || (q.kind == "name" && q.text == q.expected[0]))
+    {
+        let top = &entries[index.search(&q.text, 1)[0].doc].name;
+        assert_eq!(top, &q.expected[0], "{}", q.text);
+    }
+}
