@@ -38,6 +38,11 @@ enum Shape {
     PyFile,
     /// Go's `\t/path/x.go:N +0x1d`; the function line before it is a frame.
     GoFile,
+    /// pytest's `=== FAILURES ===` and `=== 3 failed, 200 passed in 1.2s ===` banners.
+    PytestBanner,
+    /// pytest's `____ test_name ____`: a failure report follows, up to the next one or the
+    /// next banner.
+    PytestFailure,
 }
 
 /// Problem words, matched case-insensitively as substrings. Stems cover their inflections
@@ -83,7 +88,7 @@ pub(super) fn classify(text: &str, lines: &[&str]) -> Option<Vec<Class>> {
     let mut classes = Vec::with_capacity(lines.len());
     for (i, &line) in lines.iter().enumerate() {
         let class = match shapes[i] {
-            Shape::Verdict => Class::Anchor,
+            Shape::Verdict | Shape::PytestBanner | Shape::PytestFailure => Class::Anchor,
             _ if keyword[i] && shapes[i] != Shape::Pass && !is_cargo_progress(line) => {
                 Class::Anchor
             }
@@ -103,6 +108,7 @@ pub(super) fn classify(text: &str, lines: &[&str]) -> Option<Vec<Class>> {
         };
         classes.push(class);
     }
+    pytest_reports(&shapes, &mut classes);
     // One blank line between two frame blocks joins them: jest prints the code frame, a
     // blank line, then the stack.
     for i in 1..classes.len().saturating_sub(1) {
@@ -114,6 +120,29 @@ pub(super) fn classify(text: &str, lines: &[&str]) -> Option<Vec<Class>> {
         }
     }
     Some(classes)
+}
+
+/// A pytest failure report (the test's source, `>` and `E` lines, the frames in between, the
+/// local variables) is one traceback: its lines are frames, kept whole next to its header.
+/// A report ends at the next header or banner, or after `MAX_REPORT` lines in case a header
+/// look-alike opened it.
+fn pytest_reports(shapes: &[Shape], classes: &mut [Class]) {
+    const MAX_REPORT: usize = 2_000;
+    let mut report_start = None;
+    for (i, shape) in shapes.iter().enumerate() {
+        match shape {
+            Shape::PytestFailure => report_start = Some(i),
+            Shape::PytestBanner => report_start = None,
+            _ => {
+                if report_start.is_some_and(|start| i - start > MAX_REPORT) {
+                    report_start = None;
+                }
+                if report_start.is_some() && classes[i] == Class::Noise {
+                    classes[i] = Class::Trace;
+                }
+            }
+        }
+    }
 }
 
 /// Which lines hold a keyword at a word start or a camel-case boundary (`TypeError` counts,
@@ -205,8 +234,7 @@ fn shape(line: &str) -> Shape {
         b'0'..=b'9' => digit_line(t, indented),
         b'=' => {
             if t.starts_with("===") && t.ends_with("===") && t.contains(' ') {
-                // pytest banners: `=== 3 failed, 200 passed in 1.2s ===`, `=== FAILURES ===`
-                Shape::Verdict
+                Shape::PytestBanner
             } else if t.starts_with("=== RUN")
                 || t.starts_with("=== PAUSE")
                 || t.starts_with("=== CONT")
@@ -219,7 +247,9 @@ fn shape(line: &str) -> Shape {
                 Shape::Plain
             }
         }
-        b'_' if t.starts_with("___") && t.ends_with("___") && t.contains(' ') => Shape::Verdict,
+        b'_' if t.starts_with("___") && t.ends_with("___") && t.contains(' ') => {
+            Shape::PytestFailure
+        }
         // pytest's separator between the frames of one traceback
         b'_' if t.starts_with("_ _ _") => Shape::Frame,
         b'-' => {
