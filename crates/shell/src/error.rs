@@ -7,14 +7,14 @@ use toolgate_core::ToolError;
 #[non_exhaustive]
 pub enum ShellError {
     /// The shell could not be started.
-    #[error(
-        "could not start `{shell}`: {source}; check that the command is not huge and the machine has free processes and memory"
-    )]
+    #[error("could not start `{shell}`: {source}; {hint}")]
     Spawn {
         /// `bash` or `sh`.
         shell: String,
         /// What the OS said.
         source: std::io::Error,
+        /// What to do about it.
+        hint: &'static str,
     },
     /// `cwd` is not a folder inside the roots.
     #[error("cwd: {0}; give a folder inside the project, or omit cwd to run in the project root")]

@@ -44,25 +44,17 @@ pub(crate) fn spawn(command: &str, cwd: &Path) -> Result<Spawned, ShellError> {
         .process_group(0)
         .kill_on_drop(true);
     die_with_parent(&mut cmd);
-    let mut child = cmd.spawn().map_err(|source| ShellError::Spawn {
-        shell: shell.to_owned(),
-        source,
-    })?;
+    let mut child = cmd.spawn().map_err(|source| spawn_error(shell, source))?;
     let pid = child.id().and_then(|id| Pid::from_raw(id as i32));
     let (Some(pid), Some(stdout), Some(stderr)) = (pid, child.stdout.take(), child.stderr.take())
     else {
-        return Err(ShellError::Spawn {
-            shell: shell.to_owned(),
-            source: std::io::Error::other("the child has no pid or pipes"),
-        });
+        return Err(spawn_error(
+            shell,
+            std::io::Error::other("the child has no pid or pipes"),
+        ));
     };
     // Blocking descriptors: the pump threads read them with poll(2).
-    let pipe = |r: std::io::Result<OwnedFd>| {
-        r.map_err(|source| ShellError::Spawn {
-            shell: shell.to_owned(),
-            source,
-        })
-    };
+    let pipe = |r: std::io::Result<OwnedFd>| r.map_err(|source| spawn_error(shell, source));
     let stdout = pipe(stdout.into_owned_fd())?;
     let stderr = pipe(stderr.into_owned_fd())?;
     Ok(Spawned {
@@ -71,6 +63,26 @@ pub(crate) fn spawn(command: &str, cwd: &Path) -> Result<Spawned, ShellError> {
         stdout,
         stderr,
     })
+}
+
+/// A spawn failure with a hint that fits its cause.
+fn spawn_error(shell: &str, source: std::io::Error) -> ShellError {
+    let code = source.raw_os_error();
+    let is = |errno: rustix::io::Errno| code == Some(errno.raw_os_error());
+    let hint = if is(rustix::io::Errno::TOOBIG) {
+        "the command is longer than the OS accepts; write it to a script file with write_file and run that"
+    } else if is(rustix::io::Errno::AGAIN) || is(rustix::io::Errno::NOMEM) {
+        "the machine is out of processes or memory; stop background jobs you no longer need (job_kill) and retry"
+    } else if source.kind() == std::io::ErrorKind::InvalidInput {
+        "the command contains a NUL byte; remove it"
+    } else {
+        "retry, or check that the shell is installed"
+    };
+    ShellError::Spawn {
+        shell: shell.to_owned(),
+        source,
+        hint,
+    }
 }
 
 /// Asks the kernel to SIGKILL the shell when toolgate dies, however it dies.

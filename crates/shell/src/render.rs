@@ -66,6 +66,8 @@ pub(crate) fn human(d: Duration) -> String {
         format!("{secs:.2} s")
     } else if secs < 60.0 {
         format!("{secs:.1} s")
+    } else if d.as_secs().is_multiple_of(60) {
+        format!("{} min", d.as_secs() / 60)
     } else {
         format!("{} min {} s", d.as_secs() / 60, d.as_secs() % 60)
     }
@@ -174,6 +176,7 @@ mod tests {
         assert_eq!(human(Duration::from_millis(310)), "0.31 s");
         assert_eq!(human(Duration::from_millis(12_440)), "12.4 s");
         assert_eq!(human(Duration::from_secs(200)), "3 min 20 s");
+        assert_eq!(human(Duration::from_secs(600)), "10 min");
         assert_eq!(human_bytes(4 << 30), "4 GiB");
         assert_eq!(human_bytes(1500), "1,500 bytes");
         assert_eq!(signal_name(9), "SIGKILL");

@@ -15,3 +15,5 @@ mod jobs;
 mod kill;
 #[path = "all/output.rs"]
 mod output;
+#[path = "all/snapshots.rs"]
+mod snapshots;

@@ -35,6 +35,12 @@ impl Env {
         Self::build(gate, ShellLimits::default())
     }
 
+    /// An env with other limits.
+    pub fn with_limits(limits: ShellLimits) -> Self {
+        let gate = Gate::Shared(GATE.read().unwrap_or_else(PoisonError::into_inner));
+        Self::build(gate, limits)
+    }
+
     /// An env that runs alone in this test process (for memory measurements).
     pub fn alone() -> Self {
         let gate = Gate::Exclusive(GATE.write().unwrap_or_else(PoisonError::into_inner));

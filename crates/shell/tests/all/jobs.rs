@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolgate_core::ToolOutput;
 
-use crate::fixtures::{Env, field, live_in_group};
+use crate::fixtures::{Env, eventually, field, live_in_group};
 
 async fn start(env: &Env, command: &str) -> ToolOutput {
     let out = env
@@ -164,6 +164,9 @@ async fn job_kill_ends_the_whole_group() {
     let out = start(&env, "echo started; sleep 1000 & (sleep 1000) & wait").await;
     let id = job_id(&out);
     let pgid = field(&out, "pid").as_i64().unwrap() as i32;
+    // Kill it once it has printed (and so started its children).
+    let stdout = field(&out, "stdout")["path"].as_str().unwrap().to_owned();
+    assert!(eventually(|| fs_err::metadata(&stdout).is_ok_and(|m| m.len() > 0)).await);
     assert!(!live_in_group(pgid).is_empty());
     let killed = env.call("job_kill", json!({ "job_id": id })).await;
     assert!(!killed.is_error, "{}", killed.text);

@@ -2,6 +2,7 @@
 //! leftovers after exit, the end of the session.
 
 use serde_json::json;
+use toolgate_shell::ShellLimits;
 
 use crate::fixtures::{Env, alive, eventually, field, live_in_group, number_after, wait_for_file};
 
@@ -13,13 +14,13 @@ const TREE: &str =
 async fn timeout_kills_the_grandchildren_too() {
     let env = Env::new();
     let out = env
-        .call("run_shell", json!({ "command": TREE, "timeout_ms": 300 }))
+        .call("run_shell", json!({ "command": TREE, "timeout_ms": 1000 }))
         .await;
     assert!(out.is_error);
     assert_eq!(field(&out, "status"), "timed_out");
     assert!(
         out.text
-            .starts_with("command failed (timeout): still running after 0.30 s (timeout_ms 300)"),
+            .starts_with("command failed (timeout): still running after 1.00 s (timeout_ms 1000)"),
         "{}",
         out.text
     );
@@ -43,7 +44,7 @@ async fn a_group_that_ignores_sigterm_gets_sigkill() {
     let env = Env::new();
     let cmd = "trap '' TERM; echo pgid=$$; sh -c 'trap \"\" TERM; sleep 1000' & sleep 1000";
     let out = env
-        .call("run_shell", json!({ "command": cmd, "timeout_ms": 300 }))
+        .call("run_shell", json!({ "command": cmd, "timeout_ms": 1000 }))
         .await;
     assert_eq!(field(&out, "status"), "timed_out");
     assert!(
@@ -143,4 +144,44 @@ async fn ending_the_session_kills_its_jobs() {
         );
     }
     drop(dir);
+}
+
+#[tokio::test]
+async fn a_stream_past_its_disk_limit_stops_the_command() {
+    let env = Env::with_limits(ShellLimits {
+        max_stream_bytes: 100_000,
+        ..ShellLimits::default()
+    });
+    // `yes` never ends by itself: only the limit can stop it.
+    let out = env.sh("echo pgid=$$ >&2; yes").await;
+    assert!(out.is_error);
+    assert_eq!(field(&out, "status"), "killed");
+    assert!(
+        out.text
+            .starts_with("command failed: its stdout passed the 100,000 bytes output limit after"),
+        "{}",
+        out.text
+    );
+    let path = field(&out, "stdout")["path"].as_str().unwrap();
+    assert_eq!(fs_err::metadata(path).unwrap().len(), 100_000);
+    assert_eq!(live_in_group(number_after(&out.text, "pgid=")), vec![]);
+}
+
+#[tokio::test]
+async fn a_pipe_held_by_a_process_outside_the_group_does_not_hang_the_call() {
+    let env = Env::new();
+    // setsid takes the sleep out of the group; it still holds stdout open.
+    let out = env.sh("setsid sleep 1000 & echo escaped=$!").await;
+    let escaped = number_after(&out.text, "escaped=");
+    let _ = std::process::Command::new("kill")
+        .arg(escaped.to_string())
+        .status();
+    assert_eq!(field(&out, "exit_code"), 0, "{}", out.text);
+    assert!(
+        out.text.contains(
+            "note: stdout was still held open by a process outside the command's process group"
+        ),
+        "{}",
+        out.text
+    );
 }

@@ -229,6 +229,15 @@ async fn arguments_are_checked() {
         .call("run_shell", json!({ "command": "true", "timeout": 5 }))
         .await;
     assert!(out.is_error && out.text.contains("timeout"), "{}", out.text);
+    let out = env.sh("echo a\u{0}b").await;
+    assert!(out.text.contains("contains a NUL byte"), "{}", out.text);
+    let huge = format!("echo {}", "x".repeat(200_000));
+    let out = env.sh(&huge).await;
+    assert!(
+        out.text.contains("write it to a script file"),
+        "{}",
+        out.text
+    );
     let out = env
         .call(
             "run_shell",
