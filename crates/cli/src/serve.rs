@@ -96,7 +96,13 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
     )
     .with_disclosure(runtime.disclosure.clone());
     let root = runtime.roots.primary().display().to_string();
-    let tool_count = runtime.dispatcher.snapshot().tools.len();
+    // What a client lists: with disclosure on, direct tools plus search_tool and run_tool.
+    let snapshot = runtime.dispatcher.snapshot();
+    let tool_count = runtime
+        .disclosure
+        .exposed(&snapshot, &Default::default())
+        .all()
+        .count();
     match &runtime.config.server.http {
         None => {
             if std::io::stdin().is_terminal() {

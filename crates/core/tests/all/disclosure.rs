@@ -560,3 +560,55 @@ fn retrieval_benchmark_meets_its_recall_goals() {
         assert_eq!(top, &q.expected[0], "{}", q.text);
     }
 }
+
+#[tokio::test]
+async fn index_follows_registry_generations() {
+    let s = seed();
+    let out = call(
+        &s.dispatcher,
+        SEARCH_TOOL,
+        json!({"query": "translate_text"}),
+    )
+    .await;
+    assert!(!search_text(&out).contains("## translate_text"));
+    let late: Vec<Arc<dyn DynTool>> = vec![Arc::new(StubTool::new(
+        "translate_text",
+        "Translate text into another language.",
+        Map::new(),
+    ))];
+    s.registry
+        .register(None, provider("late", late), 0)
+        .unwrap();
+    let out = call(
+        &s.dispatcher,
+        SEARCH_TOOL,
+        json!({"query": "translate_text"}),
+    )
+    .await;
+    let text = search_text(&out);
+    assert!(text.contains("\n## translate_text\n"), "{text}");
+    // The catalog in search_tool's description follows too.
+    let snapshot = s.registry.snapshot(&Scope::global());
+    let exposed = s.disclosure.exposed(&snapshot, &Unmasked::default());
+    let search = exposed
+        .all()
+        .find(|t| t.spec().name == SEARCH_TOOL)
+        .unwrap();
+    assert!(
+        search
+            .spec()
+            .description
+            .contains("- translate_text: Translate text")
+    );
+    assert!(s.registry.unregister(None, "late"));
+    let out = call(
+        &s.dispatcher,
+        SEARCH_TOOL,
+        json!({"query": "translate_text"}),
+    )
+    .await;
+    assert!(
+        !search_text(&out).contains("## translate_text"),
+        "no ghost after removal"
+    );
+}
