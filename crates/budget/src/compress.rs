@@ -70,8 +70,12 @@ pub fn compress_log(text: &str, options: &CompressOptions) -> Option<Compressed>
     }
     let clean = clean::clean(text);
     let clean = clean.as_ref();
-    // Cleaning keeps every `\n`, so these are the input's lines too.
-    let lines = split_lines(clean);
+    // Cleaning keeps every `\n`, so these are the input's lines too, except for a last line
+    // without a newline that was only debris (`…\n\x1b[0m`): it is still a line, now empty.
+    let mut lines = split_lines(clean);
+    if !text.ends_with('\n') && (clean.is_empty() || clean.ends_with('\n')) {
+        lines.push("");
+    }
     let input_lines = lines.len();
     if input_lines < options.min_lines {
         return None;

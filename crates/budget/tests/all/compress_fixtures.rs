@@ -37,6 +37,7 @@ fn every_fixture_keeps_every_anchor_and_saves_what_it_should() {
         match (&compressed, least) {
             (Some(c), Some(least)) => {
                 let lost = lost_anchors(&log, c);
+                // To review what a model would see: TOOLGATE_DUMP_COMPRESSED=/some/dir.
                 if let Some(dir) = std::env::var_os("TOOLGATE_DUMP_COMPRESSED") {
                     fs_err::write(std::path::Path::new(&dir).join(name), &c.text).unwrap();
                 }

@@ -336,3 +336,13 @@ fn blank_last_line_without_newline_is_still_a_line() {
     assert_eq!(c.text.lines().count(), c.output_lines, "{:?}", c.text);
     assert!(c.text.ends_with("error: boom\n\n"), "{:?}", c.text);
 }
+
+/// Found by the proptest: a last line made only of an escape sequence, without a final
+/// newline, was cleaned away and no longer counted as a line.
+#[test]
+fn a_last_line_of_debris_is_still_counted() {
+    let log = format!("{}error: boom\n\x1b[0m", noise(60));
+    let c = compress_log(&log, &CompressOptions::default()).expect("compressed");
+    assert_eq!(c.input_lines, log.lines().count());
+    assert_eq!(c.text.lines().count(), c.output_lines, "{:?}", c.text);
+}

@@ -107,6 +107,21 @@ proptest! {
         prop_assert!(c.anchor_lines >= planted.len());
     }
 
+    /// Terminal debris, broken escapes, multibyte text and stray carriage returns: no panic,
+    /// no growth, no invalid counts.
+    #[test]
+    fn arbitrary_text_never_panics_or_grows(
+        text in "([\\x1b\\r\\n\\t \\[\\]0-9;:mKa-zA-Zé✓×…/\\\\_.-]{0,12}\\n?){0,200}",
+        options in options(),
+    ) {
+        if let Some(c) = compress_log(&text, &options) {
+            prop_assert!(c.text.len() < text.len());
+            prop_assert!(c.text.chars().count() < text.chars().count());
+            prop_assert!(!c.text.contains('\x1b') && !c.text.contains('\r'));
+            prop_assert_eq!(c.input_lines, text.lines().count());
+        }
+    }
+
     #[test]
     fn planted_anchors_are_anchors_to_the_oracle(line in anchor()) {
         prop_assert!(is_anchor(&line));
