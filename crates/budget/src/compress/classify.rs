@@ -9,6 +9,9 @@
 //! `=== RUN TestPanic`), on cargo's progress lines (`Compiling thiserror v2.0.12`) and on
 //! npm's successful requests (`npm http fetch GET 200 …/es-errors`). Passed files are not
 //! verdicts either: the runner's summary line counts them.
+//!
+//! Frames are the lines of a stack trace in Rust, Python, JavaScript, Go and Java, rustc's
+//! and vitest's code frames, and every line of a pytest failure report.
 
 use std::sync::LazyLock;
 
