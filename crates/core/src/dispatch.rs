@@ -396,7 +396,15 @@ fn unknown_tool(name: &str, snapshot: &Snapshot) -> ToolOutput {
                 k.as_str(),
             )
         })
-        .filter(|(score, _)| *score > 0.7)
+        // The disclosure entry points end in `_tool` like many misspellings do
+        // (`no_such_tool`): suggest them only for a near miss of their own name.
+        .filter(|(score, k)| {
+            let entry_point = matches!(
+                *k,
+                crate::disclosure::SEARCH_TOOL | crate::disclosure::RUN_TOOL
+            );
+            *score > if entry_point { 0.9 } else { 0.7 }
+        })
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
     let suggestions: Vec<String> = scored

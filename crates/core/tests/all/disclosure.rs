@@ -612,3 +612,20 @@ async fn index_follows_registry_generations() {
         "no ghost after removal"
     );
 }
+
+/// Regression: with the disclosure tools registered, `no_such_tool` was answered with
+/// "did you mean `run_tool`, `search_tool`?" (they share the `_tool` ending).
+#[tokio::test]
+async fn unknown_tool_suggestions_skip_the_disclosure_tools_unless_nearly_named() {
+    let tools: Vec<Arc<dyn DynTool>> = vec![TypedTool::erased(WriteNote { timeout: None })];
+    let s = setup_with(tools, on(), Policy::allow_all());
+    let out = call(&s.dispatcher, "no_such_tool", json!({})).await;
+    assert!(!out.text.contains("did you mean"), "{}", out.text);
+    assert!(out.text.contains("write_note"), "{}", out.text);
+    let out = call(&s.dispatcher, "serch_tool", json!({})).await;
+    assert!(
+        out.text.contains("did you mean `search_tool`"),
+        "{}",
+        out.text
+    );
+}
