@@ -7,10 +7,11 @@
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::event::{PollFd, PollFlags, poll};
+use rustix::pipe::{PipeFlags, pipe_with};
 use toolgate_budget::{SpillFile, SpillStore, SpillStream};
 
 /// Where a stream's bytes go.
@@ -151,16 +152,14 @@ impl Window {
 /// A running pump: a blocking thread that moves one pipe's bytes to disk.
 pub(crate) struct Pump {
     state: PumpState,
-    stop: Arc<AtomicBool>,
+    /// The write end of the stop pipe: closing it wakes the pump and makes it stop reading.
+    stop: Option<OwnedFd>,
 }
 
 enum PumpState {
     Running(tokio::task::JoinHandle<Captured>),
     Done(Captured),
 }
-
-/// How often a pump waiting on a silent pipe checks whether it was told to stop.
-const STOP_CHECK: Duration = Duration::from_millis(50);
 
 impl Pump {
     /// Starts pumping `fd` into `sink`. `on_limit` runs once if the stream passes
@@ -172,14 +171,29 @@ impl Pump {
         progress: Arc<StreamProgress>,
         on_limit: Box<dyn Fn() + Send>,
     ) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
+        // A silent pipe costs no wakeups: the pump sleeps in poll(2) on the pipe and the
+        // read end of a stop pipe (close-on-exec, so no command inherits it). Without one
+        // (out of descriptors) it can still only end at EOF.
+        let (stop_rx, stop_tx) = match pipe_with(PipeFlags::CLOEXEC) {
+            Ok((rx, tx)) => (Some(rx), Some(tx)),
+            Err(e) => {
+                tracing::warn!(%e, "no stop pipe for an output pump");
+                (None, None)
+            }
+        };
         let handle = tokio::task::spawn_blocking(move || {
-            pump(&fd, sink, config, &progress, &flag, on_limit.as_ref())
+            pump(
+                &fd,
+                sink,
+                config,
+                &progress,
+                stop_rx.as_ref(),
+                on_limit.as_ref(),
+            )
         });
         Self {
             state: PumpState::Running(handle),
-            stop,
+            stop: stop_tx,
         }
     }
 
@@ -195,7 +209,7 @@ impl Pump {
     /// captured.
     pub async fn finish(mut self, wait: Duration) -> Captured {
         let _ = tokio::time::timeout(wait, self.closed()).await;
-        self.stop.store(true, Ordering::Release);
+        self.stop.take();
         self.closed().await;
         match std::mem::replace(&mut self.state, PumpState::Done(Captured::default())) {
             PumpState::Done(captured) => captured,
@@ -204,18 +218,12 @@ impl Pump {
     }
 }
 
-impl Drop for Pump {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-    }
-}
-
 fn pump(
     fd: &OwnedFd,
     sink: Sink,
     config: PumpConfig,
     progress: &StreamProgress,
-    stop: &AtomicBool,
+    stop: Option<&OwnedFd>,
     on_limit: &(dyn Fn() + Send),
 ) -> Captured {
     let mut buf = vec![0u8; 64 * 1024];
@@ -226,24 +234,28 @@ fn pump(
         Sink::Lazy { store, label } => (None, Some((store, label))),
     };
     let mut lazy = lazy;
-    let timeout = Timespec {
-        tv_sec: 0,
-        tv_nsec: i64::from(STOP_CHECK.subsec_nanos()),
-    };
     let mut last = None;
     loop {
-        if stop.load(Ordering::Acquire) {
-            out.abandoned = true;
-            break;
-        }
-        let mut fds = [PollFd::new(fd, PollFlags::IN)];
-        match poll(&mut fds, Some(&timeout)) {
-            Ok(0) | Err(rustix::io::Errno::INTR) => continue,
-            Ok(_) => {}
+        let mut fds = [
+            PollFd::new(fd, PollFlags::IN),
+            PollFd::new(stop.unwrap_or(fd), PollFlags::IN),
+        ];
+        let watched = if stop.is_some() { 2 } else { 1 };
+        match poll(&mut fds[..watched], None) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
             Err(e) => {
                 out.error = Some(format!("reading the pipe failed: {e}"));
                 break;
             }
+        }
+        if watched == 2 && !fds[1].revents().is_empty() {
+            // Told to stop (the write end was closed): a process outside the group may
+            // hold the pipe open forever.
+            out.abandoned = true;
+            break;
+        }
+        if fds[0].revents().is_empty() {
+            continue;
         }
         let n = match rustix::io::read(fd, &mut buf) {
             Ok(0) => break,

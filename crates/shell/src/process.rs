@@ -86,6 +86,10 @@ fn spawn_error(shell: &str, source: std::io::Error) -> ShellError {
 }
 
 /// Asks the kernel to SIGKILL the shell when toolgate dies, however it dies.
+///
+/// The signal follows the *thread* that forked, so commands must be spawned from threads
+/// that live as long as the runtime (async tasks on runtime workers, as here), never from
+/// `spawn_blocking` threads, which exit when idle.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 #[allow(unsafe_code)]
 fn die_with_parent(cmd: &mut tokio::process::Command) {
