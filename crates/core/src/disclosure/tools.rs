@@ -86,9 +86,11 @@ pub fn search_tool(disclosure: Arc<Disclosure>) -> Arc<dyn DynTool> {
 /// The `run_tool` proxy.
 pub fn run_tool() -> Arc<dyn DynTool> {
     let mut meta = read_only_meta("Run a found tool");
-    // The dispatcher never runs run_tool itself (it runs the target); these describe the
-    // proxy only where a client reads annotations.
+    // The dispatcher never runs run_tool itself (it runs the target under the target's
+    // meta); this is what a client reads in the annotations: a proxy that can reach any
+    // tool is neither read-only nor harmless.
     meta.action = "tool.run".to_owned();
+    meta.concurrency = Concurrency::Mutating;
     meta.destructive = true;
     meta.idempotent = false;
     Arc::new(RunTool {

@@ -629,3 +629,25 @@ async fn unknown_tool_suggestions_skip_the_disclosure_tools_unless_nearly_named(
         out.text
     );
 }
+
+/// What a model sees of disclosure, pinned: the two tools as MCP renders them (schemas and
+/// the catalog), and a search result.
+#[tokio::test]
+async fn disclosure_tools_and_a_search_result_as_the_model_sees_them() {
+    let s = seed();
+    let snapshot = s.registry.snapshot(&Scope::global());
+    let exposed = s.disclosure.exposed(&snapshot, &Unmasked::default());
+    let array = exposed.render(Protocol::Mcp, &RenderOptions::default());
+    let disclosure_tools: Vec<&serde_json::Value> = array
+        .iter()
+        .filter(|t| t["name"] == SEARCH_TOOL || t["name"] == RUN_TOOL)
+        .collect();
+    insta::assert_json_snapshot!("disclosure_tools_mcp", disclosure_tools);
+    let out = call(
+        &s.dispatcher,
+        SEARCH_TOOL,
+        json!({"query": "通知用户", "limit": 2}),
+    )
+    .await;
+    insta::assert_snapshot!("search_result_text", out.text);
+}
