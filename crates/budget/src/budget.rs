@@ -247,6 +247,7 @@ fn group(n: u64) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests read files back with std::fs
 mod tests {
     use toolgate_core::ToolMeta;
 

@@ -452,6 +452,7 @@ pub fn pointers_in(text: &str) -> Vec<PathBuf> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests read files back with std::fs
 mod tests {
     use super::*;
 
