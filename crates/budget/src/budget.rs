@@ -149,6 +149,9 @@ impl ResultBudget for Budget {
             for item in turn
                 .iter_mut()
                 .filter(|i| i.meta.log_like && i.meta.spillable)
+                // A tool that already cut its output and saved the whole (run_shell) left a
+                // pointer: compressing its excerpt would only spill the excerpt a second time.
+                .filter(|i| !i.output.text.contains(POINTER_MARK))
             {
                 self.compress(item);
             }
@@ -444,6 +447,33 @@ mod tests {
             log,
             "original kept verbatim"
         );
+    }
+
+    #[test]
+    fn output_that_already_points_to_its_spill_file_is_not_compressed_or_spilled_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = budget(dir.path(), BudgetLimits::default());
+        let file = b.store().write("run_shell", b"the whole output").unwrap();
+        let mut text: String = (0..300).map(|i| format!("noise line {i}\n")).collect();
+        text.push_str("error: it broke\n");
+        text.push_str(&b.pointer(&file, true));
+        let meta = ToolMeta {
+            log_like: true,
+            ..ToolMeta::default()
+        };
+        let mut items = [(meta, ToolOutput::error(text.clone()))];
+        run(&b, &mut items);
+        assert_eq!(items[0].1.text, text, "left as the tool wrote it");
+        let spilled = std::fs::read_dir(dir.path().join("spill"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".txt")
+            });
+        assert_eq!(spilled.count(), 1, "no second copy");
     }
 
     #[test]
