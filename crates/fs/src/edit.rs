@@ -323,3 +323,39 @@ fn diff(display: &str, old: &str, new: &str) -> (String, bool) {
     }
     (out, false)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crlf_files_match_lf_text_in_their_own_ending() {
+        let found = find("a\r\nb\r\nc\r\n", "a\nb", "x\ny").unwrap();
+        assert_eq!(
+            (found.old.as_str(), found.new.as_str()),
+            ("a\r\nb", "x\r\ny")
+        );
+        assert_eq!(found.starts, [0]);
+        // A mostly-LF file with one CRLF line: the model's text is tried as written first.
+        let found = find("a\nb\nc\r\n", "a\nb", "x").unwrap();
+        assert_eq!(found.old, "a\nb");
+        assert!(find("a\nb\n", "a\r\nb", "x").is_none());
+    }
+
+    #[test]
+    fn line_numbers_of_offsets() {
+        let text = "one\ntwo\nthree two\n";
+        let starts: Vec<usize> = text.match_indices("two").map(|(i, _)| i).collect();
+        assert_eq!(line_numbers(text, &starts), [2, 3]);
+    }
+
+    #[test]
+    fn long_diffs_are_cut() {
+        let old: String = (0..500).map(|i| format!("{i}\n")).collect();
+        let new = old.replace('1', "X");
+        let (diff, cut) = diff("f", &old, &new);
+        assert!(cut);
+        assert!(diff.lines().count() <= MAX_DIFF_LINES + 1);
+        assert!(diff.ends_with("read_file shows the result]\n"), "{diff}");
+    }
+}

@@ -345,3 +345,30 @@ pub(crate) fn skipped_hint(scope: &Scope) -> &'static str {
         ""
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn words_and_globs() {
+        let words = NameFilter::query("User Test").unwrap();
+        assert!(words.matches(Path::new("tests/user_test.rs")));
+        assert!(words.matches(Path::new("TEST/users.txt")));
+        assert!(!words.matches(Path::new("src/user.rs")));
+        let name_glob = NameFilter::query("*.RS").unwrap();
+        assert!(name_glob.matches(Path::new("a/b/c.rs")));
+        let path_glob = NameFilter::query("src/*.rs").unwrap();
+        assert!(path_glob.matches(Path::new("src/a.rs")));
+        assert!(!path_glob.matches(Path::new("src/x/a.rs")));
+        let not = NameFilter::glob("!*.min.js", "glob").unwrap();
+        assert!(not.matches(Path::new("a.js")) && !not.matches(Path::new("a.min.js")));
+        assert!(
+            NameFilter::query("ünï")
+                .unwrap()
+                .matches(Path::new("docs/ÜNÏCODE.md"))
+        );
+    }
+}

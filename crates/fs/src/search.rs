@@ -424,3 +424,49 @@ pub(crate) fn plural(n: u64, one: &str, many: &str) -> String {
         format!("{n} {many}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_even_with_colons_in_paths() {
+        for (path, line) in [("src/lib.rs", 12), ("a:b/c:3.txt", 0), ("x:end", u64::MAX)] {
+            let cursor = Cursor {
+                path: PathBuf::from(path),
+                line,
+            };
+            assert_eq!(Cursor::parse(&cursor.render()).unwrap(), cursor);
+        }
+        assert_eq!(Cursor::after_file("a.rs").render(), "a.rs:end");
+        for bad in ["", "no-colon", ":12", "a.rs:", "a.rs:-1", "a.rs:x"] {
+            assert!(Cursor::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn limits_clamp_to_their_maximums() {
+        let limits = SearchLimits::default();
+        assert_eq!(limits.limit(None).unwrap(), 100);
+        assert_eq!(limits.limit(Some(10_000)).unwrap(), 500);
+        assert!(limits.limit(Some(0)).is_err());
+        assert_eq!(limits.timeout(None).unwrap(), Duration::from_secs(15));
+        assert_eq!(
+            limits.timeout(Some(60_000)).unwrap(),
+            Duration::from_secs(30)
+        );
+        assert_eq!(limits.timeout(Some(5)).unwrap(), Duration::from_millis(5));
+        assert!(limits.timeout(Some(0)).is_err());
+    }
+
+    #[test]
+    fn long_lines_are_cut_by_characters_not_bytes() {
+        assert_eq!(cut_line("short", 10), "short");
+        let wide = "é".repeat(10);
+        assert_eq!(cut_line(&wide, 10), wide, "20 bytes but 10 characters");
+        assert_eq!(
+            cut_line(&"ab".repeat(6), 4),
+            "abab … [line cut: showing 4 of 12 characters]"
+        );
+    }
+}

@@ -97,7 +97,13 @@ pub(crate) fn run(job: &Job<'_>) -> Outcome {
             if full.load(Ordering::Relaxed) {
                 return false;
             }
-            if !v.is_file || job.glob.is_some_and(|g| !g.matches(v.rel)) {
+            // A single file searched as `path` has an empty relative path: its glob check
+            // goes by its name.
+            let named = match v.rel.as_os_str().is_empty() {
+                true => v.path.file_name().map_or(v.rel, Path::new),
+                false => v.rel,
+            };
+            if !v.is_file || job.glob.is_some_and(|g| !g.matches(named)) {
                 return true;
             }
             let after_line = if scope.walk.after.as_deref() == Some(v.rel) {

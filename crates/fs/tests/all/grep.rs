@@ -239,6 +239,16 @@ async fn glob_and_path_narrow_the_files() {
         "a single file can be searched"
     );
     let out = s
+        .ok(
+            "grep",
+            json!({ "pattern": "needle", "path": "docs/e.md", "glob": "*.md" }),
+        )
+        .await;
+    assert_eq!(
+        out.text, "docs/e.md\n1:needle\n",
+        "a glob applies to the file's name"
+    );
+    let out = s
         .ok("grep", json!({ "pattern": "needle", "glob": "*.py" }))
         .await;
     assert!(
