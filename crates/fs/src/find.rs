@@ -305,19 +305,21 @@ impl FindPage {
             );
         }
         if let Some(reason) = self.reason {
-            let of = match (self.total_known, scope.walk.after.is_some()) {
-                (false, _) => String::new(),
-                (true, false) => format!(" of {} matching", self.matched),
-                (true, true) => format!(" of {} matching from the cursor on", self.matched),
+            let shown = match (self.total_known, scope.walk.after.is_some()) {
+                (false, _) => plural(self.returned, "file", "files"),
+                (true, false) => format!("{} of {} matching files", self.returned, self.matched),
+                (true, true) => format!(
+                    "{} of {} matching files from the cursor on",
+                    self.returned, self.matched
+                ),
             };
             let next = match &self.cursor {
                 Some(c) => format!("continue with cursor \"{c}\", or narrow the query or path"),
                 None => "narrow the query or path, or allow more time with timeout_ms".to_owned(),
             };
             text.push_str(&format!(
-                "[truncated: {}; showing {}{of} — {next}]\n",
+                "[truncated: {}; showing {shown} — {next}]\n",
                 cut_phrase(reason, limits, limit),
-                plural(self.returned, "file", "files")
             ));
         }
         let truncated = self.reason.is_some();

@@ -392,3 +392,25 @@ async fn confinement_holds_for_search() {
         .await;
     assert!(err.contains("outside the allowed roots"), "{err}");
 }
+
+#[tokio::test]
+async fn snapshot_of_a_cut_page_with_context() {
+    let p = Project::new();
+    hits_tree(&p);
+    p.write(
+        "src/long.rs",
+        format!("let hit_long = \"{}\";\n", "x".repeat(2_100)),
+    );
+    let s = p.session();
+    let out = s
+        .ok(
+            "grep",
+            json!({ "pattern": "hit_(1[58]|long)", "context": 1, "limit": 3, "glob": "m0[01].rs" }),
+        )
+        .await;
+    insta::assert_snapshot!("grep_cut_page", out.text);
+    let out = s
+        .ok("grep", json!({ "pattern": "hit_long", "path": "src" }))
+        .await;
+    insta::assert_snapshot!("grep_long_line", out.text);
+}

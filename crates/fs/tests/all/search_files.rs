@@ -303,3 +303,14 @@ async fn bad_arguments_say_what_to_send() {
         .await;
     assert!(err.contains("bogus"), "{err}");
 }
+
+#[tokio::test]
+async fn snapshot_of_a_cut_page() {
+    let p = Project::new();
+    many(&p, 30);
+    let s = p.session();
+    let out = s
+        .ok("search_files", json!({ "query": "d01", "limit": 4 }))
+        .await;
+    insta::assert_snapshot!("search_files_cut_page", out.text);
+}
