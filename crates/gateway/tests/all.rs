@@ -1,6 +1,6 @@
 //! The gateway against real servers (`@modelcontextprotocol/server-everything` over stdio
 //! and Streamable HTTP, `@modelcontextprotocol/server-filesystem`, installed by
-//! `scripts/install-peers.sh`) and against misbehaving ones (`examples/fake_server.rs`).
+//! `scripts/install-peers.sh`) and against misbehaving ones (`tests/bin/fake_server.rs`).
 //! Every test ends by checking /proc: no process it started may survive.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]

@@ -371,3 +371,34 @@ async fn one_failing_server_leaves_the_others_working() {
     assert_eq!(rig.call("mcp__d_good__ok", json!({})).await.text, "ok");
     rig.finish().await;
 }
+
+#[tokio::test]
+async fn servers_die_with_a_gateway_killed_by_sigkill() {
+    use tokio::io::AsyncBufReadExt;
+    let mark = crate::support::mark();
+    let mut child = tokio::process::Command::new(crate::support::gateway_host())
+        .args([fake().as_str(), "normal"])
+        .env("TOOLGATE_TEST_MARK", &mark)
+        .env("FAKE_STUBBORN", "1")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(ready.starts_with("ready"), "{ready}");
+    assert_eq!(
+        crate::support::survivors(&mark).len(),
+        2,
+        "the host and its server run"
+    );
+    // No destructor runs on SIGKILL, and the server ignores its stdin closing: only the
+    // kernel's parent-death signal ends it.
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    crate::support::assert_no_survivors(&mark).await;
+}

@@ -44,13 +44,14 @@ pub fn npm_server(package: &str) -> String {
     script.to_string_lossy().into_owned()
 }
 
-/// The `fake_server` example, built by `cargo test` beside this test binary.
+/// The `fake_server` test binary (`tests/bin/fake_server.rs`).
 pub fn fake() -> String {
-    let exe = std::env::current_exe().unwrap();
-    let debug = exe.parent().unwrap().parent().unwrap();
-    let path = debug.join("examples/fake_server");
-    assert!(path.exists(), "{} is missing", path.display());
-    path.to_string_lossy().into_owned()
+    env!("CARGO_BIN_EXE_fake_server").to_owned()
+}
+
+/// The `gateway_host` test binary (`tests/bin/gateway_host.rs`).
+pub fn gateway_host() -> String {
+    env!("CARGO_BIN_EXE_gateway_host").to_owned()
 }
 
 /// A unique marker for one test's processes.

@@ -9,7 +9,8 @@
 //! - `garbage`: answers every request with lines that are not JSON.
 //! - `many N PAGE`: N tools, PAGE per `tools/list` page.
 //!
-//! With `FAKE_LOG=path`, it appends one line per call and per cancellation there.
+//! With `FAKE_LOG=path`, it appends one line per call and per cancellation there. With
+//! `FAKE_STUBBORN=1`, it keeps running after its stdin closes (only a signal ends it).
 
 #![allow(
     clippy::unwrap_used,
@@ -183,6 +184,11 @@ fn main() {
             }
         };
         send(&out, &json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+    if std::env::var_os("FAKE_STUBBORN").is_some() {
+        loop {
+            std::thread::sleep(Duration::from_secs(1000));
+        }
     }
 }
 
