@@ -6,6 +6,8 @@
 mod cli;
 #[path = "all/disclosure.rs"]
 mod disclosure;
+#[path = "all/mcp.rs"]
+mod mcp;
 #[path = "all/stdio.rs"]
 mod stdio;
 
