@@ -277,7 +277,7 @@ fn find(
             page.reason = Some(cut);
             // Everything up to the last entry visited has been seen.
             page.cursor = end
-                .last
+                .resume_after(&scope.walk)
                 .map(|rel| Cursor::after_file(roots.display(&scope.root.join(rel))).render());
         }
         (None, None) => {}

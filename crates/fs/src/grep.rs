@@ -360,8 +360,16 @@ fn finish(
 fn coverage(roots: &Roots, scope: &Scope, outcome: &Outcome, page: &Page) -> Option<Cursor> {
     if outcome.all_searched {
         // Every file the walk handed out was searched: resume after the walk's last entry.
-        if let Some(last) = &outcome.walk.last {
-            return Some(Cursor::after_file(roots.display(&scope.root.join(last))));
+        if let Some(last) = outcome.walk.resume_after(&scope.walk) {
+            let shown = roots.display(&scope.root.join(last));
+            if scope.walk.after.as_deref() == Some(last) {
+                // Nothing after the cursor was reached: the same position again.
+                return Some(Cursor {
+                    path: shown.into(),
+                    line: scope.after_line,
+                });
+            }
+            return Some(Cursor::after_file(shown));
         }
     } else if let Some(file) = outcome.files.last() {
         let shown = roots.display(&file.path);

@@ -51,10 +51,24 @@ pub(crate) struct WalkEnd {
     /// Why the walk stopped before the end, when it did (not set when the visitor stopped it).
     pub(crate) cut: Option<TruncationReason>,
     /// The last entry fully visited (the visitor went on after it), relative to the root:
-    /// where a continuation resumes after a cut.
+    /// where a continuation resumes after a cut. May be a folder on the way to the cursor,
+    /// which lies before it: see [`WalkEnd::resume_after`].
     pub(crate) last: Option<PathBuf>,
     /// Entries that could not be read (permission denied, vanished).
     pub(crate) errors: u64,
+}
+
+impl WalkEnd {
+    /// Where a continuation resumes: after the last entry visited, unless that lies before the
+    /// cursor the walk started from (a folder above it), in which case the cursor itself —
+    /// a continuation never goes back.
+    pub(crate) fn resume_after<'a>(&'a self, spec: &'a WalkSpec) -> Option<&'a Path> {
+        match (self.last.as_deref(), spec.after.as_deref()) {
+            (Some(last), Some(after)) if last <= after => Some(after),
+            (Some(last), _) => Some(last),
+            (None, after) => after,
+        }
+    }
 }
 
 /// Walks `spec.root` in sorted path order, calling `visit` for every entry until it returns
@@ -91,9 +105,12 @@ pub(crate) fn walk(
     });
 
     let mut end = WalkEnd::default();
+    // Whether an entry after the cursor was visited. Folders on the way down to the cursor
+    // come first and are not progress; until one that is, only a cancellation stops the walk,
+    // so that paging with a passed deadline always moves forward.
+    let mut moved = false;
     for result in builder.build() {
-        // At least one entry per call, so that paging always moves forward.
-        if stop.cancelled() || (end.last.is_some() && stop.stopped()) {
+        if stop.cancelled() || (moved && stop.stopped()) {
             end.cut = Some(TruncationReason::Timeout);
             break;
         }
@@ -129,6 +146,7 @@ pub(crate) fn walk(
         if !keep_going {
             break;
         }
+        moved |= spec.after.as_deref().is_none_or(|after| rel > after);
         end.last = Some(rel.to_path_buf());
     }
     end
