@@ -36,12 +36,10 @@ pub(crate) fn all() -> Vec<Arc<dyn DynTool>> {
         tool::<NoArgs, _, _>("test_image_content", "Returns an image", |_, _| async {
             with_media("A 1x1 red PNG.", vec![red_pixel()])
         }),
-        // toolgate's `Media` has no audio variant: the WAV leaves as an embedded blob.
         tool::<NoArgs, _, _>("test_audio_content", "Returns audio", |_, _| async {
             with_media(
                 "A short WAV.",
-                vec![Media::Blob {
-                    uri: "test://audio.wav".into(),
+                vec![Media::Audio {
                     mime: "audio/wav".into(),
                     data: BASE64.encode(tiny_wav()),
                 }],
