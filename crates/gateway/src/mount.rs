@@ -74,11 +74,21 @@ pub(crate) struct Live {
     diag: Arc<Diagnostics>,
     /// Cancelled when the connection has ended and its process is gone.
     closed: CancellationToken,
+    /// Cancelled by a call that found the connection broken (an HTTP server gone away):
+    /// the monitor then closes it, so the next call reconnects instead of timing out.
+    abandon: CancellationToken,
+    broken: Mutex<Option<String>>,
     end: Mutex<Option<String>>,
     opened: Instant,
 }
 
 impl Live {
+    /// Gives up on this connection because of `why`.
+    fn abandon(&self, why: String) {
+        lock(&self.broken).get_or_insert(why);
+        self.abandon.cancel();
+    }
+
     fn end_reason(&self) -> String {
         lock(&self.end)
             .clone()
@@ -364,6 +374,8 @@ impl Mount {
             routes: Arc::clone(&handler.progress),
             diag,
             closed: CancellationToken::new(),
+            abandon: CancellationToken::new(),
+            broken: Mutex::new(None),
             end: Mutex::new(None),
             opened: Instant::now(),
         });
@@ -393,7 +405,7 @@ impl Mount {
             .clone()
             .serve(transport)
             .await
-            .map_err(|e| format!("`initialize` failed: {e}"))?;
+            .map_err(|e| format!("`initialize` failed: {}", call::tidy(&e.to_string())))?;
         *lock(stage) = "tools/list";
         let (tools, notes) = list_all(service.peer(), &self.spec, limits).await?;
         Ok((service, tools, notes))
@@ -431,17 +443,26 @@ impl Mount {
                     let _ = tokio::time::timeout(Duration::from_secs(3), &mut waiting).await;
                     break;
                 }
+                () = live.abandon.cancelled() => {
+                    if let Some(token) = cancel.take() {
+                        token.cancel();
+                    }
+                    let _ = tokio::time::timeout(Duration::from_secs(3), &mut waiting).await;
+                    break;
+                }
                 () = list_changed.notified() => self.refresh(&live).await,
             }
         }
-        let how = match guard {
-            Some(guard) => guard.close().await,
-            None => "the connection closed".to_owned(),
+        let exit = match guard {
+            Some(guard) => Some(guard.close().await),
+            None => None,
         };
-        let reason = if stopping {
-            "stopped: toolgate is shutting down".to_owned()
-        } else {
-            format!("exited ({how}){}", live.diag.describe())
+        let broken = lock(&live.broken).clone();
+        let reason = match (stopping, exit, broken) {
+            (true, _, _) => "stopped: toolgate is shutting down".to_owned(),
+            (false, Some(how), _) => format!("exited ({how}){}", live.diag.describe()),
+            (false, None, Some(why)) => why,
+            (false, None, None) => "the connection ended".to_owned(),
         };
         *lock(&live.end) = Some(reason.clone());
         live.closed.cancel();
@@ -464,7 +485,7 @@ impl Mount {
                     retry_at: None,
                 }
             } else {
-                tracing::warn!(server = %self.spec.name, %reason, "MCP server exited; it is restarted on its next call");
+                tracing::warn!(server = %self.spec.name, %reason, "MCP server stopped; it is restarted on its next call");
                 Phase::Failed {
                     reason: format!("{reason}; it is restarted on the next call"),
                     retry_at: Some(Instant::now() + backoff(failures)),

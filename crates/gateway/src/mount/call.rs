@@ -88,7 +88,10 @@ impl Mount {
             .await
         {
             Ok(handle) => handle,
-            Err(_) => return Err(self.lost(&live, tool).await),
+            Err(e) => {
+                live.abandon(format!("the connection failed: {}", tidy(&e.to_string())));
+                return Err(self.lost(&live, tool).await);
+            }
         };
         let _route = ctx
             .progress
@@ -112,7 +115,8 @@ impl Mount {
                     "MCP server `{name}` rejected `{tool}`: {} (JSON-RPC error {}); check the arguments against the tool's description",
                     e.message, e.code.0
                 ))),
-                Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
+                Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
+                    live.abandon(format!("the connection failed: {}", tidy(&e.to_string())));
                     Err(self.lost(&live, tool).await)
                 }
                 Err(e) => Err(ToolError::recoverable(format!(
@@ -137,11 +141,24 @@ impl Mount {
         // The monitor records why (exit status, stderr) as it cleans up.
         let _ = tokio::time::timeout(Duration::from_secs(3), live.closed.cancelled()).await;
         ToolError::recoverable(format!(
-            "MCP server `{}` stopped while `{tool}` was running ({}); the call may or may not have taken effect. The server is restarted on the next call",
+            "MCP server `{}` stopped while `{tool}` was running ({}); the call may or may not have taken effect. The server is restarted (or reconnected) on the next call",
             self.spec.name,
             live.end_reason()
         ))
     }
+}
+
+/// An rmcp error message without the Rust type names it embeds
+/// ("Transport [rmcp::transport::worker::WorkerTransport<…>] error: ").
+pub(crate) fn tidy(message: &str) -> String {
+    let mut out = message.to_owned();
+    while let Some(start) = out.find("Transport [") {
+        let Some(len) = out[start..].find("] error: ") else {
+            break;
+        };
+        out.replace_range(start..start + len + "] error: ".len(), "");
+    }
+    out
 }
 
 /// The registry's view of one server.
@@ -169,5 +186,21 @@ impl ToolProvider for MountProvider {
             _ if ever_ready => Ok(self.mount.tools()),
             _ => Ok(Vec::new()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tidy;
+
+    #[test]
+    fn transport_type_names_are_removed() {
+        assert_eq!(
+            tidy(
+                "Transport send error: Transport [rmcp::transport::worker::WorkerTransport<X<reqwest::Client>>] error: Client error: refused"
+            ),
+            "Transport send error: Client error: refused"
+        );
+        assert_eq!(tidy("plain"), "plain");
     }
 }

@@ -202,3 +202,78 @@ async fn an_http_server_that_is_down_fails_with_the_url() {
         rig.finish().await;
     }
 }
+
+/// Starts server-everything's Streamable HTTP mode on `port`.
+async fn http_everything(port: u16, mark: &str) -> tokio::process::Child {
+    let server = tokio::process::Command::new(node())
+        .arg(npm_server("server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .env("TOOLGATE_TEST_MARK", mark)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(started.elapsed() < Duration::from_secs(20), "no listener");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    server
+}
+
+#[tokio::test]
+async fn an_http_server_that_goes_away_fails_calls_clearly_and_is_used_again_when_back() {
+    let builder = setup();
+    let port = free_port();
+    let mut server = http_everything(port, &builder.mark).await;
+    let config = McpServerConfig {
+        url: Some(format!("http://127.0.0.1:{port}/mcp")),
+        tool_timeout_sec: Some(5.0),
+        ..McpServerConfig::default()
+    };
+    let rig = builder.server("web", config).build();
+    rig.gateway.start_all().await;
+    assert_eq!(
+        rig.call("mcp__web__echo", json!({"message": "a"}))
+            .await
+            .text,
+        "Echo: a"
+    );
+    server.kill().await.unwrap();
+    let started = Instant::now();
+    let out = rig.call("mcp__web__echo", json!({"message": "b"})).await;
+    assert!(out.is_error);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "fails at once, not at the timeout"
+    );
+    assert!(
+        out.text
+            .contains("stopped while `echo` was running (the connection failed:"),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text.contains(&format!("127.0.0.1:{port}")),
+        "{}",
+        out.text
+    );
+    assert!(
+        !out.text.contains("rmcp::"),
+        "no Rust type names: {}",
+        out.text
+    );
+    // Back on the same port: the next call reconnects (a new session) and works.
+    let mut server = http_everything(port, &rig.mark).await;
+    let out = rig.call("mcp__web__echo", json!({"message": "c"})).await;
+    assert_eq!(out.text, "Echo: c");
+    let mark = rig.mark.clone();
+    rig.gateway.shutdown().await;
+    server.kill().await.unwrap();
+    assert_no_survivors(&mark).await;
+}
