@@ -17,6 +17,7 @@
 //! tools were never known; `toolgate mcp list` and the log say why); while starting, an
 //! "unavailable" error, so snapshots are marked incomplete; after a crash, its last tool list,
 //! whose calls restart it or answer with the reason and when the next attempt is allowed.
+//! The call path (a live connection on demand, progress, cancellation) is in `mount/call.rs`.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -127,7 +127,8 @@ async fn a_server_that_exits_mid_call_fails_the_call_at_once_and_restarts_on_nex
         out.text
     );
     assert!(
-        out.text.contains("restarted (or reconnected) on the next call"),
+        out.text
+            .contains("restarted (or reconnected) on the next call"),
         "{}",
         out.text
     );
