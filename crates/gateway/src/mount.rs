@@ -228,7 +228,15 @@ impl Mount {
 
     /// Starts the server if it is idle, or restarts it if a retry is due; returns when it
     /// is ready or failed. Concurrent callers share one attempt.
+    ///
+    /// The attempt runs as a task of its own: a caller that gives up (a call cancelled or
+    /// timed out during a restart) must not leave the server half-started.
     pub(crate) async fn start(self: &Arc<Self>) {
+        let mount = Arc::clone(self);
+        let _ = tokio::spawn(async move { mount.attempt_start().await }).await;
+    }
+
+    async fn attempt_start(self: &Arc<Self>) {
         let _attempt = self.start_lock.lock().await;
         let allowed = match &self.state().phase {
             Phase::Idle => true,

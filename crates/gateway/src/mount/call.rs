@@ -79,7 +79,16 @@ impl Mount {
         ctx: CallContext,
     ) -> Result<ToolOutput, ToolError> {
         let name = &self.spec.name;
-        let live = self.ensure_live().await.map_err(ToolError::Recoverable)?;
+        // A (re)start may take the whole startup timeout; a cancelled call stops waiting
+        // for it (the start itself carries on: see `Mount::start`).
+        let live = tokio::select! {
+            live = self.ensure_live() => live.map_err(ToolError::Recoverable)?,
+            () = ctx.cancel.cancelled() => {
+                return Err(ToolError::recoverable(format!(
+                    "`{tool}` was cancelled while MCP server `{name}` was starting"
+                )));
+            }
+        };
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = match live

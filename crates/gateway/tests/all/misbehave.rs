@@ -403,3 +403,44 @@ async fn servers_die_with_a_gateway_killed_by_sigkill() {
     child.wait().await.unwrap();
     crate::support::assert_no_survivors(&mark).await;
 }
+
+#[tokio::test]
+async fn a_call_cancelled_during_a_restart_leaves_the_restart_running() {
+    let builder = setup();
+    let marker = builder.dir.path().join("started-once");
+    let mut config = stdio(&fake(), &["normal"], &builder.mark);
+    config.env.as_mut().unwrap().insert(
+        "FAKE_SLOW_RESTART".to_owned(),
+        marker.to_string_lossy().into_owned(),
+    );
+    let rig = builder.server("slowboot", config).build();
+    rig.gateway.start_all().await;
+    assert!(rig.call("mcp__slowboot__boom", json!({})).await.is_error);
+    // This call restarts the server (3 s to initialize) and is cancelled half-way.
+    let ctx = CallContext::default();
+    let cancel = ctx.cancel.clone();
+    let call = rig.dispatcher.call(
+        "mcp__slowboot__ok",
+        RawArgs::Json(json!({"message": "x"})),
+        ctx,
+    );
+    let (out, ()) = tokio::join!(call, async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        cancel.cancel();
+    });
+    assert!(out.is_error);
+    assert!(out.text.contains("cancelled"), "{}", out.text);
+    // The restart finishes on its own; the next call finds the server ready.
+    let started = Instant::now();
+    while state(&rig, "slowboot") != ServerState::Ready {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            state(&rig, "slowboot")
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let out = rig.call("mcp__slowboot__ok", json!({"message": "y"})).await;
+    assert_eq!(out.text, "y");
+    rig.finish().await;
+}

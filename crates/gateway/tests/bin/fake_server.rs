@@ -10,13 +10,16 @@
 //! - `many N PAGE`: N tools, PAGE per `tools/list` page.
 //!
 //! With `FAKE_LOG=path`, it appends one line per call and per cancellation there. With
-//! `FAKE_STUBBORN=1`, it keeps running after its stdin closes (only a signal ends it).
+//! `FAKE_STUBBORN=1`, it keeps running after its stdin closes (only a signal ends it). With
+//! `FAKE_SLOW_RESTART=path`, every start after the first (the file exists) takes 3 s to
+//! answer `initialize`.
 
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::print_stdout,
-    clippy::print_stderr
+    clippy::print_stderr,
+    clippy::disallowed_methods
 )]
 
 use std::io::{BufRead, Write};
@@ -100,6 +103,11 @@ fn main() {
             std::thread::sleep(Duration::from_secs(1000));
         }
     }
+    let slow_init = std::env::var_os("FAKE_SLOW_RESTART").is_some_and(|path| {
+        let again = std::path::Path::new(&path).exists();
+        std::fs::write(&path, "started").unwrap();
+        again
+    });
     let out: Out = Arc::new(Mutex::new(std::io::stdout()));
     let bumped = Arc::new(AtomicBool::new(false));
     let stdin = std::io::stdin();
@@ -123,11 +131,16 @@ fn main() {
         }
         let Some(id) = id else { continue };
         let result = match method.as_str() {
-            "initialize" => json!({
+            "initialize" => {
+                if slow_init {
+                    std::thread::sleep(Duration::from_secs(3));
+                }
+                json!({
                 "protocolVersion": "2025-06-18",
                 "capabilities": {"tools": {"listChanged": true}},
                 "serverInfo": {"name": "fake", "version": "1.0.0"},
-            }),
+                })
+            }
             "ping" => json!({}),
             "tools/list" => list(mode, &args, &msg, bumped.load(Ordering::SeqCst)),
             "tools/call" => {
