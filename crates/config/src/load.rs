@@ -366,9 +366,49 @@ impl Loaded {
                         None => m.name.to_string(),
                     })
                     .unwrap_or_else(|| "default".to_owned());
-                let shown = serde_json::to_string(&leaf).unwrap_or_default();
+                let shown = if is_secret(prefix) {
+                    "\"***\"".to_owned()
+                } else {
+                    serde_json::to_string(&leaf).unwrap_or_default()
+                };
                 out.push((prefix.to_owned(), shown, source));
             }
         }
+    }
+}
+
+/// Whether `config show` must mask the value at `key`: a mounted server's environment and
+/// headers (API keys, `Authorization`), and anything named like a credential. Names of
+/// variables holding a token (`token_env`, `bearer_token_env`) are not secrets.
+fn is_secret(key: &str) -> bool {
+    let parts: Vec<&str> = key.split('.').collect();
+    let last = parts
+        .last()
+        .map_or(String::new(), |p| p.to_ascii_lowercase());
+    if last.ends_with("_env") {
+        return false;
+    }
+    let in_server_map = parts.first() == Some(&"mcp_servers")
+        && parts.iter().any(|p| *p == "env" || *p == "headers");
+    in_server_map
+        || ["token", "secret", "password", "api_key", "apikey"]
+            .iter()
+            .any(|w| last.contains(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_secret;
+
+    #[test]
+    fn credentials_are_masked_and_variable_names_are_not() {
+        assert!(is_secret("mcp_servers.github.env.GITHUB_TOKEN"));
+        assert!(is_secret("mcp_servers.api.headers.Authorization"));
+        assert!(is_secret("mcp_servers.x.env.PLAIN"));
+        assert!(is_secret("something.api_key"));
+        assert!(!is_secret("mcp_servers.api.bearer_token_env"));
+        assert!(!is_secret("server.token_env"));
+        assert!(!is_secret("read.max_lines"));
+        assert!(!is_secret("mcp_servers.github.command"));
     }
 }
