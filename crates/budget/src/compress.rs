@@ -17,6 +17,8 @@
 
 mod classify;
 mod clean;
+
+pub use clean::clean as clean_terminal;
 mod dedup;
 
 use classify::Class;

@@ -15,5 +15,5 @@ mod compress;
 mod spill;
 
 pub use budget::{Budget, BudgetLimits, excerpt};
-pub use compress::{CompressOptions, Compressed, compress_log};
+pub use compress::{CompressOptions, Compressed, clean_terminal, compress_log};
 pub use spill::{SpillFile, SpillStore, SpillStream, pointers_in};

@@ -4,66 +4,9 @@
 
 use std::borrow::Cow;
 
-use toolgate_budget::excerpt;
+use toolgate_budget::{clean_terminal, excerpt};
 
 use crate::capture::Captured;
-
-/// Removes ANSI escape sequences and carriage-return progress frames (of a line redrawn
-/// with `\r`, only its last frame is kept, as a terminal would end up showing it).
-pub(crate) fn clean_terminal(text: &str) -> Cow<'_, str> {
-    if !text.contains(['\u{1b}', '\r', '\u{9b}']) {
-        return Cow::Borrowed(text);
-    }
-    let stripped = strip_ansi(text);
-    let mut out = String::with_capacity(stripped.len());
-    for (i, line) in stripped.split('\n').enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        out.push_str(line.rsplit('\r').next().unwrap_or(line));
-    }
-    Cow::Owned(out)
-}
-
-fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{1b}' => match chars.next() {
-                // CSI: parameters and intermediates, then one final byte in @..~.
-                Some('[') => skip_csi(&mut chars),
-                // OSC, DCS, SOS, PM, APC: a string ended by BEL or ESC \.
-                Some(']' | 'P' | 'X' | '^' | '_') => {
-                    while let Some(c) = chars.next() {
-                        if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
-                            break;
-                        }
-                    }
-                }
-                // nF escapes: intermediates, then a final byte.
-                Some(' '..='/') => {
-                    while chars.next_if(|c| (' '..='/').contains(c)).is_some() {}
-                    chars.next();
-                }
-                // Two-character escapes (ESC 7, ESC =, ESC c, …).
-                Some(_) | None => {}
-            },
-            '\u{9b}' => skip_csi(&mut chars),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
-    for c in chars.by_ref() {
-        if ('@'..='~').contains(&c) {
-            break;
-        }
-    }
-}
 
 /// Decodes bytes that may end inside a UTF-8 character: the incomplete end is dropped.
 fn decode_head(bytes: &[u8]) -> Cow<'_, str> {

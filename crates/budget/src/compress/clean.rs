@@ -5,12 +5,16 @@ use std::borrow::Cow;
 
 const ESC: u8 = 0x1b;
 const BEL: u8 = 0x07;
+/// Last byte of U+009B, the single-character CSI some programs emit instead of `ESC [`.
+const C1_CSI_BYTE: u8 = 0x9b;
 
 /// `text` without escape sequences and with each line reduced to the text after its last
 /// `\r`; `\r\n` line ends become `\n`. Borrowed when there is nothing to remove.
-pub(super) fn clean(text: &str) -> Cow<'_, str> {
+pub fn clean(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
-    let Some(first) = memchr::memchr2(ESC, b'\r', bytes) else {
+    // 0x9B also finds the 8-bit CSI (U+009B, UTF-8 `C2 9B`); other characters holding that
+    // byte merely take the slow path and come out unchanged.
+    let Some(first) = memchr::memchr3(ESC, b'\r', C1_CSI_BYTE, bytes) else {
         return Cow::Borrowed(text);
     };
     let mut out = String::with_capacity(bytes.len());
@@ -24,7 +28,7 @@ pub(super) fn clean(text: &str) -> Cow<'_, str> {
         out.push_str(text.get(copied..line_start).unwrap_or_default());
         clean_line(text.get(line_start..line_end).unwrap_or_default(), &mut out);
         copied = line_end;
-        next = memchr::memchr2(ESC, b'\r', &bytes[line_end..]).map(|i| line_end + i);
+        next = memchr::memchr3(ESC, b'\r', C1_CSI_BYTE, &bytes[line_end..]).map(|i| line_end + i);
     }
     out.push_str(text.get(copied..).unwrap_or_default());
     Cow::Owned(out)
@@ -38,7 +42,11 @@ fn clean_line(line: &str, out: &mut String) {
         Some(cr) => line.get(cr + 1..).unwrap_or_default(),
         None => line,
     };
-    strip_ansi(line, out);
+    if line.contains('\u{9b}') {
+        strip_ansi(&line.replace('\u{9b}', "\x1b["), out);
+    } else {
+        strip_ansi(line, out);
+    }
 }
 
 /// Appends `line` to `out` without its escape sequences: CSI (`ESC [ … final`), OSC and the
@@ -123,6 +131,12 @@ mod tests {
     #[test]
     fn malformed_escape_keeps_following_utf8() {
         assert_eq!(clean("\x1b[12é ok"), "é ok");
+    }
+
+    #[test]
+    fn strips_the_8_bit_csi_and_leaves_other_characters_alone() {
+        assert_eq!(clean("\u{9b}2Kx"), "x");
+        assert_eq!(clean("ě ok"), "ě ok");
     }
 
     #[test]
