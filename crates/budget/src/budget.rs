@@ -3,14 +3,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::{Value, json};
-use toolgate_core::{ResultBudget, ToolOutput, TurnResult};
+use toolgate_core::{ResultBudget, SpillKind, SpillRef, ToolOutput, TruncationReason, TurnResult};
 
 use crate::compress::{CompressOptions, compress_log};
 use crate::spill::{SpillFile, SpillStore};
 
-/// Text that precedes a spill path in every pointer; [`crate::pointers_in`] looks for it.
-pub(crate) const POINTER_MARK: &str = "saved to `";
+/// Text that precedes a spill path in every pointer.
+const POINTER_MARK: &str = "saved to `";
 
 /// Output budgets. Defaults from the anchors in SPEC "Output budget": Claude Code spills MCP
 /// results over 50,000 characters; a turn's results together get 200,000; an excerpt is
@@ -118,7 +117,7 @@ impl Budget {
                 .trim_end_matches(']')
         );
         item.output.text = format!("{}\n{note}\n", compressed.text.trim_end_matches('\n'));
-        mark(item.output, &file, "compressed");
+        mark(item.output, &file, SpillKind::Compressed);
     }
 
     fn spill(&self, item: &mut TurnResult<'_>) {
@@ -127,13 +126,12 @@ impl Budget {
         item.output.text = match self.store.write(item.tool, item.output.text.as_bytes()) {
             Ok(file) => {
                 let pointer = self.pointer(&file, failed);
-                mark(item.output, &file, "spilled");
+                mark(item.output, &file, SpillKind::Spilled);
                 format!("{cut}\n{pointer}\n")
             }
             Err(e) => {
                 // The store is unusable (disk full, read-only): say plainly what was lost.
-                set(item.output, "truncated", Value::Bool(true));
-                set(item.output, "reason", json!("payload_limit"));
+                item.output.mark_truncated(TruncationReason::PayloadLimit);
                 format!(
                     "{cut}\n[output too large ({} characters) and it could not be saved ({e}); the middle is lost — narrow the command to see it]\n",
                     group(item.output.text.chars().count() as u64)
@@ -149,9 +147,9 @@ impl ResultBudget for Budget {
             for item in turn
                 .iter_mut()
                 .filter(|i| i.meta.log_like && i.meta.spillable)
-                // A tool that already cut its output and saved the whole (run_shell) left a
-                // pointer: compressing its excerpt would only spill the excerpt a second time.
-                .filter(|i| !i.output.text.contains(POINTER_MARK))
+                // A tool that already cut its output and saved the whole (run_shell) says so:
+                // compressing its excerpt would only spill the excerpt a second time.
+                .filter(|i| i.output.spills.is_empty())
             {
                 self.compress(item);
             }
@@ -174,19 +172,33 @@ impl ResultBudget for Budget {
     }
 }
 
-/// Records the spill in the structured fields: cut, why, and where the whole is.
-fn mark(output: &mut ToolOutput, file: &SpillFile, how: &str) {
-    set(output, "truncated", Value::Bool(true));
-    set(output, "reason", json!("payload_limit"));
-    set(
-        output,
-        "spill",
-        json!({ "path": file.path.to_string_lossy(), "chars": file.chars, "lines": file.lines, "mode": how }),
-    );
+/// Records the spill in the typed fields: cut, why, and where the whole is.
+fn mark(output: &mut ToolOutput, file: &SpillFile, kind: SpillKind) {
+    output.mark_truncated(TruncationReason::PayloadLimit);
+    output.spills.push(spill_ref(file, kind, None));
 }
 
-fn set(output: &mut ToolOutput, key: &str, value: Value) {
-    output.structured.insert(key.to_owned(), value);
+/// The typed reference to a spill file, for a result's [`ToolOutput::spills`].
+pub fn spill_ref(file: &SpillFile, kind: SpillKind, stream: Option<&str>) -> SpillRef {
+    SpillRef {
+        path: file.path.clone(),
+        bytes: file.bytes,
+        chars: file.chars,
+        lines: file.lines,
+        kind,
+        stream: stream.map(str::to_owned),
+    }
+}
+
+/// The spill files that `outputs` still reference, for [`SpillStore::retain_referenced`]
+/// (agent mode: at compaction and at session close).
+pub fn referenced_spills<'a>(
+    outputs: impl IntoIterator<Item = &'a ToolOutput>,
+) -> std::collections::HashSet<PathBuf> {
+    outputs
+        .into_iter()
+        .flat_map(|o| o.spills.iter().map(|s| s.path.clone()))
+        .collect()
 }
 
 /// An excerpt of about `cap` characters: mostly head on success (what it is), mostly tail on
@@ -274,7 +286,7 @@ mod tests {
     }
 
     fn spill_path(output: &ToolOutput) -> PathBuf {
-        PathBuf::from(output.structured["spill"]["path"].as_str().unwrap())
+        output.spills[0].path.clone()
     }
 
     #[test]
@@ -313,12 +325,15 @@ mod tests {
             out.text.contains(&b.display(&path)),
             "pointer names the file"
         );
-        assert_eq!(out.structured["truncated"], true);
-        assert_eq!(out.structured["reason"], "payload_limit");
+        assert!(out.is_truncated());
         assert_eq!(
-            crate::pointers_in(&out.text),
-            vec![PathBuf::from(b.display(&path))]
+            out.field("reason"),
+            Some(serde_json::json!("payload_limit"))
         );
+        assert_eq!(out.spills.len(), 1);
+        assert_eq!(out.spills[0].kind, SpillKind::Spilled);
+        assert_eq!(out.spills[0].chars, original.chars().count() as u64);
+        assert_eq!(referenced_spills([out]), [path].into_iter().collect());
     }
 
     #[test]
@@ -355,7 +370,7 @@ mod tests {
         let b = budget(dir.path(), BudgetLimits::default());
         let mut items = [(ToolMeta::default(), ToolOutput::text("y".repeat(50_001)))];
         run(&b, &mut items);
-        assert!(items[0].1.structured.contains_key("spill"));
+        assert_eq!(items[0].1.spills.len(), 1);
         let mut items = [(ToolMeta::default(), ToolOutput::text("y".repeat(50_000)))];
         run(&b, &mut items);
         assert!(
@@ -461,7 +476,11 @@ mod tests {
             log_like: true,
             ..ToolMeta::default()
         };
-        let mut items = [(meta, ToolOutput::error(text.clone()))];
+        let mut output = ToolOutput::error(text.clone());
+        output
+            .spills
+            .push(spill_ref(&file, SpillKind::Captured, Some("stdout")));
+        let mut items = [(meta, output)];
         run(&b, &mut items);
         assert_eq!(items[0].1.text, text, "left as the tool wrote it");
         let spilled = std::fs::read_dir(dir.path().join("spill"))
@@ -474,6 +493,33 @@ mod tests {
                     .ends_with(".txt")
             });
         assert_eq!(spilled.count(), 1, "no second copy");
+    }
+
+    #[test]
+    fn a_log_that_merely_quotes_a_pointer_is_still_compressed() {
+        // Regression: "already spilled" was decided by searching the text for the pointer
+        // marker, so a log that printed one (a rerun of an old pointer) went out whole.
+        let dir = tempfile::tempdir().unwrap();
+        let b = budget(dir.path(), BudgetLimits::default());
+        let mut text: String = (0..3_000)
+            .map(|i| format!("test module::case_{i} ... ok\n"))
+            .collect();
+        text.push_str("[full output saved to `elsewhere.txt`; read it]\n");
+        text.push_str("test result: ok. 3000 passed; 0 failed\n");
+        let meta = ToolMeta {
+            log_like: true,
+            ..ToolMeta::default()
+        };
+        let mut items = [(meta, ToolOutput::text(text.clone()))];
+        run(&b, &mut items);
+        let out = &items[0].1;
+        assert!(
+            out.text.len() < text.len() / 4,
+            "compressed: {}",
+            out.text.len()
+        );
+        assert_eq!(out.spills[0].kind, SpillKind::Compressed);
+        assert!(out.text.contains("test result: ok. 3000 passed"));
     }
 
     #[test]
@@ -494,7 +540,7 @@ mod tests {
             "{}",
             &out.text[out.text.len() - 300..]
         );
-        assert_eq!(out.structured["truncated"], true);
+        assert!(out.is_truncated());
     }
 
     #[test]

@@ -14,6 +14,6 @@ mod budget;
 mod compress;
 mod spill;
 
-pub use budget::{Budget, BudgetLimits, excerpt};
+pub use budget::{Budget, BudgetLimits, excerpt, referenced_spills, spill_ref};
 pub use compress::{CompressOptions, Compressed, clean_terminal, compress_log};
-pub use spill::{SpillFile, SpillStore, SpillStream, pointers_in};
+pub use spill::{SpillFile, SpillStore, SpillStream};

@@ -440,17 +440,6 @@ fn count_lines(bytes: &[u8]) -> u64 {
     newlines + u64::from(bytes.last().is_some_and(|&b| b != b'\n'))
 }
 
-/// The spill paths referenced by pointers in `text` (for reference-based cleanup).
-pub fn pointers_in(text: &str) -> Vec<PathBuf> {
-    text.match_indices(crate::budget::POINTER_MARK)
-        .filter_map(|(i, mark)| {
-            let rest = &text[i + mark.len()..];
-            let end = rest.find(['`', '\n'])?;
-            Some(PathBuf::from(&rest[..end]))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests read files back with std::fs
 mod tests {

@@ -212,7 +212,7 @@ fn search_budgets_come_from_the_search_section_and_reach_the_tools() {
         out.structured["returned"], 2,
         "the configured maximum applies"
     );
-    assert_eq!(out.structured["reason"], "result_limit");
+    assert_eq!(out.field("reason").unwrap(), "result_limit");
 
     write(
         &dir.path().join(".toolgate/config.toml"),

@@ -62,6 +62,10 @@ pub struct CallContext {
     pub progress: Option<ProgressSink>,
     /// Session-scoped state.
     pub session: Arc<SessionState>,
+    /// When the call must be done, counted from its arrival (time spent waiting for its
+    /// turn included). Set by the dispatcher; a tool with its own limit (run_shell's
+    /// `timeout_ms`) stops itself by then.
+    pub deadline: Option<tokio::time::Instant>,
 }
 
 impl std::fmt::Debug for CallContext {
@@ -74,6 +78,12 @@ impl std::fmt::Debug for CallContext {
 }
 
 impl CallContext {
+    /// Time left before the deadline; `None` without one.
+    pub fn remaining(&self) -> Option<std::time::Duration> {
+        self.deadline
+            .map(|d| d.saturating_duration_since(tokio::time::Instant::now()))
+    }
+
     /// Report progress if anyone listens.
     pub fn report(&self, progress: f64, total: Option<f64>, message: Option<String>) {
         if let Some(sink) = &self.progress {

@@ -2,22 +2,25 @@
 //!
 //! Unknown tool, arguments that are not JSON or do not fit the schema, a denied permission,
 //! a handler error, a timeout and a panic all come back as an error [`ToolOutput`] whose text
-//! says what to do next. Read-only calls run in parallel; mutating calls run alone, in the
-//! order they arrived (a fair read/write lock).
+//! says what to do next. Who waits for whom is [`crate::schedule`]'s business: per session,
+//! mutating calls run one at a time in arrival order and read-only calls beside each other;
+//! across sessions only calls that change the same resource wait for each other. Waiting
+//! counts against the call's deadline and stops on cancellation like the call itself.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::FutureExt;
 use serde_json::Value;
-use tokio::sync::RwLock;
 
 use crate::context::CallContext;
 use crate::output::ToolOutput;
 use crate::permission::{Decision, Policy};
 use crate::registry::{Registry, Scope, Snapshot};
 use crate::result_budget::{ResultBudget, TurnResult};
+use crate::schedule::{OrderGate, ResourceLocks, Ticket, Turn};
 use crate::spec::Concurrency;
 use crate::tool::{ToolError, json_kind};
 
@@ -63,7 +66,8 @@ pub struct Dispatcher {
     scope: Scope,
     policy: Policy,
     limits: DispatchLimits,
-    order: RwLock<()>,
+    /// Resources held by running mutating calls, across every session of this dispatcher.
+    resources: ResourceLocks,
     budget: Option<Arc<dyn ResultBudget>>,
 }
 
@@ -88,7 +92,7 @@ impl Dispatcher {
             scope,
             policy,
             limits,
-            order: RwLock::new(()),
+            resources: ResourceLocks::default(),
             budget: None,
         }
     }
@@ -117,7 +121,28 @@ impl Dispatcher {
 
     /// Runs one call as a turn of its own (server mode: the per-result budget applies).
     /// Never fails: errors are results with `is_error`.
-    pub async fn call(&self, name: &str, args: RawArgs, ctx: CallContext) -> ToolOutput {
+    ///
+    /// The call takes its place in its session's line when this function is called, not
+    /// when the future is first polled, so calls started in a row keep their order.
+    pub fn call<'a>(
+        &'a self,
+        name: &'a str,
+        args: RawArgs,
+        ctx: CallContext,
+    ) -> impl Future<Output = ToolOutput> + Send + 'a {
+        let ticket = ctx.session.get::<OrderGate>().ticket();
+        self.call_in_line(name, args, ctx, ticket)
+    }
+
+    /// [`Dispatcher::call`] with a place in line taken earlier, when the call arrived (a
+    /// transport takes it while it reads requests in order, before handlers are spawned).
+    pub async fn call_in_line(
+        &self,
+        name: &str,
+        args: RawArgs,
+        ctx: CallContext,
+        ticket: Ticket,
+    ) -> ToolOutput {
         let snapshot = self.snapshot();
         let (target, args) = match unwrap_proxy(name, args, &snapshot) {
             Ok(call) => call,
@@ -125,7 +150,7 @@ impl Dispatcher {
         };
         let name = target.as_str();
         let meta = snapshot.get(name).map(|t| t.meta().clone());
-        let mut output = self.run_one(name, args, ctx, &snapshot).await;
+        let mut output = self.run_one(name, args, ctx, &snapshot, ticket).await;
         self.apply_budget(&mut [(name, meta.as_ref(), &mut output)]);
         output
     }
@@ -154,7 +179,9 @@ impl Dispatcher {
         args: RawArgs,
         ctx: CallContext,
         snapshot: &Snapshot,
+        ticket: Ticket,
     ) -> ToolOutput {
+        let arrived = ticket.arrived();
         let (target, args) = match unwrap_proxy(name, args, snapshot) {
             Ok(call) => call,
             Err(output) => return output,
@@ -205,40 +232,98 @@ impl Dispatcher {
             }
         }
 
-        let timeout = meta
-            .timeout
-            .unwrap_or(self.limits.default_timeout)
-            .min(self.limits.max_timeout);
-        let _guard = match meta.concurrency {
-            Concurrency::ReadOnly => Guard::Read(self.order.read().await),
-            Concurrency::Mutating => Guard::Write(self.order.write().await),
+        let footprint = tool.footprint(&args);
+        // A tool that takes its limit from its arguments stops itself at the deadline and
+        // gets a moment more to report; others are stopped at the deadline.
+        let (timeout, overrun) = match footprint.timeout {
+            Some(own) => (own.min(self.limits.max_timeout), SELF_STOP_GRACE),
+            None => (
+                meta.timeout
+                    .unwrap_or(self.limits.default_timeout)
+                    .min(self.limits.max_timeout),
+                Duration::ZERO,
+            ),
         };
+        let deadline = arrived + timeout;
         // A child token: a timeout stops this call only, never the caller's session or the
         // rest of its batch, while the caller cancelling still reaches the tool.
         let cancel = ctx.cancel.child_token();
         let ctx = CallContext {
             cancel: cancel.clone(),
+            deadline: Some(deadline),
             ..ctx
         };
-        // `call` runs inside the guarded future, so a handler that panics before returning
-        // its future (a hand-written DynTool) is caught like one that panics while running.
         if cancel.is_cancelled() {
             return ToolOutput::error(format!("error: `{name}` was cancelled before it started"));
         }
-        let run = AssertUnwindSafe(async move { tool.call(args, ctx).await }).catch_unwind();
-        tokio::pin!(run);
+        let waiting_on = Mutex::new(String::new());
+        let started = AtomicBool::new(false);
+        let resources = footprint.resources;
+        let work = async {
+            let ticket = ticket;
+            match meta.concurrency {
+                // Acts on running work (a job's output, a kill): never waits behind it.
+                Concurrency::Detached => drop(ticket),
+                Concurrency::ReadOnly => ticket.wait(name, Turn::Read, &waiting_on).await,
+                Concurrency::Mutating => ticket.wait(name, Turn::Write, &waiting_on).await,
+            }
+            let held = match meta.concurrency {
+                Concurrency::Mutating if !resources.is_empty() => {
+                    Some(self.resources.hold(resources, &waiting_on).await)
+                }
+                _ => None,
+            };
+            started.store(true, Ordering::Release);
+            // `call` runs inside the guarded future, so a handler that panics before
+            // returning its future (a hand-written DynTool) is caught like one that panics
+            // while running.
+            let outcome = AssertUnwindSafe(async move { tool.call(args, ctx).await })
+                .catch_unwind()
+                .await;
+            drop(held);
+            outcome
+            // The ticket leaves the line here, when the call is done.
+        };
+        tokio::pin!(work);
         let stopped = tokio::select! {
-            r = &mut run => Ok(r),
+            r = &mut work => Ok(r),
             () = cancel.cancelled() => Err(Stop::Cancelled),
-            () = tokio::time::sleep(timeout) => Err(Stop::TimedOut),
+            () = tokio::time::sleep_until(deadline) => Err(Stop::TimedOut),
+        };
+        let stopped = match stopped {
+            // Started, and stops itself at the deadline: let it hand back its own result.
+            Err(Stop::TimedOut) if !overrun.is_zero() && started.load(Ordering::Acquire) => {
+                tokio::select! {
+                    r = &mut work => Ok(r),
+                    () = cancel.cancelled() => Err(Stop::Cancelled),
+                    () = tokio::time::sleep_until(deadline + overrun) => Err(Stop::TimedOut),
+                }
+            }
+            other => other,
         };
         let outcome = match stopped {
             Ok(outcome) => outcome,
+            Err(stop) if !started.load(Ordering::Acquire) => {
+                // It never ran: nothing to clean up, and nothing changed.
+                let on = waiting_on
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                return ToolOutput::error(match stop {
+                    Stop::Cancelled => format!(
+                        "error: `{name}` was cancelled while waiting for {on}; it did not run"
+                    ),
+                    Stop::TimedOut => format!(
+                        "error: `{name}` timed out after {} while waiting for {on}; it did not run — call it again once that has finished",
+                        human_duration(timeout)
+                    ),
+                });
+            }
             Err(stop) => {
                 // Tell the tool, then give it a moment to clean up (kill a process group,
                 // remove a temp file) before its future is dropped.
                 cancel.cancel();
-                let _ = tokio::time::timeout(CANCEL_GRACE, &mut run).await;
+                let _ = tokio::time::timeout(CANCEL_GRACE, &mut work).await;
                 return ToolOutput::error(match stop {
                     Stop::Cancelled => format!("error: `{name}` was cancelled before it finished"),
                     Stop::TimedOut => format!(
@@ -256,54 +341,47 @@ impl Dispatcher {
                     "error: `{name}` failed internally ({what}); this is a toolgate bug — try different arguments or another tool"
                 ))
             }
-            Ok(Err(err)) => ToolOutput::error(match err {
+            Ok(Err(err)) => match err {
                 ToolError::InvalidArguments(msg) => {
-                    format!("error: invalid arguments for `{name}`: {msg}")
+                    ToolOutput::error(format!("error: invalid arguments for `{name}`: {msg}"))
                 }
-                ToolError::Recoverable(msg) => format!("error: {msg}"),
-                ToolError::Fatal(msg) => format!("error: `{name}` failed: {msg}"),
-            }),
+                ToolError::Recoverable(msg) => ToolOutput::error(format!("error: {msg}")),
+                ToolError::Fatal(msg) => ToolOutput::fatal(format!(
+                    "error: `{name}` is unavailable: {msg}; do not retry it in this turn — use another tool or tell the user"
+                )),
+            },
             Ok(Ok(output)) => output,
         }
     }
 
-    /// Runs a model turn's calls: consecutive read-only calls together, mutating ones alone,
-    /// results in call order; then the turn's budget over all of them together.
+    /// Runs a model turn's calls in their session's line: read-only calls together, mutating
+    /// ones alone and in call order, results in call order; then the turn's budget over all
+    /// of them together.
     pub async fn call_batch(&self, calls: Vec<Call>, ctx: &CallContext) -> Vec<ToolOutput> {
         let snapshot = self.snapshot();
-        // Proxied calls are grouped, budgeted and ordered as their targets.
-        let calls: Vec<Call> = calls
+        let gate = ctx.session.get::<OrderGate>();
+        // Proxied calls are grouped, budgeted and ordered as their targets; every call takes
+        // its place in line now, in call order.
+        let calls: Vec<(Call, Ticket)> = calls
             .into_iter()
             .map(|c| match unwrap_proxy(&c.name, c.args.clone(), &snapshot) {
                 Ok((name, args)) => Call { name, args },
                 Err(_) => c,
             })
+            .map(|c| (c, gate.ticket()))
             .collect();
         let metas: Vec<Option<crate::spec::ToolMeta>> = calls
             .iter()
-            .map(|c| snapshot.get(&c.name).map(|t| t.meta().clone()))
+            .map(|(c, _)| snapshot.get(&c.name).map(|t| t.meta().clone()))
             .collect();
-        let names: Vec<String> = calls.iter().map(|c| c.name.clone()).collect();
-        let mut results = Vec::with_capacity(calls.len());
-        let mut group: Vec<Call> = Vec::new();
-        for call in calls {
-            let read_only = snapshot
-                .get(&call.name)
-                .is_some_and(|t| t.meta().concurrency == Concurrency::ReadOnly);
-            if read_only {
-                group.push(call);
-                continue;
-            }
-            results.extend(
-                self.run_group(std::mem::take(&mut group), ctx, &snapshot)
-                    .await,
-            );
-            results.push(
-                self.run_one(&call.name, call.args, ctx.clone(), &snapshot)
-                    .await,
-            );
-        }
-        results.extend(self.run_group(group, ctx, &snapshot).await);
+        let names: Vec<String> = calls.iter().map(|(c, _)| c.name.clone()).collect();
+        let snapshot = &snapshot;
+        let mut results =
+            futures::future::join_all(calls.into_iter().map(|(c, ticket)| async move {
+                self.run_one(&c.name, c.args, ctx.clone(), snapshot, ticket)
+                    .await
+            }))
+            .await;
         let mut turn: Vec<(&str, Option<&crate::spec::ToolMeta>, &mut ToolOutput)> = names
             .iter()
             .zip(&metas)
@@ -312,20 +390,6 @@ impl Dispatcher {
             .collect();
         self.apply_budget(&mut turn);
         results
-    }
-
-    async fn run_group(
-        &self,
-        group: Vec<Call>,
-        ctx: &CallContext,
-        snapshot: &Snapshot,
-    ) -> Vec<ToolOutput> {
-        futures::future::join_all(
-            group
-                .into_iter()
-                .map(|c| async move { self.run_one(&c.name, c.args, ctx.clone(), snapshot).await }),
-        )
-        .await
     }
 }
 
@@ -376,14 +440,13 @@ fn is_proxy(tool: &dyn crate::tool::DynTool) -> bool {
 /// How long a cancelled or timed-out tool may take to notice and clean up.
 const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
+/// How long past its deadline a tool that stops itself (run_shell: SIGTERM, then SIGKILL
+/// after its 1 s grace) may take to hand back its own result, with the output so far.
+const SELF_STOP_GRACE: Duration = Duration::from_secs(3);
+
 enum Stop {
     Cancelled,
     TimedOut,
-}
-
-enum Guard<'a> {
-    Read(#[allow(dead_code)] tokio::sync::RwLockReadGuard<'a, ()>),
-    Write(#[allow(dead_code)] tokio::sync::RwLockWriteGuard<'a, ()>),
 }
 
 fn unknown_tool(name: &str, snapshot: &Snapshot) -> ToolOutput {

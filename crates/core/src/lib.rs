@@ -8,7 +8,8 @@
 //!   snapshots, generation numbers.
 //! - [`permission`]: filtering by policy (station 4).
 //! - [`render`]: the model-facing tool arrays (station 5), byte-deterministic.
-//! - [`dispatch`]: running a call, where every failure becomes information for the model.
+//! - [`dispatch`]: running a call, where every failure becomes information for the model;
+//!   [`schedule`] decides who waits for whom (per-session order, per-resource locks).
 //! - [`disclosure`]: progressive disclosure — direct and deferred tools, `search_tool`,
 //!   `run_tool`, byte-stable tool arrays per protocol (seed 000 s15).
 //!
@@ -22,13 +23,14 @@ mod permission;
 mod registry;
 mod render;
 mod result_budget;
+mod schedule;
 mod spec;
 mod tool;
 
 pub use context::{CallContext, Progress, ProgressSink, SessionState};
 pub use disclosure::{Disclosure, DisclosureMode, DisclosureSettings, ExposureMode};
 pub use dispatch::{Call, DispatchLimits, Dispatcher, RawArgs};
-pub use output::{Media, ToolOutput, TruncationReason};
+pub use output::{Media, SpillKind, SpillRef, ToolOutput, Truncation, TruncationReason};
 pub use permission::{Decision, Policy, PolicyError, Verdict};
 pub use registry::{
     ProviderError, Registry, RegistryError, Scope, Snapshot, StaticProvider, ToolProvider,
@@ -36,5 +38,6 @@ pub use registry::{
 };
 pub use render::{Protocol, RenderOptions, render_tools, render_tools_bytes};
 pub use result_budget::{ResultBudget, TurnResult};
+pub use schedule::{Footprint, OrderGate, Resource, ResourceLocks, Ticket};
 pub use spec::{Concurrency, ToolMeta, ToolSpec, schema_for};
-pub use tool::{DynTool, Tool, ToolError, TypedTool};
+pub use tool::{DynTool, Tool, ToolError, TypedTool, run_blocking};

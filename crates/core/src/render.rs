@@ -89,7 +89,11 @@ fn render_one(tool: &dyn DynTool, protocol: Protocol, options: &RenderOptions) -
             if let Some(out) = &meta.output_schema {
                 obj.insert("outputSchema".into(), Value::Object((**out).clone()));
             }
-            let read_only = meta.concurrency == Concurrency::ReadOnly;
+            let read_only = match meta.concurrency {
+                Concurrency::ReadOnly => true,
+                Concurrency::Detached => !meta.destructive,
+                Concurrency::Mutating => false,
+            };
             let mut ann = Map::new();
             if !meta.display.is_empty() {
                 ann.insert("title".into(), meta.display.clone().into());

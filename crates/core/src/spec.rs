@@ -25,6 +25,9 @@ pub enum Concurrency {
     /// Changes something; runs alone and in order.
     #[default]
     Mutating,
+    /// Acts on work already running (a background job's output, a kill): runs at once,
+    /// neither waiting for nor holding up the session's other calls.
+    Detached,
 }
 
 /// The host-facing half of a tool. None of it enters a model request except where a protocol

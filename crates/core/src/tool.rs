@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::context::CallContext;
 use crate::output::ToolOutput;
+use crate::schedule::Footprint;
 use crate::spec::{ToolMeta, ToolSpec, schema_for};
 
 /// Why a tool call failed. Error text is an interface: it names the next action.
@@ -54,6 +55,11 @@ pub trait Tool: Send + Sync + 'static {
         args: Self::Args,
         ctx: CallContext,
     ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send;
+    /// What a call with these (not yet validated) arguments will touch and how long it may
+    /// take; see [`Footprint`]. Only what can be told cheaply: nothing runs yet.
+    fn footprint(&self, _args: &Value) -> Footprint {
+        Footprint::default()
+    }
 }
 
 /// A tool with its types erased, as the registry holds it.
@@ -68,6 +74,11 @@ pub trait DynTool: Send + Sync + 'static {
         args: Value,
         ctx: CallContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
+    /// What a call with `args` will touch and how long it may take (scheduling; nothing
+    /// runs). Default: nothing declared.
+    fn footprint(&self, _args: &Value) -> Footprint {
+        Footprint::default()
+    }
     /// For a proxy (`run_tool`): the call it forwards, for every argument value (`Some`
     /// even when the arguments are wrong). The dispatcher runs the target instead of the
     /// proxy, so the target's permissions, timeout, concurrency and budget apply
@@ -116,6 +127,10 @@ impl<T: Tool> DynTool for TypedTool<T> {
         &self.spec
     }
 
+    fn footprint(&self, args: &Value) -> Footprint {
+        self.tool.footprint(args)
+    }
+
     fn meta(&self) -> &ToolMeta {
         &self.meta
     }
@@ -130,6 +145,23 @@ impl<T: Tool> DynTool for TypedTool<T> {
             let args = parse_args::<T::Args>(args)?;
             tool.call(args, ctx).await
         })
+    }
+}
+
+/// Runs blocking work (file I/O, a tree walk) on tokio's blocking pool. A panic in it is
+/// raised again in the calling task, so the dispatcher reports it like any handler panic
+/// instead of as an opaque worker failure.
+pub async fn run_blocking<T, F>(work: F) -> Result<T, ToolError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(value) => Ok(value),
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => Err(ToolError::Fatal(
+            "toolgate is shutting down and the work was dropped".to_owned(),
+        )),
     }
 }
 

@@ -19,3 +19,5 @@ mod permission;
 mod registry;
 #[path = "all/render.rs"]
 mod render;
+#[path = "all/schedule.rs"]
+mod schedule;

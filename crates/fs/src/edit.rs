@@ -13,7 +13,8 @@ use std::time::Instant;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolgate_core::{
-    CallContext, Concurrency, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason,
+    CallContext, Concurrency, Footprint, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason,
+    run_blocking,
 };
 
 use crate::confine::{Access, PathError, Roots};
@@ -98,9 +99,11 @@ impl Tool for EditFileTool {
         let roots = Arc::clone(&self.roots);
         let hook = self.before_rename.clone();
         let stamps = ctx.session.get::<FileStamps>();
-        tokio::task::spawn_blocking(move || edit_file(&roots, &args, hook.as_ref(), &stamps))
-            .await
-            .map_err(|e| ToolError::Fatal(format!("edit_file worker failed: {e}")))?
+        run_blocking(move || edit_file(&roots, &args, hook.as_ref(), &stamps)).await?
+    }
+
+    fn footprint(&self, args: &serde_json::Value) -> Footprint {
+        crate::write::file_footprint(&self.roots, args)
     }
 }
 

@@ -10,7 +10,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolgate_core::{
-    CallContext, Concurrency, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason,
+    CallContext, Concurrency, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason, run_blocking,
 };
 
 use crate::confine::Roots;
@@ -209,12 +209,11 @@ impl Tool for SearchFilesTool {
         let _bridge = CancelBridge::new(&ctx.cancel, &stop);
         let roots = Arc::clone(&self.roots);
         let limits = self.limits.clone();
-        tokio::task::spawn_blocking(move || {
+        run_blocking(move || {
             let page = find(&roots, &scope, &filter, limit, &limits, &stop);
             ToolOutput::from_body(&page.into_output(&args, &scope, &limits, limit, started))
         })
         .await
-        .map_err(|e| ToolError::Fatal(format!("search_files worker failed: {e}")))
     }
 }
 

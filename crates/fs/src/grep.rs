@@ -14,7 +14,7 @@ use grep_regex::RegexMatcherBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolgate_core::{
-    CallContext, Concurrency, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason,
+    CallContext, Concurrency, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason, run_blocking,
 };
 
 use crate::confine::Roots;
@@ -148,7 +148,7 @@ impl Tool for GrepTool {
         )?;
         let _bridge = CancelBridge::new(&ctx.cancel, &stop);
         let roots = Arc::clone(&self.roots);
-        tokio::task::spawn_blocking(move || {
+        run_blocking(move || {
             let outcome = run::run(&Job {
                 scope: &scope,
                 matcher: &matcher,
@@ -164,7 +164,6 @@ impl Tool for GrepTool {
             ))
         })
         .await
-        .map_err(|e| ToolError::Fatal(format!("grep worker failed: {e}")))
     }
 }
 

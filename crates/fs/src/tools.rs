@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgate_core::{
     CallContext, Concurrency, DynTool, Media, Tool, ToolError, ToolMeta, ToolOutput,
-    TruncationReason, TypedTool,
+    TruncationReason, TypedTool, run_blocking,
 };
 
 use toolgate_budget::SpillStore;
@@ -167,11 +167,8 @@ impl Tool for ReadFileTool {
         let shared = Arc::clone(&self.shared);
         let stamps = ctx.session.get::<FileStamps>();
         let cancel = ctx.cancel.clone();
-        tokio::task::spawn_blocking(move || {
-            read_file_blocking(&shared, &stamps, &args, &|| cancel.is_cancelled())
-        })
-        .await
-        .map_err(|e| ToolError::Fatal(format!("read_file worker failed: {e}")))?
+        run_blocking(move || read_file_blocking(&shared, &stamps, &args, &|| cancel.is_cancelled()))
+            .await?
     }
 }
 
@@ -454,7 +451,7 @@ impl Tool for ListDirTool {
                 limits.max_lines
             )));
         }
-        tokio::task::spawn_blocking(move || {
+        run_blocking(move || {
             let started = Instant::now();
             let input = args.path.as_deref().filter(|p| !p.is_empty()).unwrap_or(".");
             let dir = roots.resolve_dir(input).map_err(|e| {
@@ -490,7 +487,6 @@ impl Tool for ListDirTool {
                 elapsed_ms: started.elapsed().as_millis() as u64,
             }))
         })
-        .await
-        .map_err(|e| ToolError::Fatal(format!("list_dir worker failed: {e}")))?
+        .await?
     }
 }

@@ -14,7 +14,9 @@ use std::time::Instant;
 use fs_err::os::unix::fs::OpenOptionsExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolgate_core::{CallContext, Concurrency, Tool, ToolError, ToolMeta, ToolOutput};
+use toolgate_core::{
+    CallContext, Concurrency, Footprint, Tool, ToolError, ToolMeta, ToolOutput, run_blocking,
+};
 
 use crate::confine::{Access, PathError, Roots};
 use crate::list::human_size;
@@ -199,9 +201,25 @@ impl Tool for WriteFileTool {
         let roots = Arc::clone(&self.roots);
         let hook = self.before_rename.clone();
         let stamps = ctx.session.get::<FileStamps>();
-        tokio::task::spawn_blocking(move || write_file(&roots, &args, hook.as_ref(), &stamps))
-            .await
-            .map_err(|e| ToolError::Fatal(format!("write_file worker failed: {e}")))?
+        run_blocking(move || write_file(&roots, &args, hook.as_ref(), &stamps)).await?
+    }
+
+    fn footprint(&self, args: &serde_json::Value) -> Footprint {
+        crate::write::file_footprint(&self.roots, args)
+    }
+}
+
+/// The file a write or an edit changes, by its real path: two sessions writing the same file
+/// take turns, writes to different files run at once (scheduling; see [`Footprint`]).
+pub(crate) fn file_footprint(roots: &Roots, args: &serde_json::Value) -> Footprint {
+    let path = args.get("path").and_then(serde_json::Value::as_str);
+    Footprint {
+        resources: path
+            .and_then(|p| roots.resolve(p, Access::Write).ok())
+            .map(toolgate_core::Resource::Path)
+            .into_iter()
+            .collect(),
+        ..Footprint::default()
     }
 }
 

@@ -21,7 +21,10 @@ use std::sync::{Arc, OnceLock};
 use futures::future::BoxFuture;
 use rmcp::model::Tool;
 use serde_json::{Map, Value};
-use toolgate_core::{CallContext, Concurrency, DynTool, ToolError, ToolMeta, ToolOutput, ToolSpec};
+use toolgate_core::{
+    CallContext, Concurrency, DynTool, Footprint, Resource, ToolError, ToolMeta, ToolOutput,
+    ToolSpec,
+};
 
 use crate::mount::Mount;
 
@@ -157,6 +160,18 @@ impl DynTool for ProxyTool {
 
     fn meta(&self) -> &ToolMeta {
         &self.meta
+    }
+
+    fn footprint(&self, _args: &Value) -> Footprint {
+        // A tool that does not say it only reads may change its server's state: such calls
+        // take turns per server, across sessions, and never hold up other servers.
+        Footprint {
+            resources: match self.meta.concurrency {
+                Concurrency::Mutating => vec![Resource::Server(self.mount.spec.name.clone())],
+                Concurrency::ReadOnly | Concurrency::Detached => Vec::new(),
+            },
+            ..Footprint::default()
+        }
     }
 
     fn call(

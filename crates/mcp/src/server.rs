@@ -21,7 +21,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::disclosure::Exposed;
 use toolgate_core::{
-    CallContext, Disclosure, Dispatcher, Progress, RawArgs, RenderOptions, SessionState, Snapshot,
+    CallContext, Disclosure, Dispatcher, OrderGate, Progress, RawArgs, RenderOptions, SessionState,
+    Snapshot, Ticket,
 };
 
 use crate::client::McpClient;
@@ -48,6 +49,11 @@ struct Shared {
 /// Cancelled when a session's transport closes.
 #[derive(Default)]
 struct SessionEnd(CancellationToken);
+
+/// A `tools/call`'s place in its session's line, taken by the transport as the request was
+/// read (rmcp runs each request on a task of its own, and tasks start in no set order).
+#[derive(Clone)]
+struct Arrival(Arc<Mutex<Option<Ticket>>>);
 
 /// The MCP server handler: one per connection (session), sharing the dispatcher.
 #[derive(Clone)]
@@ -122,6 +128,22 @@ impl ToolgateServer {
     /// Ends the session: every call still running is cancelled (the transport closed).
     pub fn end_session(&self) {
         self.session.get::<SessionEnd>().0.cancel();
+    }
+
+    /// Gives a `tools/call` request its place in the session's line; a transport calls this
+    /// for each message in the order it reads them, so pipelined calls run in arrival order.
+    pub fn stamp_arrival(
+        &self,
+        mut message: rmcp::service::RxJsonRpcMessage<RoleServer>,
+    ) -> rmcp::service::RxJsonRpcMessage<RoleServer> {
+        if let rmcp::model::JsonRpcMessage::Request(request) = &mut message
+            && let rmcp::model::ClientRequest::CallToolRequest(call) = &mut request.request
+        {
+            let ticket = self.session.get::<OrderGate>().ticket();
+            call.extensions
+                .insert(Arrival(Arc::new(Mutex::new(Some(ticket)))));
+        }
+        message
     }
 
     /// The MCP client of this handler's session.
@@ -229,10 +251,18 @@ impl ToolgateServer {
         // The call stops when the client cancels it or when the whole session ends (stdin
         // closed): rmcp alone would let in-flight handlers run on for its 5 s drain.
         let cancel = self.session.get::<SessionEnd>().0.child_token();
+        // The place in line taken on arrival (stdio), else now (HTTP: each POST is its own
+        // request, so there is no order beyond the one handlers start in).
+        let ticket = context
+            .extensions
+            .get::<Arrival>()
+            .and_then(|a| a.0.lock().unwrap_or_else(PoisonError::into_inner).take())
+            .unwrap_or_else(|| self.session.get::<OrderGate>().ticket());
         let mut ctx = CallContext {
             cancel: cancel.clone(),
             progress: None,
             session: Arc::clone(&self.session),
+            deadline: None,
         };
         if let Some(queue) = &progress {
             let queue = queue.clone();
@@ -241,7 +271,7 @@ impl ToolgateServer {
             }));
         }
         let dispatcher = Arc::clone(&self.shared.dispatcher);
-        let run = dispatcher.call(&name, RawArgs::Json(args), ctx);
+        let run = dispatcher.call_in_line(&name, RawArgs::Json(args), ctx, ticket);
         tokio::pin!(run);
         // Long calls report elapsed seconds so clients can tell "slow" from "stuck".
         let started = Instant::now();

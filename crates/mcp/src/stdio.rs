@@ -164,7 +164,7 @@ where
                 continue;
             }
             match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(text) {
-                Ok(message) => return Some(message),
+                Ok(message) => return Some(self.session.stamp_arrival(message)),
                 Err(e) => match serde_json::from_slice::<Value>(text) {
                     Err(_) => self.reply_error(
                         Value::Null,

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgate_core::{
-    CallContext, Concurrency, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason,
+    CallContext, Concurrency, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason, run_blocking,
 };
 
 use crate::clean::group;
@@ -116,7 +116,8 @@ impl Tool for JobOutputTool {
     fn meta(&self) -> ToolMeta {
         ToolMeta {
             timeout: Some(Duration::from_secs(30)),
-            concurrency: Concurrency::ReadOnly,
+            // Reads work that is running: it must never wait behind a running command.
+            concurrency: Concurrency::Detached,
             action: "shell.exec".to_owned(),
             // The job's file is its own pointer, like read_file's.
             spillable: false,
@@ -148,9 +149,7 @@ impl Tool for JobOutputTool {
         let store = Arc::clone(self.shared.budget.store());
         let offset = args.offset.unwrap_or(0);
         let reader = Arc::clone(&job);
-        let page = tokio::task::spawn_blocking(move || reader.read(&store, which, offset, limit))
-            .await
-            .map_err(|e| ToolError::Fatal(format!("job_output worker failed: {e}")))??;
+        let page = run_blocking(move || reader.read(&store, which, offset, limit)).await??;
         let end = page.ended.clone();
         let (status, exit_code, signal) = status_fields(end.as_ref());
         let more = page.end < page.len;
@@ -332,7 +331,8 @@ impl Tool for JobKillTool {
     fn meta(&self) -> ToolMeta {
         ToolMeta {
             timeout: Some(self.shared.limits.kill_grace() + Duration::from_secs(10)),
-            concurrency: Concurrency::Mutating,
+            // Stops work that is running: it must never wait behind a running command.
+            concurrency: Concurrency::Detached,
             action: "shell.exec".to_owned(),
             idempotent: true,
             display: "Kill job".to_owned(),

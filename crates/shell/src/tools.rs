@@ -5,10 +5,10 @@ use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolgate_budget::Budget;
+use toolgate_budget::{Budget, spill_ref};
 use toolgate_core::{
-    CallContext, Concurrency, DynTool, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason,
-    TypedTool,
+    CallContext, Concurrency, DynTool, Footprint, SpillKind, SpillRef, Tool, ToolError, ToolMeta,
+    ToolOutput, TruncationReason, TypedTool,
 };
 use toolgate_fs::Roots;
 
@@ -148,6 +148,22 @@ impl Tool for RunShellTool {
         }
     }
 
+    fn footprint(&self, args: &serde_json::Value) -> Footprint {
+        // A foreground command stops itself at its own timeout (and returns the output so
+        // far); a background start returns at once and keeps the declared limit.
+        let background = args.get("background").and_then(serde_json::Value::as_bool);
+        let limits = &self.shared.limits;
+        let timeout_ms = args
+            .get("timeout_ms")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(limits.default_timeout_ms)
+            .clamp(1, limits.max_timeout_ms);
+        Footprint {
+            timeout: (background != Some(true)).then(|| Duration::from_millis(timeout_ms)),
+            ..Footprint::default()
+        }
+    }
+
     async fn call(&self, args: RunShellArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
         let shared = &self.shared;
         let limits = &shared.limits;
@@ -184,8 +200,16 @@ impl Tool for RunShellTool {
                 .map_err(|e| ShellError::Cwd(e.to_string()))?,
         };
         let cwd_shown = shared.roots.display(&cwd);
+        // Time spent waiting for this session's earlier calls counts: the command gets what
+        // is left of the call's deadline (the dispatcher set it from `timeout_ms`).
+        let timeout = match ctx.remaining() {
+            Some(left) if !args.background => {
+                Duration::from_millis(timeout_ms).min(left.max(Duration::from_millis(1)))
+            }
+            _ => Duration::from_millis(timeout_ms),
+        };
         let config = RunConfig {
-            timeout: Duration::from_millis(timeout_ms),
+            timeout,
             kill_grace: limits.kill_grace(),
             pump: PumpConfig {
                 head: limits.payload_bytes / 2,
@@ -243,8 +267,9 @@ impl RunShellTool {
             text.push_str(&note);
             text.push('\n');
         }
-        let stdout = self.section(&mut text, "stdout", &finished.stdout, failed);
-        let stderr = self.section(&mut text, "stderr", &finished.stderr, failed);
+        let mut spills = Vec::new();
+        let stdout = self.section(&mut text, "stdout", &finished.stdout, failed, &mut spills);
+        let stderr = self.section(&mut text, "stderr", &finished.stderr, failed, &mut spills);
         if stdout.bytes == 0 && stderr.bytes == 0 {
             text.push_str("(no output)\n");
         }
@@ -266,11 +291,20 @@ impl RunShellTool {
         };
         let mut output = ToolOutput::from_body(&body);
         output.is_error = failed;
+        output.spills = spills;
         output
     }
 
-    /// Appends one stream's section (nothing for an empty stream) and describes it.
-    fn section(&self, text: &mut String, name: &str, c: &Captured, failed: bool) -> StreamInfo {
+    /// Appends one stream's section (nothing for an empty stream) and describes it; a stream
+    /// shown as an excerpt adds its file to `spills`.
+    fn section(
+        &self,
+        text: &mut String,
+        name: &str,
+        c: &Captured,
+        failed: bool,
+        spills: &mut Vec<SpillRef>,
+    ) -> StreamInfo {
         let mut info = StreamInfo {
             bytes: c.total,
             lines: c.lines(),
@@ -308,6 +342,7 @@ impl RunShellTool {
             text.push_str(&self.shared.budget.pointer(&file, failed));
             text.push('\n');
             info.path = Some(file.path.display().to_string());
+            spills.push(spill_ref(&file, SpillKind::Captured, Some(name)));
         }
         info
     }

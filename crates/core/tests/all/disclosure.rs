@@ -391,17 +391,16 @@ async fn run_tool_keeps_the_targets_concurrency_class_without_deadlock() {
     assert_eq!(texts, ["r1", "r2", "w1", "w2", "r3"]);
     assert!(!tracker.mutating_overlapped.load(Ordering::SeqCst));
     assert_eq!(tracker.max_active(), 2, "r1 and r2 ran together");
-    // Concurrent single calls through run_tool: mutating ones still run alone.
+    // Concurrent single calls of one session through run_tool: mutating ones still run
+    // alone.
+    let session = CallContext::default();
     let mut handles = Vec::new();
     for id in ["a", "b", "c"] {
         let s = Arc::clone(&s);
+        let ctx = session.clone();
         handles.push(tokio::spawn(async move {
-            call(
-                &s.dispatcher,
-                RUN_TOOL,
-                json!({"name": "probe_write", "input": {"id": id}}),
-            )
-            .await
+            let args = RawArgs::Json(json!({"name": "probe_write", "input": {"id": id}}));
+            s.dispatcher.call(RUN_TOOL, args, ctx).await
         }));
     }
     for h in handles {

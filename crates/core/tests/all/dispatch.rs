@@ -425,16 +425,18 @@ async fn batch_runs_mutating_calls_alone_and_in_order() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_mutating_calls_from_separate_callers_never_overlap() {
+async fn concurrent_mutating_calls_of_one_session_never_overlap() {
     let tracker = Arc::new(Tracker::default());
     let d = Arc::new(dispatcher_with(probes(&tracker), Policy::allow_all()));
+    let session = CallContext::default();
     let mut handles = Vec::new();
     for i in 0..3 {
         for (name, prefix) in [("probe_write", "w"), ("probe_read", "r")] {
             let d = Arc::clone(&d);
+            let ctx = session.clone();
             handles.push(tokio::spawn(async move {
                 let args = RawArgs::Json(json!({"id": format!("{prefix}{i}")}));
-                d.call(name, args, CallContext::default()).await
+                d.call(name, args, ctx).await
             }));
         }
     }

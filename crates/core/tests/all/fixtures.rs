@@ -319,6 +319,7 @@ impl Tool for Probe {
         match self.concurrency {
             Concurrency::ReadOnly => "probe_read",
             Concurrency::Mutating => "probe_write",
+            Concurrency::Detached => "probe_detached",
         }
     }
     fn description(&self) -> &str {

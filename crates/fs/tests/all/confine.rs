@@ -331,7 +331,7 @@ async fn non_utf8_file_names_are_listed_lossily() {
         out.text,
         "caf\u{FFFD}.txt  [name is not UTF-8; shown lossily]  (13 bytes)\nplain.txt  (2 bytes)\n"
     );
-    assert_eq!(out.structured["total"], json!(2));
+    assert_eq!(out.field("total"), Some(json!(2)));
 }
 
 #[tokio::test]

@@ -95,9 +95,14 @@ async fn a_timed_out_grep_continues_from_its_cursor_without_gaps() {
                 .filter(|l| l.starts_with('d') && l.ends_with(".txt"))
                 .map(str::to_owned),
         );
-        match str_field(&out, "cursor") {
+        match str_field(&out, "cursor").as_deref() {
             Some(c) => {
-                assert_eq!(str_field(&out, "reason"), Some("timeout"), "{}", out.text);
+                assert_eq!(
+                    str_field(&out, "reason").as_deref(),
+                    Some("timeout"),
+                    "{}",
+                    out.text
+                );
                 // Regression: a walk stopped on a folder above the cursor handed back that
                 // folder, a position before the cursor, and paging started over.
                 if let Some(before) = args.get("cursor").and_then(|v| v.as_str()) {

@@ -41,7 +41,7 @@ async fn write_file_creates_parents_and_replaces_keeping_permissions() {
         fs_err::read_to_string(p.root.join("new/deep/a.txt")).unwrap(),
         "one\ntwo\n"
     );
-    assert_eq!(field(&out, "created"), Some(&json!(true)));
+    assert_eq!(field(&out, "created"), Some(json!(true)));
     assert_eq!(u64_field(&out, "bytes"), Some(8));
     assert_cut(&out, None);
 
@@ -54,7 +54,7 @@ async fn write_file_creates_parents_and_replaces_keeping_permissions() {
         )
         .await;
     assert!(out.text.starts_with("Replaced `run.sh`"), "{}", out.text);
-    assert_eq!(field(&out, "created"), Some(&json!(false)));
+    assert_eq!(field(&out, "created"), Some(json!(false)));
     assert_eq!(mode(&script), 0o750, "permissions kept");
     assert_eq!(
         fs_err::read_to_string(&script).unwrap(),
@@ -123,7 +123,7 @@ async fn edit_replaces_a_unique_match_and_returns_a_diff() {
         "Edited `src/lib.rs`: 1 occurrence replaced at line 5.\n--- src/lib.rs\n+++ src/lib.rs\n@@ -3,5 +3,5 @@\n }\n \n fn b() {\n-    2\n+    20\n }\n"
     );
     assert_eq!(u64_field(&out, "replacements"), Some(1));
-    assert_eq!(str_field(&out, "path"), Some("src/lib.rs"));
+    assert_eq!(str_field(&out, "path").as_deref(), Some("src/lib.rs"));
     assert_cut(&out, None);
 }
 

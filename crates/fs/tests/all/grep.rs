@@ -34,7 +34,7 @@ async fn page_all(s: &Session, args: Value) -> (Vec<(String, u64)>, Vec<String>)
         let out = s.ok("grep", args.clone()).await;
         all.extend(matches(&out.text));
         texts.push(out.text.clone());
-        match str_field(&out, "cursor") {
+        match str_field(&out, "cursor").as_deref() {
             Some(cursor) => args["cursor"] = json!(cursor),
             None => {
                 assert_cut(&out, None);
@@ -159,7 +159,7 @@ async fn context_lines_merge_and_separate_like_ripgrep() {
         "{}",
         out.text
     );
-    assert_eq!(str_field(&out, "cursor"), Some("f.txt:7"));
+    assert_eq!(str_field(&out, "cursor").as_deref(), Some("f.txt:7"));
     let next = s
         .ok(
             "grep",
@@ -230,7 +230,7 @@ async fn glob_and_path_narrow_the_files() {
         )
         .await;
     assert_eq!(files(&out), ["src/a.rs", "src/b.ts", "src/d.js"]);
-    assert_eq!(str_field(&out, "path"), Some("src"));
+    assert_eq!(str_field(&out, "path").as_deref(), Some("src"));
     let out = s
         .ok("grep", json!({ "pattern": "needle", "path": "docs/e.md" }))
         .await;
@@ -313,7 +313,7 @@ async fn result_limit_cursor_returns_exactly_the_rest() {
     assert_eq!(u64_field(&out, "returned"), Some(25));
     assert_eq!(u64_field(&out, "total"), None);
     // Match 25 is the 4th of the 4th file (src/m03.rs, line 12).
-    assert_eq!(str_field(&out, "cursor"), Some("src/m03.rs:12"));
+    assert_eq!(str_field(&out, "cursor").as_deref(), Some("src/m03.rs:12"));
     assert!(
         out.text.contains("the limit of 25 results was reached"),
         "{}",
@@ -348,7 +348,7 @@ async fn scan_and_payload_limits_cut_with_a_cursor_that_covers_everything() {
     assert_eq!(u64_field(&out, "scanned_count"), Some(8));
     // `src` and 7 files were scanned.
     assert_eq!(matches(&out.text), expected[..49]);
-    assert_eq!(str_field(&out, "cursor"), Some("src/m06.rs:end"));
+    assert_eq!(str_field(&out, "cursor").as_deref(), Some("src/m06.rs:end"));
     let (all, _) = page_all(&s, json!({ "pattern": "hit_" })).await;
     assert_eq!(all, expected);
 

@@ -23,9 +23,9 @@ async fn snapshot_of_a_folder() {
     insta::assert_snapshot!("list_dir_root", out.text);
     assert!(!truncated(&out));
     assert_eq!(field(&out, "next_offset"), None);
-    assert_eq!(field(&out, "total"), Some(&json!(8)));
-    assert_eq!(field(&out, "scanned_count"), Some(&json!(8)));
-    assert_eq!(field(&out, "path"), Some(&json!(".")));
+    assert_eq!(field(&out, "total"), Some(json!(8)));
+    assert_eq!(field(&out, "scanned_count"), Some(json!(8)));
+    assert_eq!(field(&out, "path"), Some(json!(".")));
     assert!(field(&out, "elapsed_ms").is_some_and(|v| v.is_u64()));
 }
 
@@ -50,10 +50,10 @@ async fn entries_are_sorted_with_type_and_size() {
     );
     let out = p.list_ok(json!({ "path": "data" })).await;
     assert_eq!(out.text, "big.bin  (3.1 KiB)\n");
-    assert_eq!(field(&out, "path"), Some(&json!("data")));
+    assert_eq!(field(&out, "path"), Some(json!("data")));
     let out = p.list_ok(json!({ "path": "empty" })).await;
     assert_eq!(out.text, "(`empty` is empty)\n");
-    assert_eq!(field(&out, "total"), Some(&json!(0)));
+    assert_eq!(field(&out, "total"), Some(json!(0)));
 }
 
 #[tokio::test]
@@ -84,9 +84,9 @@ async fn pagination_with_limit_and_next_offset() {
         out.text
     );
     assert!(truncated(&out));
-    assert_eq!(field(&out, "reason"), Some(&json!("result_limit")));
+    assert_eq!(field(&out, "reason"), Some(json!("result_limit")));
     assert_eq!(next_offset(&out), Some(11));
-    assert_eq!(field(&out, "total"), Some(&json!(25)));
+    assert_eq!(field(&out, "total"), Some(json!(25)));
 
     // All pages together are every entry once, in order.
     let mut seen = Vec::new();
@@ -147,7 +147,7 @@ async fn long_names_hit_the_byte_limit_first() {
     }
     let out = p.list_ok(json!({})).await;
     assert!(truncated(&out));
-    assert_eq!(field(&out, "reason"), Some(&json!("payload_limit")));
+    assert_eq!(field(&out, "reason"), Some(json!("payload_limit")));
     let shown = out.text.lines().filter(|l| !l.starts_with('[')).count() as u64;
     assert!(shown > 100 && shown < 400, "{shown}");
     assert_eq!(next_offset(&out), Some(shown + 1));
@@ -174,8 +174,8 @@ async fn scan_limit_is_reported() {
     let (_, list) = crate::support::tools_with(std::sync::Arc::clone(&p.roots), limits);
     let out = crate::support::call(&list, json!({})).await.unwrap();
     assert!(truncated(&out));
-    assert_eq!(field(&out, "reason"), Some(&json!("scan_limit")));
-    assert_eq!(field(&out, "scanned_count"), Some(&json!(5)));
+    assert_eq!(field(&out, "reason"), Some(json!("scan_limit")));
+    assert_eq!(field(&out, "scanned_count"), Some(json!(5)));
     assert_eq!(field(&out, "total"), None);
     assert_eq!(out.text.lines().count(), 6, "{}", out.text);
     assert!(out.text.contains("more than 5 entries"), "{}", out.text);

@@ -62,8 +62,8 @@ async fn lines_are_numbered_cat_n_style() {
     assert!(!truncated(&out));
     assert_eq!(field(&out, "next_offset"), None);
     assert_eq!(field(&out, "reason"), None);
-    assert_eq!(field(&out, "total"), Some(&json!(4)));
-    assert_eq!(field(&out, "path"), Some(&json!("a.txt")));
+    assert_eq!(field(&out, "total"), Some(json!(4)));
+    assert_eq!(field(&out, "path"), Some(json!("a.txt")));
     assert!(field(&out, "elapsed_ms").is_some_and(|v| v.is_u64()));
     assert!(out.media.is_empty());
 }
@@ -84,7 +84,7 @@ async fn snapshot_of_a_cut_page() {
         insta::assert_snapshot!("read_file_cut_page", out.text);
     });
     assert_eq!(next_offset(&out), Some(5));
-    assert_eq!(field(&out, "reason"), Some(&json!("result_limit")));
+    assert_eq!(field(&out, "reason"), Some(json!("result_limit")));
 }
 
 #[tokio::test]
@@ -97,9 +97,9 @@ async fn line_limit_truncates_with_next_offset() {
     assert_eq!(page[0], (1, "line 1".to_owned()));
     assert_eq!(page[1_999], (2_000, "line 2000".to_owned()));
     assert!(truncated(&out));
-    assert_eq!(field(&out, "reason"), Some(&json!("result_limit")));
+    assert_eq!(field(&out, "reason"), Some(json!("result_limit")));
     assert_eq!(next_offset(&out), Some(2_001));
-    assert_eq!(field(&out, "total"), Some(&json!(2_500)));
+    assert_eq!(field(&out, "total"), Some(json!(2_500)));
     assert!(
         out.text.ends_with(
             "[truncated at the 2000-line page limit: showing lines 1-2000 of 2500; continue with offset=2001]\n"
@@ -126,7 +126,7 @@ async fn byte_limit_hit_first_gives_payload_limit() {
     p.write("wide.txt", &content);
     let out = p.read_ok(json!({ "path": "wide.txt" })).await;
     assert!(truncated(&out));
-    assert_eq!(field(&out, "reason"), Some(&json!("payload_limit")));
+    assert_eq!(field(&out, "reason"), Some(json!("payload_limit")));
     let page = numbered(&out.text);
     let shown = page.len() as u64;
     assert!(shown > 100 && shown < 1_000, "{shown}");
@@ -336,7 +336,7 @@ async fn last_line_without_newline_is_shown() {
     p.write("nonl.txt", "a\nb");
     let out = p.read_ok(json!({ "path": "nonl.txt" })).await;
     assert_eq!(out.text, "     1\ta\n     2\tb\n");
-    assert_eq!(field(&out, "total"), Some(&json!(2)));
+    assert_eq!(field(&out, "total"), Some(json!(2)));
     p.write("one.txt", "only");
     let out = p.read_ok(json!({ "path": "one.txt" })).await;
     assert_eq!(out.text, "     1\tonly\n");
@@ -352,7 +352,7 @@ async fn empty_file_says_so() {
     let out = p.read_ok(json!({ "path": "sub/empty.txt" })).await;
     assert_eq!(out.text, "(`sub/empty.txt` is empty)\n");
     assert!(!truncated(&out));
-    assert_eq!(field(&out, "total"), Some(&json!(0)));
+    assert_eq!(field(&out, "total"), Some(json!(0)));
 }
 
 #[tokio::test]

@@ -35,7 +35,7 @@ async fn page_all(s: &Session, args: Value) -> (Vec<String>, usize) {
         let out = s.ok("search_files", args.clone()).await;
         pages += 1;
         all.extend(paths(&out.text));
-        match str_field(&out, "cursor") {
+        match str_field(&out, "cursor").as_deref() {
             Some(cursor) => args["cursor"] = json!(cursor),
             None => {
                 assert_cut(&out, None);
@@ -59,7 +59,7 @@ async fn plain_word_matches_anywhere_in_the_path_ignoring_case() {
     assert_cut(&out, None);
     assert_eq!(u64_field(&out, "total"), Some(2));
     assert_eq!(u64_field(&out, "returned"), Some(2));
-    assert_eq!(str_field(&out, "path"), Some("."));
+    assert_eq!(str_field(&out, "path").as_deref(), Some("."));
     // Every word must occur.
     let out = s.ok("search_files", json!({ "query": "src config" })).await;
     assert_eq!(out.text, "src/Config.rs\n");
@@ -197,7 +197,7 @@ async fn result_limit_cuts_with_a_cursor_that_continues_exactly() {
     assert_eq!(u64_field(&out, "total"), Some(250));
     assert_eq!(u64_field(&out, "returned"), Some(40));
     assert_eq!(
-        str_field(&out, "cursor"),
+        str_field(&out, "cursor").as_deref(),
         Some(format!("{}:end", all[39]).as_str())
     );
     assert!(out.text.contains("continue with cursor"), "{}", out.text);

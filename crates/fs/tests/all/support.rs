@@ -156,16 +156,16 @@ pub fn everything(result: &Result<ToolOutput, ToolError>) -> String {
 }
 
 /// Structured field `name` of `out`.
-pub fn field<'a>(out: &'a ToolOutput, name: &str) -> Option<&'a Value> {
-    out.structured.get(name)
+pub fn field(out: &ToolOutput, name: &str) -> Option<Value> {
+    out.field(name)
 }
 
 pub fn truncated(out: &ToolOutput) -> bool {
-    field(out, "truncated") == Some(&json!(true))
+    field(out, "truncated") == Some(json!(true))
 }
 
 pub fn next_offset(out: &ToolOutput) -> Option<u64> {
-    field(out, "next_offset").and_then(Value::as_u64)
+    field(out, "next_offset").and_then(|v| v.as_u64())
 }
 
 /// The numbered lines of a `read_file` text as (number, content), footers dropped.
@@ -267,13 +267,13 @@ impl Project {
 }
 
 /// Structured string field `name`.
-pub fn str_field<'a>(out: &'a ToolOutput, name: &str) -> Option<&'a str> {
-    field(out, name).and_then(Value::as_str)
+pub fn str_field(out: &ToolOutput, name: &str) -> Option<String> {
+    field(out, name).and_then(|v| v.as_str().map(str::to_owned))
 }
 
 /// Structured integer field `name`.
 pub fn u64_field(out: &ToolOutput, name: &str) -> Option<u64> {
-    field(out, name).and_then(Value::as_u64)
+    field(out, name).and_then(|v| v.as_u64())
 }
 
 /// Asserts the truncation fields of a result: cut for `reason` (with a cursor), or not cut
@@ -282,7 +282,12 @@ pub fn assert_cut(out: &ToolOutput, reason: Option<&str>) {
     match reason {
         Some(reason) => {
             assert!(truncated(out), "expected a cut result: {}", out.text);
-            assert_eq!(str_field(out, "reason"), Some(reason), "{}", out.text);
+            assert_eq!(
+                str_field(out, "reason").as_deref(),
+                Some(reason),
+                "{}",
+                out.text
+            );
             assert!(
                 out.text.contains("[truncated: "),
                 "footer missing: {}",

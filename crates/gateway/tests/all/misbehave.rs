@@ -318,8 +318,8 @@ async fn large_results_are_spilled_by_the_budget_and_images_pass_through() {
         "and a pointer: {}",
         out.text
     );
-    assert_eq!(out.structured["truncated"], true);
-    let spill = out.structured["spill"]["path"].as_str().unwrap();
+    assert!(out.is_truncated());
+    let spill = out.spills[0].path.to_str().unwrap();
     let whole = std::fs::read_to_string(rig.dir.path().join(spill))
         .or_else(|_| std::fs::read_to_string(spill))
         .unwrap();

@@ -93,9 +93,8 @@ impl Env {
 }
 
 /// A structured field.
-pub fn field<'a>(out: &'a ToolOutput, key: &str) -> &'a Value {
-    out.structured
-        .get(key)
+pub fn field(out: &ToolOutput, key: &str) -> Value {
+    out.field(key)
         .unwrap_or_else(|| panic!("no `{key}` in {:#?}\n{}", out.structured, out.text))
 }
 

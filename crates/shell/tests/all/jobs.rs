@@ -50,7 +50,7 @@ async fn read_all(env: &Env, id: &str, stream: &str, limit: u64) -> (Vec<u8>, To
         all.extend_from_slice(chunk);
         let more = end < total;
         assert_eq!(field(&page, "truncated"), more);
-        match page.structured.get("next_offset") {
+        match page.field("next_offset") {
             Some(next) => {
                 assert!(more);
                 assert_eq!(next.as_u64(), Some(end));
@@ -62,10 +62,10 @@ async fn read_all(env: &Env, id: &str, stream: &str, limit: u64) -> (Vec<u8>, To
                     "more exists but no next_offset: {:?}",
                     page.structured
                 );
-                assert!(page.structured.get("reason").is_none());
+                assert!(page.field("reason").is_none());
             }
         }
-        if field(&page, "eof") == &Value::Bool(true) {
+        if field(&page, "eof") == Value::Bool(true) {
             assert!(!more);
             assert_ne!(field(&page, "status"), "running");
             return (all, page);
@@ -115,7 +115,7 @@ async fn paging_reproduces_the_output_exactly() {
     assert_eq!(bytes, b"on stderr\n");
 
     // The stream's file is the same bytes (readable with read_file too).
-    let path = field(&last, "path").as_str().unwrap();
+    let path = field(&last, "path").as_str().unwrap().to_owned();
     assert_eq!(fs_err::read_to_string(path).unwrap(), expected);
 }
 

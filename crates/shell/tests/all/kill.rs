@@ -162,7 +162,7 @@ async fn a_stream_past_its_disk_limit_stops_the_command() {
         "{}",
         out.text
     );
-    let path = field(&out, "stdout")["path"].as_str().unwrap();
+    let path = field(&out, "stdout")["path"].as_str().unwrap().to_owned();
     assert_eq!(fs_err::metadata(path).unwrap().len(), 100_000);
     assert_eq!(live_in_group(number_after(&out.text, "pgid=")), vec![]);
 }

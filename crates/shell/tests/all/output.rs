@@ -28,7 +28,7 @@ async fn exit_code_and_both_streams_are_kept_apart() {
     assert_eq!(field(&out, "stdout")["lines"], 2);
     assert_eq!(field(&out, "stderr")["bytes"], 7);
     assert_eq!(field(&out, "truncated"), false);
-    assert!(out.structured.get("reason").is_none());
+    assert!(out.field("reason").is_none());
     assert!(
         field(&out, "stdout").get("path").is_none(),
         "nothing was cut: no file"
@@ -143,7 +143,7 @@ async fn failure_excerpt_keeps_the_last_error_line_of_a_long_log() {
     assert_eq!(field(&out, "truncated"), true);
     assert_eq!(field(&out, "reason"), "payload_limit");
     // The pointer: where, how big, how to get it; tail-biased offset for a failure.
-    let path = field(&out, "stdout")["path"].as_str().unwrap();
+    let path = field(&out, "stdout")["path"].as_str().unwrap().to_owned();
     let shown = path
         .strip_prefix(&format!("{}/", env.root.display()))
         .unwrap();
@@ -170,7 +170,7 @@ async fn success_excerpt_is_head_biased_with_a_pointer() {
         text.contains("\"offset\": 1, \"limit\": 200"),
         "head-biased pointer"
     );
-    let path = field(&out, "stdout")["path"].as_str().unwrap();
+    let path = field(&out, "stdout")["path"].as_str().unwrap().to_owned();
     let expected: String = (1..=200_000).map(|i| format!("{i}\n")).collect();
     assert_eq!(fs_err::read_to_string(path).unwrap(), expected);
 }
@@ -180,7 +180,7 @@ async fn a_stream_that_fits_memory_but_not_the_excerpt_is_saved_for_the_pointer(
     let env = Env::new();
     // 30,000 bytes: inside the 64 KiB window, over the 16,000-character excerpt.
     let out = env.sh("head -c 30000 /dev/zero | tr '\\0' y").await;
-    let path = field(&out, "stdout")["path"].as_str().unwrap();
+    let path = field(&out, "stdout")["path"].as_str().unwrap().to_owned();
     assert_eq!(fs_err::read(path).unwrap(), vec![b'y'; 30_000]);
     assert_eq!(field(&out, "truncated"), true);
 }

@@ -89,7 +89,7 @@ async fn results_as_the_model_sees_them() {
     // Let the job end (it takes milliseconds) so the pages below do not depend on timing.
     for _ in 0..1000 {
         let page = env.call("job_output", json!({ "job_id": id })).await;
-        if field(&page, "eof") == &Value::Bool(true) {
+        if field(&page, "eof") == Value::Bool(true) {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
