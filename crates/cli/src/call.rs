@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 use toolgate_config::Runtime;
 use toolgate_core::disclosure::Unmasked;
-use toolgate_core::{CallContext, Media, Protocol, RawArgs};
+use toolgate_core::{CallContext, Protocol, RawArgs};
 
 /// Arguments of `toolgate tools`.
 #[derive(Debug, Args)]
@@ -119,6 +119,11 @@ pub async fn call(runtime: &Runtime, args: CallArgs) -> ExitCode {
         }
     });
     runtime.gateway.start_for(&args.name).await;
+    let has_schema = runtime
+        .dispatcher
+        .snapshot()
+        .get(&args.name)
+        .is_some_and(toolgate_mcp::has_output_schema);
     let output = runtime
         .dispatcher
         .call(&args.name, RawArgs::Text(raw), ctx)
@@ -129,20 +134,14 @@ pub async fn call(runtime: &Runtime, args: CallArgs) -> ExitCode {
     }
     runtime.gateway.shutdown().await;
     if args.json {
-        let mut content = Vec::new();
-        if !output.text.is_empty() || output.media.is_empty() {
-            content.push(json!({ "type": "text", "text": output.text }));
-        }
-        content.extend(output.media.iter().map(media_json));
-        let mut body = json!({ "content": content, "isError": output.is_error });
-        if let Some(external) = &output.external_structured {
-            body["structuredContent"] = external.clone();
-        } else if !output.structured.is_empty() {
-            body["structuredContent"] = Value::Object(output.structured_content());
-        }
+        // Exactly what `serve` would send for this call (one serializer for both).
+        let mut result = toolgate_mcp::call_result(&output, has_schema);
+        // As sent to a client of a protocol before 2026-07-28 (Claude Code, Codex, the SDKs
+        // today), which rmcp answers without the `resultType: "complete"` marker.
+        result.result_type = None;
         println!(
             "{}",
-            serde_json::to_string_pretty(&body).unwrap_or_default()
+            serde_json::to_string_pretty(&result).unwrap_or_default()
         );
     } else if output.is_error {
         eprint!("{}", with_newline(&output.text));
@@ -153,46 +152,6 @@ pub async fn call(runtime: &Runtime, args: CallArgs) -> ExitCode {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
-    }
-}
-
-/// One media item as MCP content JSON, the same shapes `serve` sends.
-fn media_json(media: &Media) -> Value {
-    match media {
-        Media::Image { mime, data } => json!({ "type": "image", "mimeType": mime, "data": data }),
-        Media::Audio { mime, data } => json!({ "type": "audio", "mimeType": mime, "data": data }),
-        Media::Blob { uri, mime, data } => {
-            json!({ "type": "resource", "resource": { "uri": uri, "mimeType": mime, "blob": data } })
-        }
-        Media::Resource { uri, mime, text } => {
-            let mut resource = json!({ "uri": uri, "text": text });
-            if let Some(mime) = mime {
-                resource["mimeType"] = json!(mime);
-            }
-            json!({ "type": "resource", "resource": resource })
-        }
-        Media::ResourceLink {
-            uri,
-            name,
-            title,
-            description,
-            mime,
-            size,
-        } => {
-            let mut link = json!({ "type": "resource_link", "uri": uri, "name": name });
-            let optional = [
-                ("title", title.as_ref().map(|t| json!(t))),
-                ("description", description.as_ref().map(|d| json!(d))),
-                ("mimeType", mime.as_ref().map(|m| json!(m))),
-                ("size", size.map(|s| json!(s))),
-            ];
-            for (key, value) in optional {
-                if let Some(value) = value {
-                    link[key] = value;
-                }
-            }
-            link
-        }
     }
 }
 

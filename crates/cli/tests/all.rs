@@ -8,6 +8,8 @@ mod cli;
 mod disclosure;
 #[path = "all/mcp.rs"]
 mod mcp;
+#[path = "all/schedule.rs"]
+mod schedule;
 #[path = "all/stdio.rs"]
 mod stdio;
 

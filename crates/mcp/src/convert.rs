@@ -23,10 +23,12 @@ pub(crate) fn mcp_tools<'a>(
         .collect()
 }
 
-/// A toolgate result as an MCP `CallToolResult`. `structuredContent` carries the whole model
-/// text beside the machine fields, because Claude Code and Codex show the model the
-/// structured JSON instead of the text content when both are present (SPEC "MCP").
-pub(crate) fn call_result(output: ToolOutput, has_output_schema: bool) -> CallToolResult {
+/// A toolgate result as the MCP `CallToolResult` that `serve` sends — the one serializer,
+/// which `toolgate call --json` uses too. `structuredContent` carries the whole model text
+/// beside the machine fields, because Claude Code and Codex show the model the structured
+/// JSON instead of the text content when both are present (SPEC "MCP"). It is sent only for
+/// a tool that declares an output schema (`has_output_schema`), as the spec requires.
+pub fn call_result(output: &ToolOutput, has_output_schema: bool) -> CallToolResult {
     let mut content = Vec::with_capacity(1 + output.media.len());
     // An image-only result (from a mounted server) needs no empty text block beside it.
     if !output.text.is_empty() || output.media.is_empty() {
@@ -41,7 +43,7 @@ pub(crate) fn call_result(output: ToolOutput, has_output_schema: bool) -> CallTo
     if let Some(external) = &output.external_structured {
         // A mounted tool's own structured result, which its output schema describes.
         result.structured_content = Some(external.clone());
-    } else if has_output_schema && !output.is_error && !output.structured.is_empty() {
+    } else if has_output_schema && !output.is_error && output.has_structured() {
         result.structured_content = Some(Value::Object(output.structured_content()));
     }
     result
@@ -89,6 +91,6 @@ fn media_block(media: &Media) -> ContentBlock {
 }
 
 /// Whether a tool declares an output schema.
-pub(crate) fn has_output_schema(tool: &Arc<dyn DynTool>) -> bool {
+pub fn has_output_schema(tool: &Arc<dyn DynTool>) -> bool {
     tool.meta().output_schema.is_some()
 }

@@ -21,6 +21,7 @@ mod server;
 mod stdio;
 
 pub use client::{LogLevel, McpClient};
+pub use convert::{call_result, has_output_schema};
 pub use extras::{PromptArguments, PromptSource, ResourceSource, SourceError};
 pub use http::{HttpError, HttpOptions, http_router, serve_http};
 pub use server::ToolgateServer;

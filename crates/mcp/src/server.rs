@@ -294,7 +294,7 @@ impl ToolgateServer {
             // Progress sent after the result would be dropped by the client.
             queue.flush().await;
         }
-        CallToolResponse::Complete(call_result(output, has_schema))
+        CallToolResponse::Complete(call_result(&output, has_schema))
     }
 }
 

@@ -289,3 +289,103 @@ fn nothing_but_json_rpc_reaches_stdout() {
     }
     // `response()` panics on any non-JSON line; reaching here means stdout stayed clean.
 }
+
+/// `elapsed_ms`, durations in text and the project's own path vary from run to run; nothing
+/// else may.
+fn steady(mut value: Value, root: &std::path::Path) -> Value {
+    let root = root.canonicalize().unwrap().display().to_string();
+    steady_walk(&mut value, &root);
+    value
+}
+
+fn steady_walk(v: &mut Value, root: &str) {
+    match v {
+        Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                if k == "elapsed_ms" || k == "runtime_ms" {
+                    *v = json!(0);
+                } else {
+                    steady_walk(v, root);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| steady_walk(v, root)),
+        Value::String(s) => *s = regexless_times(&s.replace(root, "<root>")),
+        _ => {}
+    }
+}
+
+/// Replaces every `<number> ms` / `<number> s` with `N ms` / `N s`.
+fn regexless_times(s: &str) -> String {
+    let words: Vec<&str> = s.split(' ').collect();
+    let mut out: Vec<String> = Vec::with_capacity(words.len());
+    for (i, word) in words.iter().enumerate() {
+        let next = words.get(i + 1).copied().unwrap_or("");
+        let unit = next.trim_end_matches([',', ';', ')', '.', '\n']);
+        let number = word.trim_start_matches('(');
+        if (unit == "ms" || unit == "s")
+            && !number.is_empty()
+            && number.chars().all(|c| c.is_ascii_digit() || c == '.')
+        {
+            out.push(word.replace(number, "N"));
+        } else {
+            out.push((*word).to_owned());
+        }
+    }
+    out.join(" ")
+}
+
+#[test]
+fn call_json_prints_exactly_what_serve_sends_for_every_builtin() {
+    // One serializer: `toolgate call --json` used to re-render results by hand and could
+    // differ from the server's `CallToolResult`.
+    let cases = [
+        ("read_file", json!({"path": "README.md"})),
+        (
+            "read_file",
+            json!({"path": "README.md", "offset": 2, "limit": 1}),
+        ),
+        ("read_file", json!({"path": "missing.txt"})),
+        ("read_file", json!({"path": "README.md", "offset": 99})),
+        ("list_dir", json!({})),
+        ("list_dir", json!({"path": "src", "limit": 1})),
+        ("search_files", json!({"query": "*.rs"})),
+        ("search_files", json!({"query": "["})),
+        ("grep", json!({"pattern": "hello"})),
+        ("grep", json!({"pattern": "("})),
+        ("write_file", json!({"path": "new/a.txt", "content": "x\n"})),
+        (
+            "write_file",
+            json!({"path": "../outside.txt", "content": "x"}),
+        ),
+        (
+            "edit_file",
+            json!({"path": "README.md", "old_string": "nope", "new_string": "y"}),
+        ),
+        ("run_shell", json!({"command": "echo out; echo err >&2"})),
+        ("run_shell", json!({"command": "exit 3"})),
+        ("job_output", json!({"job_id": "job-missing"})),
+        ("job_kill", json!({"job_id": "job-missing"})),
+        ("no_such_tool", json!({})),
+        ("read_file", json!({"path": 7})),
+    ];
+    let served_dir = project();
+    let served_root = served_dir.path().to_path_buf();
+    let cli_dir = project();
+    let mut server = Server::start_in(served_dir);
+    server.initialize("2025-06-18");
+    for (i, (name, args)) in cases.iter().enumerate() {
+        let served = server.call(i as u64 + 1, name, args.clone());
+        let printed = toolgate(cli_dir.path())
+            .args(["call", name, &args.to_string(), "--json"])
+            .output()
+            .unwrap();
+        let printed: Value = serde_json::from_slice(&printed.stdout)
+            .unwrap_or_else(|e| panic!("{name} {args}: not JSON ({e})"));
+        assert_eq!(
+            steady(printed, cli_dir.path()),
+            steady(served, &served_root),
+            "{name} {args}: `call --json` and `serve` differ"
+        );
+    }
+}
