@@ -34,12 +34,11 @@ pub use exposure::{
     StubTool, TurnReport, Unmasked, simulate,
 };
 pub use index::{IndexEntry, IndexWeights, SearchHit, ToolIndex};
-pub use plan::{
-    CORE_TOOLS, Plan, PlanError, RUN_TOOL, Rules, SEARCH_TOOL, SessionFacts, summary_line,
-};
+pub use plan::{Plan, PlanError, RUN_TOOL, Rules, SEARCH_TOOL, SessionFacts, summary_line};
 pub use tools::{Forward, run_tool, search_tool};
 
 use crate::registry::{Registry, Scope, Snapshot};
+use crate::spec::DisclosureHint;
 use crate::tool::DynTool;
 
 /// When disclosure is on.
@@ -270,12 +269,14 @@ impl Disclosure {
         let tools: Vec<Arc<dyn DynTool>> = snapshot
             .tools
             .iter()
-            .filter(|(name, _)| name.as_str() != SEARCH_TOOL && name.as_str() != RUN_TOOL)
+            .filter(|(_, t)| t.meta().disclosure != DisclosureHint::EntryPoint)
             .map(|(_, t)| Arc::clone(t))
             .collect();
-        let mut plan = self
-            .rules
-            .plan(tools.iter().map(|t| t.spec().name.as_str()));
+        let mut plan = self.rules.plan_with(
+            tools
+                .iter()
+                .map(|t| (t.spec().name.as_str(), t.meta().disclosure)),
+        );
         let search = snapshot.get(SEARCH_TOOL).cloned();
         let run = snapshot.get(RUN_TOOL).cloned();
         if search.is_none() || run.is_none() {

@@ -21,7 +21,7 @@ use crate::permission::{Decision, Policy};
 use crate::registry::{Registry, Scope, Snapshot};
 use crate::result_budget::{ResultBudget, TurnResult};
 use crate::schedule::{OrderGate, ResourceLocks, Ticket, Turn};
-use crate::spec::Concurrency;
+use crate::spec::{Concurrency, DisclosureHint};
 use crate::tool::{ToolError, json_kind};
 
 /// Time limits applied by the dispatcher.
@@ -434,7 +434,7 @@ fn unwrap_proxy(
 }
 
 fn is_proxy(tool: &dyn crate::tool::DynTool) -> bool {
-    tool.forward(&Value::Null).is_some()
+    tool.meta().proxy
 }
 
 /// How long a cancelled or timed-out tool may take to notice and clean up.
@@ -452,21 +452,13 @@ enum Stop {
 fn unknown_tool(name: &str, snapshot: &Snapshot) -> ToolOutput {
     let mut scored: Vec<(f64, &str)> = snapshot
         .tools
-        .keys()
-        .map(|k| {
-            (
-                strsim::jaro_winkler(&name.to_lowercase(), &k.to_lowercase()),
-                k.as_str(),
-            )
-        })
-        // The disclosure entry points end in `_tool` like many misspellings do
-        // (`no_such_tool`): suggest them only for a near miss of their own name.
-        .filter(|(score, k)| {
-            let entry_point = matches!(
-                *k,
-                crate::disclosure::SEARCH_TOOL | crate::disclosure::RUN_TOOL
-            );
-            *score > if entry_point { 0.9 } else { 0.7 }
+        .iter()
+        .filter_map(|(k, tool)| {
+            let score = strsim::jaro_winkler(&name.to_lowercase(), &k.to_lowercase());
+            // The disclosure entry points end in `_tool` like many misspellings do
+            // (`no_such_tool`): suggest them only for a near miss of their own name.
+            let entry_point = tool.meta().disclosure == DisclosureHint::EntryPoint;
+            (score > if entry_point { 0.9 } else { 0.7 }).then_some((score, k.as_str()))
         })
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));

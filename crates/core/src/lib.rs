@@ -39,5 +39,5 @@ pub use registry::{
 pub use render::{Protocol, RenderOptions, render_tools, render_tools_bytes};
 pub use result_budget::{ResultBudget, TurnResult};
 pub use schedule::{Footprint, OrderGate, Resource, ResourceLocks, Ticket};
-pub use spec::{Concurrency, ToolMeta, ToolSpec, schema_for};
+pub use spec::{Concurrency, DisclosureHint, ToolMeta, ToolSpec, schema_for};
 pub use tool::{DynTool, Tool, ToolError, TypedTool, run_blocking};

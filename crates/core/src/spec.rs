@@ -30,6 +30,21 @@ pub enum Concurrency {
     Detached,
 }
 
+/// Where a tool belongs when progressive disclosure is on (seed 000 s15 ①). The tool says
+/// so itself, so the disclosure engine names no tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DisclosureHint {
+    /// Config and the threshold decide (mounted tools, plugins).
+    #[default]
+    Auto,
+    /// In the array whenever config does not say otherwise: a core tool every turn needs
+    /// (the file and shell tools).
+    Direct,
+    /// One of the disclosure machinery's own tools (`search_tool`, `run_tool`): shown
+    /// exactly when disclosure is on, never in its own catalog.
+    EntryPoint,
+}
+
 /// The host-facing half of a tool. None of it enters a model request except where a protocol
 /// defines a field for it (MCP `outputSchema` and annotations).
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +68,11 @@ pub struct ToolMeta {
     pub destructive: bool,
     /// Short human label for displays.
     pub display: String,
+    /// Whether the tool forwards its calls to another tool ([`crate::DynTool::forward`]);
+    /// the dispatcher then runs the target instead.
+    pub proxy: bool,
+    /// Where it belongs when progressive disclosure is on.
+    pub disclosure: DisclosureHint,
 }
 
 impl Default for ToolMeta {
@@ -67,6 +87,8 @@ impl Default for ToolMeta {
             idempotent: false,
             destructive: true,
             display: String::new(),
+            proxy: false,
+            disclosure: DisclosureHint::Auto,
         }
     }
 }

@@ -13,8 +13,8 @@ use std::time::Instant;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolgate_core::{
-    CallContext, Concurrency, Footprint, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason,
-    run_blocking,
+    CallContext, Concurrency, DisclosureHint, Footprint, Tool, ToolError, ToolMeta, ToolOutput,
+    TruncationReason, run_blocking,
 };
 
 use crate::confine::{Access, PathError, Roots};
@@ -91,6 +91,8 @@ impl Tool for EditFileTool {
             idempotent: false,
             destructive: true,
             display: "Edit file".to_owned(),
+            // A core tool: in the array every turn (seed 000 s15 ①).
+            disclosure: DisclosureHint::Direct,
             ..ToolMeta::default()
         }
     }

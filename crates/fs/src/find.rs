@@ -10,7 +10,8 @@ use globset::{GlobBuilder, GlobMatcher};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolgate_core::{
-    CallContext, Concurrency, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason, run_blocking,
+    CallContext, Concurrency, DisclosureHint, Tool, ToolError, ToolMeta, ToolOutput,
+    TruncationReason, run_blocking,
 };
 
 use crate::confine::Roots;
@@ -189,6 +190,8 @@ impl Tool for SearchFilesTool {
             idempotent: true,
             destructive: false,
             display: "Search files".to_owned(),
+            // A core tool: in the array every turn (seed 000 s15 ①).
+            disclosure: DisclosureHint::Direct,
             ..ToolMeta::default()
         }
     }

@@ -14,7 +14,8 @@ use grep_regex::RegexMatcherBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolgate_core::{
-    CallContext, Concurrency, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason, run_blocking,
+    CallContext, Concurrency, DisclosureHint, Tool, ToolError, ToolMeta, ToolOutput,
+    TruncationReason, run_blocking,
 };
 
 use crate::confine::Roots;
@@ -97,6 +98,8 @@ impl Tool for GrepTool {
             idempotent: true,
             destructive: false,
             display: "Search file contents".to_owned(),
+            // A core tool: in the array every turn (seed 000 s15 ①).
+            disclosure: DisclosureHint::Direct,
             ..ToolMeta::default()
         }
     }

@@ -7,8 +7,8 @@ use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgate_core::{
-    CallContext, Concurrency, DynTool, Media, Tool, ToolError, ToolMeta, ToolOutput,
-    TruncationReason, TypedTool, run_blocking,
+    CallContext, Concurrency, DisclosureHint, DynTool, Media, Tool, ToolError, ToolMeta,
+    ToolOutput, TruncationReason, TypedTool, run_blocking,
 };
 
 use toolgate_budget::SpillStore;
@@ -159,6 +159,8 @@ impl Tool for ReadFileTool {
             idempotent: true,
             destructive: false,
             display: "Read file".to_owned(),
+            // A core tool: in the array every turn (seed 000 s15 ①).
+            disclosure: DisclosureHint::Direct,
             ..ToolMeta::default()
         }
     }
@@ -438,6 +440,8 @@ impl Tool for ListDirTool {
             idempotent: true,
             destructive: false,
             display: "List folder".to_owned(),
+            // A core tool: in the array every turn (seed 000 s15 ①).
+            disclosure: DisclosureHint::Direct,
             ..ToolMeta::default()
         }
     }

@@ -15,7 +15,8 @@ use fs_err::os::unix::fs::OpenOptionsExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgate_core::{
-    CallContext, Concurrency, Footprint, Tool, ToolError, ToolMeta, ToolOutput, run_blocking,
+    CallContext, Concurrency, DisclosureHint, Footprint, Tool, ToolError, ToolMeta, ToolOutput,
+    run_blocking,
 };
 
 use crate::confine::{Access, PathError, Roots};
@@ -193,6 +194,8 @@ impl Tool for WriteFileTool {
             idempotent: true,
             destructive: true,
             display: "Write file".to_owned(),
+            // A core tool: in the array every turn (seed 000 s15 ①).
+            disclosure: DisclosureHint::Direct,
             ..ToolMeta::default()
         }
     }

@@ -22,8 +22,8 @@ use futures::future::BoxFuture;
 use rmcp::model::Tool;
 use serde_json::{Map, Value};
 use toolgate_core::{
-    CallContext, Concurrency, DynTool, Footprint, Resource, ToolError, ToolMeta, ToolOutput,
-    ToolSpec,
+    CallContext, Concurrency, DisclosureHint, DynTool, Footprint, Resource, ToolError, ToolMeta,
+    ToolOutput, ToolSpec,
 };
 
 use crate::mount::Mount;
@@ -81,6 +81,8 @@ impl ProxyTool {
             idempotent: annotations.idempotent_hint.unwrap_or(false),
             destructive: annotations.destructive_hint.unwrap_or(true),
             display: tool.title.clone().or(annotations.title).unwrap_or_default(),
+            proxy: false,
+            disclosure: DisclosureHint::Auto,
         };
         let proxy = Self {
             spec: ToolSpec {

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgate_core::{
-    CallContext, Concurrency, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason, run_blocking,
+    CallContext, Concurrency, DisclosureHint, Tool, ToolError, ToolMeta, ToolOutput,
+    TruncationReason, run_blocking,
 };
 
 use crate::clean::group;
@@ -123,6 +124,8 @@ impl Tool for JobOutputTool {
             spillable: false,
             destructive: false,
             display: "Read job output".to_owned(),
+            // A core tool: in the array every turn (seed 000 s15 ①).
+            disclosure: DisclosureHint::Direct,
             ..ToolMeta::default()
         }
     }
@@ -336,6 +339,8 @@ impl Tool for JobKillTool {
             action: "shell.exec".to_owned(),
             idempotent: true,
             display: "Kill job".to_owned(),
+            // A core tool: in the array every turn (seed 000 s15 ①).
+            disclosure: DisclosureHint::Direct,
             ..ToolMeta::default()
         }
     }

@@ -7,8 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgate_budget::{Budget, spill_ref};
 use toolgate_core::{
-    CallContext, Concurrency, DynTool, Footprint, SpillKind, SpillRef, Tool, ToolError, ToolMeta,
-    ToolOutput, TruncationReason, TypedTool,
+    CallContext, Concurrency, DisclosureHint, DynTool, Footprint, SpillKind, SpillRef, Tool,
+    ToolError, ToolMeta, ToolOutput, TruncationReason, TypedTool,
 };
 use toolgate_fs::Roots;
 
@@ -144,6 +144,8 @@ impl Tool for RunShellTool {
             action: "shell.exec".to_owned(),
             log_like: true,
             display: "Run shell command".to_owned(),
+            // A core tool: in the array every turn (seed 000 s15 ①).
+            disclosure: DisclosureHint::Direct,
             ..ToolMeta::default()
         }
     }

@@ -246,6 +246,9 @@ pub struct StubSpec {
     pub name: String,
     /// Description.
     pub description: String,
+    /// Whether it stands for a core tool (direct whenever config does not say otherwise).
+    #[serde(default)]
+    pub core: bool,
 }
 
 /// One model turn of a script. Searches unmask what they find (the top 5, deferred only).
@@ -401,7 +404,18 @@ impl StubTool {
 
     /// A stand-in from a script's [`StubSpec`].
     pub fn from_spec(spec: &StubSpec) -> Self {
-        Self::new(&spec.name, &spec.description, Map::new())
+        let stub = Self::new(&spec.name, &spec.description, Map::new());
+        if spec.core {
+            stub.with_hint(crate::spec::DisclosureHint::Direct)
+        } else {
+            stub
+        }
+    }
+
+    /// The same stand-in with another disclosure hint (a core tool: `Direct`).
+    pub fn with_hint(mut self, hint: crate::spec::DisclosureHint) -> Self {
+        self.meta.disclosure = hint;
+        self
     }
 }
 

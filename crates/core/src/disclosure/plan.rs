@@ -8,20 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::index::split_server;
 use super::{DisclosureMode, DisclosureSettings, PromotionCondition};
-
-/// toolgate's own core tools: direct by default whenever disclosure is on (seed 000 s15 ①:
-/// the file and shell tools every turn needs). Config can still defer them.
-pub const CORE_TOOLS: &[&str] = &[
-    "read_file",
-    "list_dir",
-    "search_files",
-    "grep",
-    "write_file",
-    "edit_file",
-    "run_shell",
-    "job_output",
-    "job_kill",
-];
+use crate::spec::DisclosureHint;
 
 /// Names of the two disclosure tools.
 pub const SEARCH_TOOL: &str = "search_tool";
@@ -128,13 +115,22 @@ impl Rules {
         })
     }
 
-    /// Splits `names` (sorted; the disclosure tools themselves excluded) into direct and
-    /// deferred.
+    /// Splits tools of no particular hint into direct and deferred; see [`Rules::plan_with`].
     pub fn plan<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Plan {
-        let names: Vec<&str> = names
+        self.plan_with(names.into_iter().map(|n| (n, DisclosureHint::Auto)))
+    }
+
+    /// Splits tools (sorted by name, each with its own [`DisclosureHint`]) into direct and
+    /// deferred; the disclosure entry points themselves are left out.
+    pub fn plan_with<'a>(
+        &self,
+        tools: impl IntoIterator<Item = (&'a str, DisclosureHint)>,
+    ) -> Plan {
+        let tools: Vec<(&str, DisclosureHint)> = tools
             .into_iter()
-            .filter(|n| *n != SEARCH_TOOL && *n != RUN_TOOL)
+            .filter(|(_, hint)| *hint != DisclosureHint::EntryPoint)
             .collect();
+        let names: Vec<&str> = tools.iter().map(|(n, _)| *n).collect();
         let threshold_met = match self.mode {
             DisclosureMode::Off => false,
             DisclosureMode::On => true,
@@ -153,10 +149,10 @@ impl Rules {
             .collect();
         let mut direct = Vec::new();
         let mut deferred = Vec::new();
-        for name in &names {
+        for (name, hint) in &tools {
             let is_direct = !threshold_met
                 || promoted.iter().any(|p| p.matches(name))
-                || self.default_direct(name);
+                || self.default_direct(name, *hint);
             if is_direct {
                 direct.push((*name).to_owned());
             } else {
@@ -176,9 +172,10 @@ impl Rules {
         }
     }
 
-    /// Config's most specific `direct`/`deferred` pattern decides; without one, the core
-    /// tools are direct and everything else deferred. Ties go to `direct`.
-    fn default_direct(&self, name: &str) -> bool {
+    /// Config's most specific `direct`/`deferred` pattern decides; without one, tools that
+    /// say they are core ([`DisclosureHint::Direct`]) are direct and everything else
+    /// deferred. Ties go to `direct`.
+    fn default_direct(&self, name: &str, hint: DisclosureHint) -> bool {
         let best = |list: &[Pattern]| {
             list.iter()
                 .filter(|p| p.matches(name))
@@ -189,7 +186,7 @@ impl Rules {
             (Some(d), Some(f)) => d >= f,
             (Some(_), None) => true,
             (None, Some(_)) => false,
-            (None, None) => CORE_TOOLS.contains(&name),
+            (None, None) => hint == DisclosureHint::Direct,
         }
     }
 }
@@ -337,12 +334,15 @@ mod tests {
         s.direct = vec!["mcp__github__*".into()];
         s.deferred = vec!["mcp__github__delete_*".into(), "grep".into()];
         let rules = Rules::new(&s, &SessionFacts::default()).unwrap_or_else(|e| panic!("{e}"));
-        let plan = rules.plan([
-            "grep",
-            "mcp__github__create_issue",
-            "mcp__github__delete_file",
-            "mcp__slack__post",
-            "read_file",
+        let core = DisclosureHint::Direct;
+        let auto = DisclosureHint::Auto;
+        let plan = rules.plan_with([
+            ("grep", core),
+            ("mcp__github__create_issue", auto),
+            ("mcp__github__delete_file", auto),
+            ("mcp__slack__post", auto),
+            ("read_file", core),
+            ("search_tool", DisclosureHint::EntryPoint),
         ]);
         assert_eq!(plan.direct, ["mcp__github__create_issue", "read_file"]);
         assert_eq!(

@@ -13,7 +13,7 @@ use super::plan::{RUN_TOOL, SEARCH_TOOL};
 use super::{Disclosure, View};
 use crate::context::CallContext;
 use crate::output::ToolOutput;
-use crate::spec::{Concurrency, ToolMeta, ToolSpec, schema_for};
+use crate::spec::{Concurrency, DisclosureHint, ToolMeta, ToolSpec, schema_for};
 use crate::tool::{DynTool, ToolError};
 
 /// Results of one search when the caller gives no `limit`.
@@ -66,6 +66,7 @@ fn read_only_meta(display: &str) -> ToolMeta {
         idempotent: true,
         destructive: false,
         display: display.to_owned(),
+        disclosure: DisclosureHint::EntryPoint,
         ..ToolMeta::default()
     }
 }
@@ -93,6 +94,7 @@ pub fn run_tool() -> Arc<dyn DynTool> {
     meta.concurrency = Concurrency::Mutating;
     meta.destructive = true;
     meta.idempotent = false;
+    meta.proxy = true;
     Arc::new(RunTool {
         spec: ToolSpec {
             name: RUN_TOOL.to_owned(),

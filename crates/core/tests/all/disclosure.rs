@@ -10,9 +10,9 @@ use toolgate_core::disclosure::{
     RUN_TOOL, SEARCH_TOOL, SimProtocol, SimScript, SimTurn, Strategy, StubTool, Unmasked, simulate,
 };
 use toolgate_core::{
-    Call, CallContext, Concurrency, Disclosure, DisclosureMode, DisclosureSettings, DispatchLimits,
-    Dispatcher, DynTool, ExposureMode, Policy, Protocol, RawArgs, Registry, RenderOptions, Scope,
-    ToolOutput, TypedTool,
+    Call, CallContext, Concurrency, Disclosure, DisclosureHint, DisclosureMode, DisclosureSettings,
+    DispatchLimits, Dispatcher, DynTool, ExposureMode, Policy, Protocol, RawArgs, Registry,
+    RenderOptions, Scope, ToolOutput, TypedTool,
 };
 
 use crate::fixtures::{Probe, Slow, Tracker, WriteNote, provider};
@@ -22,9 +22,12 @@ fn seed_tools() -> Vec<Arc<dyn DynTool>> {
     let stub = |name: &str, description: &str| -> Arc<dyn DynTool> {
         Arc::new(StubTool::new(name, description, Map::new()))
     };
+    let core = |name: &str, description: &str| -> Arc<dyn DynTool> {
+        Arc::new(StubTool::new(name, description, Map::new()).with_hint(DisclosureHint::Direct))
+    };
     vec![
-        stub("run_shell", "执行一条 shell 命令"),
-        stub("read_file", "读取一个文本文件"),
+        core("run_shell", "执行一条 shell 命令"),
+        core("read_file", "读取一个文本文件"),
         stub("schedule_wakeup", "安排一次未来的模型回合"),
         stub("convene_panel", "召集多个子代理并行评审"),
         stub("recall_memory_chunk", "把压缩掉的历史片段逐字召回"),
