@@ -146,7 +146,7 @@ impl Dispatcher {
         let snapshot = self.snapshot();
         let (target, args) = match unwrap_proxy(name, args, &snapshot) {
             Ok(call) => call,
-            Err(output) => return output,
+            Err(output) => return *output,
         };
         let name = target.as_str();
         let meta = snapshot.get(name).map(|t| t.meta().clone());
@@ -184,7 +184,7 @@ impl Dispatcher {
         let arrived = ticket.arrived();
         let (target, args) = match unwrap_proxy(name, args, snapshot) {
             Ok(call) => call,
-            Err(output) => return output,
+            Err(output) => return *output,
         };
         let name = target.as_str();
         let Some(tool) = snapshot.get(name).cloned() else {
@@ -400,7 +400,7 @@ fn unwrap_proxy(
     name: &str,
     args: RawArgs,
     snapshot: &Snapshot,
-) -> Result<(String, RawArgs), ToolOutput> {
+) -> Result<(String, RawArgs), Box<ToolOutput>> {
     let Some(proxy) = snapshot.get(name).filter(|t| is_proxy(t.as_ref())) else {
         return Ok((name.to_owned(), args));
     };
@@ -408,25 +408,25 @@ fn unwrap_proxy(
         RawArgs::Json(v) => v,
         RawArgs::Text(text) if text.trim().is_empty() => Value::Object(Default::default()),
         RawArgs::Text(text) => serde_json::from_str::<Value>(&text).map_err(|e| {
-            ToolOutput::error(format!(
+            Box::new(ToolOutput::error(format!(
                 "error: the arguments for `{name}` are not valid JSON ({e}); resend them as {{\"name\": \"<tool>\", \"input\": {{…}}}}"
-            ))
+            )))
         })?,
     };
     match proxy.forward(&value) {
         None => Ok((name.to_owned(), RawArgs::Json(value))),
-        Some(Err(err)) => Err(ToolOutput::error(format!(
+        Some(Err(err)) => Err(Box::new(ToolOutput::error(format!(
             "error: invalid arguments for `{name}`: {err}; send {{\"name\": \"<exact tool name>\", \"input\": {{…}}}}"
-        ))),
+        )))),
         Some(Ok(fwd)) => {
             if snapshot
                 .get(&fwd.name)
                 .is_some_and(|t| is_proxy(t.as_ref()))
             {
-                return Err(ToolOutput::error(format!(
+                return Err(Box::new(ToolOutput::error(format!(
                     "error: `{name}` cannot call `{}`; call the target tool through `{name}` directly",
                     fwd.name
-                )));
+                ))));
             }
             Ok((fwd.name, RawArgs::Json(fwd.input)))
         }
