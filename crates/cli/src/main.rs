@@ -67,6 +67,9 @@ enum ConfigCommand {
 /// Exit code for usage and configuration errors.
 const USAGE_ERROR: u8 = 2;
 
+/// How long tasks get to finish once a command is done (or a signal stopped `serve`).
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let loaded = match load_config(
@@ -112,7 +115,7 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            tokio.block_on(async move {
+            let code = tokio.block_on(async move {
                 match command {
                     Command::Serve(args) => serve::run(runtime, args).await,
                     Command::Tools(args) => call::tools(&runtime, &args).await,
@@ -121,7 +124,12 @@ fn main() -> ExitCode {
                     Command::Disclosure(command) => disclosure::run(&runtime, command).await,
                     Command::Config(_) => ExitCode::SUCCESS,
                 }
-            })
+            });
+            // Dropping the runtime would wait for its blocking threads, and one of them may
+            // sit in a read of a stdin that never closes (a client that keeps the pipe open
+            // after a signal): give running work a moment, then exit regardless.
+            tokio.shutdown_timeout(SHUTDOWN_GRACE);
+            code
         }
     }
 }

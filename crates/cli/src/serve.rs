@@ -57,10 +57,9 @@ pub async fn run(runtime: Runtime, args: ServeArgs) -> ExitCode {
     // Mounted MCP servers start in the background; the built-ins are served at once and
     // each server's tools arrive with a `list_changed` when it is ready.
     runtime.gateway.start();
-    let stdio = runtime.config.server.http.is_none();
     let code = tokio::select! {
         code = serve(&runtime, args) => code,
-        signal = terminated(stdio) => {
+        signal = terminated() => {
             tracing::info!("stopping on {signal}");
             ExitCode::SUCCESS
         }
@@ -70,9 +69,10 @@ pub async fn run(runtime: Runtime, args: ServeArgs) -> ExitCode {
     code
 }
 
-/// Resolves on SIGTERM or SIGHUP (and SIGINT on stdio, where nothing else handles it), so
-/// the mounted servers are stopped instead of orphaned.
-async fn terminated(stdio: bool) -> &'static str {
+/// Resolves on SIGTERM, SIGHUP or SIGINT, on any transport: the server stops at once
+/// (running calls are dropped, which kills their process groups; jobs and mounted servers are
+/// stopped) instead of waiting for a stdin or an HTTP stream that may never close.
+async fn terminated() -> &'static str {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut hup), Ok(mut int)) = (
         signal(SignalKind::terminate()),
@@ -84,7 +84,7 @@ async fn terminated(stdio: bool) -> &'static str {
     tokio::select! {
         _ = term.recv() => "SIGTERM",
         _ = hup.recv() => "SIGHUP",
-        _ = int.recv(), if stdio => "SIGINT",
+        _ = int.recv() => "SIGINT",
     }
 }
 

@@ -389,3 +389,65 @@ fn call_json_prints_exactly_what_serve_sends_for_every_builtin() {
         );
     }
 }
+
+/// Pids of processes whose command line contains `marker`.
+fn processes_with(marker: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let mut cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        for b in &mut cmdline {
+            if *b == 0 {
+                *b = b' ';
+            }
+        }
+        if String::from_utf8_lossy(&cmdline).contains(marker) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_signal_stops_the_server_and_its_commands_while_stdin_stays_open() {
+    // Regression: on SIGTERM, SIGHUP or SIGINT `serve` logged "stopping" but exited only
+    // when stdin closed (19 s later), leaving a terminal's Ctrl-C without effect.
+    for (signal, marker) in [("TERM", "31.25"), ("HUP", "31.5"), ("INT", "31.75")] {
+        let mut server = Server::start();
+        server.initialize("2025-06-18");
+        let job = server.call(
+            1,
+            "run_shell",
+            json!({"command": format!("sleep {marker}1"), "background": true}),
+        );
+        assert_eq!(job["isError"], false, "{job}");
+        server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "run_shell", "arguments": {"command": format!("sleep {marker}")}}}));
+        let deadline = Instant::now() + WAIT;
+        while processes_with(&format!("sleep {marker}")).len() < 2 {
+            assert!(Instant::now() < deadline, "both commands start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &server.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        // stdin stays open: the server must exit by itself.
+        let deadline = Instant::now() + WAIT;
+        while server.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "SIG{signal}: still running");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let deadline = Instant::now() + WAIT;
+        while !processes_with(&format!("sleep {marker}")).is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "SIG{signal}: a command outlived the server"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
