@@ -451,3 +451,157 @@ fn a_signal_stops_the_server_and_its_commands_while_stdin_stays_open() {
         }
     }
 }
+
+#[test]
+fn a_request_id_still_in_flight_is_refused_and_the_first_call_still_answers() {
+    // Regression: three pipelined calls with the same id all ran but got one reply.
+    let mut server = Server::start();
+    server.initialize("2025-06-18");
+    let slow = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "run_shell", "arguments": {"command": "sleep 1; echo first"}}});
+    let again = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "run_shell", "arguments": {"command": "echo second > second.txt"}}});
+    server.send(&slow);
+    server.send(&again);
+    let refused = server.response();
+    assert_eq!(refused["id"], 7, "{refused}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("still in flight")
+    );
+    let first = server.response();
+    assert_eq!(first["id"], 7);
+    assert!(
+        first["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("first")
+    );
+    // Once answered, the id may be used again.
+    let listed = server.call(7, "list_dir", json!({}));
+    assert!(
+        !listed["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("second.txt"),
+        "the refused call never ran"
+    );
+}
+
+#[test]
+fn malformed_params_of_a_known_method_get_invalid_params_with_the_id() {
+    // Regression: `arguments` sent as a string got -32601 (method not found).
+    let mut server = Server::start();
+    server.initialize("2025-06-18");
+    server.send_raw(r#"{"jsonrpc":"2.0","id":"a1","method":"tools/call","params":{"name":"read_file","arguments":"{\"path\":\"README.md\"}"}}"#);
+    let reply = server.response();
+    assert_eq!(reply["id"], "a1", "{reply}");
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("must be a JSON object"),
+        "{reply}"
+    );
+}
+
+#[test]
+fn ids_are_echoed_exactly_even_beyond_64_bits() {
+    // Regression: id 2^64 came back as the float 1.8446744073709552e19.
+    let mut server = Server::start();
+    server.initialize("2025-06-18");
+    for raw in [
+        "18446744073709551616",
+        "123456789012345678901234567890",
+        "1.5",
+    ] {
+        server.send_raw(&format!(
+            r#"{{"jsonrpc":"2.0","id":{raw},"method":"tools/call","params":{{"name":"list_dir","arguments":{{}}}}}}"#
+        ));
+        let line = loop {
+            let line = server.lines.recv_timeout(WAIT).unwrap();
+            if line.contains("\"result\"") || line.contains("\"error\"") {
+                break line;
+            }
+        };
+        assert!(line.contains(&format!("\"id\":{raw}")), "{raw}: {line}");
+        assert!(line.contains("\"isError\":false"), "{line}");
+    }
+}
+
+#[test]
+fn a_lone_surrogate_costs_one_character_not_the_request() {
+    // Regression: a path with a lone surrogate got -32700 with `id: null`.
+    let mut server = Server::start();
+    server.initialize("2025-06-18");
+    server.send_raw(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"a\ud800b.txt"}}}"#);
+    let reply = server.response();
+    assert_eq!(reply["id"], 5, "{reply}");
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert!(
+        reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("a\u{FFFD}b.txt"),
+        "{reply}"
+    );
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn a_client_that_does_not_read_replies_is_not_read_from_either() {
+    // Regression: 500,000 junk lines sent without reading replies raised RSS from 14 MB to
+    // 434 MB (one queued reply each). Now replies wait in a bounded queue and the server
+    // stops reading until the client reads.
+    let mut server = Server::start();
+    server.initialize("2025-06-18");
+    let before = rss_kib(server.child.id());
+    let mut stdin = server.stdin.take().unwrap();
+    let total = 300_000;
+    let writer = std::thread::spawn(move || {
+        let line = b"this is not json at all, just noise to provoke error replies\n";
+        let mut sent = 0;
+        for _ in 0..total {
+            if stdin.write_all(line).is_err() {
+                break;
+            }
+            sent += 1;
+        }
+        (sent, stdin)
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !writer.is_finished(),
+        "the server stopped reading while nobody read its replies"
+    );
+    let held = rss_kib(server.child.id());
+    assert!(
+        held < before + 32 * 1024,
+        "RSS grew from {before} KiB to {held} KiB"
+    );
+    // Reading the replies lets everything through, each line answered.
+    let mut answered = 0;
+    while answered < total {
+        let line = server.lines.recv_timeout(WAIT).unwrap();
+        assert!(line.contains("-32700"), "{line}");
+        answered += 1;
+    }
+    let (sent, stdin) = writer.join().unwrap();
+    assert_eq!(sent, total);
+    server.stdin = Some(stdin);
+    let result = server.call(9, "list_dir", json!({}));
+    assert_eq!(result["isError"], false);
+}
