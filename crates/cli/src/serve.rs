@@ -136,6 +136,7 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
                 token: token.clone(),
                 allowed_origins: runtime.config.server.allowed_origins.clone(),
                 insecure_no_auth: args.insecure_no_auth,
+                max_sessions: runtime.config.server.max_sessions,
             };
             let shutdown = CancellationToken::new();
             let on_signal = shutdown.clone();

@@ -108,6 +108,9 @@ pub struct ServerConfig {
     pub allowed_origins: Vec<String>,
     /// Log level for stderr (`error`, `warn`, `info`, `debug`, `trace`); `RUST_LOG` wins.
     pub log_level: String,
+    /// Most live HTTP sessions; past it the least recently active one is closed to make
+    /// room (each abandoned session otherwise holds ~61 KB for 5 minutes).
+    pub max_sessions: usize,
 }
 
 impl Default for ServerConfig {
@@ -117,6 +120,7 @@ impl Default for ServerConfig {
             token_env: "TOOLGATE_TOKEN".to_owned(),
             allowed_origins: Vec::new(),
             log_level: "info".to_owned(),
+            max_sessions: 256,
         }
     }
 }

@@ -8,11 +8,15 @@ use axum::extract::Request;
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 use crate::server::ToolgateServer;
+
+mod sessions;
+
+/// Default cap on live HTTP sessions (each holds about 61 KB until it ends).
+pub const DEFAULT_MAX_SESSIONS: usize = 256;
 
 /// Settings of the HTTP transport.
 #[derive(Debug, Clone)]
@@ -25,6 +29,8 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// Allow a non-loopback address without a token.
     pub insecure_no_auth: bool,
+    /// Most live sessions; past it the least recently active one is closed for a new one.
+    pub max_sessions: usize,
 }
 
 /// Why the HTTP server could not run.
@@ -83,7 +89,7 @@ pub fn http_router(
     }
     let service = StreamableHttpService::new(
         move || Ok(server.new_session()),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(sessions::CappedSessions::new(options.max_sessions)),
         config,
     );
     let router = axum::Router::new().nest_service("/mcp", service);

@@ -67,6 +67,7 @@ async fn main() -> ExitCode {
         token: None,
         allowed_origins: Vec::new(),
         insecure_no_auth: false,
+        max_sessions: toolgate_mcp::DEFAULT_MAX_SESSIONS,
     };
     let shutdown = CancellationToken::new();
     let on_signal = shutdown.clone();
