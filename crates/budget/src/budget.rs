@@ -84,12 +84,18 @@ pub struct SessionSizes(RwLock<Option<OutputSizes>>);
 impl SessionSizes {
     /// Sets the session's sizes; results get the smaller of these and the config's.
     pub fn set(&self, sizes: OutputSizes) {
-        *self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(sizes);
+        *self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(sizes);
     }
 
     /// The session's sizes, when set.
     pub fn get(&self) -> Option<OutputSizes> {
-        *self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+        *self
+            .0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -171,7 +177,11 @@ impl Budget {
         // compressed, fitted to the log size, the original spilled.
         let options = CompressOptions::default();
         let text = &item.output.text;
-        if text.lines().nth(options.min_lines.saturating_sub(1)).is_none() {
+        if text
+            .lines()
+            .nth(options.min_lines.saturating_sub(1))
+            .is_none()
+        {
             return;
         }
         let mut compressor = LogCompressor::new(self.log_options(self.limits.log_chars));

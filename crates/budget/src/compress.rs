@@ -334,8 +334,7 @@ impl Log<'_> {
                 let split = self.classes[i] == Class::Noise
                     && group_end - i > 1
                     && self.lines[i] != self.lines[last]
-                    && (self.pinned[last]
-                        || self.classes.get(group_end) == Some(&Class::Anchor));
+                    && (self.pinned[last] || self.classes.get(group_end) == Some(&Class::Anchor));
                 if split {
                     out.push(self.piece(i, last, kind));
                     out.push(self.piece(last, group_end, kind));

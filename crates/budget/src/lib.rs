@@ -21,7 +21,7 @@ pub use budget::{
     spill_ref,
 };
 pub use compress::{
-    CompressOptions, Compressed, CompressedLog, LogCompressor, LogKind, LogOptions,
-    clean_terminal, compress_file, compress_log, detect_kind,
+    CompressOptions, Compressed, CompressedLog, LogCompressor, LogKind, LogOptions, clean_terminal,
+    compress_file, compress_log, detect_kind,
 };
 pub use spill::{SpillFile, SpillStore, SpillStream};

@@ -274,9 +274,7 @@ impl Tool for RunShellTool {
         let failed = finished.ending.failed();
         // The compressor reads the whole of each stream: give it what is left of the call's
         // time (a command stopped at its timeout still has the dispatcher's short grace).
-        let until = ctx
-            .deadline
-            .map(|d| d.into_std() + Duration::from_secs(2));
+        let until = ctx.deadline.map(|d| d.into_std() + Duration::from_secs(2));
         let (finished, views) = run_blocking(move || {
             let shown = views([&finished.stdout, &finished.stderr], failed, sizes, until);
             (finished, shown)

@@ -131,7 +131,9 @@ fn view(
         match compress_file(&file.path, options, deadline) {
             Ok(Some(log)) if is_log(&log, failed) => return View::Log(log),
             Ok(_) => {}
-            Err(e) => tracing::warn!(%e, "could not compress a command's output; showing an excerpt"),
+            Err(e) => {
+                tracing::warn!(%e, "could not compress a command's output; showing an excerpt")
+            }
         }
     }
     View::Excerpt(show(c, sizes.excerpt_chars, failed).text)

@@ -35,7 +35,8 @@ pub(super) enum Rank {
     /// Not an anchor.
     None,
     /// An anchor inside a test's captured output (`---- t stdout ----` up to its panic,
-    /// pytest's `Captured … call` sections): the test's own chatter.
+    /// pytest's `Captured … call` sections): the test's own chatter. Also a stack frame
+    /// whose path or function holds a problem word (`core::panicking::panic_fmt`).
     Captured,
     /// Only a warning or deprecation word.
     Warning,
@@ -148,6 +149,10 @@ pub(super) fn classify_ranked(text: &str, lines: &[&str]) -> Option<Classified> 
             _ if keyword[i] != 0 && shapes[i] != Shape::Pass && !is_cargo_progress(line) => {
                 ranks[i] = if is_summary(line) {
                     Rank::Verdict
+                } else if matches!(shapes[i], Shape::Frame | Shape::PyFile | Shape::GoFile) {
+                    // A stack frame through `core::panicking` or `errors.py` is a frame
+                    // first: it goes with the traces when the log must shrink.
+                    Rank::Captured
                 } else if keyword[i] & PROBLEM != 0 {
                     Rank::Problem
                 } else {
@@ -286,7 +291,9 @@ fn is_summary(line: &str) -> bool {
         || t.starts_with("Test Suites:")
         || t.starts_with("Snapshots:")
         || t.starts_with("Summary [")
-        || t.starts_with("===") && t.ends_with("===") && (t.contains(" passed") || t.contains(" failed") || t.contains(" error"))
+        || t.starts_with("===")
+            && t.ends_with("===")
+            && (t.contains(" passed") || t.contains(" failed") || t.contains(" error"))
         || t.starts_with("Found ") && (t.contains(" error") || t.contains(" problem"))
         || t.starts_with("Success: no issues found")
         || t.starts_with("Successfully installed")
@@ -295,10 +302,13 @@ fn is_summary(line: &str) -> bool {
         || t.starts_with("error: could not compile")
         || t.starts_with("error: test failed")
         || t.starts_with("error: ") && t.contains(" target") && t.contains("failed")
-        || t.ends_with(" passing") || t.contains(" passing (")
+        || t.ends_with(" passing")
+        || t.contains(" passing (")
         || t.contains(" failing") && t.bytes().next().is_some_and(|b| b.is_ascii_digit())
         || t == "PASS"
-        || t.starts_with("FAIL\t") || t.starts_with("ok  \t") || t.starts_with("ok \t")
+        || t.starts_with("FAIL\t")
+        || t.starts_with("ok  \t")
+        || t.starts_with("ok \t")
         || t.starts_with("command failed")
         || npm_summary(t)
 }

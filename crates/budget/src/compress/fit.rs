@@ -166,11 +166,20 @@ pub(crate) fn fit(pieces: Vec<Piece>, cap: usize) -> (Vec<Piece>, Fitted) {
         drop[start..end.saturating_sub(2).max(start)].fill(true);
     }
     fold_where(&mut pieces, &mut fitted, |_, i| drop[i]);
-    if size(&pieces) > cap {
-        fold_where(&mut pieces, &mut fitted, |p, _| {
-            p.kind == PieceKind::Trace || p.rank() == Some(Rank::Captured)
-        });
+    // Then whole runs of frames and captured lines, the longest first, until it fits.
+    let frame = |p: &Piece| p.kind == PieceKind::Trace || p.rank() == Some(Rank::Captured);
+    let mut runs = runs_of(&pieces, frame);
+    runs.sort_by_key(|&(start, end)| std::cmp::Reverse(size(&pieces[start..end])));
+    let mut excess = size(&pieces).saturating_sub(cap);
+    let mut drop = vec![false; pieces.len()];
+    for (start, end) in runs {
+        if excess == 0 {
+            break;
+        }
+        excess = excess.saturating_sub(size(&pieces[start..end]).saturating_sub(60));
+        drop[start..end].fill(true);
     }
+    fold_where(&mut pieces, &mut fitted, |_, i| drop[i]);
     if size(&pieces) <= cap {
         return (pieces, fitted);
     }
@@ -266,11 +275,7 @@ fn runs_of(pieces: &[Piece], what: impl Fn(&Piece) -> bool) -> Vec<(usize, usize
 }
 
 /// Replaces every piece matching `what` (but the last piece) with a fold of its lines.
-fn fold_where(
-    pieces: &mut Vec<Piece>,
-    fitted: &mut Fitted,
-    what: impl Fn(&Piece, usize) -> bool,
-) {
+fn fold_where(pieces: &mut Vec<Piece>, fitted: &mut Fitted, what: impl Fn(&Piece, usize) -> bool) {
     let last = pieces.len().saturating_sub(1);
     let old = std::mem::take(pieces);
     let mut out = Vec::with_capacity(old.len());
@@ -309,7 +314,10 @@ mod tests {
             ));
         }
         pieces.push(line("error: last", PieceKind::Anchor(Rank::Problem)));
-        pieces.push(line("test result: FAILED", PieceKind::Anchor(Rank::Verdict)));
+        pieces.push(line(
+            "test result: FAILED",
+            PieceKind::Anchor(Rank::Verdict),
+        ));
         let (fitted, stats) = fit(pieces, 600);
         let text = render(&fitted);
         assert!(text.chars().count() <= 600, "{text}");
@@ -324,7 +332,12 @@ mod tests {
     #[test]
     fn the_middle_goes_last_and_the_end_stays() {
         let pieces: Vec<Piece> = (0..1000)
-            .map(|i| line(&format!("error: number {i}"), PieceKind::Anchor(Rank::Problem)))
+            .map(|i| {
+                line(
+                    &format!("error: number {i}"),
+                    PieceKind::Anchor(Rank::Problem),
+                )
+            })
             .collect();
         let (fitted, stats) = fit(pieces, 2_000);
         let text = render(&fitted);

@@ -154,7 +154,10 @@ pub fn detect(text: &str) -> Option<LogKind> {
     let mut votes = KindVotes::default();
     // A leading newline lets line-start signatures match the first line.
     votes.scan("\n");
-    votes.scan(&format!("\n{}", text.get(..text.len().min(200)).unwrap_or("")));
+    votes.scan(&format!(
+        "\n{}",
+        text.get(..text.len().min(200)).unwrap_or("")
+    ));
     votes.scan(text);
     votes.kind()
 }
@@ -166,18 +169,36 @@ mod tests {
     #[test]
     fn real_tools_are_recognised() {
         for (log, kind) in [
-            ("running 3 tests\ntest a ... ok\n\ntest result: ok. 3 passed", LogKind::CargoTest),
-            ("===== test session starts =====\nplatform linux", LogKind::Pytest),
-            ("PASS src/a.test.js\nTest Suites: 1 passed, 1 total", LogKind::Jest),
+            (
+                "running 3 tests\ntest a ... ok\n\ntest result: ok. 3 passed",
+                LogKind::CargoTest,
+            ),
+            (
+                "===== test session starts =====\nplatform linux",
+                LogKind::Pytest,
+            ),
+            (
+                "PASS src/a.test.js\nTest Suites: 1 passed, 1 total",
+                LogKind::Jest,
+            ),
             ("=== RUN   TestA\n--- PASS: TestA", LogKind::GoTest),
-            ("   Compiling foo v0.1.0\nerror[E0308]: mismatched types", LogKind::Rustc),
+            (
+                "   Compiling foo v0.1.0\nerror[E0308]: mismatched types",
+                LogKind::Rustc,
+            ),
             ("src/a.ts(3,5): error TS2322: Type 'string'", LogKind::Tsc),
             ("main.c:3:5: error: expected ';'", LogKind::Cc),
             ("✖ 3 problems (2 errors, 1 warning)", LogKind::Eslint),
             ("a.py:3: error: x\nFound 1 error in 1 file", LogKind::Mypy),
             ("npm ERR! code E404", LogKind::Npm),
-            ("Collecting pytest\nSuccessfully installed pytest-9.2", LogKind::Pip),
-            ("Traceback (most recent call last):\n  File \"a.py\"", LogKind::StackTrace),
+            (
+                "Collecting pytest\nSuccessfully installed pytest-9.2",
+                LogKind::Pip,
+            ),
+            (
+                "Traceback (most recent call last):\n  File \"a.py\"",
+                LogKind::StackTrace,
+            ),
         ] {
             assert_eq!(detect(log), Some(kind), "{log}");
         }

@@ -130,7 +130,10 @@ impl LogCompressor {
         let text = String::from_utf8_lossy(bytes);
         // Line-start signatures need the line break before the first line.
         if self.votes.kind().is_none() || self.bytes <= bytes.len() as u64 {
-            self.votes.scan(&format!("\n{}", text.get(..256.min(text.len())).unwrap_or("")));
+            self.votes.scan(&format!(
+                "\n{}",
+                text.get(..256.min(text.len())).unwrap_or("")
+            ));
         }
         self.votes.scan(&text);
         let clean = clean::clean(&text);
@@ -159,7 +162,11 @@ impl LogCompressor {
         };
         let keep = log.keep(self.options.compress.context, ending);
         let before = self.pieces.len();
-        log.pieces(&keep, self.options.compress.min_fold.max(1), &mut self.pieces);
+        log.pieces(
+            &keep,
+            self.options.compress.min_fold.max(1),
+            &mut self.pieces,
+        );
         self.kept_chars += fit::size(&self.pieces[before..]);
         // Bounded memory whatever the stream holds: past 16 caps, fit what is kept so far
         // to 4 caps (the first and last lines stay; the final fit decides the rest).
@@ -219,14 +226,19 @@ mod tests {
 
     #[test]
     fn chunk_size_does_not_lose_anchors_or_counts() {
-        let mut log: String = (0..5_000).map(|i| format!("test m::case_{i} ... ok\n")).collect();
+        let mut log: String = (0..5_000)
+            .map(|i| format!("test m::case_{i} ... ok\n"))
+            .collect();
         let at = log[40_000..].find('\n').unwrap() + 40_001;
         log.insert_str(at, "error: something broke here\n");
         log.push_str("test result: FAILED. 4999 passed; 1 failed\n");
         for chunk in [64, 1_000, 1 << 20] {
             let c = run(&log, chunk, 100_000);
             assert!(c.text.contains("error: something broke here\n"), "{chunk}");
-            assert!(c.text.ends_with("test result: FAILED. 4999 passed; 1 failed\n"));
+            assert!(
+                c.text
+                    .ends_with("test result: FAILED. 4999 passed; 1 failed\n")
+            );
             assert_eq!(c.input_lines, 5_002);
             assert_eq!(c.input_bytes, log.len() as u64);
             assert_eq!(c.anchors, c.anchors_shown);
@@ -237,9 +249,15 @@ mod tests {
 
     #[test]
     fn the_cap_holds_and_the_folds_say_what_they_hold() {
-        let log: String = (0..20_000).map(|i| format!("error: failure number {i}\n")).collect();
+        let log: String = (0..20_000)
+            .map(|i| format!("error: failure number {i}\n"))
+            .collect();
         let c = run(&log, 50_000, 4_000);
-        assert!(c.text.chars().count() <= 4_000, "{}", c.text.chars().count());
+        assert!(
+            c.text.chars().count() <= 4_000,
+            "{}",
+            c.text.chars().count()
+        );
         assert!(c.text.starts_with("error: failure number 0\n"));
         assert!(c.text.ends_with("error: failure number 19999\n"));
         let folded = c.anchors - c.anchors_shown;

@@ -128,8 +128,8 @@ async fn a_failed_long_log_is_compressed_and_keeps_its_last_error_line() {
         "{text}"
     );
     assert!(
-        text.contains("compiling unit 1 ×60000\n"),
-        "the whole stream was compressed: 60,000 near-duplicates folded into one line: {text}"
+        text.contains("compiling unit 1 ×59999\ncompiling unit 60000\nerror[E0308]"),
+        "the whole stream was compressed: near-duplicates folded into one line, the last one before the error shown as itself: {text}"
     );
     assert_eq!(field(&out, "stdout")["shown"], "log");
     assert!(
