@@ -1,11 +1,13 @@
 //! The two budgets and the spill rule (seed 000 s04 ②③, exercise 1).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
-use toolgate_core::{ResultBudget, SpillKind, SpillRef, ToolOutput, TruncationReason, TurnResult};
+use toolgate_core::{
+    ResultBudget, SessionState, SpillKind, SpillRef, ToolOutput, TruncationReason, TurnResult,
+};
 
-use crate::compress::{CompressOptions, compress_log};
+use crate::compress::{CompressOptions, LogCompressor, LogOptions};
 use crate::spill::{SpillFile, SpillStore};
 
 /// Text that precedes a spill path in every pointer.
@@ -21,8 +23,13 @@ pub struct BudgetLimits {
     pub per_result_chars: usize,
     /// All results of one turn together; over it, the largest are spilled first.
     pub per_turn_chars: usize,
-    /// Characters of a spilled result kept in the conversation.
+    /// Characters of a spilled result kept in the conversation; also the excerpt of a
+    /// command's output that is not a log (issue 14: Claude Code's own preview is 2 KB).
     pub excerpt_chars: usize,
+    /// Most characters of a compressed log (a command's stream, a log-like tool's result);
+    /// past it the least important lines are folded, errors last. Default 8,000: issue 14's
+    /// goal for a 100 KB cargo test log with 3 failures, about 4 % of a 200,000-token context.
+    pub log_chars: usize,
     /// Compress log-like results before the budget.
     pub compress_logs: bool,
     /// Disk quota of the spill store in server mode, in bytes (least recently read evicted).
@@ -37,10 +44,58 @@ impl Default for BudgetLimits {
             per_result_chars: 50_000,
             per_turn_chars: 200_000,
             excerpt_chars: 2_000,
+            log_chars: 8_000,
             compress_logs: true,
             spill_quota_bytes: 1024 * 1024 * 1024,
             spill_dir: PathBuf::from(".toolgate/spill"),
         }
+    }
+}
+
+/// What one result may show the model, decided per call: the configured sizes, narrowed by
+/// the session's own ([`SessionSizes`], set from its client profile). Tools that cut their
+/// own output (`run_shell`, `job_output`) read it through [`Budget::sizes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputSizes {
+    /// Characters of an excerpt (`[budget] excerpt_chars`, 2,000).
+    pub excerpt_chars: usize,
+    /// Most characters of a compressed log (`[budget] log_chars`, 8,000).
+    pub log_chars: usize,
+    /// The largest result passed on whole (`[budget] per_result_chars`, 50,000).
+    pub result_chars: usize,
+}
+
+impl OutputSizes {
+    /// The smaller of each size.
+    pub fn min(self, other: Self) -> Self {
+        Self {
+            excerpt_chars: self.excerpt_chars.min(other.excerpt_chars),
+            log_chars: self.log_chars.min(other.log_chars),
+            result_chars: self.result_chars.min(other.result_chars),
+        }
+    }
+}
+
+/// A session's own output sizes, when its client needs smaller results than the config
+/// allows (issue 13's client profiles set it once per session). Lives in [`SessionState`].
+#[derive(Debug, Default)]
+pub struct SessionSizes(RwLock<Option<OutputSizes>>);
+
+impl SessionSizes {
+    /// Sets the session's sizes; results get the smaller of these and the config's.
+    pub fn set(&self, sizes: OutputSizes) {
+        *self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(sizes);
+    }
+
+    /// The session's sizes, when set.
+    pub fn get(&self) -> Option<OutputSizes> {
+        *self
+            .0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -73,6 +128,27 @@ impl Budget {
         &self.limits
     }
 
+    /// The output sizes for a call in `session`: the config's, narrowed by the session's.
+    pub fn sizes(&self, session: &SessionState) -> OutputSizes {
+        let configured = OutputSizes {
+            excerpt_chars: self.limits.excerpt_chars,
+            log_chars: self.limits.log_chars,
+            result_chars: self.limits.per_result_chars,
+        };
+        match session.get::<SessionSizes>().get() {
+            Some(own) => configured.min(own),
+            None => configured,
+        }
+    }
+
+    /// Compression settings for a log shown within `cap_chars`.
+    pub fn log_options(&self, cap_chars: usize) -> LogOptions {
+        LogOptions {
+            cap_chars,
+            ..LogOptions::default()
+        }
+    }
+
     /// How a pointer names `path`.
     pub fn display(&self, path: &Path) -> String {
         path.strip_prefix(&self.display_base)
@@ -97,9 +173,24 @@ impl Budget {
     }
 
     fn compress(&self, item: &mut TurnResult<'_>) {
-        let Some(compressed) = compress_log(&item.output.text, &CompressOptions::default()) else {
+        // A mounted tool's log-like result gets what a command's stream gets: the whole of it
+        // compressed, fitted to the log size, the original spilled.
+        let options = CompressOptions::default();
+        let text = &item.output.text;
+        if text
+            .lines()
+            .nth(options.min_lines.saturating_sub(1))
+            .is_none()
+        {
             return;
-        };
+        }
+        let mut compressor = LogCompressor::new(self.log_options(self.limits.log_chars));
+        compressor.push(text.as_bytes());
+        let compressed = compressor.finish();
+        let (before, after) = (text.chars().count(), compressed.text.chars().count());
+        if after as f64 > before as f64 * (1.0 - options.min_savings) {
+            return;
+        }
         let file = match self.store.write(item.tool, item.output.text.as_bytes()) {
             Ok(file) => file,
             Err(e) => {
@@ -109,9 +200,10 @@ impl Budget {
             }
         };
         let note = format!(
-            "[log compressed from {} to {} lines; {}]",
-            group(compressed.input_lines as u64),
-            group(compressed.output_lines as u64),
+            "[log compressed from {} to {} lines{}; {}]",
+            group(compressed.input_lines),
+            group(compressed.text.lines().count() as u64),
+            anchors_note(compressed.anchors, compressed.anchors_shown),
             self.pointer(&file, item.output.is_error)
                 .trim_start_matches('[')
                 .trim_end_matches(']')
@@ -169,6 +261,24 @@ impl ResultBudget for Budget {
             let now = turn[i].output.text.chars().count();
             total = total - sizes[i] + now;
         }
+    }
+}
+
+/// How many key lines (errors, warnings, summaries) a compressed log shows:
+/// `, 12 key lines (errors, warnings, summaries), all shown` or `, 40 of 52 key lines …`.
+pub fn anchors_note(anchors: u64, shown: u64) -> String {
+    let s = if anchors == 1 { "" } else { "s" };
+    match anchors {
+        0 => String::new(),
+        n if shown >= n => format!(
+            ", {} key line{s} (errors, warnings, summaries), all shown",
+            group(n)
+        ),
+        n => format!(
+            ", {} of {} key lines (errors, warnings, summaries) shown; the folds count the rest",
+            group(shown),
+            group(n)
+        ),
     }
 }
 

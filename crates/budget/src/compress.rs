@@ -17,11 +17,17 @@
 
 mod classify;
 mod clean;
+mod dedup;
+mod fit;
+mod kind;
+mod stream;
 
 pub use clean::clean as clean_terminal;
-mod dedup;
+pub use kind::{LogKind, detect as detect_kind};
+pub use stream::{CompressedLog, LogCompressor, LogOptions, compress_file};
 
-use classify::Class;
+use classify::{Class, Rank};
+use fit::{Piece, PieceKind};
 
 /// Compression settings; defaults from the seed's `compressLog` (s04 ④).
 #[derive(Debug, Clone, PartialEq)]
@@ -82,13 +88,16 @@ pub fn compress_log(text: &str, options: &CompressOptions) -> Option<Compressed>
     if input_lines < options.min_lines {
         return None;
     }
-    let classes = classify::classify(clean, &lines)?;
+    let classified = classify::classify_ranked(clean, &lines)?;
+    let classes = &classified.classes;
     let mut log = Log {
         lines: &lines,
-        classes: &classes,
+        classes,
+        ranks: &classified.ranks,
+        pinned: &classified.pinned,
         signatures: vec![0; lines.len()],
     };
-    let keep = log.keep(options.context);
+    let keep = log.keep(options.context, Ending::Kept);
     let rendered = log.render(&keep, options.min_fold.max(1));
 
     let mut out = rendered.text;
@@ -135,6 +144,8 @@ fn split_lines(text: &str) -> Vec<&str> {
 struct Log<'a> {
     lines: &'a [&'a str],
     classes: &'a [Class],
+    ranks: &'a [Rank],
+    pinned: &'a [bool],
     /// Near-duplicate signatures of noise lines, computed on first use; 0 = not yet.
     signatures: Vec<u64>,
 }
@@ -181,7 +192,7 @@ impl Log<'_> {
 
     /// Which lines are shown: each anchor's group with `context` groups on each side, the last
     /// group, then every block of frames that touches a shown line. Whole groups only.
-    fn keep(&mut self, context: usize) -> Vec<bool> {
+    fn keep(&mut self, context: usize, ending: Ending) -> Vec<bool> {
         let n = self.lines.len();
         let mut keep = vec![false; n];
         if n == 0 {
@@ -216,7 +227,20 @@ impl Log<'_> {
             i = end;
         }
         // How a log ends (a verdict, an exit stamp, `npm info ok`) is worth its line.
-        keep[self.group_start(n - 1)..].fill(true);
+        if ending == Ending::Kept {
+            keep[self.group_start(n - 1)..].fill(true);
+        }
+        // Whole groups only: a pinned line brings its group.
+        let mut i = 0;
+        while i < n {
+            if self.pinned[i] && !keep[i] {
+                let (start, end) = (self.group_start(i), self.group_end(i, n));
+                keep[start..end].fill(true);
+                i = end;
+            } else {
+                i += 1;
+            }
+        }
 
         let mut i = 0;
         while i < n {
@@ -262,6 +286,81 @@ impl Log<'_> {
             }
         }
         out
+    }
+
+    /// The kept lines as pieces (one per group, one per folded run), for [`fit`].
+    fn pieces(&mut self, keep: &[bool], min_fold: usize, out: &mut Vec<Piece>) {
+        let n = self.lines.len();
+        let mut i = 0;
+        while i < n {
+            let end = keep[i..]
+                .iter()
+                .position(|k| *k != keep[i])
+                .map_or(n, |len| i + len);
+            if !keep[i] {
+                let mut marker = Rendered {
+                    text: String::new(),
+                    lines: 0,
+                    lines_shown: 0,
+                };
+                if self.fold(i, end, min_fold, &mut marker) {
+                    out.push(Piece::fold(end - i, 0));
+                    i = end;
+                    continue;
+                }
+                if i == 0 || end == n {
+                    // A short run at a chunk's edge may continue in the next chunk.
+                    while i < end {
+                        let group_end = self.group_end(i, end);
+                        out.push(self.piece(i, group_end, PieceKind::Dropped));
+                        i = group_end;
+                    }
+                    continue;
+                }
+            }
+            while i < end {
+                let group_end = self.group_end(i, end);
+                let kind = match self.classes[i] {
+                    Class::Anchor => PieceKind::Anchor(self.ranks[i]),
+                    Class::Trace => PieceKind::Trace,
+                    // The end of a test's captured output outlives other context when the
+                    // log must shrink, like the captured anchors.
+                    Class::Noise if self.pinned[group_end - 1] => PieceKind::Anchor(Rank::Captured),
+                    Class::Noise => PieceKind::Noise,
+                };
+                // The last line of near-duplicates right before an anchor, or at the end of
+                // a test's captured output, is the one that says most: show it as itself.
+                let last = group_end - 1;
+                let split = self.classes[i] == Class::Noise
+                    && group_end - i > 1
+                    && self.lines[i] != self.lines[last]
+                    && (self.pinned[last] || self.classes.get(group_end) == Some(&Class::Anchor));
+                if split {
+                    out.push(self.piece(i, last, kind));
+                    out.push(self.piece(last, group_end, kind));
+                } else {
+                    out.push(self.piece(i, group_end, kind));
+                }
+                i = group_end;
+            }
+        }
+    }
+
+    /// The group `start..end` as a piece.
+    fn piece(&self, start: usize, end: usize, kind: PieceKind) -> Piece {
+        let mut shown = Rendered {
+            text: String::new(),
+            lines: 0,
+            lines_shown: 0,
+        };
+        self.push_group(&mut shown, start, end - start);
+        shown.text.pop();
+        Piece {
+            text: shown.text,
+            kind,
+            lines: end - start,
+            anchors: usize::from(self.classes[start] == Class::Anchor) * (end - start),
+        }
     }
 
     /// Folds the dropped lines `start..end` into one `… [N lines omitted]` marker when that
@@ -317,6 +416,13 @@ impl Log<'_> {
         out.lines += 1;
         out.lines_shown += 1;
     }
+}
+
+/// Whether the last lines of a text are the end of the log (kept) or of a chunk of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    Kept,
+    Chunk,
 }
 
 struct Rendered {

@@ -8,12 +8,20 @@
 //!   spilled result becomes an excerpt (head-biased on success, tail-biased on failure) and a
 //!   pointer with the three essentials: where, how big, how to get the rest.
 //! - [`compress_log`]: importance-based log compression that runs before the budget; the
-//!   original is spilled whenever it changes anything.
+//!   original is spilled whenever it changes anything. [`LogCompressor`] runs it over a
+//!   whole stream in bounded memory and fits the result to [`OutputSizes::log_chars`],
+//!   folding the least important lines first.
 
 mod budget;
 mod compress;
 mod spill;
 
-pub use budget::{Budget, BudgetLimits, excerpt, referenced_spills, spill_ref};
-pub use compress::{CompressOptions, Compressed, clean_terminal, compress_log};
+pub use budget::{
+    Budget, BudgetLimits, OutputSizes, SessionSizes, anchors_note, excerpt, referenced_spills,
+    spill_ref,
+};
+pub use compress::{
+    CompressOptions, Compressed, CompressedLog, LogCompressor, LogKind, LogOptions, clean_terminal,
+    compress_file, compress_log, detect_kind,
+};
 pub use spill::{SpillFile, SpillStore, SpillStream};

@@ -11,8 +11,10 @@
 //!   [`ShellLimits::payload_bytes`]` / 2` bytes stay in memory for the excerpt.
 //! - **stdout and stderr stay apart**: each has its own file, holding exactly the bytes the
 //!   command wrote to it. A `run_shell` result shows them in two sections, each whole when
-//!   short or as an excerpt (head-biased on success, tail-biased on failure, ANSI escapes
-//!   and `\r` progress frames removed) with a pointer to its file for `read_file`. A job's
+//!   short; else as the compressed log of the *whole* stream when it is a log (issue 14:
+//!   a failure with warning or error lines, or a test run, build or install of a known
+//!   tool), else as a short excerpt (head-biased on success, tail-biased on failure), ANSI
+//!   escapes and `\r` progress frames removed, with a pointer to its file for `read_file`. A job's
 //!   streams are paged by byte offset with `job_output` (`stream: "stderr"` for the second).
 //!   Commands that need both in one order write `2>&1`.
 //! - Background jobs live in the session's [`JobTable`]: at most
@@ -28,6 +30,7 @@ mod process;
 mod render;
 mod run;
 mod tools;
+mod view;
 
 pub use error::ShellError;
 pub use job_tools::{
@@ -37,4 +40,6 @@ pub use job_tools::{
 pub use jobs::JobTable;
 pub use limits::ShellLimits;
 pub use render::JobStatus;
-pub use tools::{RunShellArgs, RunShellOutput, RunShellTool, StreamInfo, builtin_shell_tools};
+pub use tools::{
+    RunShellArgs, RunShellOutput, RunShellTool, Shown, StreamInfo, builtin_shell_tools,
+};

@@ -23,11 +23,13 @@ pub struct ShellLimits {
     /// prints; the rest is only on disk. Default 65,536 (SPEC "Bounded I/O": 64 KiB payload,
     /// stdout and stderr each).
     pub payload_bytes: usize,
-    /// Characters of each stream shown in a `run_shell` result; a longer stream is shown as
-    /// a head and tail excerpt plus a pointer to the file with all of it. Default 16,000, so
-    /// both streams together stay under the 50,000-character result budget (SPEC "Output
-    /// budget") and the dispatcher never spills a second copy.
-    pub excerpt_chars: usize,
+    /// Characters up to which a stream is shown whole in a `run_shell` result. A longer
+    /// stream is shown as its compressed log when it is one (within `[budget] log_chars`),
+    /// else as an excerpt of `[budget] excerpt_chars`, plus a pointer to the file with all
+    /// of it. Default 16,000: both streams together stay under the 50,000-character result
+    /// budget (SPEC "Output budget"). Formerly `excerpt_chars`, still accepted.
+    #[serde(alias = "excerpt_chars")]
+    pub inline_chars: usize,
     /// Bytes one stream may write before the command is stopped (it would otherwise fill
     /// the disk). Default 4 GiB.
     pub max_stream_bytes: u64,
@@ -51,7 +53,7 @@ impl Default for ShellLimits {
             max_timeout_ms: 600_000,
             kill_grace_ms: 1_000,
             payload_bytes: 64 * 1024,
-            excerpt_chars: 16_000,
+            inline_chars: 16_000,
             max_stream_bytes: 4 << 30,
             max_jobs: 64,
             max_finished_jobs: 1_024,

@@ -5,21 +5,22 @@ use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolgate_budget::{Budget, spill_ref};
+use toolgate_budget::{Budget, anchors_note, spill_ref};
 use toolgate_core::{
     CallContext, Concurrency, DisclosureHint, DynTool, Footprint, SpillKind, SpillRef, Tool,
-    ToolError, ToolMeta, ToolOutput, TruncationReason, TypedTool,
+    ToolError, ToolMeta, ToolOutput, TruncationReason, TypedTool, run_blocking,
 };
 use toolgate_fs::Roots;
 
 use crate::capture::{Captured, PumpConfig, Sink, StreamProgress};
-use crate::clean::{group, show};
+use crate::clean::group;
 use crate::error::ShellError;
 use crate::job_tools::{JobKillTool, JobOutputTool};
 use crate::jobs::{Job, JobStream, JobTable};
 use crate::limits::ShellLimits;
 use crate::render::{JobStatus, human, notes, status_line, status_of};
 use crate::run::{Finished, RunConfig, Running, StopSignal};
+use crate::view::{StreamSizes, View, views};
 
 /// What the shell tools share: roots for `cwd`, the budget (spill store and pointer
 /// format) and the limits.
@@ -79,11 +80,38 @@ pub struct StreamInfo {
     pub bytes: u64,
     /// Lines (an unterminated last line counts).
     pub lines: u64,
-    /// Whether the text shows only an excerpt of it.
+    /// Whether the text shows only part of it (an excerpt or its compressed log).
     pub truncated: bool,
+    /// How the text shows it: `whole`, `excerpt` or `log` (compressed: every warning, error
+    /// and verdict line with a little context, the rest folded with counts). Absent for a
+    /// background job's start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shown: Option<Shown>,
+    /// The tool whose log it is (`cargo_test`, `pytest`, `jest`, `rustc`, `npm`, …), when
+    /// its lines show one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_kind: Option<String>,
+    /// Warning, error and verdict lines in the whole stream (compressed logs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anchors: Option<u64>,
+    /// How many of those the text shows; the others are folded into counted markers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anchors_shown: Option<u64>,
     /// File holding every byte of it (present when cut, and for background jobs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+}
+
+/// How a stream is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Shown {
+    /// All of it.
+    Whole,
+    /// Its first and last characters.
+    Excerpt,
+    /// Its compressed log.
+    Log,
 }
 
 /// Structured result of `run_shell`.
@@ -134,7 +162,7 @@ impl Tool for RunShellTool {
     }
 
     fn description(&self) -> &str {
-        "Run a shell command (bash -c) in the project with stdin closed, in its own process group. Returns the exit code, the duration and the output: stdout and stderr in separate sections, each shown whole up to 16000 characters, else as an excerpt (mostly the head on success, mostly the tail on failure) plus the path of a file holding every byte of that stream: page it with read_file instead of rerunning the command. Colors and progress-bar frames are removed from what you see; the files keep the raw bytes. To see both streams in the order they were printed, append 2>&1. On timeout (timeout_ms, default 120 s, at most 600 s) the whole process group is stopped (SIGTERM, then SIGKILL) and the output so far is returned; anything the command leaves running when it exits is stopped too. For servers, watchers and long builds use background: true, which returns a job_id at once: read its output with job_output, stop it with job_kill. Use the file tools rather than cat or sed to read and edit files."
+        "Run a shell command (bash -c) in the project with stdin closed, in its own process group. Returns the exit code, the duration and the output: stdout and stderr in separate sections, each shown whole when short; a longer one is shown as its compressed log when it is one (a failure, a test run, a build: every error, failure, panic and warning line with its message, the summary, repeated lines folded with counts), else as a short excerpt (mostly the head on success, mostly the tail on failure), plus the path of a file holding every byte of that stream: page it with read_file instead of rerunning the command. Colors and progress-bar frames are removed from what you see; the files keep the raw bytes. To see both streams in the order they were printed, append 2>&1. On timeout (timeout_ms, default 120 s, at most 600 s) the whole process group is stopped (SIGTERM, then SIGKILL) and the output so far is returned; anything the command leaves running when it exits is stopped too. For servers, watchers and long builds use background: true, which returns a job_id at once: read its output with job_output, stop it with job_kill. Use the file tools rather than cat or sed to read and edit files."
     }
 
     fn meta(&self) -> ToolMeta {
@@ -244,7 +272,17 @@ impl Tool for RunShellTool {
             stop,
         )?;
         let finished = running.wait().await;
-        Ok(self.render(&finished, timeout, cwd_shown, extra))
+        let sizes = StreamSizes::new(limits.inline_chars, shared.budget.sizes(&ctx.session));
+        let failed = finished.ending.failed();
+        // The compressor reads the whole of each stream: give it what is left of the call's
+        // time (a command stopped at its timeout still has the dispatcher's short grace).
+        let until = ctx.deadline.map(|d| d.into_std() + Duration::from_secs(2));
+        let (finished, views) = run_blocking(move || {
+            let shown = views([&finished.stdout, &finished.stderr], failed, sizes, until);
+            (finished, shown)
+        })
+        .await?;
+        Ok(self.render(&finished, views, timeout, cwd_shown, extra))
     }
 }
 
@@ -252,6 +290,7 @@ impl RunShellTool {
     fn render(
         &self,
         finished: &Finished,
+        views: [View; 2],
         timeout: Duration,
         cwd: String,
         extra: Vec<String>,
@@ -270,8 +309,23 @@ impl RunShellTool {
             text.push('\n');
         }
         let mut spills = Vec::new();
-        let stdout = self.section(&mut text, "stdout", &finished.stdout, failed, &mut spills);
-        let stderr = self.section(&mut text, "stderr", &finished.stderr, failed, &mut spills);
+        let [out_view, err_view] = views;
+        let stdout = self.section(
+            &mut text,
+            "stdout",
+            &finished.stdout,
+            out_view,
+            failed,
+            &mut spills,
+        );
+        let stderr = self.section(
+            &mut text,
+            "stderr",
+            &finished.stderr,
+            err_view,
+            failed,
+            &mut spills,
+        );
         if stdout.bytes == 0 && stderr.bytes == 0 {
             text.push_str("(no output)\n");
         }
@@ -298,12 +352,13 @@ impl RunShellTool {
     }
 
     /// Appends one stream's section (nothing for an empty stream) and describes it; a stream
-    /// shown as an excerpt adds its file to `spills`.
+    /// shown in part adds its file to `spills`.
     fn section(
         &self,
         text: &mut String,
         name: &str,
         c: &Captured,
+        view: View,
         failed: bool,
         spills: &mut Vec<SpillRef>,
     ) -> StreamInfo {
@@ -311,21 +366,46 @@ impl RunShellTool {
             bytes: c.total,
             lines: c.lines(),
             truncated: false,
+            shown: None,
+            log_kind: None,
+            anchors: None,
+            anchors_shown: None,
             path: None,
         };
         if c.total == 0 {
             return info;
         }
-        let shown = show(c, self.shared.limits.excerpt_chars, failed);
-        if !shown.cut {
-            text.push_str(&format!("--- {name} ---\n"));
-            push_line(text, &shown.text);
-            return info;
-        }
+        let (body, kind, how) = match view {
+            View::Whole(whole) => {
+                info.shown = Some(Shown::Whole);
+                text.push_str(&format!("--- {name} ---\n"));
+                push_line(text, &whole);
+                return info;
+            }
+            View::Excerpt(cut) => {
+                info.shown = Some(Shown::Excerpt);
+                (cut, SpillKind::Captured, "excerpt".to_owned())
+            }
+            View::Log(log) => {
+                info.shown = Some(Shown::Log);
+                info.log_kind = log.kind.map(|k| k.name().to_owned());
+                info.anchors = Some(log.anchors);
+                info.anchors_shown = Some(log.anchors_shown);
+                let kind = log
+                    .kind
+                    .map(|k| format!(" of {}", k.name().replace('_', " ")))
+                    .unwrap_or_default();
+                let how = format!(
+                    "compressed log{kind}{}",
+                    anchors_note(log.anchors, log.anchors_shown)
+                );
+                (log.text, SpillKind::Compressed, how)
+            }
+        };
         info.truncated = true;
         let file = match (&c.file, c.whole()) {
             (Some(file), _) => Some(file.clone()),
-            // It fit in memory but not in the excerpt: save it now for the pointer.
+            // It fit in memory but not in the text: save it now for the pointer.
             (None, Some(whole)) if c.error.is_none() => self
                 .shared
                 .budget
@@ -335,16 +415,16 @@ impl RunShellTool {
             _ => None,
         };
         text.push_str(&format!(
-            "--- {name}: {} bytes, {} lines; excerpt ---\n",
+            "--- {name}: {} bytes, {} lines; {how} ---\n",
             group(c.total),
             group(c.lines())
         ));
-        push_line(text, &shown.text);
+        push_line(text, &body);
         if let Some(file) = file {
             text.push_str(&self.shared.budget.pointer(&file, failed));
             text.push('\n');
             info.path = Some(file.path.display().to_string());
-            spills.push(spill_ref(&file, SpillKind::Captured, Some(name)));
+            spills.push(spill_ref(&file, kind, Some(name)));
         }
         info
     }
@@ -426,6 +506,10 @@ fn start_job(
         bytes: 0,
         lines: 0,
         truncated: false,
+        shown: None,
+        log_kind: None,
+        anchors: None,
+        anchors_shown: None,
         path: path(i),
     };
     let text = format!(

@@ -13,6 +13,8 @@ mod flood;
 mod jobs;
 #[path = "all/kill.rs"]
 mod kill;
+#[path = "all/logs.rs"]
+mod logs;
 #[path = "all/output.rs"]
 mod output;
 #[path = "all/snapshots.rs"]

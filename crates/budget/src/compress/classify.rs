@@ -28,6 +28,37 @@ pub(super) enum Class {
     Noise,
 }
 
+/// How much an anchor matters when a compressed log must still be cut to fit a result:
+/// the lowest ranks are folded first (`fit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Rank {
+    /// Not an anchor.
+    None,
+    /// An anchor inside a test's captured output (`---- t stdout ----` up to its panic,
+    /// pytest's `Captured … call` sections): the test's own chatter. Also a stack frame
+    /// whose path or function holds a problem word (`core::panicking::panic_fmt`).
+    Captured,
+    /// Only a warning or deprecation word.
+    Warning,
+    /// An error, failure, panic, exception or other problem word.
+    Problem,
+    /// A verdict or summary line (`test result:`, `3 failed, 400 passed`, `generated 12
+    /// warnings`, `Successfully installed`).
+    Verdict,
+}
+
+/// Classes and ranks of a log's lines, and the lines a per-kind rule keeps outright.
+pub(super) struct Classified {
+    pub classes: Vec<Class>,
+    pub ranks: Vec<Rank>,
+    /// The last lines of a captured-output block: the lines just before a failure say most
+    /// about it.
+    pub pinned: Vec<bool>,
+}
+
+/// Lines kept from the end of a test's captured-output block.
+const CAPTURED_TAIL: usize = 5;
+
 /// Shape of a line before keywords are considered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
@@ -82,17 +113,51 @@ static KEYWORD_MATCHER: LazyLock<Option<AhoCorasick>> = LazyLock::new(|| {
         .ok()
 });
 
+/// Keyword bits of a line: a problem word, a warning word.
+const PROBLEM: u8 = 1;
+const WARNING: u8 = 2;
+
+/// Indexes in [`KEYWORDS`] of the warning words.
+const WARNING_KEYWORDS: [usize; 2] = [7, 8];
+
 /// Classes of `lines`, the lines of `text` in order. `None` when the keyword matcher is
 /// unavailable: without it anchors can't be found, so the caller must leave the log alone.
+#[cfg(test)]
 pub(super) fn classify(text: &str, lines: &[&str]) -> Option<Vec<Class>> {
+    classify_ranked(text, lines).map(|c| c.classes)
+}
+
+/// Classes, anchor ranks and pinned lines of `lines`, the lines of `text` in order.
+pub(super) fn classify_ranked(text: &str, lines: &[&str]) -> Option<Classified> {
     let matcher = KEYWORD_MATCHER.as_ref()?;
     let keyword = keyword_lines(matcher, text, lines);
     let shapes: Vec<Shape> = lines.iter().map(|line| shape(line)).collect();
     let mut classes = Vec::with_capacity(lines.len());
+    let mut ranks = vec![Rank::None; lines.len()];
     for (i, &line) in lines.iter().enumerate() {
         let class = match shapes[i] {
-            Shape::Verdict | Shape::PytestBanner | Shape::PytestFailure => Class::Anchor,
-            _ if keyword[i] && shapes[i] != Shape::Pass && !is_cargo_progress(line) => {
+            Shape::Verdict | Shape::PytestBanner | Shape::PytestFailure => {
+                ranks[i] = if keyword[i] & PROBLEM != 0 || is_failure_header(line) {
+                    // `test x ... FAILED`, `E  assert 1 == 2`: verdicts about one failure,
+                    // as important as its message.
+                    Rank::Problem.max(summary_rank(line))
+                } else {
+                    summary_rank(line).max(Rank::Warning)
+                };
+                Class::Anchor
+            }
+            _ if keyword[i] != 0 && shapes[i] != Shape::Pass && !is_cargo_progress(line) => {
+                ranks[i] = if is_summary(line) {
+                    Rank::Verdict
+                } else if matches!(shapes[i], Shape::Frame | Shape::PyFile | Shape::GoFile) {
+                    // A stack frame through `core::panicking` or `errors.py` is a frame
+                    // first: it goes with the traces when the log must shrink.
+                    Rank::Captured
+                } else if keyword[i] & PROBLEM != 0 {
+                    Rank::Problem
+                } else {
+                    Rank::Warning
+                };
                 Class::Anchor
             }
             Shape::Frame | Shape::PyFile | Shape::GoFile => Class::Trace,
@@ -112,6 +177,8 @@ pub(super) fn classify(text: &str, lines: &[&str]) -> Option<Vec<Class>> {
         classes.push(class);
     }
     pytest_reports(&shapes, &mut classes);
+    panic_messages(lines, &mut classes, &mut ranks);
+    let pinned = captured_blocks(lines, &classes, &mut ranks);
     // One blank line between two frame blocks joins them: jest prints the code frame, a
     // blank line, then the stack.
     for i in 1..classes.len().saturating_sub(1) {
@@ -122,7 +189,128 @@ pub(super) fn classify(text: &str, lines: &[&str]) -> Option<Vec<Class>> {
             classes[i] = Class::Trace;
         }
     }
-    Some(classes)
+    Some(Classified {
+        classes,
+        ranks,
+        pinned,
+    })
+}
+
+/// A Rust panic's message: the lines after `thread '…' panicked at file:line:` up to a blank
+/// line, `note:` or `stack backtrace:`. The message often holds no problem word (`the
+/// invariant broke: expected 3, got 4`), yet it is the failure's own message.
+fn panic_messages(lines: &[&str], classes: &mut [Class], ranks: &mut [Rank]) {
+    /// A longer "message" is more likely the test's later output than the message.
+    const MAX_MESSAGE: usize = 20;
+    let mut i = 0;
+    while i < lines.len() {
+        let t = lines[i].trim_ascii_start();
+        if !(t.starts_with("thread '") && t.contains(" panicked at")) {
+            i += 1;
+            continue;
+        }
+        i += 1;
+        let end = (i + MAX_MESSAGE).min(lines.len());
+        while i < end {
+            let t = lines[i].trim_ascii();
+            if t.is_empty() || t.starts_with("note:") || t.starts_with("stack backtrace:") {
+                break;
+            }
+            classes[i] = Class::Anchor;
+            ranks[i] = ranks[i].max(Rank::Problem);
+            i += 1;
+        }
+    }
+}
+
+/// Test runners' captured-output blocks: cargo's `---- name stdout ----` up to the test's
+/// `thread '…' panicked at`, pytest's `--- Captured stdout call ---` sections. Anchors in
+/// them rank as [`Rank::Captured`] (a test's chatter, folded first when the log must shrink
+/// further); their last [`CAPTURED_TAIL`] lines are pinned.
+fn captured_blocks(lines: &[&str], classes: &[Class], ranks: &mut [Rank]) -> Vec<bool> {
+    let mut pinned = vec![false; lines.len()];
+    let mut start: Option<usize> = None;
+    let close = |start: usize, end: usize, pinned: &mut [bool]| {
+        let from = end.saturating_sub(CAPTURED_TAIL).max(start);
+        pinned[from..end].fill(true);
+    };
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim_ascii();
+        let opens = t.starts_with("---- ") && t.ends_with(" ----")
+            || t.starts_with("---") && t.contains(" Captured ") && t.ends_with("---");
+        let ends = opens
+            || t.starts_with("thread '") && t.contains("panicked at")
+            || t == "failures:"
+            || t.starts_with("___") && t.ends_with("___")
+            || t.starts_with("===") && t.ends_with("===");
+        if ends && let Some(s) = start.take() {
+            close(s + 1, i, &mut pinned);
+        }
+        if opens {
+            start = Some(i);
+        } else if start.is_some() && classes[i] == Class::Anchor && ranks[i] < Rank::Verdict {
+            ranks[i] = Rank::Captured;
+        }
+    }
+    if let Some(s) = start {
+        close(s + 1, lines.len(), &mut pinned);
+    }
+    pinned
+}
+
+/// A verdict about one failed test or file (`test x ... FAILED`, `--- FAIL: TestX`,
+/// ` FAIL  src/a.test.ts`, pytest's `____ test_x ____`, `E  assert 1 == 2`).
+fn is_failure_header(line: &str) -> bool {
+    let t = line.trim_ascii();
+    t.ends_with("FAILED")
+        || t.starts_with("FAIL")
+        || t.starts_with("--- FAIL")
+        || t.starts_with("___")
+        || t.starts_with("---- ")
+        || line.starts_with("E ")
+        || t.starts_with(['×', '✕', '✗', '✖', '❌', '●'])
+}
+
+/// Rank of a verdict line: summaries rank above everything.
+fn summary_rank(line: &str) -> Rank {
+    if is_summary(line) {
+        Rank::Verdict
+    } else {
+        Rank::Problem
+    }
+}
+
+/// Summary lines of test runners, compilers, linters and package managers: how many passed,
+/// failed, warned, were installed.
+fn is_summary(line: &str) -> bool {
+    let t = line.trim_ascii();
+    t.starts_with("test result:")
+        || t.starts_with("Tests:")
+        || t.starts_with("Tests ")
+        || t.starts_with("Test Files ")
+        || t.starts_with("Test Suites:")
+        || t.starts_with("Snapshots:")
+        || t.starts_with("Summary [")
+        || t.starts_with("===")
+            && t.ends_with("===")
+            && (t.contains(" passed") || t.contains(" failed") || t.contains(" error"))
+        || t.starts_with("Found ") && (t.contains(" error") || t.contains(" problem"))
+        || t.starts_with("Success: no issues found")
+        || t.starts_with("Successfully installed")
+        || t.starts_with('✖') && t.contains(" problem")
+        || t.contains(" generated ") && t.contains(" warning")
+        || t.starts_with("error: could not compile")
+        || t.starts_with("error: test failed")
+        || t.starts_with("error: ") && t.contains(" target") && t.contains("failed")
+        || t.ends_with(" passing")
+        || t.contains(" passing (")
+        || t.contains(" failing") && t.bytes().next().is_some_and(|b| b.is_ascii_digit())
+        || t == "PASS"
+        || t.starts_with("FAIL\t")
+        || t.starts_with("ok  \t")
+        || t.starts_with("ok \t")
+        || t.starts_with("command failed")
+        || npm_summary(t)
 }
 
 /// A pytest failure report (the test's source, `>` and `E` lines, the frames in between, the
@@ -148,15 +336,15 @@ fn pytest_reports(shapes: &[Shape], classes: &mut [Class]) {
     }
 }
 
-/// Which lines hold a keyword at a word start or a camel-case boundary (`TypeError` counts,
+/// Keyword bits ([`PROBLEM`], [`WARNING`]) of each line: which lines hold a keyword at a word start or a camel-case boundary (`TypeError` counts,
 /// `thiserror` doesn't).
-fn keyword_lines(matcher: &AhoCorasick, text: &str, lines: &[&str]) -> Vec<bool> {
+fn keyword_lines(matcher: &AhoCorasick, text: &str, lines: &[&str]) -> Vec<u8> {
     /// Bytes lowercased and searched at a time.
     const CHUNK: usize = 64 * 1024;
     /// Look past the chunk far enough to finish a keyword that starts inside it.
     const OVERLAP: usize = 32;
     let bytes = text.as_bytes();
-    let mut hit = vec![false; lines.len()];
+    let mut hit = vec![0u8; lines.len()];
     let mut lower = Vec::with_capacity(CHUNK + OVERLAP);
     let mut line = 0;
     let mut start = 0;
@@ -177,8 +365,13 @@ fn keyword_lines(matcher: &AhoCorasick, text: &str, lines: &[&str]) -> Vec<bool>
             while line < lines.len() && end_of(text, lines[line]) <= at {
                 line += 1;
             }
+            let bit = if WARNING_KEYWORDS.contains(&m.pattern().as_usize()) {
+                WARNING
+            } else {
+                PROBLEM
+            };
             if let Some(h) = hit.get_mut(line) {
-                *h = true;
+                *h |= bit;
             }
         }
         start += CHUNK;

@@ -2,7 +2,7 @@
 //! noise around the anchors looks like.
 
 use proptest::prelude::*;
-use toolgate_budget::{CompressOptions, compress_log};
+use toolgate_budget::{CompressOptions, LogCompressor, LogOptions, compress_log};
 
 use crate::support::{is_anchor, lost_anchors, shown_lines};
 
@@ -120,6 +120,38 @@ proptest! {
             prop_assert!(!c.text.contains('\x1b') && !c.text.contains('\r'));
             prop_assert_eq!(c.input_lines, text.lines().count());
         }
+    }
+
+    /// Issue 14: the whole-stream compressor, fed in pieces of any size and cutting the
+    /// stream into chunks of any size, never loses an anchor line while they fit the cap.
+    #[test]
+    fn the_stream_compressor_never_drops_an_anchor(
+        (log, planted) in log(),
+        // Longer than any generated line: a line longer than a chunk is cut (real chunks
+        // are 4 MiB).
+        chunk in 128usize..4_096,
+        piece in 1usize..600,
+    ) {
+        let mut compressor = LogCompressor::new(LogOptions {
+            cap_chars: usize::MAX,
+            chunk_bytes: chunk,
+            ..LogOptions::default()
+        });
+        for bytes in log.as_bytes().chunks(piece) {
+            compressor.push(bytes);
+        }
+        let c = compressor.finish();
+        let shown = crate::support::expand(&c.text);
+        let shown: std::collections::HashSet<&str> = shown.lines().collect();
+        for anchor in &planted {
+            prop_assert!(shown.contains(anchor.as_str()), "lost {:?}\n{}", anchor, c.text);
+        }
+        for line in log.lines().filter(|l| crate::support::is_anchor(l)) {
+            let line = crate::support::strip_ansi(line);
+            prop_assert!(shown.contains(line.trim_end()) || shown.contains(line.as_str()), "lost anchor {:?}\n{}", line, c.text);
+        }
+        prop_assert_eq!(c.anchors, c.anchors_shown);
+        prop_assert_eq!(c.input_lines, log.lines().count() as u64);
     }
 
     #[test]

@@ -115,7 +115,7 @@ async fn non_utf8_output_is_lossy_in_the_text_and_exact_on_disk() {
 }
 
 #[tokio::test]
-async fn failure_excerpt_keeps_the_last_error_line_of_a_long_log() {
+async fn a_failed_long_log_is_compressed_and_keeps_its_last_error_line() {
     let env = Env::new();
     let script = "for i in $(seq 1 60000); do echo \"compiling unit $i\"; done; \
                   echo 'error[E0308]: mismatched types at src/last.rs:42'; exit 101";
@@ -128,9 +128,10 @@ async fn failure_excerpt_keeps_the_last_error_line_of_a_long_log() {
         "{text}"
     );
     assert!(
-        text.contains("compiling unit 59999\n"),
-        "tail-biased: the end is shown"
+        text.contains("compiling unit 1 ×59999\ncompiling unit 60000\nerror[E0308]"),
+        "the whole stream was compressed: near-duplicates folded into one line, the last one before the error shown as itself: {text}"
     );
+    assert_eq!(field(&out, "stdout")["shown"], "log");
     assert!(
         !text.contains("compiling unit 30000\n"),
         "the middle is not"

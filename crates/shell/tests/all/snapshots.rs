@@ -58,7 +58,7 @@ fn tool_schemas() {
 async fn results_as_the_model_sees_them() {
     // A small excerpt keeps the snapshot readable; the shape is the same at 16,000.
     let env = Env::with_limits(ShellLimits {
-        excerpt_chars: 600,
+        inline_chars: 600,
         ..ShellLimits::default()
     });
     let mut shown = String::new();

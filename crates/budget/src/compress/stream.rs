@@ -1,0 +1,266 @@
+//! Compression over a whole stream in bounded memory (issue 14): the compressor sees
+//! everything a command printed, chunk by chunk as it arrives or from its spill file, keeps
+//! only the pieces it would show, and fits them to the result's size at the end.
+//!
+//! A chunk ends at a line break, so lines are never split unless one line alone outgrows a
+//! chunk. Context does not reach across chunk boundaries (one chunk is megabytes).
+
+use std::io::Read;
+use std::path::Path;
+use std::time::Instant;
+
+use super::classify::{self, Class};
+use super::fit::{self, Piece};
+use super::kind::{KindVotes, LogKind};
+use super::{CompressOptions, Ending, Log, clean, split_lines};
+
+/// Settings of [`LogCompressor`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogOptions {
+    /// How lines are kept and folded. `min_lines` and `min_savings` do not apply: a stream
+    /// compressor always produces its view.
+    pub compress: CompressOptions,
+    /// Most characters of the compressed log; past it, the least important lines are folded
+    /// (context, long traces' middles, captured chatter, warnings past the first few, then the
+    /// middle of the errors).
+    pub cap_chars: usize,
+    /// Bytes compressed at a time. Default 4 MiB.
+    pub chunk_bytes: usize,
+}
+
+impl Default for LogOptions {
+    fn default() -> Self {
+        Self {
+            compress: CompressOptions::default(),
+            cap_chars: 8_000,
+            chunk_bytes: 4 << 20,
+        }
+    }
+}
+
+/// A stream's compressed log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompressedLog {
+    /// The compressed text, ending with a newline (empty for an empty stream).
+    pub text: String,
+    /// The tool that printed it, when its lines show one.
+    pub kind: Option<LogKind>,
+    /// Bytes of the stream.
+    pub input_bytes: u64,
+    /// Lines of the stream (an unterminated last line counts).
+    pub input_lines: u64,
+    /// Anchor lines (problems, warnings, verdicts) in the stream.
+    pub anchors: u64,
+    /// Anchor lines whose text is shown; the others were folded to fit `cap_chars`, and each
+    /// fold says how many it holds.
+    pub anchors_shown: u64,
+}
+
+/// Compresses a stream fed in pieces of any size.
+#[derive(Debug)]
+pub struct LogCompressor {
+    options: LogOptions,
+    pending: Vec<u8>,
+    pieces: Vec<Piece>,
+    kept_chars: usize,
+    votes: KindVotes,
+    bytes: u64,
+    lines: u64,
+    last: Option<u8>,
+    anchors: u64,
+    folded: u64,
+}
+
+impl LogCompressor {
+    /// A compressor with `options`.
+    pub fn new(options: LogOptions) -> Self {
+        Self {
+            options,
+            pending: Vec::new(),
+            pieces: Vec::new(),
+            kept_chars: 0,
+            votes: KindVotes::default(),
+            bytes: 0,
+            lines: 0,
+            last: None,
+            anchors: 0,
+            folded: 0,
+        }
+    }
+
+    /// Feeds the next bytes of the stream.
+    pub fn push(&mut self, data: &[u8]) {
+        self.bytes += data.len() as u64;
+        self.lines += memchr::memchr_iter(b'\n', data).count() as u64;
+        if let Some(&b) = data.last() {
+            self.last = Some(b);
+        }
+        self.pending.extend_from_slice(data);
+        let chunk = self.options.chunk_bytes.max(1);
+        // Strictly more than a chunk: the stream's last bytes always stay for `finish`,
+        // which keeps how the log ends.
+        while self.pending.len() > chunk {
+            // Up to the last line break of the chunk; a longer line is cut at the chunk.
+            let end = memchr::memrchr(b'\n', &self.pending[..chunk]).map_or(chunk, |nl| nl + 1);
+            let rest = self.pending.split_off(end);
+            let done = std::mem::replace(&mut self.pending, rest);
+            self.compress_chunk(&done, Ending::Chunk);
+        }
+    }
+
+    /// The compressed log of everything fed.
+    pub fn finish(mut self) -> CompressedLog {
+        let rest = std::mem::take(&mut self.pending);
+        if !rest.is_empty() {
+            self.compress_chunk(&rest, Ending::Kept);
+        }
+        let (pieces, fitted) = fit::fit(std::mem::take(&mut self.pieces), self.options.cap_chars);
+        self.folded += fitted.anchors_folded as u64;
+        CompressedLog {
+            text: fit::render(&pieces),
+            kind: self.votes.kind(),
+            input_bytes: self.bytes,
+            input_lines: self.lines + u64::from(self.last.is_some_and(|b| b != b'\n')),
+            anchors: self.anchors,
+            anchors_shown: self.anchors.saturating_sub(self.folded),
+        }
+    }
+
+    fn compress_chunk(&mut self, bytes: &[u8], ending: Ending) {
+        let text = String::from_utf8_lossy(bytes);
+        // Line-start signatures need the line break before the first line.
+        if self.votes.kind().is_none() || self.bytes <= bytes.len() as u64 {
+            self.votes.scan(&format!(
+                "\n{}",
+                text.get(..256.min(text.len())).unwrap_or("")
+            ));
+        }
+        self.votes.scan(&text);
+        let clean = clean::clean(&text);
+        let lines = split_lines(&clean);
+        let Some(classified) = classify::classify_ranked(&clean, &lines) else {
+            // No matcher: show the chunk's lines as they are, so nothing is hidden silently.
+            self.pieces.extend(lines.iter().map(|l| Piece {
+                text: (*l).to_owned(),
+                kind: fit::PieceKind::Noise,
+                lines: 1,
+                anchors: 0,
+            }));
+            return;
+        };
+        self.anchors += classified
+            .classes
+            .iter()
+            .filter(|c| **c == Class::Anchor)
+            .count() as u64;
+        let mut log = Log {
+            lines: &lines,
+            classes: &classified.classes,
+            ranks: &classified.ranks,
+            pinned: &classified.pinned,
+            signatures: vec![0; lines.len()],
+        };
+        let keep = log.keep(self.options.compress.context, ending);
+        let before = self.pieces.len();
+        log.pieces(
+            &keep,
+            self.options.compress.min_fold.max(1),
+            &mut self.pieces,
+        );
+        self.kept_chars += fit::size(&self.pieces[before..]);
+        // Bounded memory whatever the stream holds: past 16 caps, fit what is kept so far
+        // to 4 caps (the first and last lines stay; the final fit decides the rest).
+        let bound = self.options.cap_chars.saturating_mul(16).max(1 << 20);
+        if self.kept_chars > bound {
+            let (pieces, fitted) = fit::fit(
+                std::mem::take(&mut self.pieces),
+                self.options.cap_chars.saturating_mul(4),
+            );
+            self.folded += fitted.anchors_folded as u64;
+            self.kept_chars = fit::size(&pieces);
+            self.pieces = pieces;
+        }
+    }
+}
+
+/// Compresses the file at `path` (a spill file) in bounded memory. `None` when `deadline`
+/// passed first: the caller shows an excerpt instead.
+pub fn compress_file(
+    path: &Path,
+    options: LogOptions,
+    deadline: Option<Instant>,
+) -> std::io::Result<Option<CompressedLog>> {
+    let mut file = fs_err::File::open(path)?;
+    let mut compressor = LogCompressor::new(options);
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        compressor.push(&buf[..n]);
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(None);
+        }
+    }
+    Ok(Some(compressor.finish()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(log: &str, chunk: usize, cap: usize) -> CompressedLog {
+        let mut c = LogCompressor::new(LogOptions {
+            cap_chars: cap,
+            chunk_bytes: chunk,
+            ..LogOptions::default()
+        });
+        for piece in log.as_bytes().chunks(7) {
+            c.push(piece);
+        }
+        c.finish()
+    }
+
+    #[test]
+    fn chunk_size_does_not_lose_anchors_or_counts() {
+        let mut log: String = (0..5_000)
+            .map(|i| format!("test m::case_{i} ... ok\n"))
+            .collect();
+        let at = log[40_000..].find('\n').unwrap() + 40_001;
+        log.insert_str(at, "error: something broke here\n");
+        log.push_str("test result: FAILED. 4999 passed; 1 failed\n");
+        for chunk in [64, 1_000, 1 << 20] {
+            let c = run(&log, chunk, 100_000);
+            assert!(c.text.contains("error: something broke here\n"), "{chunk}");
+            assert!(
+                c.text
+                    .ends_with("test result: FAILED. 4999 passed; 1 failed\n")
+            );
+            assert_eq!(c.input_lines, 5_002);
+            assert_eq!(c.input_bytes, log.len() as u64);
+            assert_eq!(c.anchors, c.anchors_shown);
+            assert_eq!(c.kind, Some(LogKind::CargoTest));
+            assert!(c.text.len() < 2_000, "{chunk}: {}", c.text.len());
+        }
+    }
+
+    #[test]
+    fn the_cap_holds_and_the_folds_say_what_they_hold() {
+        let log: String = (0..20_000)
+            .map(|i| format!("error: failure number {i}\n"))
+            .collect();
+        let c = run(&log, 50_000, 4_000);
+        assert!(
+            c.text.chars().count() <= 4_000,
+            "{}",
+            c.text.chars().count()
+        );
+        assert!(c.text.starts_with("error: failure number 0\n"));
+        assert!(c.text.ends_with("error: failure number 19999\n"));
+        let folded = c.anchors - c.anchors_shown;
+        assert!(c.text.contains(&format!("{folded} of them")), "{}", c.text);
+    }
+}
