@@ -60,7 +60,11 @@ pub(crate) fn views(
     sizes: StreamSizes,
     deadline: Option<Instant>,
 ) -> [View; 2] {
-    let whole = streams.map(|c| whole_text(c, sizes.inline_chars));
+    let binary = streams.map(binary_note);
+    let whole = [0, 1].map(|i| match binary[i] {
+        Some(_) => None,
+        None => whole_text(streams[i], sizes.inline_chars),
+    });
     let whole_chars: usize = whole.iter().flatten().map(|t| t.chars().count()).sum();
     let cut = streams
         .iter()
@@ -75,10 +79,71 @@ pub(crate) fn views(
     let log_chars = room.max(sizes.excerpt_chars);
     let [out, err] = streams;
     let [out_whole, err_whole] = whole;
+    let [out_binary, err_binary] = binary;
     [
-        view(out, out_whole, failed, sizes, log_chars, deadline),
-        view(err, err_whole, failed, sizes, log_chars, deadline),
+        out_binary.map_or_else(
+            || view(out, out_whole, failed, sizes, log_chars, deadline),
+            View::Excerpt,
+        ),
+        err_binary.map_or_else(
+            || view(err, err_whole, failed, sizes, log_chars, deadline),
+            View::Excerpt,
+        ),
     ]
+}
+
+/// Bytes of the start of a stream looked at to tell binary from text.
+const SNIFF_BYTES: usize = 8 * 1024;
+
+/// A short note in place of a stream that is binary (a NUL byte, or mostly bytes that are
+/// neither text nor valid UTF-8, in its first 8 KiB): its size, a hex preview and the
+/// printable strings in it — never thousands of `\u0000` characters for the model.
+fn binary_note(c: &Captured) -> Option<String> {
+    let start = &c.head[..c.head.len().min(SNIFF_BYTES)];
+    if start.is_empty() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(start);
+    let odd = text
+        .chars()
+        .filter(|&ch| {
+            ch == '\u{FFFD}' || (ch.is_control() && !matches!(ch, '\n' | '\r' | '\t' | '\u{1b}'))
+        })
+        .count();
+    if !start.contains(&0) && odd * 10 < text.chars().count() * 3 {
+        return None;
+    }
+    let hex: Vec<String> = start.iter().take(32).map(|b| format!("{b:02x}")).collect();
+    let mut strings: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for &b in start {
+        if b.is_ascii_graphic() || b == b' ' {
+            current.push(char::from(b));
+            continue;
+        }
+        if current.len() >= 4 && strings.len() < 8 {
+            strings.push(std::mem::take(&mut current));
+        }
+        current.clear();
+    }
+    if current.len() >= 4 && strings.len() < 8 {
+        strings.push(current);
+    }
+    let strings = if strings.is_empty() {
+        "none".to_owned()
+    } else {
+        strings
+            .iter()
+            .map(|s| format!("{:?}", s.chars().take(60).collect::<String>()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Some(format!(
+        "[binary output: {} bytes, not shown as text. First bytes (hex): {}{}. Printable strings near the start: {strings}. To look inside, run e.g. `… | xxd | head -50` or `… | strings | head -50`.]",
+        crate::clean::group(c.total),
+        hex.join(" "),
+        if start.len() > 32 { " …" } else { "" },
+    ))
 }
 
 /// The cleaned stream when it is in memory and within `inline_chars`.

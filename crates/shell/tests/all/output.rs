@@ -253,3 +253,37 @@ async fn arguments_are_checked() {
         out.text
     );
 }
+
+#[tokio::test]
+async fn binary_output_is_a_short_note_with_a_pointer_not_nul_characters() {
+    // Regression: 2 GB of zeros reached the model as 16,000 `\u0000` characters.
+    let env = Env::new();
+    let out = env
+        .sh("head -c 3000000 /dev/zero; printf 'ELF\\001header text\\000\\002' >&2")
+        .await;
+    assert!(!out.is_error, "{}", out.text);
+    assert!(!out.text.contains('\0'), "no NUL reaches the model");
+    assert!(
+        out.text.contains(
+            "[binary output: 3,000,000 bytes, not shown as text. First bytes (hex): 00 00"
+        ),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text.contains("\"header text\""),
+        "strings of stderr: {}",
+        out.text
+    );
+    assert!(out.text.len() < 2_500, "{} chars", out.text.len());
+    let path = field(&out, "stdout")["path"].as_str().unwrap().to_owned();
+    assert_eq!(
+        fs_err::metadata(path).unwrap().len(),
+        3_000_000,
+        "verbatim on disk"
+    );
+    // Text with a few odd bytes is still text.
+    let out = env.sh("printf 'caf\\351 ol\\351\\n'").await;
+    assert!(out.text.contains("caf"), "{}", out.text);
+    assert!(!out.text.contains("binary output"), "{}", out.text);
+}
