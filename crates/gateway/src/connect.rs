@@ -239,7 +239,7 @@ pub(crate) fn spawn_stdio(
         });
     }
     Ok(Spawned {
-        stdout: Tap::new(stdout, Arc::clone(diag)),
+        stdout: Tap::new(stdout, Arc::clone(diag)).ending_with(pgid),
         stdin,
         guard: ChildGuard {
             child,
@@ -276,6 +276,14 @@ fn die_with_parent(cmd: &mut tokio::process::Command) {
 #[cfg(not(target_os = "linux"))]
 fn die_with_parent(_cmd: &mut tokio::process::Command) {}
 
+/// Registers `fd` with the reactor, for readiness only.
+#[allow(unsafe_code)]
+fn watch_fd(fd: std::os::fd::OwnedFd) -> Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>> {
+    // SAFETY: an `OwnedFd` stays open and refers to the same file description until it is
+    // dropped, which only happens when the `AsyncFd` holding it is dropped.
+    unsafe { tokio::io::unix::AsyncFd::register(fd) }.ok()
+}
+
 /// Reads a server's stdout unchanged, noting every line that does not start like a
 /// JSON-RPC message (rmcp skips such lines silently; a failure message should not).
 pub(crate) struct Tap<R> {
@@ -283,6 +291,9 @@ pub(crate) struct Tap<R> {
     diag: Arc<Diagnostics>,
     state: LineState,
     sample: Vec<u8>,
+    /// Readable once the server process has exited (a pidfd): then the stream ends as soon
+    /// as nothing is left to read, even when a child of the server still holds the pipe.
+    exited: Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -302,7 +313,20 @@ impl<R> Tap<R> {
             diag,
             state: LineState::Start,
             sample: Vec::new(),
+            exited: None,
         }
+    }
+
+    /// Ends the stream when process `pid` exits, whatever else holds the pipe. Without a
+    /// pidfd (Linux < 5.3) the stream ends at the pipe's end, as before.
+    fn ending_with(mut self, pid: Option<Pid>) -> Self {
+        let pidfd = pid
+            .and_then(|pid| rustix::process::Pid::from_raw(pid.as_raw()))
+            .and_then(|pid| {
+                rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::NONBLOCK).ok()
+            });
+        self.exited = pidfd.and_then(watch_fd);
+        self
     }
 
     fn scan(&mut self, bytes: &[u8]) {
@@ -343,6 +367,14 @@ impl<R: AsyncRead + Unpin> AsyncRead for Tap<R> {
         if let Poll::Ready(Ok(())) = &poll {
             let fresh = buf.filled()[before..].to_vec();
             self.scan(&fresh);
+        }
+        if poll.is_pending()
+            && let Some(exited) = &self.exited
+            && exited.poll_read_ready(cx).is_ready()
+        {
+            // The server is gone and has nothing more to say: end of stream, so the crash
+            // is seen now, not when a lingering child of the server closes the pipe.
+            return Poll::Ready(Ok(()));
         }
         poll
     }

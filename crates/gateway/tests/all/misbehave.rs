@@ -153,6 +153,53 @@ async fn a_server_that_exits_mid_call_fails_the_call_at_once_and_restarts_on_nex
     rig.finish().await;
 }
 
+/// Kills every process whose command line is `sleep MARKER` (a test's setsid orphan).
+fn kill_sleepers(marker: &str) -> usize {
+    let mut killed = 0;
+    for entry in fs_err::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = fs_err::read(entry.path().join("cmdline")).unwrap_or_default();
+        if cmdline == format!("sleep\0{marker}\0").as_bytes() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            killed += 1;
+        }
+    }
+    killed
+}
+
+#[tokio::test]
+async fn a_crash_is_seen_when_the_server_exits_even_if_its_child_holds_the_pipe() {
+    // Regression: with a `setsid` child holding the server's stdout, the crash went unseen:
+    // every later call timed out and the server was never restarted.
+    let rig = setup().fake("orphaner", &["normal"]).build();
+    rig.gateway.start_all().await;
+    let marker = format!("30.{}", std::process::id());
+    let out = rig
+        .call("mcp__orphaner__boom_orphan", json!({"marker": &marker}))
+        .await;
+    assert!(out.is_error);
+    assert!(
+        out.text
+            .contains("MCP server `orphaner` stopped while `boom_orphan` was running"),
+        "{}",
+        out.text
+    );
+    let out = rig
+        .call("mcp__orphaner__ok", json!({"message": "back"}))
+        .await;
+    assert!(!out.is_error, "restarted on the next call: {}", out.text);
+    assert_eq!(out.text, "back");
+    // The orphan itself is a containment matter (it left the process group); here it only
+    // had to hold the pipe.
+    assert_eq!(kill_sleepers(&marker), 1, "the orphan held the pipe");
+    rig.finish().await;
+}
+
 #[tokio::test]
 async fn a_thousand_tools_over_ten_pages_are_all_mounted() {
     let rig = setup().fake("many", &["many", "1000", "100"]).build();

@@ -2,7 +2,8 @@
 //! gateway's tests. Raw JSON-RPC lines, no SDK, so every misbehaviour is easy to script.
 //!
 //! `fake_server MODE [ARGS]`:
-//! - `normal`: tools `ok` (echo), `boom` (exits with status 3 mid-call), `sleep {ms}`
+//! - `normal`: tools `ok` (echo), `boom` (exits with status 3 mid-call), `boom_orphan`
+//!   (exits mid-call leaving a `setsid` child that holds stdout), `sleep {ms}`
 //!   (records `notifications/cancelled`), `big {chars}`, `bump` (replaces its tools and
 //!   sends `notifications/tools/list_changed`), `image`.
 //! - `hang-init`: starts a `sleep` grandchild in its process group, then never answers.
@@ -66,6 +67,12 @@ fn normal_tools(bumped: bool) -> Vec<Value> {
             true,
         ),
         tool("boom", "Exits in the middle of the call.", json!({}), false),
+        tool(
+            "boom_orphan",
+            "Starts a setsid child that keeps stdout open, then exits mid-call.",
+            json!({"marker": {"type": "string"}}),
+            false,
+        ),
         tool(
             "sleep",
             "Sleeps for ms milliseconds.",
@@ -153,6 +160,18 @@ fn main() {
                 match name.as_str() {
                     "boom" => {
                         eprintln!("about to crash on purpose");
+                        std::process::exit(3);
+                    }
+                    "boom_orphan" => {
+                        // The child inherits stdout (and leaves the process group), so the
+                        // pipe stays open after this process is gone.
+                        let marker = arguments["marker"].as_str().unwrap_or("30.5").to_owned();
+                        let _ = std::process::Command::new("setsid")
+                            .args(["sleep", &marker])
+                            .spawn();
+                        // Let it leave the process group before this process is gone.
+                        std::thread::sleep(Duration::from_millis(300));
+                        eprintln!("about to crash on purpose, leaving a child behind");
                         std::process::exit(3);
                     }
                     "sleep" => {
