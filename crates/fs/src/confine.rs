@@ -341,6 +341,12 @@ impl Roots {
         })
     }
 
+    /// Resolves `input` to an existing folder inside the roots (checked through its root's
+    /// descriptor). For callers that must hand a path on, such as a shell's working folder.
+    pub fn resolve_dir(&self, input: &str) -> Result<PathBuf, PathError> {
+        self.open_dir(input).map(|(_, located)| located.real)
+    }
+
     /// Opens an existing folder inside the roots for reading its entries.
     pub(crate) fn open_dir(&self, input: &str) -> Result<(OwnedFd, Located), PathError> {
         match self.open_tree(input, false)? {
