@@ -72,6 +72,17 @@ pub enum PathError {
         /// `FIFO`, `socket`, `device`, `directory`.
         kind: &'static str,
     },
+    /// A control file of toolgate or another agent tool, which tools may not change unless
+    /// the user's config allows it.
+    #[error(
+        "`{path}` is a control file ({rule}): it configures toolgate or another agent tool, so write_file and edit_file may not change it — a model must not loosen its own rules. Ask the user; they can allow it with `permissions.allow_control_files = true` in their user config (~/.config/toolgate/config.toml)"
+    )]
+    Protected {
+        /// As given.
+        path: String,
+        /// Which rule matched: `.toolgate/`, `.mcp.json`, …
+        rule: &'static str,
+    },
     /// Writing is not allowed there (a read-only root such as the spill folder).
     #[error("`{path}` is in a read-only location; write under the project roots instead")]
     ReadOnly {
@@ -109,6 +120,17 @@ struct RootDir {
 pub struct Roots {
     roots: Vec<RootDir>,
     read_only: Vec<PathBuf>,
+    control_files: ControlFiles,
+}
+
+/// Whether tools may write toolgate's and its peers' control files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ControlFiles {
+    /// Refused (the default).
+    #[default]
+    Protected,
+    /// Allowed (`permissions.allow_control_files = true` in the user's config).
+    Writable,
 }
 
 /// A resolved path: the descriptor of the folder it lies in and the real path below it.
@@ -182,7 +204,14 @@ impl Roots {
         Ok(Self {
             roots,
             read_only: Vec::new(),
+            control_files: ControlFiles::Protected,
         })
+    }
+
+    /// Sets whether tools may write control files (default: [`ControlFiles::Protected`]).
+    pub fn with_control_files(mut self, control_files: ControlFiles) -> Self {
+        self.control_files = control_files;
+        self
     }
 
     /// Adds a folder that may be read but not written (the spill store). It need not exist
@@ -240,7 +269,18 @@ impl Roots {
             Access::Write if in_read_only => Err(PathError::ReadOnly {
                 path: input.to_owned(),
             }),
-            Access::Write if in_roots => Ok(real),
+            Access::Write if in_roots => {
+                if self.control_files == ControlFiles::Protected {
+                    let root = self.roots.iter().find(|r| real.starts_with(&r.path));
+                    if let Some(rule) = root.and_then(|r| control_file(&below(&real, &r.path))) {
+                        return Err(PathError::Protected {
+                            path: input.to_owned(),
+                            rule,
+                        });
+                    }
+                }
+                Ok(real)
+            }
             _ => Err(PathError::Outside {
                 path: input.to_owned(),
                 real: real.to_string_lossy().into_owned(),
@@ -521,6 +561,45 @@ fn reopen(
         return Ok(None);
     }
     Ok(Some((file, meta)))
+}
+
+/// The control-file rule `rel` (a real path below a root) falls under, at any depth:
+/// `.toolgate/`, `.mcp.json`, `.claude/settings*.json`, `.codex/`, `.cursor/mcp.json`.
+/// Names compare without ASCII case, as case-insensitive file systems would.
+fn control_file(rel: &Path) -> Option<&'static str> {
+    let parts: Vec<&str> = rel
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(p) => p.to_str(),
+            _ => None,
+        })
+        .collect();
+    let is = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+    for (i, part) in parts.iter().enumerate() {
+        let next = parts.get(i + 1).copied();
+        let last = i + 1 == parts.len();
+        if is(part, ".toolgate") {
+            return Some(".toolgate/");
+        }
+        if is(part, ".codex") {
+            return Some(".codex/");
+        }
+        if last && is(part, ".mcp.json") {
+            return Some(".mcp.json");
+        }
+        let lower = next.map(str::to_ascii_lowercase).unwrap_or_default();
+        if is(part, ".claude")
+            && i + 2 == parts.len()
+            && lower.starts_with("settings")
+            && lower.ends_with(".json")
+        {
+            return Some(".claude/settings*.json");
+        }
+        if is(part, ".cursor") && i + 2 == parts.len() && lower == "mcp.json" {
+            return Some(".cursor/mcp.json");
+        }
+    }
+    None
 }
 
 /// `real` below `base` (which contains it).
