@@ -394,6 +394,27 @@ impl Loaded {
         if let Ok(value) = self.figment.extract::<FValue>() {
             self.walk("", &value, &mut out);
         }
+        // The project layer's rules are not merged: they only tighten.
+        let project = &self.config.project_permissions;
+        let source = self.config.project_dir.as_ref().map_or_else(
+            || "project config".to_owned(),
+            |d| {
+                format!(
+                    "{} (tighten-only)",
+                    d.join(".toolgate/config.toml").display()
+                )
+            },
+        );
+        for (list, rules) in [
+            ("allow", &project.allow),
+            ("ask", &project.ask),
+            ("deny", &project.deny),
+        ] {
+            if !rules.is_empty() {
+                let shown = serde_json::to_string(rules).unwrap_or_default();
+                out.push((format!("project.permissions.{list}"), shown, source.clone()));
+            }
+        }
         out
     }
 
