@@ -72,21 +72,22 @@ class Session:
 
 
 def project(servers):
-    """A temporary project whose .toolgate/config.toml mounts `servers`."""
+    """A temporary project whose user config (`<d>/.user-config`, see env()) mounts
+    `servers`: servers from a project file would need `toolgate mcp trust` first."""
     d = tempfile.mkdtemp(prefix="tg-gw-bench-")
-    os.makedirs(os.path.join(d, ".toolgate"))
+    os.makedirs(os.path.join(d, ".user-config", "toolgate"))
     lines = ["[mcp]", "import = false", ""]
     for name, (command, args) in servers.items():
         lines += [f"[mcp_servers.{name}]", f"command = {json.dumps(command)}",
                   f"args = {json.dumps(args)}", ""]
-    with open(os.path.join(d, ".toolgate/config.toml"), "w") as f:
+    with open(os.path.join(d, ".user-config/toolgate/config.toml"), "w") as f:
         f.write("\n".join(lines))
     return d
 
 
-def env():
+def env(cwd=None):
     e = dict(os.environ)
-    e["XDG_CONFIG_HOME"] = "/nonexistent-toolgate-bench"
+    e["XDG_CONFIG_HOME"] = os.path.join(cwd, ".user-config") if cwd else "/nonexistent-toolgate-bench"
     e.pop("RUST_LOG", None)
     return e
 
@@ -94,7 +95,7 @@ def env():
 def first_list(cwd, runs):
     times = []
     for _ in range(runs):
-        s = Session([TOOLGATE, "serve"], cwd, env())
+        s = Session([TOOLGATE, "serve"], cwd, env(cwd))
         s.initialize()
         s.request("tools/list", {})
         times.append(time.perf_counter() - s.t0)
@@ -162,14 +163,14 @@ def main():
     direct.close()
     print(f"   direct (stdio)            {d_med:8.0f} us / {d_p99:.0f} us")
     mounted = project({"everything": (NODE, [EVERYTHING, "stdio"])})
-    via = Session([TOOLGATE, "serve", "--disclosure", "off"], mounted, env())
+    via = Session([TOOLGATE, "serve", "--disclosure", "off"], mounted, env(mounted))
     via.initialize()
     wait_for_tool(via, "mcp__everything__echo")
     round_trips(via, "mcp__everything__echo", 20)
     g_med, g_p99 = round_trips(via, "mcp__everything__echo", a.calls)
     via.close()
     print(f"   through toolgate serve    {g_med:8.0f} us / {g_p99:.0f} us   (--disclosure off)")
-    via = Session([TOOLGATE, "serve"], mounted, env())
+    via = Session([TOOLGATE, "serve"], mounted, env(mounted))
     via.initialize()
     wait_for_tool(via, "mcp__everything__echo")
     round_trips(via, "mcp__everything__echo", 20, via_run_tool=True)

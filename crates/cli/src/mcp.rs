@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use toolgate_config::Runtime;
 use toolgate_core::{Protocol, render_tools};
-use toolgate_gateway::{ServerState, ServerStatus};
+use toolgate_gateway::{ServerSpec, ServerState, ServerStatus, TrustStore};
 
 /// `toolgate mcp …`.
 #[derive(Debug, Subcommand)]
@@ -17,6 +17,19 @@ pub enum McpCommand {
     List(ListArgs),
     /// Start one MCP server and list the tools it contributes.
     Tools(ServerToolsArgs),
+    /// Trust MCP servers defined by this project's files (`.mcp.json`,
+    /// `.claude/settings.json`, `.toolgate/config.toml`) so that they may start. Records
+    /// each server's name and a fingerprint of its command, args and env in your user config
+    /// folder; a server whose command changes needs trusting again.
+    Trust(TrustArgs),
+}
+
+/// Arguments of `toolgate mcp trust`.
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// Servers to trust, as `toolgate mcp list` names them (default: every server defined
+    /// by the project's files).
+    names: Vec<String>,
 }
 
 /// Arguments of `toolgate mcp list`.
@@ -41,6 +54,7 @@ pub async fn run(runtime: &Runtime, command: McpCommand) -> ExitCode {
     let code = match command {
         McpCommand::List(args) => list(runtime, &args).await,
         McpCommand::Tools(args) => tools(runtime, &args).await,
+        McpCommand::Trust(args) => trust(runtime, &args),
     };
     runtime.gateway.shutdown().await;
     code
@@ -76,6 +90,67 @@ async fn list(runtime: &Runtime, args: &ListArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+fn trust(runtime: &Runtime, args: &TrustArgs) -> ExitCode {
+    let project = runtime.roots.primary();
+    let candidates: Vec<&ServerSpec> = runtime
+        .gateway
+        .servers()
+        .filter(|s| s.trust.is_project())
+        .collect();
+    for name in &args.names {
+        if !candidates.iter().any(|s| s.name == *name) {
+            let user_level = runtime.gateway.servers().any(|s| s.name == *name);
+            if user_level {
+                eprintln!("toolgate: `{name}` is defined in a user-level file and needs no trust");
+            } else {
+                let known: Vec<&str> = candidates.iter().map(|s| s.name.as_str()).collect();
+                eprintln!(
+                    "toolgate: no MCP server named `{name}` is defined by this project's files (project servers: {})",
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                );
+            }
+            return ExitCode::from(crate::USAGE_ERROR);
+        }
+    }
+    let chosen: Vec<&ServerSpec> = candidates
+        .into_iter()
+        .filter(|s| args.names.is_empty() || args.names.contains(&s.name))
+        .collect();
+    if chosen.is_empty() {
+        eprintln!(
+            "toolgate: this project's files define no MCP servers; nothing to trust (servers from your user config need no trust)"
+        );
+        return ExitCode::SUCCESS;
+    }
+    let mut store = match TrustStore::load(runtime.config.trust_file.clone()) {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("toolgate: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for spec in &chosen {
+        store.trust(project, spec);
+    }
+    if let Err(e) = store.save() {
+        eprintln!("toolgate: {e}");
+        return ExitCode::FAILURE;
+    }
+    for spec in &chosen {
+        println!(
+            "trusted {}  {}  ({})",
+            spec.name,
+            toolgate_gateway::describe_transport(&spec.transport),
+            spec.source
+        );
+    }
+    ExitCode::SUCCESS
+}
+
 async fn tools(runtime: &Runtime, args: &ServerToolsArgs) -> ExitCode {
     let names: Vec<String> = runtime.gateway.servers().map(|s| s.name.clone()).collect();
     if !names.contains(&args.name) {
@@ -100,6 +175,13 @@ async fn tools(runtime: &Runtime, args: &ServerToolsArgs) -> ExitCode {
     match status.as_ref().map(|s| &s.state) {
         Some(ServerState::Disabled) => {
             eprintln!("toolgate: `{}` is disabled (enabled = false)", args.name);
+            return ExitCode::FAILURE;
+        }
+        Some(ServerState::Untrusted(command)) => {
+            eprintln!(
+                "toolgate: `{}` is defined by a project file and not trusted, so it was not started; check its command with `toolgate mcp list`, then run `{command}`",
+                args.name
+            );
             return ExitCode::FAILURE;
         }
         Some(ServerState::Failed(reason)) if tools.is_empty() => {
@@ -135,6 +217,7 @@ fn state_word(state: &ServerState) -> &'static str {
         ServerState::Starting => "starting",
         ServerState::Ready => "ready",
         ServerState::Failed(_) => "failed",
+        ServerState::Untrusted(_) => "untrusted",
         _ => "unknown",
     }
 }
@@ -173,6 +256,12 @@ fn table(status: &[ServerStatus]) -> String {
         if let ServerState::Failed(reason) = &s.state {
             out.push_str(&format!("{:<name_w$}  reason: {reason}\n", ""));
         }
+        if let ServerState::Untrusted(command) = &s.state {
+            out.push_str(&format!(
+                "{:<name_w$}  not started: defined by a project file and not trusted (or changed since); check the command above, then run `{command}`\n",
+                ""
+            ));
+        }
         for note in &s.notes {
             out.push_str(&format!("{:<name_w$}  note: {note}\n", ""));
         }
@@ -192,6 +281,12 @@ fn status_json(s: &ServerStatus) -> Value {
     });
     if let ServerState::Failed(reason) = &s.state {
         v["reason"] = json!(reason);
+    }
+    if let ServerState::Untrusted(command) = &s.state {
+        v["reason"] = json!(format!(
+            "defined by a project file and not trusted (or changed since it was trusted); check its command, then run `{command}`"
+        ));
+        v["trust_command"] = json!(command);
     }
     v
 }

@@ -9,8 +9,8 @@ use toolgate_core::disclosure::SessionFacts;
 use toolgate_core::{
     Disclosure, DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope, StaticProvider,
 };
-use toolgate_fs::Roots;
-use toolgate_gateway::{Gateway, GatewayLimits, ImportOptions, discover};
+use toolgate_fs::{ControlFiles, Roots};
+use toolgate_gateway::{Gateway, GatewayLimits, ImportOptions, TrustStore, discover};
 
 use crate::load::{Config, ConfigError};
 
@@ -44,10 +44,17 @@ impl Runtime {
         } else {
             config.roots.iter().map(|r| cwd.join(r)).collect()
         };
-        let roots = Roots::new(&dirs).map_err(|e| ConfigError::Invalid(format!("roots: {e}")))?;
+        let control_files = match config.permissions.allow_control_files {
+            true => ControlFiles::Writable,
+            false => ControlFiles::Protected,
+        };
+        let roots = Roots::new(&dirs)
+            .map_err(|e| ConfigError::Invalid(format!("roots: {e}")))?
+            .with_control_files(control_files);
         // The spill store: under the first root unless configured elsewhere; readable through
         // read_file wherever it is, writable by no tool.
         let spill_dir = roots.primary().join(&config.budget.spill_dir);
+        check_spill_dir(&roots, &spill_dir)?;
         let roots = Arc::new(roots.with_read_only(&spill_dir));
         let spill = Arc::new(SpillStore::new(spill_dir, config.budget.spill_quota_bytes));
         let budget = Arc::new(Budget::new(
@@ -61,7 +68,21 @@ impl Runtime {
             &config.permissions.deny,
         )
         .map_err(|e| ConfigError::Invalid(format!("permissions: {e}")))?;
+        // The project layer's rules can only make a decision stricter.
+        let project = &config.project_permissions;
+        let project_policy = Policy::from_lists(&project.allow, &project.ask, &project.deny)
+            .map_err(|e| ConfigError::Invalid(format!("project permissions: {e}")))?;
+        let policy = policy.tightened_by("project config", project_policy);
         let registry = Arc::new(Registry::new());
+        // Station 4: a denied tool is not shown (tools/list, `toolgate tools`, search_tool);
+        // a call by name still reaches the dispatcher, which answers with the denial.
+        let visible = policy.clone();
+        registry.set_visibility(Arc::new(move |tool: &dyn toolgate_core::DynTool| {
+            visible
+                .decide(&tool.spec().name, &tool.meta().action)
+                .decision
+                != toolgate_core::Decision::Deny
+        }));
         let mut builtins = toolgate_fs::builtin_fs_tools_with(
             Arc::clone(&roots),
             toolgate_fs::FsLimits {
@@ -120,8 +141,13 @@ fn mount_servers(
     project_dir: &Path,
     registry: &Arc<Registry>,
 ) -> Result<Arc<Gateway>, ConfigError> {
-    let options = ImportOptions::standard(project_dir.to_path_buf(), config.mcp.import);
-    let discovered = discover(&config.mcp_servers, &config.mcp_sources, &options);
+    let mut options = ImportOptions::standard(project_dir.to_path_buf(), config.mcp.import);
+    options.project_servers = config.project_servers.clone();
+    let mut discovered = discover(&config.mcp_servers, &config.mcp_sources, &options);
+    // Servers from project files start only once the user trusted them.
+    let trust = TrustStore::load(config.trust_file.clone())
+        .map_err(|e| ConfigError::Invalid(format!("trusted MCP servers: {e}")))?;
+    trust.apply(project_dir, &mut discovered);
     let limits = GatewayLimits {
         max_list_pages: config.mcp.max_list_pages,
         max_tools_per_server: config.mcp.max_tools_per_server,
@@ -130,4 +156,43 @@ fn mount_servers(
     Gateway::new(discovered, limits, registry)
         .map(Arc::new)
         .map_err(|e| ConfigError::Invalid(format!("mcp_servers: {e}")))
+}
+
+/// Refuses a spill folder inside a root with a symlink anywhere between the root and it
+/// (a repository shipping `.toolgate/spill -> /somewhere` would make `/somewhere` readable
+/// and receive the spill files). The store itself is opened through a descriptor that
+/// refuses symlinks (`Roots::with_read_only`); this gives the clear error at start-up.
+fn check_spill_dir(roots: &Roots, spill_dir: &Path) -> Result<(), ConfigError> {
+    for root in roots.roots() {
+        let Ok(rel) = spill_dir.strip_prefix(&root) else {
+            continue;
+        };
+        let mut at = root.clone();
+        for part in rel.components() {
+            at.push(part);
+            match fs_err::symlink_metadata(&at) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    let target = fs_err::read_link(&at)
+                        .map(|t| t.display().to_string())
+                        .unwrap_or_else(|_| "?".to_owned());
+                    return Err(ConfigError::Invalid(format!(
+                        "the spill folder `{}` goes through the symlink `{}` (-> `{target}`); toolgate writes over-budget outputs there and lets read_file read it, so it must be a real folder inside the project: remove the link (`rm {}`), or set budget.spill_dir in your user config",
+                        spill_dir.display(),
+                        at.display(),
+                        at.display()
+                    )));
+                }
+                Ok(meta) if !meta.is_dir() => {
+                    return Err(ConfigError::Invalid(format!(
+                        "the spill folder `{}` cannot be created: `{}` is a file; remove it or set budget.spill_dir",
+                        spill_dir.display(),
+                        at.display()
+                    )));
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    }
+    Ok(())
 }

@@ -10,6 +10,7 @@
 
 mod assemble;
 mod load;
+mod project;
 
 pub use assemble::Runtime;
 pub use load::{

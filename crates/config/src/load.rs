@@ -1,6 +1,6 @@
 //! Loading and merging the layers with figment.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use figment::Figment;
@@ -11,6 +11,8 @@ use toolgate_budget::BudgetLimits;
 use toolgate_fs::{ReadLimits, SearchLimits};
 use toolgate_gateway::{GatewayConfig, McpServerConfig};
 use toolgate_shell::ShellLimits;
+
+use crate::project::{ProjectLayer, user_import};
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
@@ -46,6 +48,20 @@ pub struct Config {
     /// Which file each `[mcp_servers.NAME]` came from; filled by [`load`].
     #[serde(skip)]
     pub mcp_sources: BTreeMap<String, String>,
+    /// The project layer's permission rules, kept apart: they can only tighten the other
+    /// layers' (a project `deny = []` removes nothing; see [`crate::project`]).
+    #[serde(skip)]
+    pub project_permissions: PermissionsConfig,
+    /// `[mcp_servers]` entries the project layer set or adjusted: they start only once the
+    /// user trusted them (`toolgate mcp trust`).
+    #[serde(skip)]
+    pub project_servers: BTreeSet<String>,
+    /// The folder whose `.toolgate/config.toml` was the project layer: the first root.
+    #[serde(skip)]
+    pub project_dir: Option<PathBuf>,
+    /// Where `toolgate mcp trust` records trusted project servers; `None` trusts none.
+    #[serde(skip)]
+    pub trust_file: Option<PathBuf>,
 }
 
 /// Dispatcher time limits (runtime settings: never rendered).
@@ -94,6 +110,11 @@ pub struct PermissionsConfig {
     pub ask: Vec<String>,
     /// Never run.
     pub deny: Vec<String>,
+    /// Let `write_file`, `edit_file` and other writing tools change toolgate's and its
+    /// peers' control files (`.toolgate/`, `.mcp.json`, `.claude/settings*.json`,
+    /// `.codex/`, `.cursor/mcp.json`). Default false. Only the user's own config layers may
+    /// set it.
+    pub allow_control_files: bool,
 }
 
 /// `toolgate serve` settings.
@@ -152,7 +173,9 @@ pub enum DisclosureFlag {
 /// Where to look for the layers.
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
-    /// Folder whose `.toolgate/config.toml` is the project layer (default: current dir).
+    /// The current folder: relative roots are taken from it, and without any root it is
+    /// the project whose `.toolgate/config.toml` is the project layer. With roots (from
+    /// flags, environment, `--config` or the user file) the first root is the project.
     pub project_dir: PathBuf,
     /// The user config file; `None` skips the layer.
     pub user_file: Option<PathBuf>,
@@ -162,6 +185,9 @@ pub struct LoadOptions {
     pub use_env: bool,
     /// Command-line values.
     pub flags: Flags,
+    /// Where trusted project servers are recorded (`toolgate mcp trust`); `None` trusts
+    /// none.
+    pub trust_file: Option<PathBuf>,
 }
 
 impl LoadOptions {
@@ -177,6 +203,7 @@ impl LoadOptions {
             explicit_file,
             use_env: true,
             flags,
+            trust_file: toolgate_gateway::TrustStore::default_path(),
         }
     }
 }
@@ -218,8 +245,38 @@ pub struct Loaded {
     figment: Figment,
 }
 
-/// Loads and merges every layer.
+/// Loads and merges every layer. The project layer is read from the first root the other
+/// layers name (the current folder when none does) and can only tighten them
+/// (see [`crate::project`]).
 pub fn load(options: &LoadOptions) -> Result<Loaded, ConfigError> {
+    let user_side = layers(options, None)?;
+    let first_root = user_side
+        .extract_inner::<Vec<PathBuf>>("roots")
+        .ok()
+        .and_then(|roots| roots.into_iter().next());
+    let project_dir = match first_root {
+        Some(root) => options.project_dir.join(root),
+        None => options.project_dir.clone(),
+    };
+    let project_dir = project_dir.canonicalize().unwrap_or(project_dir);
+    let project = ProjectLayer::read(&project_dir)?;
+    let figment = layers(options, project.as_ref())?;
+    let mut config: Config = figment
+        .extract()
+        .map_err(|e| ConfigError::Invalid(describe(&e)))?;
+    config.mcp_sources = mcp_sources(&figment, &config);
+    if let Some(project) = project {
+        config.mcp.import = user_import(&user_side) && project.import.unwrap_or(true);
+        config.project_permissions = project.permissions;
+        config.project_servers = project.servers;
+    }
+    config.project_dir = Some(project_dir);
+    config.trust_file = options.trust_file.clone();
+    Ok(Loaded { config, figment })
+}
+
+/// Every layer in order, with `project` (checked) as the project layer.
+fn layers(options: &LoadOptions, project: Option<&ProjectLayer>) -> Result<Figment, ConfigError> {
     let mut figment = Figment::from(Named::new(
         "default",
         Serialized::defaults(Config::default()),
@@ -228,9 +285,8 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, ConfigError> {
     if let Some(user) = options.user_file.as_ref().filter(|f| f.is_file()) {
         figment = figment.merge(Toml::file_exact(user));
     }
-    let project = options.project_dir.join(".toolgate").join("config.toml");
-    if project.is_file() {
-        figment = figment.merge(Toml::file_exact(&project));
+    if let Some(project) = project {
+        figment = figment.merge(project);
     }
     if let Some(explicit) = &options.explicit_file {
         if !explicit.is_file() {
@@ -275,11 +331,7 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, ConfigError> {
             Serialized::default(key, value),
         ));
     }
-    let mut config: Config = figment
-        .extract()
-        .map_err(|e| ConfigError::Invalid(describe(&e)))?;
-    config.mcp_sources = mcp_sources(&figment, &config);
-    Ok(Loaded { config, figment })
+    Ok(figment)
 }
 
 /// The layer each `[mcp_servers.NAME]` entry came from, as `config show` names it.
@@ -345,6 +397,27 @@ impl Loaded {
         let mut out = Vec::new();
         if let Ok(value) = self.figment.extract::<FValue>() {
             self.walk("", &value, &mut out);
+        }
+        // The project layer's rules are not merged: they only tighten.
+        let project = &self.config.project_permissions;
+        let source = self.config.project_dir.as_ref().map_or_else(
+            || "project config".to_owned(),
+            |d| {
+                format!(
+                    "{} (tighten-only)",
+                    d.join(".toolgate/config.toml").display()
+                )
+            },
+        );
+        for (list, rules) in [
+            ("allow", &project.allow),
+            ("ask", &project.ask),
+            ("deny", &project.deny),
+        ] {
+            if !rules.is_empty() {
+                let shown = serde_json::to_string(rules).unwrap_or_default();
+                out.push((format!("project.permissions.{list}"), shown, source.clone()));
+            }
         }
         out
     }

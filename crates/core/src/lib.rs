@@ -34,7 +34,7 @@ pub use output::{Media, SpillKind, SpillRef, ToolOutput, Truncation, TruncationR
 pub use permission::{Decision, Policy, PolicyError, Verdict};
 pub use registry::{
     ProviderError, Registry, RegistryError, Scope, Snapshot, StaticProvider, ToolProvider,
-    validate_tool,
+    Visibility, validate_tool,
 };
 pub use render::{Protocol, RenderOptions, render_tools, render_tools_bytes};
 pub use result_budget::{ResultBudget, TurnResult};

@@ -95,10 +95,13 @@ struct Rule {
     decision: Decision,
 }
 
-/// A set of allow / ask / deny rules.
+/// A set of allow / ask / deny rules, optionally tightened by further sets.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     rules: Vec<Rule>,
+    /// Rule sets that can only make a decision stricter (a project's config layer), with
+    /// the name shown beside their deciding rule.
+    tighter: Vec<(String, Policy)>,
 }
 
 impl Policy {
@@ -137,8 +140,31 @@ impl Policy {
         Ok(())
     }
 
+    /// This policy, tightened by `other` (named `label` in verdicts): each call gets the
+    /// stricter of the two decisions, so nothing in `other` — an `allow`, a missing `deny` —
+    /// can loosen what this policy decides.
+    pub fn tightened_by(mut self, label: &str, other: Policy) -> Self {
+        self.tighter.push((label.to_owned(), other));
+        self
+    }
+
     /// Decides a call of `tool`, whose permission action is `action`.
     pub fn decide(&self, tool: &str, action: &str) -> Verdict {
+        let mut verdict = self.decide_own(tool, action);
+        for (label, other) in &self.tighter {
+            let theirs = other.decide(tool, action);
+            if theirs.decision > verdict.decision {
+                verdict = Verdict {
+                    decision: theirs.decision,
+                    rule: theirs.rule.map(|r| format!("{r} in the {label}")),
+                };
+            }
+        }
+        verdict
+    }
+
+    /// The decision of this policy's own rules.
+    fn decide_own(&self, tool: &str, action: &str) -> Verdict {
         let best = self
             .rules
             .iter()

@@ -147,6 +147,10 @@ pub struct Snapshot {
     pub incomplete: bool,
     /// What failed, one line per provider.
     pub problems: Vec<String>,
+    /// Tools the registry's visibility filter hides (denied by permission rules): not in
+    /// `tools`, so no listing, rendering or search shows them, but [`Snapshot::get`] still
+    /// finds them, so a call by name gets the denial message rather than "unknown tool".
+    pub hidden: BTreeMap<String, Arc<dyn DynTool>>,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -161,9 +165,9 @@ impl std::fmt::Debug for Snapshot {
 }
 
 impl Snapshot {
-    /// The tool named `name`.
+    /// The tool named `name`, visible or hidden.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn DynTool>> {
-        self.tools.get(name)
+        self.tools.get(name).or_else(|| self.hidden.get(name))
     }
 }
 
@@ -185,11 +189,15 @@ struct Layers {
     next_seq: u64,
 }
 
+/// Decides whether a tool is visible (station 4, "filter is part of visibility").
+pub type Visibility = Arc<dyn Fn(&dyn DynTool) -> bool + Send + Sync>;
+
 /// The layered tool registry.
 pub struct Registry {
     layers: RwLock<Layers>,
     generation: watch::Sender<u64>,
     cache: Mutex<HashMap<Scope, Arc<Snapshot>>>,
+    visibility: RwLock<Option<Visibility>>,
 }
 
 impl Default for Registry {
@@ -215,7 +223,16 @@ impl Registry {
             layers: RwLock::new(Layers::default()),
             generation: watch::channel(0).0,
             cache: Mutex::new(HashMap::new()),
+            visibility: RwLock::new(None),
         }
+    }
+
+    /// Hides the tools `visible` rejects from every snapshot's `tools` (they stay callable
+    /// by name, see [`Snapshot::hidden`]). Used to keep tools the permission rules deny out
+    /// of `tools/list`, `toolgate tools` and `search_tool` results.
+    pub fn set_visibility(&self, visible: Visibility) {
+        *write(&self.visibility) = Some(visible);
+        self.invalidate();
     }
 
     /// Adds `provider` to `layer` (`None` = global) with `priority` (higher wins inside the
@@ -352,11 +369,25 @@ impl Registry {
             }
             tools.extend(in_layer);
         }
+        let mut hidden = BTreeMap::new();
+        if let Some(visible) = read(&self.visibility).as_ref() {
+            let names: Vec<String> = tools
+                .iter()
+                .filter(|(_, t)| !visible(t.as_ref()))
+                .map(|(n, _)| n.clone())
+                .collect();
+            for name in names {
+                if let Some(tool) = tools.remove(&name) {
+                    hidden.insert(name, tool);
+                }
+            }
+        }
         Snapshot {
             generation,
             tools,
             incomplete: !problems.is_empty(),
             problems,
+            hidden,
         }
     }
 }

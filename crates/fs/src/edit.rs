@@ -17,7 +17,7 @@ use toolgate_core::{
     TruncationReason, run_blocking,
 };
 
-use crate::confine::{Access, PathError, Roots};
+use crate::confine::{CreateParents, PathError, Roots};
 use crate::list::human_size;
 use crate::read::{FileStamp, FileStamps};
 use crate::write::{BeforeRename, WriteOutput, path_error, write_atomic};
@@ -127,13 +127,17 @@ fn edit_file(
         ));
     }
     let path = args.path.as_str();
-    roots.resolve(path, Access::Write).map_err(path_error)?;
-    let (mut file, real, meta) = roots.open_read(path).map_err(|e| match e {
+    let missing = |e: PathError| match e {
         PathError::NotFound { .. } => ToolError::recoverable(format!(
             "{e}; edit_file changes existing files — use write_file to create one"
         )),
         other => path_error(other),
-    })?;
+    };
+    let parent = roots
+        .open_parent(path, CreateParents::No)
+        .map_err(missing)?;
+    let (mut file, meta) = parent.open_existing(path).map_err(missing)?;
+    let real = parent.real.clone();
     if let Some(seen) = stamps.get(&real)
         && seen != FileStamp::of(&meta)
     {
@@ -198,7 +202,7 @@ fn edit_file(
     bytes.extend_from_slice(bom);
     bytes.extend_from_slice(updated.as_bytes());
 
-    let written = write_atomic(&real, &bytes, Some(&meta), hook).map_err(|e| {
+    let written = write_atomic(&parent, &bytes, Some(&meta), hook).map_err(|e| {
         ToolError::recoverable(format!(
             "writing `{path}` failed, and the file was left as it was: {e}"
         ))

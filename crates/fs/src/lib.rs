@@ -23,12 +23,12 @@ mod sniff;
 mod tools;
 mod write;
 
-pub use confine::{Access, PathError, Roots};
+pub use confine::{Access, ControlFiles, PathError, Roots};
 pub use edit::{EditFileArgs, EditFileTool};
 pub use find::{SearchFilesArgs, SearchFilesTool};
 pub use grep::{GrepArgs, GrepTool};
 pub use line_index::LineIndexCache;
-pub use list::{ListPage, list_dir};
+pub use list::ListPage;
 pub use read::{FileStamp, FileStamps, ReadLimits, ReadPage, read_page};
 pub use search::{SKIPPED_DIRS, SearchLimits, SearchOutput};
 pub use tools::{FsLimits, ListDirTool, ReadFileTool, builtin_fs_tools, builtin_fs_tools_with};

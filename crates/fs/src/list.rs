@@ -1,10 +1,14 @@
 //! `list_dir`: one folder's entries with type and size, paged like `read_file`.
 
-use std::os::unix::fs::FileTypeExt;
-use std::path::Path;
+use std::ffi::OsStr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+
+use rustix::fs::FileType;
 
 use toolgate_core::TruncationReason;
 
+use crate::confine::door;
 use crate::read::ReadLimits;
 
 /// One page of a folder listing.
@@ -25,52 +29,40 @@ pub struct ListPage {
     pub reason: Option<TruncationReason>,
 }
 
-/// Lists `dir` (a real path already confined) from entry `offset` (1-based).
-pub fn list_dir(
-    dir: &Path,
+/// Lists the open folder `dir` (reached through a root's descriptor) from entry `offset`
+/// (1-based). Entries are read and looked at through `dir`, never by path.
+pub(crate) fn list_dir(
+    dir: &OwnedFd,
     offset: u64,
     limit: usize,
     limits: &ReadLimits,
 ) -> std::io::Result<ListPage> {
-    let mut entries: Vec<(Vec<u8>, String)> = Vec::new();
-    let mut scanned = 0u64;
-    let mut scan_cut = false;
-    for entry in fs_err::read_dir(dir)? {
-        if scanned as usize >= limits.max_scan_entries {
-            scan_cut = true;
-            break;
-        }
-        scanned += 1;
-        let Ok(entry) = entry else { continue };
-        let name_os = entry.file_name();
-        let raw = std::os::unix::ffi::OsStrExt::as_bytes(name_os.as_os_str()).to_vec();
+    let (read, scan_cut) = door::read_entries(dir, limits.max_scan_entries)?;
+    let scanned = read.len() as u64;
+    let mut entries: Vec<(Vec<u8>, String)> = Vec::with_capacity(read.len());
+    for entry in read {
+        let name_os = OsStr::from_bytes(&entry.name);
         let mut name = name_os.to_string_lossy().into_owned();
-        if std::str::from_utf8(&raw).is_err() {
+        if std::str::from_utf8(&entry.name).is_err() {
             name.push_str("  [name is not UTF-8; shown lossily]");
         }
-        let line = match std::fs::symlink_metadata(entry.path()) {
-            Ok(meta) => {
-                let ft = meta.file_type();
-                if ft.is_dir() {
-                    format!("{name}/")
-                } else if ft.is_symlink() {
-                    match std::fs::read_link(entry.path()) {
-                        Ok(target) => format!("{name} -> {}", target.to_string_lossy()),
-                        Err(_) => format!("{name} -> ?"),
-                    }
-                } else if ft.is_file() {
-                    format!("{name}  ({})", human_size(meta.len()))
-                } else if ft.is_fifo() {
-                    format!("{name}  [fifo]")
-                } else if ft.is_socket() {
-                    format!("{name}  [socket]")
-                } else {
-                    format!("{name}  [device]")
+        let line = match door::stat_at(dir.as_fd(), name_os) {
+            Ok(st) => match FileType::from_raw_mode(st.st_mode) {
+                FileType::Directory => format!("{name}/"),
+                FileType::Symlink => match door::read_link_at(dir.as_fd(), name_os) {
+                    Ok(target) => format!("{name} -> {}", String::from_utf8_lossy(&target)),
+                    Err(_) => format!("{name} -> ?"),
+                },
+                FileType::RegularFile => {
+                    format!("{name}  ({})", human_size(st.st_size.max(0) as u64))
                 }
-            }
+                FileType::Fifo => format!("{name}  [fifo]"),
+                FileType::Socket => format!("{name}  [socket]"),
+                _ => format!("{name}  [device]"),
+            },
             Err(_) => format!("{name}  [unreadable]"),
         };
-        entries.push((raw, line));
+        entries.push((entry.name, line));
     }
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     let total = entries.len() as u64;

@@ -7,6 +7,7 @@
 //! that order, and a cursor naming the last thing returned continues with no duplicates and
 //! no gaps.
 
+mod rules;
 pub(crate) mod walk;
 
 use std::path::{Path, PathBuf};
@@ -340,27 +341,24 @@ impl Scope {
         allow_file: bool,
     ) -> Result<Self, ToolError> {
         let input = path.unwrap_or(".");
-        let root = roots
-            .resolve(input, crate::Access::Read)
-            .map_err(|e| ToolError::recoverable(e.to_string()))?;
-        let meta = std::fs::metadata(&root).map_err(|e| {
-            ToolError::recoverable(
+        let (tree, located) = roots.open_tree(input, allow_file).map_err(|e| match e {
+            crate::PathError::NotRegular { .. } => ToolError::recoverable(format!(
+                "`{input}` is not a folder; search_files searches folders (use read_file for one file)"
+            )),
+            crate::PathError::NotFound { .. } => ToolError::recoverable(
                 crate::PathError::NotFound {
                     path: input.to_owned(),
-                    hint: if e.kind() == std::io::ErrorKind::NotFound {
-                        "; check the folder with list_dir".to_owned()
-                    } else {
-                        format!(" ({e})")
-                    },
+                    hint: "; check the folder with list_dir".to_owned(),
                 }
                 .to_string(),
-            )
+            ),
+            other => ToolError::recoverable(other.to_string()),
         })?;
-        if !(meta.is_dir() || allow_file && meta.is_file()) {
-            return Err(ToolError::recoverable(format!(
-                "`{input}` is not a folder; search_files searches folders (use read_file for one file)"
-            )));
-        }
+        let root = located.real.clone();
+        let top = match tree {
+            crate::confine::Tree::Dir(fd) => walk::Top::Dir(fd),
+            crate::confine::Tree::File(file) => walk::Top::File(file),
+        };
         // A search that starts inside a heavy folder was asked for on purpose.
         let inside_heavy = roots
             .roots()
@@ -388,6 +386,9 @@ impl Scope {
             display: roots.display(&root),
             walk: walk::WalkSpec {
                 root: root.clone(),
+                top: Arc::new(top),
+                base: located.base,
+                base_path: located.base_path,
                 skip_heavy: !include_ignored && !inside_heavy,
                 use_ignore_files: !include_ignored,
                 after,

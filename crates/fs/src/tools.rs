@@ -228,8 +228,17 @@ fn read_file_blocking(
         .limit
         .map_or(limits.max_lines, |l| l.min(usize::MAX as u64) as usize);
     let page = match kind {
-        Kind::Image(mime) => return media(&args.path, &real, size, limits, mime),
-        Kind::Pdf => return media(&args.path, &real, size, limits, "application/pdf"),
+        Kind::Image(mime) => return media(&args.path, &mut file, &real, size, limits, mime),
+        Kind::Pdf => {
+            return media(
+                &args.path,
+                &mut file,
+                &real,
+                size,
+                limits,
+                "application/pdf",
+            );
+        }
         Kind::Binary => {
             return Err(ToolError::recoverable(format!(
                 "`{}` is a binary file ({}); read_file only shows text. Inspect it with a shell tool (e.g. `file`, `xxd | head`) if you need to",
@@ -246,8 +255,8 @@ fn read_file_blocking(
                     human_size(limits.max_media_bytes)
                 )));
             }
-            let raw = fs_err::read(&real).map_err(|e| io_err(&args.path, &e))?;
-            let text = decode_utf16(&raw[2..], little_endian);
+            let raw = read_whole(&mut file).map_err(|e| io_err(&args.path, &e))?;
+            let text = decode_utf16(raw.get(2..).unwrap_or_default(), little_endian);
             let mut cursor = std::io::Cursor::new(text.into_bytes());
             let len = cursor.get_ref().len() as u64;
             let mut scratch = crate::line_index::LineIndex::default();
@@ -348,6 +357,7 @@ fn page_from_file(
 
 fn media(
     input: &str,
+    file: &mut fs_err::File,
     real: &std::path::Path,
     size: u64,
     limits: &ReadLimits,
@@ -360,7 +370,7 @@ fn media(
             human_size(limits.max_media_bytes)
         )));
     }
-    let bytes = fs_err::read(real).map_err(|e| io_err(input, &e))?;
+    let bytes = read_whole(file).map_err(|e| io_err(input, &e))?;
     let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
     let mut out = ToolOutput::text(format!(
         "`{input}`: {mime}, {} (attached)",
@@ -378,6 +388,15 @@ fn media(
             data,
         }
     });
+    Ok(out)
+}
+
+/// The whole of an already opened file, from its start (never opened again by path).
+fn read_whole(file: &mut fs_err::File) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek};
+    file.seek(std::io::SeekFrom::Start(0))?;
+    let mut out = Vec::new();
+    file.read_to_end(&mut out)?;
     Ok(out)
 }
 
@@ -458,7 +477,7 @@ impl Tool for ListDirTool {
         run_blocking(move || {
             let started = Instant::now();
             let input = args.path.as_deref().filter(|p| !p.is_empty()).unwrap_or(".");
-            let dir = roots.resolve_dir(input).map_err(|e| {
+            let (dir, located) = roots.open_dir(input).map_err(|e| {
                 let hint = if matches!(e, crate::PathError::NotRegular { .. }) { "; use read_file for files" } else { "" };
                 ToolError::recoverable(format!("{e}{hint}"))
             })?;
@@ -466,7 +485,7 @@ impl Tool for ListDirTool {
             let limit = args.limit.map_or(limits.max_lines, |l| l.min(usize::MAX as u64) as usize);
             let page = list_dir(&dir, offset, limit, &limits)
                 .map_err(|e| ToolError::recoverable(format!("cannot list `{input}`: {e}")))?;
-            let display = roots.display(&dir);
+            let display = roots.display(&located.real);
             let mut text = if page.shown == 0 { format!("(`{display}` is empty)\n") } else { page.text };
             if let Some(next) = page.next_offset {
                 let of = page.total.map_or(String::new(), |t| format!(" of {t}"));

@@ -5,13 +5,15 @@
 //! at any point leaves either the old file or the new one, never a mix, and removes the
 //! temporary file.
 
+use std::ffi::OsString;
 use std::io::{self, Write};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use fs_err::os::unix::fs::OpenOptionsExt;
+use rustix::fs::OFlags;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgate_core::{
@@ -19,7 +21,8 @@ use toolgate_core::{
     run_blocking,
 };
 
-use crate::confine::{Access, PathError, Roots};
+use crate::confine::door;
+use crate::confine::{CreateParents, Parent, PathError, Roots};
 use crate::list::human_size;
 use crate::read::{FileStamp, FileStamps};
 
@@ -29,48 +32,42 @@ use crate::read::{FileStamp, FileStamps};
 pub type BeforeRename = Arc<dyn Fn(&Path) -> io::Result<()> + Send + Sync>;
 
 /// Removes the temporary file unless the rename happened.
-struct TempGuard<'a>(Option<&'a Path>);
+struct TempGuard<'a> {
+    dir: BorrowedFd<'a>,
+    name: Option<OsString>,
+}
 
 impl Drop for TempGuard<'_> {
     fn drop(&mut self) {
-        if let Some(path) = self.0 {
-            let _ = fs_err::remove_file(path);
+        if let Some(name) = &self.name {
+            let _ = door::remove_in(self.dir, name);
         }
     }
 }
 
-/// Replaces (or creates) `target` with `bytes` atomically. `old` is the metadata of the file
-/// being replaced, whose permissions and owner the new file keeps. Returns the new file's
-/// metadata.
+/// Replaces (or creates) the entry `parent.name` with `bytes` atomically, inside the open
+/// folder `parent.fd`: the temporary file is created there (`O_EXCL`, no symlink followed)
+/// and renamed over the target there, so neither step can be redirected elsewhere. `old` is
+/// the metadata of the file being replaced, whose permissions and owner the new file keeps.
+/// Returns the new file's metadata.
 pub(crate) fn write_atomic(
-    target: &Path,
+    parent: &Parent,
     bytes: &[u8],
     old: Option<&std::fs::Metadata>,
     before_rename: Option<&BeforeRename>,
 ) -> io::Result<std::fs::Metadata> {
-    let dir = target
-        .parent()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no parent folder"))?;
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let dir = parent.fd.as_fd();
+    let name = parent.name.to_string_lossy();
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     let mut opened = None;
     for attempt in 0..64u32 {
-        let tmp = dir.join(format!(
+        let tmp = OsString::from(format!(
             ".{name}.toolgate-{}-{nanos:x}-{attempt}.tmp",
             std::process::id()
         ));
-        match fs_err::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(old.map_or(0o666, |m| m.mode() & 0o7777))
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&tmp)
-        {
+        match door::create_new(dir, &tmp, old.map_or(0o666, |m| m.mode() & 0o7777)) {
             Ok(file) => {
                 opened = Some((file, tmp));
                 break;
@@ -85,7 +82,10 @@ pub(crate) fn write_atomic(
             "could not create a temporary file",
         )
     })?;
-    let mut guard = TempGuard(Some(&tmp));
+    let mut guard = TempGuard {
+        dir,
+        name: Some(tmp.clone()),
+    };
     file.write_all(bytes)?;
     if let Some(old) = old {
         // The creation mode went through the umask; set the old mode exactly.
@@ -93,21 +93,38 @@ pub(crate) fn write_atomic(
         let mine = file.metadata()?;
         if (mine.uid(), mine.gid()) != (old.uid(), old.gid()) {
             // Only root may give a file away; elsewhere the file keeps our ids.
-            let _ = std::os::unix::fs::fchown(file.file(), Some(old.uid()), Some(old.gid()));
+            let _ = std::os::unix::fs::fchown(&file, Some(old.uid()), Some(old.gid()));
         }
     }
     file.sync_all()?;
-    drop(file);
     if let Some(hook) = before_rename {
-        hook(&tmp)?;
+        let shown = parent.real.parent().unwrap_or(Path::new("")).join(&tmp);
+        hook(&shown)?;
     }
-    fs_err::rename(&tmp, target)?;
-    guard.0 = None;
+    door::rename_in(dir, &tmp, &parent.name)?;
+    guard.name = None;
     // The rename is durable once the folder is synced too.
-    if let Ok(d) = fs_err::File::open(dir) {
-        let _ = d.sync_all();
+    door::sync_dir(dir);
+    // The descriptor still names the renamed file: its metadata is the target's now.
+    file.metadata()
+}
+
+/// What is at `parent.name` now, not following a symlink; `None` when nothing is.
+pub(crate) fn existing(parent: &Parent) -> io::Result<Option<std::fs::Metadata>> {
+    match door::open_beneath(
+        parent.fd.as_fd(),
+        Path::new(&parent.name),
+        OFlags::PATH | OFlags::NOFOLLOW,
+    ) {
+        Ok(fd) => door::file(fd, &parent.real).metadata().map(Some),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            // A symlink there: described as such by the caller.
+            door::stat_at(parent.fd.as_fd(), &parent.name)?;
+            Err(io::Error::from_raw_os_error(libc::ELOOP))
+        }
+        Err(e) => Err(e),
     }
-    fs_err::metadata(target)
 }
 
 /// A path error as the model should read it when writing.
@@ -233,24 +250,44 @@ fn write_file(
     stamps: &FileStamps,
 ) -> Result<ToolOutput, ToolError> {
     let started = Instant::now();
-    let real = roots
-        .resolve(&args.path, Access::Write)
-        .map_err(path_error)?;
-    let old = match std::fs::symlink_metadata(&real) {
-        Ok(meta) if meta.is_file() => Some(meta),
-        Ok(meta) if meta.is_dir() => {
+    let parent = roots
+        .open_parent(&args.path, CreateParents::Yes)
+        .map_err(|e| match e {
+            PathError::NotRegular {
+                kind: "directory", ..
+            } => ToolError::recoverable(format!(
+                "`{}` is a folder; give the path of a file inside it",
+                args.path
+            )),
+            PathError::Io { source, .. } if source.raw_os_error() == Some(libc::ENOTDIR) => {
+                ToolError::recoverable(format!(
+                    "cannot create the folders for `{}`: a part of it is a file, not a folder",
+                    args.path
+                ))
+            }
+            other => path_error(other),
+        })?;
+    let real = parent.real.clone();
+    let old = match existing(&parent) {
+        Ok(Some(meta)) if meta.is_file() => Some(meta),
+        Ok(Some(meta)) if meta.is_dir() => {
             return Err(ToolError::recoverable(format!(
                 "`{}` is a folder; give the path of a file inside it",
                 args.path
             )));
         }
-        Ok(_) => {
+        Ok(Some(_)) => {
             return Err(ToolError::recoverable(format!(
                 "`{}` is not a regular file (a FIFO, socket or device); refusing to replace it",
                 args.path
             )));
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Ok(None) => None,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(path_error(PathError::Changed {
+                path: args.path.clone(),
+            }));
+        }
         Err(e) => {
             return Err(ToolError::recoverable(format!(
                 "cannot write `{}`: {e}",
@@ -258,17 +295,7 @@ fn write_file(
             )));
         }
     };
-    if old.is_none()
-        && let Some(parent) = real.parent()
-    {
-        fs_err::create_dir_all(parent).map_err(|e| {
-            ToolError::recoverable(format!(
-                "cannot create the folders for `{}`: {e}",
-                args.path
-            ))
-        })?;
-    }
-    let meta = write_atomic(&real, args.content.as_bytes(), old.as_ref(), hook).map_err(|e| {
+    let meta = write_atomic(&parent, args.content.as_bytes(), old.as_ref(), hook).map_err(|e| {
         ToolError::recoverable(format!(
             "writing `{}` failed, and the file was left as it was: {e}",
             args.path

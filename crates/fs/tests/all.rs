@@ -18,6 +18,8 @@ mod grep;
 mod line_index;
 #[path = "all/list.rs"]
 mod list;
+#[path = "all/race.rs"]
+mod race;
 #[path = "all/read.rs"]
 mod read;
 #[path = "all/search_files.rs"]

@@ -174,6 +174,9 @@ pub struct ServerSpec {
     pub log_like: bool,
     /// Where it was configured: a file path, with the file that adjusted it if any.
     pub source: String,
+    /// Whether it needs (and has) the user's trust: servers from project files start only
+    /// once trusted (`toolgate mcp trust`).
+    pub trust: crate::trust::Trust,
 }
 
 impl ServerSpec {
@@ -224,6 +227,7 @@ impl ServerSpec {
             disabled_tools: entry.disabled_tools.clone().unwrap_or_default(),
             log_like: entry.log_like.unwrap_or(false),
             source,
+            trust: crate::trust::Trust::User,
         }
     }
 

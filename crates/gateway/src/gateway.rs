@@ -69,6 +69,9 @@ pub enum ServerState {
     Ready,
     /// Not serving; the reason says why and what to do.
     Failed(String),
+    /// Defined by a project file and not trusted (or changed since it was trusted): not
+    /// started. Carries the command that trusts it.
+    Untrusted(String),
 }
 
 pub(crate) struct Inner {
@@ -183,6 +186,16 @@ impl Gateway {
         for problem in &problems {
             tracing::warn!(%problem, "MCP server config skipped");
         }
+        for mount in &inner.mounts {
+            if !mount.spec.trust.allows_start() {
+                tracing::warn!(
+                    server = %mount.spec.name,
+                    source = %mount.spec.source,
+                    "MCP server from a project file is not trusted (new, or its command changed since it was trusted), so it was not started; after checking its command with `toolgate mcp list`, run `{}`",
+                    crate::trust::trust_command(&mount.spec.name)
+                );
+            }
+        }
         Ok(Self { inner, problems })
     }
 
@@ -258,6 +271,9 @@ impl Gateway {
                 let settling = m.is_settling();
                 let st = m.state();
                 let state = match &st.phase {
+                    Phase::Disabled if !m.spec.trust.allows_start() => {
+                        ServerState::Untrusted(crate::trust::trust_command(&m.spec.name))
+                    }
                     Phase::Disabled => ServerState::Disabled,
                     Phase::Idle if settling => ServerState::Starting,
                     Phase::Idle => ServerState::NotStarted,
@@ -310,7 +326,8 @@ impl Drop for Gateway {
     }
 }
 
-fn describe_transport(transport: &Transport) -> String {
+/// `stdio: npx -y …` or `http: https://…`: how a server is reached, for humans.
+pub fn describe_transport(transport: &Transport) -> String {
     match transport {
         Transport::Stdio { command, args, .. } => {
             let mut text = format!("stdio: {command}");

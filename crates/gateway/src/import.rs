@@ -16,7 +16,7 @@
 //! the reason, so `toolgate mcp list` shows it rather than hiding it. Claude's `${VAR}` and
 //! `${VAR:-default}` are expanded in `command`, `args`, `env`, `url` and `headers`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -39,6 +39,9 @@ pub struct ImportOptions {
     pub codex_home: Option<PathBuf>,
     /// Whether to import at all (`[mcp] import`).
     pub import: bool,
+    /// Names of toolgate's own `[mcp_servers]` entries that the project config layer set
+    /// or adjusted: like servers from `.mcp.json`, they need the user's trust to start.
+    pub project_servers: BTreeSet<String>,
 }
 
 impl ImportOptions {
@@ -51,6 +54,7 @@ impl ImportOptions {
             home: std::env::var_os("HOME").map(PathBuf::from),
             codex_home: std::env::var_os("CODEX_HOME").map(PathBuf::from),
             import: import && !nested,
+            project_servers: BTreeSet::new(),
         }
     }
 }
@@ -96,10 +100,11 @@ pub fn discover(
     own_sources: &BTreeMap<String, String>,
     options: &ImportOptions,
 ) -> Discovered {
-    let mut merged: BTreeMap<String, (Entry, String)> = BTreeMap::new();
+    // name → (entry, source, whether a project file defined or changed it)
+    let mut merged: BTreeMap<String, (Entry, String, bool)> = BTreeMap::new();
     let mut problems = Vec::new();
     if options.import {
-        for (path, format) in sources(options) {
+        for (path, format, project) in sources(options) {
             let text = match fs_err::read_to_string(&path) {
                 Ok(text) => text,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -115,7 +120,7 @@ pub fn discover(
             match parsed {
                 Ok(entries) => {
                     for (name, entry) in entries {
-                        merged.insert(name, (entry, path.display().to_string()));
+                        merged.insert(name, (entry, path.display().to_string(), project));
                     }
                 }
                 Err(reason) => problems.push(problem(&path, reason)),
@@ -127,29 +132,39 @@ pub fn discover(
             .get(name)
             .cloned()
             .unwrap_or_else(|| "toolgate config".to_owned());
+        let ours_project = options.project_servers.contains(name);
         let next = match merged.remove(name) {
-            Some((Entry::Config(theirs), source)) if !ours.has_transport() => (
+            Some((Entry::Config(theirs), source, project)) if !ours.has_transport() => (
                 Entry::Config(theirs.overlaid(ours)),
                 format!("{source}, adjusted by {ours_source}"),
+                project || ours_project,
             ),
-            Some((Entry::Invalid(reason), source)) if !ours.has_transport() => {
+            Some((Entry::Invalid(reason), source, project)) if !ours.has_transport() => {
                 let disabled = ours.enabled == Some(false);
                 let entry = if disabled {
                     Entry::Config(McpServerConfig::default().overlaid(ours))
                 } else {
                     Entry::Invalid(reason)
                 };
-                (entry, format!("{source}, adjusted by {ours_source}"))
+                (
+                    entry,
+                    format!("{source}, adjusted by {ours_source}"),
+                    project || ours_project,
+                )
             }
-            _ => (Entry::Config(ours.clone()), ours_source),
+            _ => (Entry::Config(ours.clone()), ours_source, ours_project),
         };
         merged.insert(name.clone(), next);
     }
     let servers = merged
         .into_iter()
-        .map(|(name, (entry, source))| match entry {
+        .map(|(name, (entry, source, project))| match entry {
             Entry::Config(config) => {
                 let mut spec = ServerSpec::resolve(&name, &config, source, &options.project_dir);
+                if project {
+                    // Untrusted until a trust store says otherwise (`TrustStore::apply`).
+                    spec.trust = crate::trust::Trust::Untrusted;
+                }
                 if is_toolgate(&spec.transport) && own.get(&name).is_none_or(|o| !o.has_transport())
                 {
                     // Mounting toolgate inside itself would recurse through the same files.
@@ -181,27 +196,33 @@ fn problem(path: &Path, reason: String) -> ImportProblem {
     }
 }
 
-/// The files to read, lowest precedence first, without duplicates.
-fn sources(options: &ImportOptions) -> Vec<(PathBuf, Format)> {
+/// The files to read, lowest precedence first, without duplicates, each with whether it
+/// belongs to the project (its servers need the user's trust).
+fn sources(options: &ImportOptions) -> Vec<(PathBuf, Format, bool)> {
     let mut out = Vec::new();
     let codex = options
         .codex_home
         .clone()
         .or_else(|| options.home.as_ref().map(|h| h.join(".codex")));
     if let Some(dir) = codex {
-        out.push((dir.join("config.toml"), Format::Codex));
+        out.push((dir.join("config.toml"), Format::Codex, false));
     }
     if let Some(home) = &options.home {
-        out.push((home.join(".claude").join("settings.json"), Format::Claude));
+        out.push((
+            home.join(".claude").join("settings.json"),
+            Format::Claude,
+            false,
+        ));
     }
     let project = &options.project_dir;
     out.push((
         project.join(".claude").join("settings.json"),
         Format::Claude,
+        true,
     ));
-    out.push((project.join(".mcp.json"), Format::Claude));
+    out.push((project.join(".mcp.json"), Format::Claude, true));
     let mut seen = Vec::new();
-    out.retain(|(p, _)| {
+    out.retain(|(p, _, _)| {
         let key = p.canonicalize().unwrap_or_else(|_| p.clone());
         let fresh = !seen.contains(&key);
         seen.push(key);

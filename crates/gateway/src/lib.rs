@@ -32,11 +32,13 @@ mod list;
 mod mount;
 mod naming;
 mod proxy;
+mod trust;
 
 pub use config::{
     DEFAULT_STARTUP_TIMEOUT_SEC, DEFAULT_TOOL_TIMEOUT_SEC, GatewayConfig, McpServerConfig,
     ServerSpec, Transport,
 };
-pub use gateway::{Gateway, GatewayLimits, ServerState, ServerStatus};
+pub use gateway::{Gateway, GatewayLimits, ServerState, ServerStatus, describe_transport};
 pub use import::{Discovered, ImportOptions, ImportProblem, NESTED_ENV, discover};
 pub use naming::{MAX_NAME_LEN, assign_names, sanitize, server_prefix};
+pub use trust::{Trust, TrustError, TrustStore, fingerprint, trust_command};

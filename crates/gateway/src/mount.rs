@@ -136,7 +136,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Mount {
     pub(crate) fn new(spec: ServerSpec, inner: Weak<Inner>) -> Self {
-        let phase = if spec.enabled {
+        let phase = if spec.enabled && spec.trust.allows_start() {
             Phase::Idle
         } else {
             Phase::Disabled

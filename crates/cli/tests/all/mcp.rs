@@ -28,6 +28,13 @@ enabled = false
     )
     .unwrap();
     std::fs::write(dir.path().join(".mcp.json"), "{ not json").unwrap();
+    // Servers from a project file start only once trusted.
+    let out = run(&dir, &["mcp", "trust"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     dir
 }
 
@@ -113,4 +120,109 @@ fn builtins_still_work_when_every_mounted_server_fails() {
     let out = run(&dir, &["call", "read_file", r#"{"path":"README.md"}"#]);
     assert!(out.status.success());
     assert!(String::from_utf8(out.stdout).unwrap().contains("hello"));
+}
+
+#[test]
+fn an_untrusted_project_server_does_not_start_until_trusted_and_again_after_a_change() {
+    // Issue 12: a `.mcp.json` command ran on the next start with nobody asked.
+    let dir = project();
+    let mcp = |script: &str| {
+        let body = serde_json::json!({
+            "mcpServers": { "probe": { "command": "sh", "args": ["-c", script] } }
+        });
+        std::fs::write(dir.path().join(".mcp.json"), body.to_string()).unwrap();
+    };
+    mcp("touch ran_v1");
+    let listed = |dir: &tempfile::TempDir| -> Value {
+        let out = run(dir, &["mcp", "list", "--json"]);
+        assert!(out.status.success());
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let body = listed(&dir);
+    let probe = &body["servers"][0];
+    assert_eq!(probe["status"], "untrusted", "{body}");
+    assert_eq!(probe["trust_command"], "toolgate mcp trust probe");
+    assert!(
+        !dir.path().join("ran_v1").exists(),
+        "an untrusted server was started"
+    );
+    let out = run(&dir, &["mcp", "list"]);
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("untrusted"), "{table}");
+    assert!(
+        table.contains("stdio: sh -c touch ran_v1"),
+        "shows the command: {table}"
+    );
+    assert!(table.contains("toolgate mcp trust probe"), "{table}");
+    // `serve` logs it with the command to trust it (checked through `tools`' log here).
+    let out = toolgate(dir.path())
+        .env("HOME", dir.path())
+        .env("RUST_LOG", "warn")
+        .args(["tools"])
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.contains("not trusted") && log.contains("toolgate mcp trust probe"),
+        "{log}"
+    );
+
+    let out = run(&dir, &["mcp", "trust", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("project servers: probe"));
+    let out = run(&dir, &["mcp", "trust", "probe"]);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("trusted probe  stdio: sh -c touch ran_v1")
+    );
+    let body = listed(&dir);
+    assert_eq!(
+        body["servers"][0]["status"], "failed",
+        "trusted: started (and not an MCP server): {body}"
+    );
+    assert!(
+        dir.path().join("ran_v1").exists(),
+        "the trusted server was started"
+    );
+
+    // A changed command is untrusted again.
+    mcp("touch ran_v2");
+    let body = listed(&dir);
+    assert_eq!(body["servers"][0]["status"], "untrusted", "{body}");
+    assert!(!dir.path().join("ran_v2").exists());
+}
+
+#[test]
+fn denied_tools_are_not_listed_but_calling_one_gets_the_denial() {
+    let dir = project();
+    let user = dir.path().join(".no-user-config/toolgate/config.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, "[permissions]\ndeny = [\"write_file\"]\n").unwrap();
+    let out = run(&dir, &["tools"]);
+    let listed = String::from_utf8(out.stdout).unwrap();
+    assert!(listed.contains("read_file"), "{listed}");
+    assert!(
+        !listed.contains("write_file"),
+        "a denied tool is listed: {listed}"
+    );
+    let out = run(
+        &dir,
+        &["call", "write_file", r#"{"path": "x.txt", "content": "x"}"#],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("deny = [\"write_file\"]"), "{text}");
+    // Through run_tool too: permissions are decided for the target.
+    let out = run(
+        &dir,
+        &[
+            "call",
+            "run_tool",
+            r#"{"name": "write_file", "input": {"path": "x.txt", "content": "x"}}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("deny = [\"write_file\"]"), "{text}");
+    assert!(!dir.path().join("x.txt").exists());
 }

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
-use fs_err::os::unix::fs::OpenOptionsExt;
 use grep_regex::RegexMatcher;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 
@@ -56,8 +55,11 @@ pub(crate) struct Outcome {
     pub(crate) walk: WalkEnd,
 }
 
+/// A file to search: its full path, its path below the walk's root, the line to resume after.
+type Queued = (PathBuf, PathBuf, u64);
+
 struct Queue {
-    files: Vec<(PathBuf, u64)>,
+    files: Vec<Queued>,
     next: usize,
     done: bool,
 }
@@ -114,7 +116,9 @@ pub(crate) fn run(job: &Job<'_>) -> Outcome {
             } else {
                 0
             };
-            lock(&queue).files.push((v.path.to_path_buf(), after_line));
+            lock(&queue)
+                .files
+                .push((v.path.to_path_buf(), v.rel.to_path_buf(), after_line));
             ready.notify_one();
             true
         });
@@ -127,7 +131,7 @@ pub(crate) fn run(job: &Job<'_>) -> Outcome {
     let mut results = results.into_inner().unwrap_or_else(PoisonError::into_inner);
     let mut files = Vec::new();
     let mut all_searched = true;
-    for (i, (path, after_line)) in queue.files.into_iter().enumerate() {
+    for (i, (path, _, after_line)) in queue.files.into_iter().enumerate() {
         let Some(hits) = results.slots.get_mut(i).and_then(Option::take) else {
             all_searched = false;
             break;
@@ -166,7 +170,7 @@ fn worker(
         .heap_limit(Some(HEAP_LIMIT))
         .build();
     loop {
-        let (index, path, after_line) = {
+        let (index, rel, after_line) = {
             let mut q = lock(queue);
             loop {
                 // The first file is searched even past the deadline (progress, see `Stop`).
@@ -179,8 +183,8 @@ fn worker(
                 if q.next < q.files.len() {
                     let i = q.next;
                     q.next += 1;
-                    let (path, after) = q.files[i].clone();
-                    break (i, path, after);
+                    let (_, rel, after) = q.files[i].clone();
+                    break (i, rel, after);
                 }
                 if q.done {
                     return;
@@ -188,7 +192,7 @@ fn worker(
                 q = ready.wait(q).unwrap_or_else(PoisonError::into_inner);
             }
         };
-        let hits = search_file(&mut searcher, job, &path, after_line, index == 0);
+        let hits = search_file(&mut searcher, job, &rel, after_line, index == 0);
         let mut r = lock(results);
         if r.slots.len() <= index {
             r.slots.resize_with(index + 1, || None);
@@ -208,16 +212,14 @@ fn worker(
 fn search_file(
     searcher: &mut Searcher,
     job: &Job<'_>,
-    path: &Path,
+    rel: &Path,
     after_line: u64,
     first: bool,
 ) -> FileHits {
-    // O_NOFOLLOW: the walk saw a regular file; a symlink swapped in since is not followed.
-    let file = match fs_err::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-    {
+    // Opened through the walk's descriptor without following symlinks: a folder on the way
+    // swapped for a symlink since the walk saw the file fails the open instead of leading
+    // out of the root.
+    let file = match job.scope.walk.open_file(rel) {
         Ok(file) => file,
         Err(_) => {
             return FileHits {

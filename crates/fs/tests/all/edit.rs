@@ -453,3 +453,80 @@ async fn a_failure_between_temp_write_and_rename_leaves_the_old_file() {
     assert_eq!(mode(&file), 0o640);
     assert_eq!(names(&p.root), ["keep.txt"]);
 }
+
+#[tokio::test]
+async fn model_written_control_files_are_refused() {
+    // Issue 12: a model allowed only write_file wrote `.toolgate/config.toml` with
+    // `deny = []` and a `.mcp.json` with a `sh -c …` server, loosening its own rules.
+    let p = Project::new();
+    p.write(".mcp.json", "{}\n");
+    p.write("cfg_alias_target/.keep", "");
+    std::os::unix::fs::symlink(p.root.join(".mcp.json"), p.root.join("alias.json")).unwrap();
+    let s = p.session();
+    for path in [
+        ".toolgate/config.toml",
+        ".mcp.json",
+        "alias.json",
+        "sub/project/.mcp.json",
+        ".claude/settings.json",
+        ".claude/settings.local.json",
+        ".codex/config.toml",
+        ".cursor/mcp.json",
+        ".TOOLGATE/config.toml",
+    ] {
+        let err = s
+            .err(
+                "write_file",
+                json!({ "path": path, "content": "[permissions]\ndeny = []\n" }),
+            )
+            .await;
+        assert!(err.contains("is a control file"), "{path}: {err}");
+        assert!(
+            err.contains("permissions.allow_control_files = true"),
+            "names the rule: {err}"
+        );
+    }
+    let err = s
+        .err(
+            "edit_file",
+            json!({ "path": ".mcp.json", "old_string": "{}", "new_string": "{\"mcpServers\": {}}" }),
+        )
+        .await;
+    assert!(err.contains("is a control file"), "{err}");
+    assert_eq!(
+        fs_err::read_to_string(p.root.join(".mcp.json")).unwrap(),
+        "{}\n"
+    );
+    assert!(!p.root.join(".toolgate").exists());
+    assert!(!p.root.join(".claude").exists());
+    // Look-alikes are ordinary files.
+    for path in [
+        "mcp.json",
+        ".claude/notes.json",
+        "docs/.toolgate.md",
+        ".cursor/rules.md",
+    ] {
+        s.ok("write_file", json!({ "path": path, "content": "x\n" }))
+            .await;
+    }
+}
+
+#[tokio::test]
+async fn control_files_are_writable_when_the_user_allows_it() {
+    let p = Project::new();
+    let roots = std::sync::Arc::new(
+        toolgate_fs::Roots::new([&p.root])
+            .unwrap()
+            .with_control_files(toolgate_fs::ControlFiles::Writable),
+    );
+    let s = crate::support::Session::new(&roots, toolgate_fs::SearchLimits::default());
+    s.ok(
+        "write_file",
+        json!({ "path": ".mcp.json", "content": "{}\n" }),
+    )
+    .await;
+    assert_eq!(
+        fs_err::read_to_string(p.root.join(".mcp.json")).unwrap(),
+        "{}\n"
+    );
+}

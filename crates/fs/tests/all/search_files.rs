@@ -314,3 +314,92 @@ async fn snapshot_of_a_cut_page() {
         .await;
     insta::assert_snapshot!("search_files_cut_page", out.text);
 }
+
+/// The files ripgrep's own walker (the `ignore` crate, configured as toolgate used it before
+/// walking by descriptor) would visit under `dir`, relative to it, heavy folders skipped.
+fn ripgrep_walk(dir: &std::path::Path) -> Vec<String> {
+    let mut builder = ignore::WalkBuilder::new(dir);
+    builder
+        .standard_filters(true)
+        .hidden(false)
+        .require_git(false)
+        .follow_links(false)
+        .filter_entry(|e| {
+            !(e.depth() > 0
+                && e.file_type().is_some_and(|t| t.is_dir())
+                && toolgate_fs::SKIPPED_DIRS
+                    .iter()
+                    .any(|d| e.file_name() == *d))
+        });
+    let mut out: Vec<String> = builder
+        .build()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .map(|e| e.path().strip_prefix(dir).unwrap().display().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn the_descriptor_walk_applies_ripgreps_ignore_rules() {
+    // The walk reads folders through descriptors instead of the `ignore` crate's walker;
+    // the rules it applies must stay ripgrep's: nested files, negation, `.ignore` over
+    // `.gitignore`, git's exclude file, anchored and directory-only patterns.
+    let p = Project::new();
+    for (rel, text) in [
+        (".gitignore", "*.log\n/top_only.txt\nbuilt/\n!keep.log\n"),
+        (".ignore", "!ignored_by_git_but_not_by_ignore.tmp\n*.tmp\n"),
+        (".git/info/exclude", "excluded.txt\n"),
+        ("a.log", ""),
+        ("keep.log", ""),
+        ("top_only.txt", ""),
+        ("excluded.txt", ""),
+        ("x.tmp", ""),
+        ("ignored_by_git_but_not_by_ignore.tmp", ""),
+        ("src/top_only.txt", ""),
+        ("src/built/out.rs", ""),
+        ("src/built.rs", ""),
+        ("src/.gitignore", "!a.log\ngenerated_*\n"),
+        ("src/a.log", ""),
+        ("src/generated_x.rs", ""),
+        ("src/deep/generated_y.rs", ""),
+        ("src/deep/.gitignore", "!generated_y.rs\n"),
+        ("src/deep/ok.rs", ""),
+        ("docs/guide.md", ""),
+        ("docs/\u{e9}t\u{e9}.md", ""),
+    ] {
+        p.write(rel, text);
+    }
+    let expected = ripgrep_walk(&p.root);
+    assert!(
+        expected.contains(&"src/deep/generated_y.rs".to_owned()),
+        "{expected:?}"
+    );
+    assert!(!expected.contains(&"a.log".to_owned()), "{expected:?}");
+    let s = p.session();
+    let out = s.ok("search_files", json!({ "query": "*" })).await;
+    assert_eq!(paths(&out.text), expected);
+    // A search of a subfolder still obeys the rules of the folders above it.
+    let sub: Vec<String> = expected
+        .iter()
+        .filter_map(|p| p.strip_prefix("src/").map(|r| format!("src/{r}")))
+        .collect();
+    let out = s
+        .ok("search_files", json!({ "query": "*", "path": "src" }))
+        .await;
+    assert_eq!(paths(&out.text), sub);
+    // grep sees the same files.
+    for rel in &expected {
+        fs_err::write(p.root.join(rel), "needle\n").unwrap();
+    }
+    let out = s
+        .ok("grep", json!({ "pattern": "needle", "limit": 500 }))
+        .await;
+    let files: Vec<&str> = out
+        .text
+        .lines()
+        .filter(|l| !l.starts_with("1:") && !l.is_empty() && !l.starts_with('['))
+        .collect();
+    assert_eq!(files, expected);
+}

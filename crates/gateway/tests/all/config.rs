@@ -67,6 +67,7 @@ fn sources_merge_in_documented_order_and_a_broken_file_is_reported() {
     ]
     .into();
     let options = ImportOptions {
+        project_servers: Default::default(),
         project_dir: project.clone(),
         home: Some(home.clone()),
         codex_home: None,
@@ -132,6 +133,7 @@ fn import_can_be_turned_off() {
         r#"{"mcpServers": {"x": {"command": "x"}}}"#,
     );
     let options = ImportOptions {
+        project_servers: Default::default(),
         project_dir: tmp.path().to_path_buf(),
         home: None,
         codex_home: None,
@@ -150,6 +152,7 @@ fn codex_home_is_honoured() {
         "[mcp_servers.remote]\nurl = \"https://example.invalid/mcp\"\nbearer_token_env_var = \"T\"\n",
     );
     let options = ImportOptions {
+        project_servers: Default::default(),
         project_dir: tmp.path().join("p"),
         home: None,
         codex_home: Some(tmp.path().join("codex")),

@@ -1,0 +1,197 @@
+//! The project layer (`<first root>/.toolgate/config.toml`), which can only tighten.
+//!
+//! A project file travels with the repository: whoever wrote the repository (or a model
+//! that could write files in it) wrote it. So it may add rules and set limits, but not
+//! loosen what the user's own layers (user file, `--config`, environment, flags) decide:
+//!
+//! - `[permissions]`: kept apart from the merged rules; the dispatcher takes, per call, the
+//!   stricter of the user's decision and the project's (`Policy::tightened_by`), so a
+//!   project `deny = []` or `allow = ["run_shell"]` removes nothing.
+//!   `permissions.allow_control_files` may not be set here at all.
+//! - `roots`: folders inside the project only; made absolute.
+//! - `budget.spill_dir`: inside the project or the user's cache folder, no `..`; made
+//!   absolute (and refused at start-up if a symlink is on its way, see `Runtime`).
+//! - `server.http`, `server.allowed_origins`, `server.token_env`: user layers only.
+//! - `mcp.import`: a project may turn importing off, not on.
+//! - `[mcp_servers]`: allowed, but each server the project sets or adjusts starts only once
+//!   the user trusted it (`toolgate mcp trust`).
+
+use std::collections::BTreeSet;
+use std::path::{Component, Path, PathBuf};
+
+use figment::value::{Dict, Map};
+use figment::{Figment, Metadata, Profile, Provider};
+use serde::Deserialize;
+
+use crate::load::{ConfigError, PermissionsConfig};
+
+/// The checked project layer.
+#[derive(Debug)]
+pub(crate) struct ProjectLayer {
+    /// The file.
+    path: PathBuf,
+    /// Its values, minus the permission rules and `mcp.import`, with paths made absolute.
+    table: toml::Table,
+    /// Its permission rules (tighten-only).
+    pub(crate) permissions: PermissionsConfig,
+    /// Its `[mcp_servers]` names.
+    pub(crate) servers: BTreeSet<String>,
+    /// `mcp.import` as the project set it (`None`: not set).
+    pub(crate) import: Option<bool>,
+}
+
+impl ProjectLayer {
+    /// Reads and checks `<dir>/.toolgate/config.toml`; `None` when there is none.
+    pub(crate) fn read(dir: &Path) -> Result<Option<Self>, ConfigError> {
+        let path = dir.join(".toolgate").join("config.toml");
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let shown = path.display().to_string();
+        let text = fs_err::read_to_string(&path)
+            .map_err(|e| ConfigError::Invalid(format!("{shown}: cannot be read: {e}")))?;
+        let mut table: toml::Table = toml::from_str(&text)
+            .map_err(|e| ConfigError::Invalid(format!("{shown}: {}", e.message().trim())))?;
+        let refuse = |key: &str, why: &str| {
+            ConfigError::Invalid(format!(
+                "{shown} sets `{key}`, which a project file may not set ({why}); set it in your user config (~/.config/toolgate/config.toml) or with --config FILE instead, or remove it from the project file"
+            ))
+        };
+
+        let permissions = match table.remove("permissions") {
+            Some(value) => PermissionsConfig::deserialize(value)
+                .map_err(|e| ConfigError::Invalid(format!("{shown}: [permissions]: {e}")))?,
+            None => PermissionsConfig::default(),
+        };
+        if permissions.allow_control_files {
+            return Err(refuse(
+                "permissions.allow_control_files",
+                "it would let tools rewrite the files that configure toolgate",
+            ));
+        }
+
+        if let Some(server) = table.get("server").and_then(toml::Value::as_table) {
+            for key in ["http", "allowed_origins", "token_env"] {
+                if server.contains_key(key) {
+                    return Err(refuse(
+                        &format!("server.{key}"),
+                        "it decides who can connect",
+                    ));
+                }
+            }
+        }
+
+        let import = match table.get_mut("mcp").and_then(toml::Value::as_table_mut) {
+            Some(mcp) => match mcp.remove("import") {
+                Some(toml::Value::Boolean(b)) => Some(b),
+                Some(other) => {
+                    return Err(ConfigError::Invalid(format!(
+                        "{shown}: `mcp.import` must be true or false, not {other}"
+                    )));
+                }
+                None => None,
+            },
+            None => None,
+        };
+
+        let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        if let Some(roots) = table.get_mut("roots") {
+            let Some(list) = roots.as_array_mut() else {
+                return Err(ConfigError::Invalid(format!(
+                    "{shown}: `roots` must be a list of folders"
+                )));
+            };
+            for item in list.iter_mut() {
+                let Some(given) = item.as_str() else {
+                    return Err(ConfigError::Invalid(format!(
+                        "{shown}: `roots` must be a list of folders"
+                    )));
+                };
+                let real = dir.join(given).canonicalize().map_err(|e| {
+                    ConfigError::Invalid(format!(
+                        "roots: {shown} names `{given}`, which cannot be used ({e}); create it or remove it from `roots`"
+                    ))
+                })?;
+                if !real.starts_with(&root) {
+                    return Err(ConfigError::Invalid(format!(
+                        "{shown} sets roots = [\"{given}\"], which is `{}`, outside the project `{}`; a project file may only name folders inside its project — give other folders with --root or in your user config",
+                        real.display(),
+                        root.display()
+                    )));
+                }
+                *item = toml::Value::String(real.to_string_lossy().into_owned());
+            }
+        }
+
+        if let Some(dir_value) = table
+            .get_mut("budget")
+            .and_then(toml::Value::as_table_mut)
+            .and_then(|b| b.get_mut("spill_dir"))
+        {
+            let Some(given) = dir_value.as_str() else {
+                return Err(ConfigError::Invalid(format!(
+                    "{shown}: `budget.spill_dir` must be a folder path"
+                )));
+            };
+            let absolute = spill_inside(&root, Path::new(given)).ok_or_else(|| {
+                ConfigError::Invalid(format!(
+                    "{shown} sets budget.spill_dir = \"{given}\"; from a project file the spill folder must be inside the project (without `..`) or inside your cache folder ({}), because read_file can read it — use e.g. `.toolgate/spill`, or set it in your user config",
+                    cache_dir().map_or_else(|| "~/.cache".to_owned(), |c| c.display().to_string())
+                ))
+            })?;
+            *dir_value = toml::Value::String(absolute.to_string_lossy().into_owned());
+        }
+
+        let servers = table
+            .get("mcp_servers")
+            .and_then(toml::Value::as_table)
+            .map(|t| t.keys().cloned().collect())
+            .unwrap_or_default();
+        Ok(Some(Self {
+            path,
+            table,
+            permissions,
+            servers,
+            import,
+        }))
+    }
+}
+
+/// `given` (relative to the project `root`, or absolute) as an absolute path when it lies
+/// inside the project or the user's cache folder and has no `..`.
+fn spill_inside(root: &Path, given: &Path) -> Option<PathBuf> {
+    if given
+        .components()
+        .any(|c| matches!(c, Component::ParentDir))
+    {
+        return None;
+    }
+    let absolute = root.join(given);
+    let inside_cache = cache_dir().is_some_and(|c| absolute.starts_with(c));
+    (absolute.starts_with(root) || inside_cache).then_some(absolute)
+}
+
+/// The user's cache folder: `$XDG_CACHE_HOME`, else `~/.cache`.
+fn cache_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+}
+
+impl Provider for ProjectLayer {
+    fn metadata(&self) -> Metadata {
+        Metadata::from("TOML file", self.path.as_path())
+    }
+
+    fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
+        figment::providers::Serialized::defaults(&self.table).data()
+    }
+}
+
+/// Whether the user's own layers leave importing on (the project may only turn it off).
+pub(crate) fn user_import(user_side: &Figment) -> bool {
+    user_side
+        .extract_inner::<bool>("mcp.import")
+        .unwrap_or(true)
+}
