@@ -22,7 +22,7 @@ use toolgate_core::{
 };
 
 use crate::confine::door;
-use crate::confine::{CreateParents, Parent, PathError, Roots};
+use crate::confine::{Access, CreateParents, Parent, PathError, Roots};
 use crate::list::human_size;
 use crate::read::{FileStamp, FileStamps};
 
