@@ -11,6 +11,8 @@ use toolgate_core::{
     TruncationReason, run_blocking,
 };
 
+use toolgate_budget::{LogOptions, compress_file};
+
 use crate::clean::group;
 use crate::error::ShellError;
 use crate::jobs::{Job, JobEnd, JobTable, Which};
@@ -89,6 +91,9 @@ pub struct JobOutputOutput {
     pub next_offset: Option<u64>,
     /// The job has ended and this chunk reaches the end of the stream.
     pub eof: bool,
+    /// `raw` for a page of bytes; `log` for the compressed log of the whole stream (the
+    /// first look at a finished job's long output), whose raw pages start at `next_offset`.
+    pub shown: &'static str,
     /// The stream's file (readable with read_file too).
     pub path: String,
     /// How long the job has run (or ran).
@@ -111,7 +116,7 @@ impl Tool for JobOutputTool {
     }
 
     fn description(&self) -> &str {
-        "Read the output of a background job (started by run_shell with background: true) by byte offset, with the job's status (running, exited with exit_code, killed, timed_out). Returns up to limit bytes (default 32 KiB) of stdout, or of stderr with stream: \"stderr\", starting at offset (default 0). next_offset appears only when more output is already there; eof is true once the job has ended and the chunk reaches the end. While a job runs, poll again later with offset = end_offset for new output. The chunks are the raw output: put together they reproduce it exactly."
+        "Read the output of a background job (started by run_shell with background: true) by byte offset, with the job's status (running, exited with exit_code, killed, timed_out). Returns up to limit bytes (default 32 KiB) of stdout, or of stderr with stream: \"stderr\", starting at offset (default 0). next_offset appears only when more output is already there; eof is true once the job has ended and the chunk reaches the end. While a job runs, poll again later with offset = end_offset for new output. The chunks are the raw output: put together they reproduce it exactly. For a finished job whose output is longer than a page, a call without offset returns the compressed log of the whole stream instead (every error, failure and summary line; shown: \"log\"), and offset: 0 pages the raw bytes."
     }
 
     fn meta(&self) -> ToolMeta {
@@ -152,7 +157,7 @@ impl Tool for JobOutputTool {
         let store = Arc::clone(self.shared.budget.store());
         let offset = args.offset.unwrap_or(0);
         let reader = Arc::clone(&job);
-        let page = run_blocking(move || reader.read(&store, which, offset, limit)).await??;
+        let mut page = run_blocking(move || reader.read(&store, which, offset, limit)).await??;
         let end = page.ended.clone();
         let (status, exit_code, signal) = status_fields(end.as_ref());
         let more = page.end < page.len;
@@ -160,12 +165,72 @@ impl Tool for JobOutputTool {
         let runtime = end
             .as_ref()
             .map_or_else(|| job.started.elapsed(), |e| e.elapsed);
-        let footer = footer(&job, end.as_ref(), which, &page, runtime, &self.shared);
-        let mut text = page.text;
+        let path = job.stream(which).path.clone();
+        // The first look at a finished job whose output is longer than a page: the
+        // compressed log of all of it (every error, failure and summary), when it is a log;
+        // the raw pages stay one call away.
+        let failed = end.is_some() && exit_code != Some(0);
+        let log = if args.offset.is_none() && end.is_some() && more {
+            let options = LogOptions {
+                cap_chars: self.shared.budget.sizes(&ctx.session).log_chars,
+                ..LogOptions::default()
+            };
+            let until = ctx.deadline.map(|d| d.into_std());
+            let file = path.clone();
+            run_blocking(move || compress_file(&file, options, until))
+                .await?
+                .ok()
+                .flatten()
+                .filter(|log| log.kind.is_some() || failed && log.anchors > 0)
+        } else {
+            None
+        };
+        let shown_log = log.is_some();
+        let mut text = match log {
+            Some(log) => {
+                let kind = log
+                    .kind
+                    .map(|k| format!(" of {}", k.name().replace('_', " ")))
+                    .unwrap_or_default();
+                format!(
+                    "--- {}: {} bytes, {} lines; compressed log{kind} ({} of {} key lines shown) ---\n{}",
+                    which.name(),
+                    group(log.input_bytes),
+                    group(log.input_lines),
+                    log.anchors_shown,
+                    log.anchors,
+                    log.text
+                )
+            }
+            None => std::mem::take(&mut page.text),
+        };
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
-        text.push_str(&footer);
+        if shown_log {
+            let id = &job.id;
+            let stream_arg = match which {
+                Which::Stdout => String::new(),
+                Which::Stderr => ", \"stream\": \"stderr\"".to_owned(),
+            };
+            let state = end
+                .as_ref()
+                .map(|e| ending_words(e, &self.shared))
+                .unwrap_or_default();
+            text.push_str(&format!(
+                "[{id} {state} · the raw output page by page: job_output {{\"job_id\": \"{id}\", \"offset\": 0{stream_arg}}}, or read_file {{\"path\": \"{}\"}}]\n",
+                path.display()
+            ));
+        } else {
+            text.push_str(&footer(
+                &job,
+                end.as_ref(),
+                which,
+                &page,
+                runtime,
+                &self.shared,
+            ));
+        }
         let body = JobOutputOutput {
             text,
             job_id: job.id.clone(),
@@ -174,13 +239,14 @@ impl Tool for JobOutputTool {
             signal,
             stream: args.stream,
             offset: page.start,
-            end_offset: page.end,
+            end_offset: if shown_log { page.start } else { page.end },
             total: page.len,
             truncated: more,
             reason: more.then_some(TruncationReason::PayloadLimit),
-            next_offset: more.then_some(page.end),
-            eof,
-            path: job.stream(which).path.display().to_string(),
+            next_offset: more.then_some(if shown_log { page.start } else { page.end }),
+            eof: eof && !shown_log,
+            shown: if shown_log { "log" } else { "raw" },
+            path: path.display().to_string(),
             runtime_ms: runtime.as_millis() as u64,
             elapsed_ms: started.elapsed().as_millis() as u64,
         };

@@ -247,3 +247,50 @@ async fn the_job_limit_names_the_running_jobs() {
     let more = start(&env, "echo fits").await;
     assert_eq!(job_id(&more), "job-65");
 }
+
+#[tokio::test]
+async fn a_finished_jobs_long_log_is_shown_compressed_first_and_raw_on_request() {
+    // Regression: job_output only paged raw bytes, so a finished job's failing test log
+    // reached the model 32 KiB at a time, mostly `test … ok` lines.
+    let env = Env::new();
+    let cmd = "for i in $(seq 1 3000); do echo \"test m::t$i ... ok\"; done; \
+               echo 'test m::bad ... FAILED'; \
+               printf '\\nfailures:\\n\\n---- m::bad stdout ----\\n'; \
+               printf \"thread 'm::bad' panicked at src/lib.rs:9:5:\\nassertion failed: broke\\n\"; \
+               printf '\\ntest result: FAILED. 3000 passed; 1 failed\\n'; exit 101";
+    let out = start(&env, cmd).await;
+    let id = job_id(&out);
+    // Wait for the end (raw pages: an offset is given).
+    let mut ended = false;
+    for _ in 0..200 {
+        let page = env
+            .call("job_output", json!({"job_id": id, "offset": 0, "limit": 1}))
+            .await;
+        if field(&page, "status") != "running" {
+            ended = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(ended);
+    let first = env.call("job_output", json!({"job_id": id})).await;
+    assert!(!first.is_error, "{}", first.text);
+    assert_eq!(field(&first, "shown"), "log", "{}", first.text);
+    for needle in [
+        "compressed log",
+        "test m::bad ... FAILED",
+        "assertion failed: broke",
+        "test result: FAILED. 3000 passed; 1 failed",
+        "\"offset\": 0",
+    ] {
+        assert!(first.text.contains(needle), "{needle}: {}", first.text);
+    }
+    assert!(first.text.len() < 8_000, "{} chars", first.text.len());
+    assert_eq!(field(&first, "next_offset"), 0);
+    // With an offset, the raw bytes as before.
+    let raw = env
+        .call("job_output", json!({"job_id": id, "offset": 0}))
+        .await;
+    assert_eq!(field(&raw, "shown"), "raw");
+    assert!(raw.text.starts_with("test m::t1 ... ok\n"), "{}", raw.text);
+}
