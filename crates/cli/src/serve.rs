@@ -94,6 +94,7 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
         runtime.render.clone(),
         INSTRUCTIONS.to_owned(),
     )
+    .with_profiles(runtime.profiles.clone())
     .with_disclosure(runtime.disclosure.clone());
     let root = runtime.roots.primary().display().to_string();
     // What a client lists: with disclosure on, direct tools plus search_tool and run_tool.

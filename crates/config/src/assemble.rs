@@ -7,7 +7,8 @@ use std::time::Duration;
 use toolgate_budget::{Budget, SpillStore};
 use toolgate_core::disclosure::SessionFacts;
 use toolgate_core::{
-    Disclosure, DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope, StaticProvider,
+    ClientProfiles, Disclosure, DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope,
+    StaticProvider,
 };
 use toolgate_fs::Roots;
 use toolgate_gateway::{Gateway, GatewayLimits, ImportOptions, discover};
@@ -34,6 +35,8 @@ pub struct Runtime {
     pub gateway: Arc<Gateway>,
     /// Progressive disclosure over the dispatcher's scope (`search_tool`, `run_tool`).
     pub disclosure: Arc<Disclosure>,
+    /// Client profiles (built-ins plus `[clients.NAME]`), chosen per MCP session.
+    pub profiles: ClientProfiles,
 }
 
 impl Runtime {
@@ -101,7 +104,9 @@ impl Runtime {
             description_budget: config.render.description_budget,
         };
         let gateway = mount_servers(&config, roots.primary(), &registry)?;
+        let profiles = ClientProfiles::with_config(&config.clients);
         Ok(Self {
+            profiles,
             config,
             spill,
             roots,

@@ -14,7 +14,8 @@ use grep_regex::RegexMatcherBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolgate_core::{
-    CallContext, Concurrency, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason, run_blocking,
+    CallContext, ClientLimits, Concurrency, Tool, ToolError, ToolMeta, ToolOutput,
+    TruncationReason, run_blocking,
 };
 
 use crate::confine::Roots;
@@ -103,7 +104,10 @@ impl Tool for GrepTool {
 
     async fn call(&self, args: GrepArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
         let started = Instant::now();
-        let limits = self.limits.clone();
+        // Pages the session's client passes on whole (a shorter page, a true cursor).
+        let mut limits = self.limits.clone();
+        limits.max_payload_bytes =
+            ClientLimits::of(&ctx.session).page_bytes(limits.max_payload_bytes);
         let limit = limits.limit(args.limit)?;
         let stop = Stop::at(started + limits.timeout(args.timeout_ms)?);
         if args.pattern.is_empty() {

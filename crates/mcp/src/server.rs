@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestMethod, CompleteRequestParams,
     CompleteResult, ConstString, GetPromptRequestMethod, GetPromptRequestParams, GetPromptResponse,
-    Implementation, ListPromptsRequestMethod, ListPromptsResult,
-    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, PromptsCapability,
-    ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ResourcesCapability, ServerCapabilities, ServerConfig, SubscribeRequestMethod,
-    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestMethod,
-    UnsubscribeRequestParams,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsRequestMethod,
+    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
+    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    PromptsCapability, ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ResourcesCapability, ServerCapabilities, ServerConfig,
+    SubscribeRequestMethod, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestMethod, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -21,12 +21,12 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::disclosure::Exposed;
 use toolgate_core::{
-    CallContext, Disclosure, Dispatcher, OrderGate, Progress, RawArgs, RenderOptions, SessionState,
-    Snapshot, Ticket,
+    CallContext, ClientProfile, ClientProfiles, Disclosure, Dispatcher, OrderGate, Progress,
+    RawArgs, RenderOptions, SessionProfile, SessionState, Snapshot, Ticket,
 };
 
 use crate::client::McpClient;
-use crate::convert::{call_result, has_output_schema, mcp_tools};
+use crate::convert::{call_result, has_output_schema, mcp_tools, without_output_schemas};
 use crate::disclosure::{session_tools, tool_changes};
 use crate::extras::{self, PromptSource, ResourceSource};
 use crate::notify::{
@@ -41,6 +41,8 @@ struct Shared {
     dispatcher: Arc<Dispatcher>,
     render: RenderOptions,
     instructions: String,
+    /// The client profiles a session's profile is chosen from at `initialize`.
+    profiles: ClientProfiles,
     /// The rendered tool list of the last generation (rendering is byte-deterministic, so
     /// one copy serves every session).
     tools: Mutex<Option<(u64, Arc<Vec<Tool>>)>>,
@@ -85,6 +87,7 @@ impl ToolgateServer {
                 dispatcher,
                 render,
                 instructions,
+                profiles: ClientProfiles::default(),
                 tools: Mutex::new(None),
             }),
             prompts: None,
@@ -100,6 +103,65 @@ impl ToolgateServer {
     pub fn with_disclosure(mut self, disclosure: Arc<Disclosure>) -> Self {
         self.disclosure = Some(disclosure);
         self
+    }
+
+    /// Chooses each session's client profile from `profiles` (built-ins plus
+    /// `[clients.NAME]`) instead of the built-ins alone. Call before sessions start.
+    pub fn with_profiles(mut self, profiles: ClientProfiles) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.profiles = profiles;
+        } else {
+            let shared = Shared {
+                dispatcher: Arc::clone(&self.shared.dispatcher),
+                render: self.shared.render.clone(),
+                instructions: self.shared.instructions.clone(),
+                profiles,
+                tools: Mutex::new(None),
+            };
+            self.shared = Arc::new(shared);
+        }
+        self
+    }
+
+    /// Chooses the session's profile from `client` (its name), unless one is chosen already.
+    fn adopt_client(&self, client: Option<&Implementation>) {
+        let slot = self.session.get::<SessionProfile>();
+        if slot.get().is_some() {
+            return;
+        }
+        let Some(client) = client else { return };
+        let profile = self.shared.profiles.choose(&client.name);
+        tracing::info!(
+            client = %client.name,
+            version = %client.version,
+            profile = %profile.name,
+            max_result_chars = profile.max_result_chars,
+            max_error_chars = profile.max_error_chars,
+            text_only = profile.shows_structured,
+            "client profile chosen"
+        );
+        slot.set(profile);
+    }
+
+    /// Chooses the profile from a request's client: the 2026-07-28 protocol has no
+    /// `initialize` and names the client in every request's `_meta` (Claude Code 2.1 speaks
+    /// it), older ones named it at `initialize`.
+    fn adopt_requester(&self, context: &RequestContext<RoleServer>) {
+        if self.session.get::<SessionProfile>().get().is_none() {
+            self.adopt_client(context.client_info().as_ref());
+        }
+    }
+
+    /// This session's client profile: chosen from `clientInfo` (at `initialize`, or from the
+    /// first request's `_meta`), else the conservative one for unknown clients (then kept).
+    pub fn profile(&self) -> Arc<ClientProfile> {
+        let slot = self.session.get::<SessionProfile>();
+        if let Some(profile) = slot.get() {
+            return profile;
+        }
+        slot.set(self.shared.profiles.choose(""));
+        slot.get()
+            .unwrap_or_else(|| Arc::new(ClientProfile::conservative()))
     }
 
     /// Serves `prompts` too (`prompts/list`, `prompts/get`, completion of their arguments).
@@ -160,7 +222,7 @@ impl ToolgateServer {
             .as_ref()
             .map(|d| session_tools(d, &snapshot, &self.session));
         let base = self.base_tools(&snapshot, exposed.as_ref());
-        match exposed {
+        let tools = match exposed {
             Some(exposed) if !exposed.backfill.is_empty() => {
                 let mut tools = (*base).clone();
                 let backfill = exposed.backfill.iter().map(|t| t.as_ref());
@@ -168,6 +230,11 @@ impl ToolgateServer {
                 Arc::new(tools)
             }
             _ => base,
+        };
+        if self.profile().shows_structured {
+            Arc::new(without_output_schemas(&tools))
+        } else {
+            tools
         }
     }
 
@@ -294,7 +361,8 @@ impl ToolgateServer {
             // Progress sent after the result would be dropped by the client.
             queue.flush().await;
         }
-        CallToolResponse::Complete(call_result(&output, has_schema))
+        let profile = self.profile();
+        CallToolResponse::Complete(call_result(&output, has_schema, Some(&profile)))
     }
 }
 
@@ -325,11 +393,22 @@ impl ServerHandler for ToolgateServer {
             .with_instructions(self.shared.instructions.clone())
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        self.adopt_client(Some(&request.client_info));
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        self.adopt_requester(&context);
         Ok(ListToolsResult::with_all_items(
             self.tools().as_ref().clone(),
         ))
@@ -340,6 +419,7 @@ impl ServerHandler for ToolgateServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        self.adopt_requester(&context);
         Ok(self.call(request, context).await)
     }
 
@@ -478,6 +558,7 @@ impl ServerHandler for ToolgateServer {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        self.adopt_requester(context.request_context());
         self.client().attach(&context.request_context().peer);
         let sources = ListenSources {
             tools: self.tool_changes(),
