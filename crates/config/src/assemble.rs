@@ -11,7 +11,7 @@ use toolgate_core::{
     StaticProvider,
 };
 use toolgate_fs::Roots;
-use toolgate_gateway::{Gateway, GatewayLimits, ImportOptions, discover};
+use toolgate_gateway::{CatalogCache, Gateway, GatewayLimits, ImportOptions, discover};
 
 use crate::load::{Config, ConfigError};
 
@@ -132,7 +132,12 @@ fn mount_servers(
         max_tools_per_server: config.mcp.max_tools_per_server,
         max_inline_chars: config.budget.per_result_chars,
     };
-    Gateway::new(discovered, limits, registry)
-        .map(Arc::new)
-        .map_err(|e| ConfigError::Invalid(format!("mcp_servers: {e}")))
+    let gateway = Gateway::new(discovered, limits, registry)
+        .map_err(|e| ConfigError::Invalid(format!("mcp_servers: {e}")))?;
+    if config.mcp.catalog_cache
+        && let Some(dir) = CatalogCache::user_dir()
+    {
+        gateway.use_catalog(CatalogCache::new(dir));
+    }
+    Ok(Arc::new(gateway))
 }

@@ -22,6 +22,7 @@
 //!   action (`mcp.read`, `mcp.write`), times them out (sending `notifications/cancelled`
 //!   downstream), forwards progress, and passes their results through the output budget.
 
+mod catalog;
 mod config;
 mod connect;
 mod convert;
@@ -33,6 +34,7 @@ mod mount;
 mod naming;
 mod proxy;
 
+pub use catalog::CatalogCache;
 pub use config::{
     DEFAULT_STARTUP_TIMEOUT_SEC, DEFAULT_TOOL_TIMEOUT_SEC, GatewayConfig, McpServerConfig,
     ServerSpec, Transport,

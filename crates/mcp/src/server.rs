@@ -43,6 +43,9 @@ struct Shared {
     instructions: String,
     /// The client profiles a session's profile is chosen from at `initialize`.
     profiles: ClientProfiles,
+    /// Until when a `tools/list` waits for tool providers still starting (mounted
+    /// servers), so that the first list is complete; `None`: never waits.
+    ready_by: Option<tokio::time::Instant>,
     /// The rendered tool list of the last generation (rendering is byte-deterministic, so
     /// one copy serves every session).
     tools: Mutex<Option<(u64, Arc<Vec<Tool>>)>>,
@@ -88,6 +91,7 @@ impl ToolgateServer {
                 render,
                 instructions,
                 profiles: ClientProfiles::default(),
+                ready_by: None,
                 tools: Mutex::new(None),
             }),
             prompts: None,
@@ -108,19 +112,51 @@ impl ToolgateServer {
     /// Chooses each session's client profile from `profiles` (built-ins plus
     /// `[clients.NAME]`) instead of the built-ins alone. Call before sessions start.
     pub fn with_profiles(mut self, profiles: ClientProfiles) -> Self {
-        if let Some(shared) = Arc::get_mut(&mut self.shared) {
-            shared.profiles = profiles;
-        } else {
-            let shared = Shared {
-                dispatcher: Arc::clone(&self.shared.dispatcher),
-                render: self.shared.render.clone(),
-                instructions: self.shared.instructions.clone(),
-                profiles,
-                tools: Mutex::new(None),
-            };
-            self.shared = Arc::new(shared);
-        }
+        self.edit_shared(|shared| shared.profiles = profiles);
         self
+    }
+
+    /// Lets `tools/list` wait up to `grace` from now for tool providers that are still
+    /// starting (the snapshot is incomplete), so a client's first list holds the mounted
+    /// servers' tools: Codex lists once per session and never refetches. A server that
+    /// hangs cannot hold a list longer than that; later lists never wait.
+    pub fn with_first_list_grace(mut self, grace: std::time::Duration) -> Self {
+        let ready_by = tokio::time::Instant::now() + grace;
+        self.edit_shared(|shared| shared.ready_by = Some(ready_by));
+        self
+    }
+
+    fn edit_shared(&mut self, edit: impl FnOnce(&mut Shared)) {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            edit(shared);
+            return;
+        }
+        // Already shared with a session: give this handler its own copy.
+        let mut shared = Shared {
+            dispatcher: Arc::clone(&self.shared.dispatcher),
+            render: self.shared.render.clone(),
+            instructions: self.shared.instructions.clone(),
+            profiles: self.shared.profiles.clone(),
+            ready_by: self.shared.ready_by,
+            tools: Mutex::new(None),
+        };
+        edit(&mut shared);
+        self.shared = Arc::new(shared);
+    }
+
+    /// Waits, within the first-list grace, until no tool provider is still starting.
+    async fn settle_tools(&self) {
+        let Some(until) = self.shared.ready_by else {
+            return;
+        };
+        let mut changes = self.shared.dispatcher.registry().subscribe();
+        while self.shared.dispatcher.snapshot().incomplete {
+            match tokio::time::timeout_at(until, changes.changed()).await {
+                Ok(Ok(())) => {}
+                // The grace is over (or the registry is gone): list what is there.
+                _ => break,
+            }
+        }
     }
 
     /// Chooses the session's profile from `client` (its name), unless one is chosen already.
@@ -409,6 +445,7 @@ impl ServerHandler for ToolgateServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         self.adopt_requester(&context);
+        self.settle_tools().await;
         Ok(ListToolsResult::with_all_items(
             self.tools().as_ref().clone(),
         ))
