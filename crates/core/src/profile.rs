@@ -198,7 +198,7 @@ impl ClientProfiles {
         let name = name.trim().to_lowercase();
         self.known
             .iter()
-            .find(|(names, _)| names.iter().any(|n| *n == name))
+            .find(|(names, _)| names.contains(&name))
             .map_or_else(|| self.fallback.clone(), |(_, p)| p.clone())
     }
 

@@ -181,7 +181,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = CatalogCache::new(dir.path().to_path_buf());
         cache.store(&spec("srv"), &[tool("a")]);
-        let file = std::fs::read_dir(dir.path())
+        let file = fs_err::read_dir(dir.path())
             .unwrap()
             .next()
             .unwrap()

@@ -280,7 +280,8 @@ impl Mount {
                 tracing::info!(server = %self.spec.name, tools = connected.tools.len(), ms = startup.as_millis() as u64, "MCP server ready");
                 // Unchanged since the catalog cache (or the last start): nothing to announce,
                 // so clients keep their tool list and their prompt cache.
-                let changed = !(from_cache || !first) || **lock(&self.listed) != connected.tools;
+                let never_shown = first && !from_cache;
+                let changed = never_shown || **lock(&self.listed) != connected.tools;
                 if changed {
                     self.save_catalog(&connected.tools);
                 }
