@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use toolgate_core::{
-    ResultBudget, SessionState, SpillKind, SpillRef, ToolOutput, TruncationReason, TurnResult,
+    ClientLimits, ResultBudget, SessionState, SpillKind, SpillRef, ToolOutput, TruncationReason,
+    TurnResult,
 };
 
 use crate::compress::{CompressOptions, LogCompressor, LogOptions};
@@ -212,9 +213,24 @@ impl Budget {
         mark(item.output, &file, SpillKind::Compressed);
     }
 
+    /// Characters of excerpt kept for `item`: the configured excerpt, or less when the
+    /// session's client would not pass excerpt plus pointer whole (counted in bytes, so
+    /// multi-byte text gets fewer characters).
+    fn excerpt_chars(&self, item: &TurnResult<'_>) -> usize {
+        let Some(cap) = item.limits.cap(item.output.is_error) else {
+            return self.limits.excerpt_chars;
+        };
+        let room = cap.saturating_sub(ClientLimits::FOOTER_ROOM);
+        let text = &item.output.text;
+        let chars = text.chars().count().max(1);
+        // Bytes per character of this text, rounded up.
+        let width = text.len().div_ceil(chars).max(1);
+        self.limits.excerpt_chars.min(room / width)
+    }
+
     fn spill(&self, item: &mut TurnResult<'_>) {
         let failed = item.output.is_error;
-        let cut = excerpt(&item.output.text, self.limits.excerpt_chars, failed);
+        let cut = excerpt(&item.output.text, self.excerpt_chars(item), failed);
         item.output.text = match self.store.write(item.tool, item.output.text.as_bytes()) {
             Ok(file) => {
                 let pointer = self.pointer(&file, failed);
@@ -248,14 +264,26 @@ impl ResultBudget for Budget {
         }
         let sizes: Vec<usize> = turn.iter().map(|i| i.output.text.chars().count()).collect();
         let mut total: usize = sizes.iter().sum();
+        // A result the session's client would cut is spilled whatever the budgets say: the
+        // client's cut is silent, the spill leaves a pointer (counted in bytes, see
+        // `ClientLimits`).
+        let over_client = |i: &TurnResult<'_>| {
+            i.limits
+                .cap(i.output.is_error)
+                .is_some_and(|cap| i.output.text.len() > cap)
+        };
         let mut candidates: Vec<usize> = (0..turn.len())
-            .filter(|&i| turn[i].meta.spillable && sizes[i] > self.limits.excerpt_chars)
+            .filter(|&i| {
+                turn[i].meta.spillable
+                    && (sizes[i] > self.limits.excerpt_chars || over_client(&turn[i]))
+            })
             .collect();
         // Largest first; stop as soon as both budgets hold.
         candidates.sort_by(|&a, &b| sizes[b].cmp(&sizes[a]).then(a.cmp(&b)));
         for i in candidates {
-            if sizes[i] <= self.limits.per_result_chars && total <= self.limits.per_turn_chars {
-                break;
+            let must = over_client(&turn[i]) || sizes[i] > self.limits.per_result_chars;
+            if !must && total <= self.limits.per_turn_chars {
+                continue;
             }
             self.spill(&mut turn[i]);
             let now = turn[i].output.text.chars().count();
@@ -390,6 +418,7 @@ mod tests {
                 tool: "run_shell",
                 meta,
                 output,
+                limits: ClientLimits::default(),
             })
             .collect();
         budget.apply(&mut turn);

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 use toolgate_config::Runtime;
 use toolgate_core::disclosure::Unmasked;
-use toolgate_core::{CallContext, Protocol, RawArgs};
+use toolgate_core::{CallContext, Protocol, RawArgs, SessionProfile};
 
 /// Arguments of `toolgate tools`.
 #[derive(Debug, Args)]
@@ -37,6 +37,11 @@ pub struct CallArgs {
     /// Print the whole result as JSON (content, structuredContent, isError).
     #[arg(long)]
     json: bool,
+    /// Size and shape the result as `serve` does for this MCP client (its `clientInfo`
+    /// name, e.g. `claude-code`, `codex-mcp-client`; unknown names get the conservative
+    /// profile). Default: no client, nothing cut for one.
+    #[arg(long, value_name = "NAME")]
+    client: Option<String>,
 }
 
 /// Lists the tools, mounted MCP servers' included (started and stopped for the purpose).
@@ -112,6 +117,13 @@ pub async fn call(runtime: &Runtime, args: CallArgs) -> ExitCode {
         None => String::new(),
     };
     let ctx = CallContext::default();
+    let profile = args
+        .client
+        .as_deref()
+        .map(|name| runtime.profiles.choose(name));
+    if let Some(profile) = &profile {
+        ctx.session.get::<SessionProfile>().set(profile.clone());
+    }
     let cancel = ctx.cancel.clone();
     let ctrl_c = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -123,7 +135,8 @@ pub async fn call(runtime: &Runtime, args: CallArgs) -> ExitCode {
         .dispatcher
         .snapshot()
         .get(&args.name)
-        .is_some_and(toolgate_mcp::has_output_schema);
+        .is_some_and(toolgate_mcp::has_output_schema)
+        && !profile.as_ref().is_some_and(|p| p.shows_structured);
     let output = runtime
         .dispatcher
         .call(&args.name, RawArgs::Text(raw), ctx)
@@ -135,7 +148,7 @@ pub async fn call(runtime: &Runtime, args: CallArgs) -> ExitCode {
     runtime.gateway.shutdown().await;
     if args.json {
         // Exactly what `serve` would send for this call (one serializer for both).
-        let mut result = toolgate_mcp::call_result(&output, has_schema);
+        let mut result = toolgate_mcp::call_result(&output, has_schema, profile.as_ref());
         // As sent to a client of a protocol before 2026-07-28 (Claude Code, Codex, the SDKs
         // today), which rmcp answers without the `resultType: "complete"` marker.
         result.result_type = None;

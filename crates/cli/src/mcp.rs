@@ -226,6 +226,16 @@ fn millis(d: Option<Duration>) -> String {
     d.map_or_else(|| "-".to_owned(), |d| format!("{} ms", d.as_millis()))
 }
 
+/// `60 s`, `1.5 s`.
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
 /// The human table: one line per server, then indented reasons and notes.
 fn table(status: &[ServerStatus]) -> String {
     let name_w = status
@@ -252,7 +262,12 @@ fn table(status: &[ServerStatus]) -> String {
             millis(s.startup),
             s.source
         ));
-        out.push_str(&format!("{:<name_w$}  {}\n", "", s.transport));
+        out.push_str(&format!(
+            "{:<name_w$}  {} (startup timeout {})\n",
+            "",
+            s.transport,
+            seconds(s.startup_timeout)
+        ));
         if let ServerState::Failed(reason) = &s.state {
             out.push_str(&format!("{:<name_w$}  reason: {reason}\n", ""));
         }
@@ -275,6 +290,7 @@ fn status_json(s: &ServerStatus) -> Value {
         "status": state_word(&s.state),
         "tools": s.tools,
         "startup_ms": s.startup.map(|d| d.as_millis() as u64),
+        "startup_timeout_ms": s.startup_timeout.as_millis() as u64,
         "source": s.source,
         "transport": s.transport,
         "notes": s.notes,

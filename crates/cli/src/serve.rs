@@ -94,6 +94,10 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
         runtime.render.clone(),
         INSTRUCTIONS.to_owned(),
     )
+    .with_profiles(runtime.profiles.clone())
+    .with_first_list_grace(std::time::Duration::from_millis(
+        runtime.config.mcp.first_list_grace_ms,
+    ))
     .with_disclosure(runtime.disclosure.clone());
     let root = runtime.roots.primary().display().to_string();
     // What a client lists: with disclosure on, direct tools plus search_tool and run_tool.

@@ -7,10 +7,11 @@ use std::time::Duration;
 use toolgate_budget::{Budget, SpillStore};
 use toolgate_core::disclosure::SessionFacts;
 use toolgate_core::{
-    Disclosure, DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope, StaticProvider,
+    ClientProfiles, Disclosure, DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope,
+    StaticProvider,
 };
 use toolgate_fs::{ControlFiles, Roots};
-use toolgate_gateway::{Gateway, GatewayLimits, ImportOptions, TrustStore, discover};
+use toolgate_gateway::{CatalogCache, Gateway, GatewayLimits, ImportOptions, TrustStore, discover};
 
 use crate::load::{Config, ConfigError};
 
@@ -34,6 +35,8 @@ pub struct Runtime {
     pub gateway: Arc<Gateway>,
     /// Progressive disclosure over the dispatcher's scope (`search_tool`, `run_tool`).
     pub disclosure: Arc<Disclosure>,
+    /// Client profiles (built-ins plus `[clients.NAME]`), chosen per MCP session.
+    pub profiles: ClientProfiles,
 }
 
 impl Runtime {
@@ -122,7 +125,9 @@ impl Runtime {
             description_budget: config.render.description_budget,
         };
         let gateway = mount_servers(&config, roots.primary(), &registry)?;
+        let profiles = ClientProfiles::with_config(&config.clients);
         Ok(Self {
+            profiles,
             config,
             spill,
             roots,
@@ -153,9 +158,14 @@ fn mount_servers(
         max_tools_per_server: config.mcp.max_tools_per_server,
         max_inline_chars: config.budget.per_result_chars,
     };
-    Gateway::new(discovered, limits, registry)
-        .map(Arc::new)
-        .map_err(|e| ConfigError::Invalid(format!("mcp_servers: {e}")))
+    let gateway = Gateway::new(discovered, limits, registry)
+        .map_err(|e| ConfigError::Invalid(format!("mcp_servers: {e}")))?;
+    if config.mcp.catalog_cache
+        && let Some(dir) = CatalogCache::user_dir()
+    {
+        gateway.use_catalog(CatalogCache::new(dir));
+    }
+    Ok(Arc::new(gateway))
 }
 
 /// Refuses a spill folder inside a root with a symlink anywhere between the root and it

@@ -45,6 +45,11 @@ pub struct Config {
     /// Progressive disclosure (`[disclosure]`): direct vs deferred tools, `search_tool`,
     /// `run_tool`.
     pub disclosure: toolgate_core::DisclosureSettings,
+    /// Client profiles (`[clients.NAME]`): how large a result each MCP client passes to
+    /// the model untouched and whether it shows `structuredContent` instead of the text.
+    /// Adjusts the built-in `claude-code`, `codex` and `default` (unknown clients) profiles
+    /// or adds new ones.
+    pub clients: BTreeMap<String, toolgate_core::ClientProfileConfig>,
     /// Which file each `[mcp_servers.NAME]` came from; filled by [`load`].
     #[serde(skip)]
     pub mcp_sources: BTreeMap<String, String>,
@@ -222,7 +227,7 @@ pub enum ConfigError {
 
 /// Top-level keys `TOOLGATE_*` may set; other `TOOLGATE_*` variables (such as the token) are
 /// not config.
-const ENV_KEYS: [&str; 12] = [
+const ENV_KEYS: [&str; 13] = [
     "roots",
     "read",
     "search",
@@ -235,6 +240,7 @@ const ENV_KEYS: [&str; 12] = [
     "mcp_servers",
     "mcp",
     "disclosure",
+    "clients",
 ];
 
 /// The merged configuration with its figment, for provenance.

@@ -147,6 +147,7 @@ impl Default for DisclosureSettings {
 /// and the registry it reads (weakly: the registry holds the tools that hold this).
 pub struct Disclosure {
     rules: Rules,
+    mode: DisclosureMode,
     exposure: ExposureMode,
     source: OnceLock<(Weak<Registry>, Scope)>,
     view: Mutex<Option<Arc<View>>>,
@@ -216,6 +217,7 @@ impl Disclosure {
     pub fn new(settings: &DisclosureSettings, facts: &SessionFacts) -> Result<Self, PlanError> {
         Ok(Self {
             rules: Rules::new(settings, facts)?,
+            mode: settings.mode,
             exposure: settings.exposure,
             source: OnceLock::new(),
             view: Mutex::new(None),
@@ -282,6 +284,12 @@ impl Disclosure {
         if search.is_none() || run.is_none() {
             // Without its two tools disclosure cannot work: show everything.
             plan = Rules::all_direct(plan);
+        } else if snapshot.incomplete && !plan.active && self.mode != DisclosureMode::Off {
+            // Some providers (MCP servers still starting, with nothing in the catalog cache)
+            // have not said how many tools they bring, so `auto:N` cannot be decided yet.
+            // A client that lists tools only once (Codex) must still reach them: offer
+            // search_tool and run_tool now; every known tool stays direct.
+            plan.active = true;
         }
         let search = search.filter(|_| plan.active).map(|inner| {
             let catalog = plan.catalog(|name| {

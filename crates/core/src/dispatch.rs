@@ -18,6 +18,7 @@ use serde_json::Value;
 use crate::context::CallContext;
 use crate::output::ToolOutput;
 use crate::permission::{Decision, Policy};
+use crate::profile::ClientLimits;
 use crate::registry::{Registry, Scope, Snapshot};
 use crate::result_budget::{ResultBudget, TurnResult};
 use crate::schedule::{OrderGate, ResourceLocks, Ticket, Turn};
@@ -150,14 +151,16 @@ impl Dispatcher {
         };
         let name = target.as_str();
         let meta = snapshot.get(name).map(|t| t.meta().clone());
+        let limits = ClientLimits::of(&ctx.session);
         let mut output = self.run_one(name, args, ctx, &snapshot, ticket).await;
-        self.apply_budget(&mut [(name, meta.as_ref(), &mut output)]);
+        self.apply_budget(&mut [(name, meta.as_ref(), &mut output)], limits);
         output
     }
 
     fn apply_budget(
         &self,
         results: &mut [(&str, Option<&crate::spec::ToolMeta>, &mut ToolOutput)],
+        limits: ClientLimits,
     ) {
         let Some(budget) = &self.budget else { return };
         let fallback = crate::spec::ToolMeta::default();
@@ -167,6 +170,7 @@ impl Dispatcher {
                 tool,
                 meta: meta.unwrap_or(&fallback),
                 output,
+                limits,
             })
             .collect();
         budget.apply(&mut turn);
@@ -388,7 +392,7 @@ impl Dispatcher {
             .zip(results.iter_mut())
             .map(|((n, m), o)| (n.as_str(), m.as_ref(), o))
             .collect();
-        self.apply_budget(&mut turn);
+        self.apply_budget(&mut turn, ClientLimits::of(&ctx.session));
         results
     }
 }

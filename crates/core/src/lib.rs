@@ -7,7 +7,9 @@
 //! - [`registry`]: registration and invalidation (stations 2 and 6) — layers, scopes,
 //!   snapshots, generation numbers.
 //! - [`permission`]: filtering by policy (station 4).
-//! - [`render`]: the model-facing tool arrays (station 5), byte-deterministic.
+//! - [`render`]: the model-facing tool arrays (station 5), byte-deterministic, with schemas
+//!   every major client accepts.
+//! - [`profile`]: the last hop — what the client in front does to a result, per session.
 //! - [`dispatch`]: running a call, where every failure becomes information for the model;
 //!   [`schedule`] decides who waits for whom (per-session order, per-resource locks).
 //! - [`disclosure`]: progressive disclosure — direct and deferred tools, `search_tool`,
@@ -20,6 +22,7 @@ pub mod disclosure;
 mod dispatch;
 mod output;
 mod permission;
+mod profile;
 mod registry;
 mod render;
 mod result_budget;
@@ -32,11 +35,15 @@ pub use disclosure::{Disclosure, DisclosureMode, DisclosureSettings, ExposureMod
 pub use dispatch::{Call, DispatchLimits, Dispatcher, RawArgs};
 pub use output::{Media, SpillKind, SpillRef, ToolOutput, Truncation, TruncationReason};
 pub use permission::{Decision, Policy, PolicyError, Verdict};
+pub use profile::{
+    ClientLimits, ClientProfile, ClientProfileConfig, ClientProfiles, MIN_CLIENT_CHARS,
+    SessionProfile,
+};
 pub use registry::{
     ProviderError, Registry, RegistryError, Scope, Snapshot, StaticProvider, ToolProvider,
     Visibility, validate_tool,
 };
-pub use render::{Protocol, RenderOptions, render_tools, render_tools_bytes};
+pub use render::{Protocol, RenderOptions, portable_schema, render_tools, render_tools_bytes};
 pub use result_budget::{ResultBudget, TurnResult};
 pub use schedule::{Footprint, OrderGate, Resource, ResourceLocks, Ticket};
 pub use spec::{Concurrency, DisclosureHint, ToolMeta, ToolSpec, schema_for};

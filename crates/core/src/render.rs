@@ -65,7 +65,7 @@ pub fn render_tools_bytes<'a>(
 fn render_one(tool: &dyn DynTool, protocol: Protocol, options: &RenderOptions) -> Value {
     let spec = tool.spec();
     let description = cut_description(&spec.description, options.description_budget);
-    let schema = Value::Object((*spec.input_schema).clone());
+    let schema = portable_schema(&Value::Object((*spec.input_schema).clone()));
     match protocol {
         Protocol::OpenAi => json!({
             "type": "function",
@@ -87,7 +87,10 @@ fn render_one(tool: &dyn DynTool, protocol: Protocol, options: &RenderOptions) -
             obj.insert("description".into(), description.into());
             obj.insert("inputSchema".into(), schema);
             if let Some(out) = &meta.output_schema {
-                obj.insert("outputSchema".into(), Value::Object((**out).clone()));
+                obj.insert(
+                    "outputSchema".into(),
+                    portable_schema(&Value::Object((**out).clone())),
+                );
             }
             let read_only = match meta.concurrency {
                 Concurrency::ReadOnly => true,
@@ -110,6 +113,55 @@ fn render_one(tool: &dyn DynTool, protocol: Protocol, options: &RenderOptions) -
     }
 }
 
+/// The `format` values of JSON Schema (draft 2020-12 §7.3) that every major client accepts;
+/// any other `format` (schemars' `uint64`, `int64`, `uint`, `double`, …) is dropped, because
+/// Claude Code warns about each unknown one on every call (`unknown format "uint64"
+/// ignored in schema`) and no client validates them anyway.
+const STANDARD_FORMATS: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// `schema` with only the keywords and formats the major clients accept: every
+/// non-standard `format` removed, at any depth (properties, items, `$defs`, `anyOf`, …).
+/// Built-in and mounted tools are rendered through this, so both are covered.
+pub fn portable_schema(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(key, value)| {
+                    // `format` as a keyword holds a string; a property *named* format holds
+                    // an object schema and stays.
+                    !(key.as_str() == "format"
+                        && value
+                            .as_str()
+                            .is_some_and(|f| !STANDARD_FORMATS.contains(&f)))
+                })
+                .map(|(key, value)| (key.clone(), portable_schema(value)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(portable_schema).collect()),
+        other => other.clone(),
+    }
+}
+
 /// Cuts `text` to `budget` characters with a marker that says it was cut.
 fn cut_description(text: &str, budget: usize) -> String {
     let total = text.chars().count();
@@ -126,6 +178,28 @@ fn cut_description(text: &str, budget: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn portable_schemas_drop_non_standard_formats_at_any_depth_and_keep_standard_ones() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "format": "uint64", "minimum": 0},
+                "when": {"type": "string", "format": "date-time"},
+                "format": {"type": "string"},
+                "list": {"type": "array", "items": {"type": "integer", "format": "int64"}},
+                "either": {"anyOf": [{"type": "integer", "format": "uint"}, {"type": "null"}]},
+            },
+            "$defs": {"X": {"type": "number", "format": "double"}},
+        });
+        let text = portable_schema(&schema).to_string();
+        for bad in ["uint64", "int64", "\"uint\"", "double"] {
+            assert!(!text.contains(bad), "{bad} left in {text}");
+        }
+        assert!(text.contains("date-time"));
+        assert!(text.contains("\"format\":{\"type\":\"string\"}"), "{text}");
+        assert!(text.contains("\"minimum\":0"));
+    }
 
     #[test]
     fn description_cut_has_visible_marker_and_respects_budget() {

@@ -5,6 +5,7 @@
 //! mode all results of one model turn are passed together (SPEC "Output budget").
 
 use crate::output::ToolOutput;
+use crate::profile::ClientLimits;
 use crate::spec::ToolMeta;
 
 /// One result of a turn as the budget sees it.
@@ -16,6 +17,8 @@ pub struct TurnResult<'a> {
     pub meta: &'a ToolMeta,
     /// The result, rewritten in place when spilled or compressed.
     pub output: &'a mut ToolOutput,
+    /// What the session's client passes on whole; the budget keeps every result within it.
+    pub limits: ClientLimits,
 }
 
 /// Applies output budgets to a turn's results.

@@ -14,7 +14,7 @@ use grep_regex::RegexMatcherBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolgate_core::{
-    CallContext, Concurrency, DisclosureHint, Tool, ToolError, ToolMeta, ToolOutput,
+    CallContext, ClientLimits, Concurrency, DisclosureHint, Tool, ToolError, ToolMeta, ToolOutput,
     TruncationReason, run_blocking,
 };
 
@@ -106,7 +106,10 @@ impl Tool for GrepTool {
 
     async fn call(&self, args: GrepArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
         let started = Instant::now();
-        let limits = self.limits.clone();
+        // Pages the session's client passes on whole (a shorter page, a true cursor).
+        let mut limits = self.limits.clone();
+        limits.max_payload_bytes =
+            ClientLimits::of(&ctx.session).page_bytes(limits.max_payload_bytes);
         let limit = limits.limit(args.limit)?;
         let stop = Stop::at(started + limits.timeout(args.timeout_ms)?);
         if args.pattern.is_empty() {

@@ -7,8 +7,8 @@ use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgate_core::{
-    CallContext, Concurrency, DisclosureHint, DynTool, Media, Tool, ToolError, ToolMeta,
-    ToolOutput, TruncationReason, TypedTool, run_blocking,
+    CallContext, ClientLimits, Concurrency, DisclosureHint, DynTool, Media, Tool, ToolError,
+    ToolMeta, ToolOutput, TruncationReason, TypedTool, run_blocking,
 };
 
 use toolgate_budget::SpillStore;
@@ -169,8 +169,15 @@ impl Tool for ReadFileTool {
         let shared = Arc::clone(&self.shared);
         let stamps = ctx.session.get::<FileStamps>();
         let cancel = ctx.cancel.clone();
-        run_blocking(move || read_file_blocking(&shared, &stamps, &args, &|| cancel.is_cancelled()))
-            .await?
+        // A page (plus its footer) the session's client hands the model whole: a shorter
+        // page with a true next_offset, never a long one the client cuts.
+        let page_bytes = ClientLimits::of(&ctx.session).page_bytes(shared.limits.max_bytes);
+        run_blocking(move || {
+            read_file_blocking(&shared, &stamps, &args, page_bytes, &|| {
+                cancel.is_cancelled()
+            })
+        })
+        .await?
     }
 }
 
@@ -178,6 +185,7 @@ fn read_file_blocking(
     shared: &ReadShared,
     stamps: &FileStamps,
     args: &ReadFileArgs,
+    page_bytes: usize,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<ToolOutput, ToolError> {
     let ReadShared {
@@ -186,6 +194,10 @@ fn read_file_blocking(
         index,
         spill,
     } = shared;
+    let limits = &ReadLimits {
+        max_bytes: page_bytes,
+        ..limits.clone()
+    };
     if args.limit == Some(0) {
         return Err(ToolError::InvalidArguments(format!(
             "field `limit`: must be between 1 and {}; omit it to get a full page",
@@ -303,7 +315,7 @@ fn read_file_blocking(
             .map_or(String::new(), |t| format!(" of {t}"));
         let why = match page.reason {
             Some(TruncationReason::PayloadLimit) => {
-                format!("the {} KiB page limit", limits.max_bytes / 1024)
+                format!("the {} page limit", page_size(limits.max_bytes))
             }
             _ => format!("the {}-line page limit", limit.min(limits.max_lines)),
         };
@@ -325,6 +337,15 @@ fn read_file_blocking(
         scanned_count: None,
         elapsed_ms: started.elapsed().as_millis() as u64,
     }))
+}
+
+/// `50 KiB`, or `10,900 bytes` for a size that is not whole KiB.
+fn page_size(bytes: usize) -> String {
+    if bytes.is_multiple_of(1024) {
+        format!("{} KiB", bytes / 1024)
+    } else {
+        format!("{bytes}-byte")
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -465,9 +486,12 @@ impl Tool for ListDirTool {
         }
     }
 
-    async fn call(&self, args: ListDirArgs, _ctx: CallContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, args: ListDirArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
         let roots = Arc::clone(&self.roots);
-        let limits = self.limits.clone();
+        let limits = ReadLimits {
+            max_bytes: ClientLimits::of(&ctx.session).page_bytes(self.limits.max_bytes),
+            ..self.limits.clone()
+        };
         if args.limit == Some(0) {
             return Err(ToolError::InvalidArguments(format!(
                 "field `limit`: must be between 1 and {}; omit it to get a full page",

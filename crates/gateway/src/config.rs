@@ -7,9 +7,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// Startup timeout when none is configured: 15 s covers an `npx` download of 3-8 s
-/// (seed 000 "为什么 15 秒超时").
-pub const DEFAULT_STARTUP_TIMEOUT_SEC: f64 = 15.0;
+/// Startup timeout when none is configured: 60 s. The seed's 15 s covers an `npx` download
+/// of 3-8 s (seed 000 "为什么 15 秒超时"), but a real Python server needed 14 s (issue 13)
+/// and a cold `uvx`/`npx` install takes longer. Nothing waits for a starting server except
+/// calls to it and the first `tools/list`, which has its own short grace
+/// ([`GatewayConfig::first_list_grace_ms`]), so a generous limit costs nothing.
+pub const DEFAULT_STARTUP_TIMEOUT_SEC: f64 = 60.0;
 /// Per-call timeout when none is configured (Codex's `tool_timeout_sec` default).
 pub const DEFAULT_TOOL_TIMEOUT_SEC: f64 = 60.0;
 
@@ -46,7 +49,7 @@ pub struct McpServerConfig {
     /// Whether to mount it. Default true.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
-    /// Seconds to wait for `initialize` and the first `tools/list`. Default 15.
+    /// Seconds to wait for `initialize` and the first `tools/list`. Default 60.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub startup_timeout_sec: Option<f64>,
     /// Seconds one call may run. Default 60.
@@ -111,8 +114,17 @@ pub struct GatewayConfig {
     /// answering with a cursor cannot keep the gateway listing forever.
     pub max_list_pages: usize,
     /// Most tools mounted from one server; the rest are left out and reported. Default
-    /// 2,000, twice the largest real servers, small enough to keep a tool array sane.
+    /// 10,000: a real server lists 3,436 tools (issue 13), and with progressive disclosure
+    /// they cost a catalog line each, not a definition; the cap only bounds memory.
     pub max_tools_per_server: usize,
+    /// Keep each server's tool list in the user cache folder (`~/.cache/toolgate/catalog`),
+    /// keyed by its launch config, so the next session's first `tools/list` is complete at
+    /// once. Default true.
+    pub catalog_cache: bool,
+    /// How long the first `tools/list` of `toolgate serve` may wait for servers that are
+    /// still starting and not in the catalog cache, in milliseconds (counted from startup).
+    /// Default 5,000: clients such as Codex list tools once per session and never refetch.
+    pub first_list_grace_ms: u64,
 }
 
 impl Default for GatewayConfig {
@@ -120,7 +132,9 @@ impl Default for GatewayConfig {
         Self {
             import: true,
             max_list_pages: 100,
-            max_tools_per_server: 2_000,
+            max_tools_per_server: 10_000,
+            catalog_cache: true,
+            first_list_grace_ms: 5_000,
         }
     }
 }
@@ -298,7 +312,7 @@ mod tests {
             Path::new("/p"),
         );
         assert!(matches!(&spec.transport, Transport::Invalid(r) if r.contains("neither")));
-        assert_eq!(spec.startup_timeout, Duration::from_secs(15));
+        assert_eq!(spec.startup_timeout, Duration::from_secs(60));
         assert_eq!(spec.tool_timeout, Duration::from_secs(60));
         assert!(spec.enabled);
         let bad = McpServerConfig {
@@ -308,7 +322,7 @@ mod tests {
         };
         let spec = ServerSpec::resolve("x", &bad, String::new(), Path::new("/p"));
         assert!(matches!(&spec.transport, Transport::Invalid(r) if r.contains("http://")));
-        assert_eq!(spec.startup_timeout, Duration::from_secs(15));
+        assert_eq!(spec.startup_timeout, Duration::from_secs(60));
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use toolgate_core::{DynTool, Registry, RegistryError};
 
+use crate::catalog::CatalogCache;
 use crate::config::{GatewayConfig, ServerSpec, Transport};
 use crate::import::{Discovered, ImportProblem};
 use crate::mount::{Mount, MountProvider, Phase, lock};
@@ -17,7 +18,7 @@ use crate::proxy::ProxyTool;
 pub struct GatewayLimits {
     /// Most `tools/list` pages read from one server. Default 100 ([`GatewayConfig`]).
     pub max_list_pages: usize,
-    /// Most tools mounted from one server. Default 2,000 ([`GatewayConfig`]).
+    /// Most tools mounted from one server. Default 10,000 ([`GatewayConfig`]).
     pub max_tools_per_server: usize,
     /// Largest `structuredContent` or embedded text resource passed on outside the text
     /// budget; larger ones are moved into the text, where the budget spills them. Default
@@ -51,6 +52,8 @@ pub struct ServerStatus {
     pub tools: usize,
     /// How long the last successful start took.
     pub startup: Option<Duration>,
+    /// How long a start may take before the server is stopped and marked failed.
+    pub startup_timeout: Duration,
     /// Tools left out and why (caps, malformed definitions).
     pub notes: Vec<String>,
 }
@@ -79,6 +82,8 @@ pub(crate) struct Inner {
     registry: Weak<Registry>,
     pub(crate) limits: GatewayLimits,
     naming: Mutex<()>,
+    /// Where each server's last tool list is kept between runs, when enabled.
+    pub(crate) catalog: Mutex<Option<CatalogCache>>,
 }
 
 impl Inner {
@@ -175,6 +180,7 @@ impl Gateway {
             registry: Arc::downgrade(registry),
             limits,
             naming: Mutex::new(()),
+            catalog: Mutex::new(None),
         });
         for mount in &inner.mounts {
             let provider = MountProvider {
@@ -197,6 +203,37 @@ impl Gateway {
             }
         }
         Ok(Self { inner, problems })
+    }
+
+    /// Uses `cache` for every server: tools it holds for a server's exact launch config are
+    /// listed at once, before the server starts, so a client's first `tools/list` is
+    /// complete; each server's own list replaces them when it answers (announced with
+    /// `list_changed` only if it differs) and is saved back. Call before [`Gateway::start`].
+    /// Returns how many servers were answered from the cache.
+    pub fn use_catalog(&self, cache: CatalogCache) -> usize {
+        let loaded = self
+            .inner
+            .mounts
+            .iter()
+            .filter(|m| m.load_catalog(&cache))
+            .count();
+        *lock(&self.inner.catalog) = Some(cache);
+        if loaded > 0 {
+            self.inner.publish();
+        }
+        loaded
+    }
+
+    /// Whether any enabled server is still starting (its tools not known yet, and not in
+    /// the catalog cache).
+    pub fn pending(&self) -> bool {
+        self.inner.mounts.iter().any(|m| {
+            let known = {
+                let st = m.state();
+                st.ever_ready || st.from_cache
+            };
+            !known && m.is_settling()
+        })
     }
 
     /// Config files that could not be read, with why.
@@ -288,6 +325,7 @@ impl Gateway {
                     state,
                     tools,
                     startup: st.startup,
+                    startup_timeout: m.spec.startup_timeout,
                     notes: st.notes.clone(),
                 }
             })

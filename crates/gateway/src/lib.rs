@@ -22,6 +22,7 @@
 //!   action (`mcp.read`, `mcp.write`), times them out (sending `notifications/cancelled`
 //!   downstream), forwards progress, and passes their results through the output budget.
 
+mod catalog;
 mod config;
 mod connect;
 mod convert;
@@ -34,6 +35,7 @@ mod naming;
 mod proxy;
 mod trust;
 
+pub use catalog::CatalogCache;
 pub use config::{
     DEFAULT_STARTUP_TIMEOUT_SEC, DEFAULT_TOOL_TIMEOUT_SEC, GatewayConfig, McpServerConfig,
     ServerSpec, Transport,

@@ -31,6 +31,7 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use toolgate_core::DynTool;
 
+use crate::catalog::CatalogCache;
 use crate::config::{ServerSpec, Transport};
 use crate::connect::{ChildGuard, Diagnostics, http_transport, spawn_stdio};
 use crate::gateway::Inner;
@@ -62,10 +63,13 @@ pub(crate) enum Phase {
 pub(crate) struct State {
     pub(crate) phase: Phase,
     live: Option<Arc<Live>>,
-    ever_ready: bool,
+    pub(crate) ever_ready: bool,
     failures: u32,
     pub(crate) startup: Option<Duration>,
     pub(crate) notes: Vec<String>,
+    /// Whether the tools shown came from the catalog cache before the server first
+    /// answered (they are listed, and calls start the server, as after a crash).
+    pub(crate) from_cache: bool,
 }
 
 /// One open connection.
@@ -151,6 +155,7 @@ impl Mount {
                 failures: 0,
                 startup: None,
                 notes: Vec::new(),
+                from_cache: false,
             }),
             listed: Mutex::new(Arc::new(Vec::new())),
             published: Mutex::new(Vec::new()),
@@ -251,10 +256,13 @@ impl Mount {
             }
             return;
         }
-        let first = !self.state().ever_ready;
+        let (first, from_cache) = {
+            let st = self.state();
+            (!st.ever_ready, st.from_cache)
+        };
         self.set_phase(Phase::Starting);
         self.requested.store(false, Ordering::SeqCst);
-        if first {
+        if first && !from_cache {
             // Listed as unavailable (snapshot incomplete) rather than as having no tools.
             self.invalidate();
         }
@@ -270,6 +278,13 @@ impl Mount {
             Ok(connected) => {
                 let startup = started.elapsed();
                 tracing::info!(server = %self.spec.name, tools = connected.tools.len(), ms = startup.as_millis() as u64, "MCP server ready");
+                // Unchanged since the catalog cache (or the last start): nothing to announce,
+                // so clients keep their tool list and their prompt cache.
+                let never_shown = first && !from_cache;
+                let changed = never_shown || **lock(&self.listed) != connected.tools;
+                if changed {
+                    self.save_catalog(&connected.tools);
+                }
                 *lock(&self.listed) = Arc::new(connected.tools);
                 {
                     let mut st = self.state();
@@ -279,7 +294,7 @@ impl Mount {
                     st.notes = connected.notes;
                 }
                 self.set_phase(Phase::Ready);
-                if let Some(inner) = self.inner.upgrade() {
+                if changed && let Some(inner) = self.inner.upgrade() {
                     inner.publish();
                 }
                 tokio::spawn(Arc::clone(self).monitor(
@@ -302,7 +317,7 @@ impl Mount {
                     }
                 };
                 self.set_phase(Phase::Failed { reason, retry_at });
-                if first {
+                if first && !from_cache {
                     self.invalidate();
                 }
             }
@@ -420,6 +435,27 @@ impl Mount {
         Ok((service, tools, notes))
     }
 
+    /// Shows the tools the catalog cache holds for this server until it answers itself.
+    pub(crate) fn load_catalog(&self, cache: &CatalogCache) -> bool {
+        // An untrusted server will not start: a cached list would show tools nobody serves.
+        if !self.spec.enabled || !self.spec.trust.allows_start() || self.state().ever_ready {
+            return false;
+        }
+        let Some(tools) = cache.load(&self.spec) else {
+            return false;
+        };
+        tracing::debug!(server = %self.spec.name, tools = tools.len(), "tools from the catalog cache");
+        *lock(&self.listed) = Arc::new(tools);
+        self.state().from_cache = true;
+        true
+    }
+
+    fn save_catalog(&self, tools: &[rmcp::model::Tool]) {
+        if let Some(cache) = self.inner.upgrade().and_then(|i| lock(&i.catalog).clone()) {
+            cache.store(&self.spec, tools);
+        }
+    }
+
     fn limits(&self) -> crate::GatewayLimits {
         self.inner
             .upgrade()
@@ -518,6 +554,7 @@ impl Mount {
                 self.state().notes = notes;
                 if changed {
                     tracing::info!(server = %self.spec.name, tools = tools.len(), "MCP server's tools changed");
+                    self.save_catalog(&tools);
                     *lock(&self.listed) = Arc::new(tools);
                     if let Some(inner) = self.inner.upgrade() {
                         inner.publish();

@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use rmcp::model::{AudioContent, CallToolResult, ContentBlock, Resource, ResourceContents, Tool};
 use serde_json::Value;
-use toolgate_core::{DynTool, Media, Protocol, RenderOptions, ToolOutput, render_tools};
+use toolgate_core::{
+    ClientProfile, DynTool, Media, Protocol, RenderOptions, ToolOutput, render_tools,
+};
 
 /// The MCP tool list for `tools`, rendered by toolgate's renderer (one home for rendering).
 pub(crate) fn mcp_tools<'a>(
@@ -24,11 +26,21 @@ pub(crate) fn mcp_tools<'a>(
 }
 
 /// A toolgate result as the MCP `CallToolResult` that `serve` sends — the one serializer,
-/// which `toolgate call --json` uses too. `structuredContent` carries the whole model text
-/// beside the machine fields, because Claude Code and Codex show the model the structured
-/// JSON instead of the text content when both are present (SPEC "MCP"). It is sent only for
-/// a tool that declares an output schema (`has_output_schema`), as the spec requires.
-pub fn call_result(output: &ToolOutput, has_output_schema: bool) -> CallToolResult {
+/// which `toolgate call --json` uses too. Every per-client decision about a result's form is
+/// made here, from the session's `profile` (`None`: no client in front, as in
+/// `toolgate call`):
+///
+/// - a client that shows the model `structuredContent` instead of the text (Claude Code,
+///   Codex) gets text only — its session lists no output schemas, so none is owed — and so
+///   reads numbered lines as lines, not as one escaped JSON string;
+/// - other clients get `structuredContent` for a tool that declares an output schema
+///   (`has_output_schema`), as the spec requires, and it carries the whole model text beside
+///   the machine fields, so even a client that shows it loses nothing.
+pub fn call_result(
+    output: &ToolOutput,
+    has_output_schema: bool,
+    profile: Option<&ClientProfile>,
+) -> CallToolResult {
     let mut content = Vec::with_capacity(1 + output.media.len());
     // An image-only result (from a mounted server) needs no empty text block beside it.
     if !output.text.is_empty() || output.media.is_empty() {
@@ -40,6 +52,9 @@ pub fn call_result(output: &ToolOutput, has_output_schema: bool) -> CallToolResu
     } else {
         CallToolResult::success(content)
     };
+    if profile.is_some_and(|p| p.shows_structured) {
+        return result;
+    }
     if let Some(external) = &output.external_structured {
         // A mounted tool's own structured result, which its output schema describes.
         result.structured_content = Some(external.clone());
@@ -47,6 +62,20 @@ pub fn call_result(output: &ToolOutput, has_output_schema: bool) -> CallToolResu
         result.structured_content = Some(Value::Object(output.structured_content()));
     }
     result
+}
+
+/// `tools` as a session whose client shows `structuredContent` instead of text must list
+/// them: without output schemas, so no structured result is owed (one session never mixes
+/// the two forms).
+pub(crate) fn without_output_schemas(tools: &[Tool]) -> Vec<Tool> {
+    tools
+        .iter()
+        .map(|tool| {
+            let mut tool = tool.clone();
+            tool.output_schema = None;
+            tool
+        })
+        .collect()
 }
 
 /// One media item as an MCP content block; every kind survives the trip.

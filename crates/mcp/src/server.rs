@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestMethod, CompleteRequestParams,
     CompleteResult, ConstString, GetPromptRequestMethod, GetPromptRequestParams, GetPromptResponse,
-    Implementation, ListPromptsRequestMethod, ListPromptsResult,
-    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, PromptsCapability,
-    ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ResourcesCapability, ServerCapabilities, ServerConfig, SubscribeRequestMethod,
-    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestMethod,
-    UnsubscribeRequestParams,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsRequestMethod,
+    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
+    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    PromptsCapability, ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ResourcesCapability, ServerCapabilities, ServerConfig,
+    SubscribeRequestMethod, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestMethod, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -21,12 +21,12 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::disclosure::Exposed;
 use toolgate_core::{
-    CallContext, Disclosure, Dispatcher, OrderGate, Progress, RawArgs, RenderOptions, SessionState,
-    Snapshot, Ticket,
+    CallContext, ClientProfile, ClientProfiles, Disclosure, Dispatcher, OrderGate, Progress,
+    RawArgs, RenderOptions, SessionProfile, SessionState, Snapshot, Ticket,
 };
 
 use crate::client::McpClient;
-use crate::convert::{call_result, has_output_schema, mcp_tools};
+use crate::convert::{call_result, has_output_schema, mcp_tools, without_output_schemas};
 use crate::disclosure::{session_tools, tool_changes};
 use crate::extras::{self, PromptSource, ResourceSource};
 use crate::notify::{
@@ -41,6 +41,11 @@ struct Shared {
     dispatcher: Arc<Dispatcher>,
     render: RenderOptions,
     instructions: String,
+    /// The client profiles a session's profile is chosen from at `initialize`.
+    profiles: ClientProfiles,
+    /// Until when a `tools/list` waits for tool providers still starting (mounted
+    /// servers), so that the first list is complete; `None`: never waits.
+    ready_by: Option<tokio::time::Instant>,
     /// The rendered tool list of the last generation (rendering is byte-deterministic, so
     /// one copy serves every session).
     tools: Mutex<Option<(u64, Arc<Vec<Tool>>)>>,
@@ -85,6 +90,8 @@ impl ToolgateServer {
                 dispatcher,
                 render,
                 instructions,
+                profiles: ClientProfiles::default(),
+                ready_by: None,
                 tools: Mutex::new(None),
             }),
             prompts: None,
@@ -100,6 +107,97 @@ impl ToolgateServer {
     pub fn with_disclosure(mut self, disclosure: Arc<Disclosure>) -> Self {
         self.disclosure = Some(disclosure);
         self
+    }
+
+    /// Chooses each session's client profile from `profiles` (built-ins plus
+    /// `[clients.NAME]`) instead of the built-ins alone. Call before sessions start.
+    pub fn with_profiles(mut self, profiles: ClientProfiles) -> Self {
+        self.edit_shared(|shared| shared.profiles = profiles);
+        self
+    }
+
+    /// Lets `tools/list` wait up to `grace` from now for tool providers that are still
+    /// starting (the snapshot is incomplete), so a client's first list holds the mounted
+    /// servers' tools: Codex lists once per session and never refetches. A server that
+    /// hangs cannot hold a list longer than that; later lists never wait.
+    pub fn with_first_list_grace(mut self, grace: std::time::Duration) -> Self {
+        let ready_by = tokio::time::Instant::now() + grace;
+        self.edit_shared(|shared| shared.ready_by = Some(ready_by));
+        self
+    }
+
+    fn edit_shared(&mut self, edit: impl FnOnce(&mut Shared)) {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            edit(shared);
+            return;
+        }
+        // Already shared with a session: give this handler its own copy.
+        let mut shared = Shared {
+            dispatcher: Arc::clone(&self.shared.dispatcher),
+            render: self.shared.render.clone(),
+            instructions: self.shared.instructions.clone(),
+            profiles: self.shared.profiles.clone(),
+            ready_by: self.shared.ready_by,
+            tools: Mutex::new(None),
+        };
+        edit(&mut shared);
+        self.shared = Arc::new(shared);
+    }
+
+    /// Waits, within the first-list grace, until no tool provider is still starting.
+    async fn settle_tools(&self) {
+        let Some(until) = self.shared.ready_by else {
+            return;
+        };
+        let mut changes = self.shared.dispatcher.registry().subscribe();
+        while self.shared.dispatcher.snapshot().incomplete {
+            match tokio::time::timeout_at(until, changes.changed()).await {
+                Ok(Ok(())) => {}
+                // The grace is over (or the registry is gone): list what is there.
+                _ => break,
+            }
+        }
+    }
+
+    /// Chooses the session's profile from `client` (its name), unless one is chosen already.
+    fn adopt_client(&self, client: Option<&Implementation>) {
+        let slot = self.session.get::<SessionProfile>();
+        if slot.get().is_some() {
+            return;
+        }
+        let Some(client) = client else { return };
+        let profile = self.shared.profiles.choose(&client.name);
+        tracing::info!(
+            client = %client.name,
+            version = %client.version,
+            profile = %profile.name,
+            max_result_chars = profile.max_result_chars,
+            max_error_chars = profile.max_error_chars,
+            text_only = profile.shows_structured,
+            "client profile chosen"
+        );
+        slot.set(profile);
+    }
+
+    /// Chooses the profile from a request's client: the 2026-07-28 protocol has no
+    /// `initialize` and names the client in every request's `_meta` (Claude Code 2.1 speaks
+    /// it), older ones named it at `initialize`.
+    fn adopt_requester(&self, context: &RequestContext<RoleServer>) {
+        if self.session.get::<SessionProfile>().get().is_none() {
+            self.adopt_client(context.client_info().as_ref());
+        }
+    }
+
+    /// This session's client profile: chosen from `clientInfo` (at `initialize`, or from the
+    /// first request's `_meta`), else the conservative one for unknown clients (then kept).
+    pub fn profile(&self) -> Arc<ClientProfile> {
+        let slot = self.session.get::<SessionProfile>();
+        if let Some(profile) = slot.get() {
+            return profile;
+        }
+        slot.set(self.shared.profiles.choose(""));
+        slot.get()
+            .unwrap_or_else(|| Arc::new(ClientProfile::conservative()))
     }
 
     /// Serves `prompts` too (`prompts/list`, `prompts/get`, completion of their arguments).
@@ -160,7 +258,7 @@ impl ToolgateServer {
             .as_ref()
             .map(|d| session_tools(d, &snapshot, &self.session));
         let base = self.base_tools(&snapshot, exposed.as_ref());
-        match exposed {
+        let tools = match exposed {
             Some(exposed) if !exposed.backfill.is_empty() => {
                 let mut tools = (*base).clone();
                 let backfill = exposed.backfill.iter().map(|t| t.as_ref());
@@ -168,6 +266,11 @@ impl ToolgateServer {
                 Arc::new(tools)
             }
             _ => base,
+        };
+        if self.profile().shows_structured {
+            Arc::new(without_output_schemas(&tools))
+        } else {
+            tools
         }
     }
 
@@ -294,7 +397,8 @@ impl ToolgateServer {
             // Progress sent after the result would be dropped by the client.
             queue.flush().await;
         }
-        CallToolResponse::Complete(call_result(&output, has_schema))
+        let profile = self.profile();
+        CallToolResponse::Complete(call_result(&output, has_schema, Some(&profile)))
     }
 }
 
@@ -325,11 +429,23 @@ impl ServerHandler for ToolgateServer {
             .with_instructions(self.shared.instructions.clone())
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        self.adopt_client(Some(&request.client_info));
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        self.adopt_requester(&context);
+        self.settle_tools().await;
         Ok(ListToolsResult::with_all_items(
             self.tools().as_ref().clone(),
         ))
@@ -340,6 +456,7 @@ impl ServerHandler for ToolgateServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        self.adopt_requester(&context);
         Ok(self.call(request, context).await)
     }
 
@@ -478,6 +595,7 @@ impl ServerHandler for ToolgateServer {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        self.adopt_requester(context.request_context());
         self.client().attach(&context.request_context().peer);
         let sources = ListenSources {
             tools: self.tool_changes(),

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgate_core::{
-    CallContext, Concurrency, DisclosureHint, Tool, ToolError, ToolMeta, ToolOutput,
+    CallContext, ClientLimits, Concurrency, DisclosureHint, Tool, ToolError, ToolMeta, ToolOutput,
     TruncationReason, run_blocking,
 };
 
@@ -152,6 +152,8 @@ impl Tool for JobOutputTool {
             }
             Some(n) => n.min(limits.max_page_bytes as u64) as usize,
         };
+        // A page plus its footer must reach the model whole through the session's client.
+        let limit = ClientLimits::of(&ctx.session).page_bytes(limit);
         let job = ctx.session.get::<JobTable>().get(&args.job_id)?;
         let which = Which::from(args.stream);
         let store = Arc::clone(self.shared.budget.store());

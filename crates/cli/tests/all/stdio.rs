@@ -321,7 +321,10 @@ fn regexless_times(s: &str) -> String {
     let mut out: Vec<String> = Vec::with_capacity(words.len());
     for (i, word) in words.iter().enumerate() {
         let next = words.get(i + 1).copied().unwrap_or("");
-        let unit = next.trim_end_matches([',', ';', ')', '.', '\n']);
+        let unit = next
+            .split(|c: char| !c.is_ascii_alphabetic())
+            .next()
+            .unwrap_or("");
         let number = word.trim_start_matches('(');
         if (unit == "ms" || unit == "s")
             && !number.is_empty()

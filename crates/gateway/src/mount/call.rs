@@ -184,7 +184,8 @@ impl ToolProvider for MountProvider {
     fn tools(&self) -> Result<Vec<Arc<dyn DynTool>>, ProviderError> {
         let (phase, ever_ready) = {
             let st = self.mount.state();
-            (st.phase.clone(), st.ever_ready)
+            // Tools from the catalog cache are known tools, like those of a crashed server.
+            (st.phase.clone(), st.ever_ready || st.from_cache)
         };
         let starting = self.mount.is_settling();
         match phase {

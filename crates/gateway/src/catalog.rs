@@ -1,0 +1,194 @@
+//! The persistent catalog cache: each mounted server's last tool list, kept in the user's
+//! cache folder (`$XDG_CACHE_HOME/toolgate/catalog`, else `~/.cache/toolgate/catalog`) and
+//! keyed by how the server is launched, so the first `tools/list` of a new session is
+//! complete at once instead of waiting for every server to start (SPEC "The last hop").
+//!
+//! An entry is used only for the exact launch config it was written for (command, args,
+//! env, cwd or url, headers, token variable, tool filters): changing any of them is a cache
+//! miss. The file holds the key itself, so a hash collision can never serve another
+//! server's tools. Writes are atomic (temporary file + rename); an unreadable or malformed
+//! entry is a miss, never an error.
+
+use std::path::{Path, PathBuf};
+
+use rmcp::model::Tool;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::config::{ServerSpec, Transport};
+
+/// Bumped when the file format or what the key covers changes.
+const FORMAT: u32 = 1;
+
+/// Where the catalog files live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatalogCache {
+    dir: PathBuf,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    format: u32,
+    server: String,
+    key: String,
+    tools: Vec<Tool>,
+}
+
+impl CatalogCache {
+    /// A cache in `dir`.
+    pub fn new(dir: PathBuf) -> Self {
+        Self { dir }
+    }
+
+    /// The user's cache folder for catalogs: `$XDG_CACHE_HOME/toolgate/catalog`, else
+    /// `$HOME/.cache/toolgate/catalog`; `None` without either variable.
+    pub fn user_dir() -> Option<PathBuf> {
+        std::env::var_os("XDG_CACHE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .map(|dir| dir.join("toolgate").join("catalog"))
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The tools last listed by the server launched as `spec`, if cached.
+    pub fn load(&self, spec: &ServerSpec) -> Option<Vec<Tool>> {
+        let key = launch_key(spec)?;
+        let text = fs_err::read_to_string(self.path(&key)).ok()?;
+        let entry: Entry = serde_json::from_str(&text).ok()?;
+        (entry.format == FORMAT && entry.key == key).then_some(entry.tools)
+    }
+
+    /// Records `tools` as the list of the server launched as `spec`. Failures are logged:
+    /// the cache only speeds up the next start.
+    pub fn store(&self, spec: &ServerSpec, tools: &[Tool]) {
+        let Some(key) = launch_key(spec) else { return };
+        let entry = Entry {
+            format: FORMAT,
+            server: spec.name.clone(),
+            key: key.clone(),
+            tools: tools.to_vec(),
+        };
+        let path = self.path(&key);
+        let write = || -> std::io::Result<()> {
+            fs_err::create_dir_all(&self.dir)?;
+            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+            let bytes = serde_json::to_vec(&entry).map_err(std::io::Error::other)?;
+            fs_err::write(&tmp, bytes)?;
+            fs_err::rename(&tmp, &path)
+        };
+        if let Err(e) = write() {
+            tracing::warn!(server = %spec.name, %e, "could not save the tool catalog cache");
+        }
+    }
+
+    fn path(&self, key: &str) -> PathBuf {
+        self.dir
+            .join(format!("{:016x}.json", fnv1a(key.as_bytes())))
+    }
+}
+
+/// Everything that decides which tools a server lists, as one canonical string; `None` for
+/// a server that cannot be started.
+fn launch_key(spec: &ServerSpec) -> Option<String> {
+    let transport = match &spec.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => json!({"command": command, "args": args, "env": env, "cwd": cwd}),
+        Transport::Http {
+            url,
+            headers,
+            bearer_token_env,
+        } => json!({"url": url, "headers": headers, "bearer_token_env": bearer_token_env}),
+        Transport::Invalid(_) => return None,
+    };
+    let key: Value = json!({
+        "name": spec.name,
+        "transport": transport,
+        "enabled_tools": spec.enabled_tools,
+        "disabled_tools": spec.disabled_tools,
+    });
+    Some(key.to_string())
+}
+
+/// 64-bit FNV-1a: a stable file name for a key (the file holds the key itself).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        hash ^= u64::from(*b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use super::*;
+
+    fn spec(command: &str) -> ServerSpec {
+        ServerSpec {
+            name: "probe".to_owned(),
+            transport: Transport::Stdio {
+                command: command.to_owned(),
+                args: vec!["serve".to_owned()],
+                env: BTreeMap::new(),
+                cwd: PathBuf::from("/p"),
+            },
+            enabled: true,
+            startup_timeout: Duration::from_secs(15),
+            tool_timeout: Duration::from_secs(60),
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            log_like: false,
+            source: "test".to_owned(),
+            trust: crate::trust::Trust::User,
+        }
+    }
+
+    fn tool(name: &str) -> Tool {
+        serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}})).unwrap()
+    }
+
+    #[test]
+    fn a_stored_catalog_comes_back_for_the_same_launch_config_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CatalogCache::new(dir.path().join("catalog"));
+        assert!(cache.load(&spec("srv")).is_none(), "empty cache: a miss");
+        cache.store(&spec("srv"), &[tool("a"), tool("b")]);
+        let tools = cache.load(&spec("srv")).unwrap();
+        assert_eq!(tools.len(), 2);
+        assert_eq!(tools[1].name, "b");
+        assert!(
+            cache.load(&spec("other")).is_none(),
+            "another command: a miss"
+        );
+        let mut filtered = spec("srv");
+        filtered.disabled_tools = vec!["a".to_owned()];
+        assert!(cache.load(&filtered).is_none(), "other filters: a miss");
+    }
+
+    #[test]
+    fn a_corrupt_entry_is_a_miss_not_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CatalogCache::new(dir.path().to_path_buf());
+        cache.store(&spec("srv"), &[tool("a")]);
+        let file = fs_err::read_dir(dir.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        fs_err::write(&file, "{not json").unwrap();
+        assert!(cache.load(&spec("srv")).is_none());
+    }
+}

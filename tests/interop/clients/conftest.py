@@ -1,0 +1,63 @@
+"""Fixtures for the real-client suite: a project folder, toolgate as the one MCP server of a
+real Claude Code or Codex CLI, and a scripted model endpoint (see fake_models.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from drive import ClientMissing, Run, run_claude, run_codex, toolgate_bin  # noqa: E402
+from fake_models import FakeModel, Step  # noqa: E402
+
+PROBE = str(Path(__file__).parent / "probe_server.py")
+CLIENTS = ["claude", "codex"]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "big.txt").write_text("".join(f"line {i}\n" for i in range(1, 3001)))
+    return root
+
+
+def toolgate_server(project: Path, env: dict[str, str] | None = None) -> dict:
+    binary = toolgate_bin()
+    if not os.access(binary, os.X_OK):
+        pytest.fail(f"toolgate binary not found at {binary}: run `cargo build -p toolgate`", pytrace=False)
+    server = {"command": binary, "args": ["--root", str(project), "serve"]}
+    # No user config or catalog cache from the machine running the tests.
+    base = {
+        "XDG_CONFIG_HOME": str(project.parent / "tg-config"),
+        "XDG_CACHE_HOME": str(project.parent / "tg-cache"),
+        "RUST_LOG": "info",
+    }
+    server["env"] = {**base, **(env or {})}
+    return server
+
+
+def mount_probe(project: Path, extra_tools: int = 0, delay: float = 0.0) -> None:
+    """Mounts probe_server.py behind toolgate through the project's .mcp.json."""
+    env = {"PROBE_TOOLS": str(extra_tools), "PROBE_DELAY": str(delay)}
+    (project / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"probe": {"command": sys.executable, "args": [PROBE], "env": env}}})
+    )
+
+
+def drive(client: str, project: Path, steps: list[Step], env: dict[str, str] | None = None) -> Run:
+    """Runs `client` with toolgate as its MCP server `tg`; the model follows `steps`."""
+    model = FakeModel(steps)
+    try:
+        runner = run_claude if client == "claude" else run_codex
+        try:
+            run = runner(project, {"tg": toolgate_server(project, env)}, model)
+        except ClientMissing as e:
+            pytest.fail(str(e), pytrace=False)
+    finally:
+        model.close()
+    return run

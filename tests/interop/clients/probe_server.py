@@ -1,0 +1,86 @@
+"""A minimal stdio MCP server for measuring what a client does with results of a given size.
+
+Tool `emit {chars, error?, structured?, line?}` returns `chars` characters of numbered lines
+(`line` characters each, default 80) as text; `error: true` sets `isError`;
+`structured: true` also sends the same text as `structuredContent.text` (with an output
+schema). Each line starts with its number, so a reader can tell exactly which lines arrived.
+
+Env: PROBE_TOOLS=N adds N more tools (`probe_extra_NNNN`, for catalog sizes); PROBE_DELAY=S
+sleeps S seconds before answering `initialize` (a slow starter); PROBE_LOG=FILE appends each
+client's `clientInfo`.
+"""
+
+import json
+import os
+import sys
+import time
+
+SCHEMA_IN = {
+    "type": "object",
+    "properties": {
+        "chars": {"type": "integer"},
+        "error": {"type": "boolean"},
+        "structured": {"type": "boolean"},
+        "line": {"type": "integer"},
+        "fill": {"type": "string"},
+    },
+    "required": ["chars"],
+}
+
+
+def body(chars: int, line: int, fill: str = "x") -> str:
+    out = []
+    total = 0
+    i = 1
+    while total < chars:
+        prefix = f"L{i:06d} "
+        text = (prefix + fill * max(0, line - len(prefix) - 1))[: line - 1] + "\n"
+        out.append(text)
+        total += len(text)
+        i += 1
+    return "".join(out)[:chars]
+
+
+def answer(msg_id, result):
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "result": result}) + "\n")
+    sys.stdout.flush()
+
+
+for raw in sys.stdin:
+    msg = json.loads(raw)
+    method = msg.get("method")
+    if "id" not in msg:
+        continue
+    if method == "initialize":
+        # A slow starter (PROBE_DELAY seconds), like a Python server importing its world.
+        time.sleep(float(os.environ.get("PROBE_DELAY", "0")))
+        if os.environ.get("PROBE_LOG"):
+            with open(os.environ["PROBE_LOG"], "a") as log:
+                log.write(json.dumps(msg["params"].get("clientInfo")) + "\n")
+        answer(msg["id"], {
+            "protocolVersion": msg["params"].get("protocolVersion", "2025-06-18"),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "probe", "version": "1"},
+        })
+    elif method == "tools/list":
+        extra = [
+            {"name": f"probe_extra_{i:04d}", "description": f"Extra probe tool number {i} for catalog size tests.",
+             "inputSchema": {"type": "object", "properties": {"n": {"type": "integer", "format": "uint64"}}}}
+            for i in range(int(os.environ.get("PROBE_TOOLS", "0")))
+        ]
+        answer(msg["id"], {"tools": extra + [
+            {"name": "emit", "description": "Emit text of a given size.", "inputSchema": SCHEMA_IN},
+            {"name": "emit_structured", "description": "Emit text of a given size, also as structuredContent.",
+             "inputSchema": SCHEMA_IN,
+             "outputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
+        ]})
+    elif method == "tools/call":
+        args = msg["params"].get("arguments") or {}
+        text = body(int(args.get("chars", 100)), int(args.get("line", 80)), str(args.get("fill") or "x")[:1])
+        result = {"content": [{"type": "text", "text": text}], "isError": bool(args.get("error"))}
+        if msg["params"]["name"] == "emit_structured":
+            result["structuredContent"] = {"text": text}
+        answer(msg["id"], result)
+    else:
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no"}}) + "\n")
+        sys.stdout.flush()
