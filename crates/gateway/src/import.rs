@@ -246,6 +246,9 @@ fn is_toolgate(transport: &Transport) -> bool {
     }
 }
 
+/// A file's entries by name, or why the file cannot be used.
+type Parsed = Result<Vec<(String, Entry)>, String>;
+
 /// The servers of `~/.claude.json`'s entry for `project` (`projects` is keyed by the
 /// absolute project path Claude Code was started in), with that key for provenance. A file
 /// without an entry for the project contributes nothing.
@@ -253,7 +256,7 @@ fn parse_claude_local(
     text: &str,
     project: &Path,
     env: &dyn Fn(&str) -> Option<String>,
-) -> (Option<String>, Result<Vec<(String, Entry)>, String>) {
+) -> (Option<String>, Parsed) {
     let root: Value = match serde_json::from_str(text) {
         Ok(root) => root,
         Err(e) => {
