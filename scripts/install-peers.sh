@@ -5,6 +5,8 @@
 #     @modelcontextprotocol/inspector 2.x, @modelcontextprotocol/conformance,
 #     @modelcontextprotocol/server-filesystem (benchmark anchor, gateway tests),
 #     @modelcontextprotocol/server-everything (gateway tests: stdio and streamableHttp)
+#   - npm, pinned, in .cache/peers/clients: the real agent CLIs the last-hop tests drive
+#     (tests/interop/clients): @anthropic-ai/claude-code and @openai/codex
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PEERS="$PWD/.cache/peers"
@@ -28,4 +30,18 @@ if [ ! -f "$PEERS/npm/.installed-v2" ] || [ ! -x "$PEERS/npm/node_modules/node/b
     node@22 @modelcontextprotocol/inspector@2 @modelcontextprotocol/conformance \
     @modelcontextprotocol/server-filesystem @modelcontextprotocol/server-everything)
   touch "$PEERS/npm/.installed-v2"
+fi
+
+# The real clients, pinned: their result limits were measured with these versions
+# (tests/interop/clients/measure.py; crates/core/src/profile.rs).
+CLAUDE_CODE_VERSION=2.1.328
+CODEX_VERSION=0.169.0
+CLIENTS="$PEERS/clients"
+if ! { [ -x "$CLIENTS/node_modules/.bin/claude" ] && [ -x "$CLIENTS/node_modules/.bin/codex" ] &&
+  grep -q "\"version\": \"$CLAUDE_CODE_VERSION\"" "$CLIENTS/node_modules/@anthropic-ai/claude-code/package.json" 2>/dev/null &&
+  grep -q "\"version\": \"$CODEX_VERSION\"" "$CLIENTS/node_modules/@openai/codex/package.json" 2>/dev/null; }; then
+  mkdir -p "$CLIENTS"
+  (cd "$CLIENTS" && [ -f package.json ] || echo '{"name":"toolgate-clients","private":true}' > package.json)
+  (cd "$CLIENTS" && PATH="$PEERS/npm/node_modules/node/bin:$PATH" npm install --no-audit --no-fund --loglevel=error \
+    "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" "@openai/codex@$CODEX_VERSION")
 fi

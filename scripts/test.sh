@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README "Quick start"): Rust tests, then interop tests with real MCP
-# peers (Python SDK, MCP Inspector CLI, the official conformance suite), which this script
-# installs itself.
+# peers (Python SDK, MCP Inspector CLI, the official conformance suite) and real clients
+# (Claude Code, Codex CLI), which this script installs itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-peers.sh
@@ -20,3 +20,6 @@ done
 if ls tests/interop/python/test_*.py >/dev/null 2>&1; then
   TOOLGATE_BIN="$PWD/target/debug/toolgate" .cache/peers/venv/bin/python -m pytest -q tests/interop/python
 fi
+# The last hop: the real Claude Code and Codex CLIs against scripted model endpoints. A
+# missing client fails these tests; they never skip.
+TOOLGATE_BIN="$PWD/target/debug/toolgate" .cache/peers/venv/bin/python -m pytest -q tests/interop/clients

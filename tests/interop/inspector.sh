@@ -53,6 +53,14 @@ printf 'outside-the-root-secret\n' >"$WORK/outside.txt"
 # user config and tokens away from the server.
 export HOME=$WORK/home XDG_CONFIG_HOME=$WORK/xdg
 mkdir -p "$HOME" "$XDG_CONFIG_HOME"
+# The Inspector is an unknown client, which gets the conservative client profile (pages
+# that fit the strictest measured client); these checks are about the tools' own limits
+# (2,000 lines), so they raise it in the user config (the Inspector passes its stdio child
+# only HOME and a few other variables). The last hop is tested in tests/interop/clients.
+for dir in "$XDG_CONFIG_HOME/toolgate" "$HOME/.config/toolgate"; do
+  mkdir -p "$dir"
+  printf '[clients.default]\nmax_result_chars = 1000000\nmax_error_chars = 1000000\n' >"$dir/config.toml"
+done
 unset TOOLGATE_TOKEN RUST_LOG
 
 passed=0

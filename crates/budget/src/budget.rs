@@ -683,6 +683,39 @@ mod tests {
     }
 
     #[test]
+    fn a_result_the_client_would_cut_is_spilled_and_excerpt_plus_pointer_fit_the_client() {
+        // Regression: Codex keeps ~12,000 bytes of an MCP result and drops the middle
+        // silently; a 30,000-character result was under the 50,000 budget and went out whole.
+        let dir = tempfile::tempdir().unwrap();
+        let b = budget(dir.path(), BudgetLimits::default());
+        let codex = ClientLimits::from_profile(&toolgate_core::ClientProfile::codex());
+        for text in ["x".repeat(30_000), "日本語のテキスト\n".repeat(3_000)] {
+            for failed in [false, true] {
+                let mut output = ToolOutput::text(text.clone());
+                output.is_error = failed;
+                let mut meta = ToolMeta::default();
+                let mut turn = [TurnResult {
+                    tool: "mcp__x__y",
+                    meta: &mut meta,
+                    output: &mut output,
+                    limits: codex,
+                }];
+                b.apply(&mut turn);
+                let cap = codex.cap(failed).unwrap();
+                assert!(output.text.len() <= cap, "{} > {cap}", output.text.len());
+                assert_eq!(output.spills.len(), 1, "saved whole");
+                assert!(output.text.contains("do not rerun the command"));
+                let path = spill_path(&output);
+                assert_eq!(std::fs::read_to_string(path).unwrap(), text);
+            }
+        }
+        // Without a client limit the same result stays whole.
+        let mut items = [(ToolMeta::default(), ToolOutput::text("x".repeat(30_000)))];
+        run(&b, &mut items);
+        assert!(items[0].1.spills.is_empty());
+    }
+
+    #[test]
     fn excerpt_handles_multibyte_text_and_short_text() {
         assert_eq!(excerpt("short", 100, false), "short");
         let text = "日本語のテキスト\n".repeat(1_000);

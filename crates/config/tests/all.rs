@@ -514,3 +514,98 @@ fn denied_tools_are_hidden_from_listings_but_a_call_still_gets_the_denial() {
     assert!(out.text.contains("deny"), "{}", out.text);
     assert!(!dir.path().join("x.txt").exists());
 }
+
+/// Every `format` value anywhere in `value`.
+fn formats(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                if k == "format"
+                    && let Some(f) = v.as_str()
+                {
+                    out.push(f.to_owned());
+                }
+                formats(v, out);
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| formats(v, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_built_in_tool_renders_with_formats_every_major_client_accepts() {
+    // Regression: Claude Code printed `unknown format "uint64" ignored in schema` eight
+    // times per run_shell call, from schemars' formats for u64 fields in the output schema.
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = load(&options(dir.path(), None)).unwrap().config;
+    config.mcp.import = false;
+    let runtime = Runtime::new(config, dir.path()).unwrap();
+    let snapshot = runtime.dispatcher.snapshot();
+    assert!(snapshot.tools.len() >= 11, "built-ins and disclosure tools");
+    let raw: Vec<String> = snapshot
+        .tools
+        .values()
+        .flat_map(|t| {
+            let mut found = Vec::new();
+            formats(&serde_json::json!(*t.spec().input_schema), &mut found);
+            if let Some(out) = &t.meta().output_schema {
+                formats(&serde_json::json!(**out), &mut found);
+            }
+            found
+        })
+        .collect();
+    assert!(
+        raw.iter().any(|f| f == "uint64"),
+        "the test must see what it removes: {raw:?}"
+    );
+    for protocol in [
+        toolgate_core::Protocol::Mcp,
+        toolgate_core::Protocol::OpenAi,
+        toolgate_core::Protocol::Anthropic,
+    ] {
+        let rendered = toolgate_core::render_tools(
+            snapshot.tools.values().map(|t| t.as_ref()),
+            protocol,
+            &runtime.render,
+        );
+        let mut found = Vec::new();
+        formats(&serde_json::Value::Array(rendered), &mut found);
+        assert!(
+            found.iter().all(|f| ![
+                "uint64", "int64", "uint", "int32", "uint32", "double", "float"
+            ]
+            .contains(&f.as_str())),
+            "{protocol:?}: {found:?}"
+        );
+    }
+}
+
+#[test]
+fn the_clients_section_adjusts_built_in_profiles_and_adds_new_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        &dir.path().join(".toolgate/config.toml"),
+        "[clients.codex]\nmax_result_chars = 8000\n\n[clients.my-ide]\nmatch = [\"my-ide-mcp\"]\nmax_result_chars = 30000\nmax_error_chars = 20000\nshows_structured = true\n",
+    );
+    let mut config = load(&options(dir.path(), None)).unwrap().config;
+    config.mcp.import = false;
+    let runtime = Runtime::new(config, dir.path()).unwrap();
+    let codex = runtime.profiles.choose("codex-mcp-client");
+    assert_eq!(codex.max_result_chars, 8_000);
+    assert!(
+        codex.shows_structured,
+        "untouched fields keep the measured values"
+    );
+    let mine = runtime.profiles.choose("my-ide-mcp");
+    assert_eq!(
+        (
+            mine.name.as_str(),
+            mine.max_result_chars,
+            mine.max_error_chars,
+            mine.shows_structured
+        ),
+        ("my-ide", 30_000, 20_000, true)
+    );
+    assert_eq!(runtime.profiles.choose("unknown").name, "default");
+}

@@ -5,9 +5,13 @@
 //!
 //! 1. `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`), its `[mcp_servers]`
 //! 2. `~/.claude/settings.json`, its `mcpServers`
-//! 3. `<project>/.claude/settings.json`, its `mcpServers`
-//! 4. `<project>/.mcp.json`, its `mcpServers`
-//! 5. toolgate's own config (user < project < `--config` < environment). An entry here that
+//! 3. `~/.claude.json`, its top-level `mcpServers` (where `claude mcp add --scope user`
+//!    writes)
+//! 4. `<project>/.claude/settings.json`, its `mcpServers`
+//! 5. `<project>/.mcp.json`, its `mcpServers`
+//! 6. `~/.claude.json`, `projects["<project>"].mcpServers` (where `claude mcp add` writes
+//!    by default, the "local" scope, which Claude Code ranks above the others)
+//! 7. toolgate's own config (user < project < `--config` < environment). An entry here that
 //!    sets neither `command` nor `url` adjusts the imported entry of the same name
 //!    (`enabled = false`, timeouts, tool filters) instead of replacing it.
 //!
@@ -82,6 +86,10 @@ pub struct Discovered {
 enum Format {
     Codex,
     Claude,
+    /// `~/.claude.json`'s top-level `mcpServers`.
+    ClaudeUser,
+    /// `~/.claude.json`'s `projects[<project>].mcpServers`.
+    ClaudeLocal,
 }
 
 /// An entry as read from one file. Few and short-lived, so the size difference between
@@ -113,14 +121,23 @@ pub fn discover(
                     continue;
                 }
             };
+            let env = |k: &str| std::env::var(k).ok();
+            let mut source = path.display().to_string();
             let parsed = match format {
                 Format::Codex => parse_codex(&text),
-                Format::Claude => parse_claude(&text, &|k| std::env::var(k).ok()),
+                Format::Claude | Format::ClaudeUser => parse_claude(&text, &env),
+                Format::ClaudeLocal => {
+                    let (key, parsed) = parse_claude_local(&text, &options.project_dir, &env);
+                    if let Some(key) = key {
+                        source = format!("{source} (projects[\"{key}\"])");
+                    }
+                    parsed
+                }
             };
             match parsed {
                 Ok(entries) => {
                     for (name, entry) in entries {
-                        merged.insert(name, (entry, path.display().to_string(), project));
+                        merged.insert(name, (entry, source.clone(), project));
                     }
                 }
                 Err(reason) => problems.push(problem(&path, reason)),
@@ -213,6 +230,8 @@ fn sources(options: &ImportOptions) -> Vec<(PathBuf, Format, bool)> {
             Format::Claude,
             false,
         ));
+        // Written by `claude mcp add`: the user's own file, so its servers need no trust.
+        out.push((home.join(".claude.json"), Format::ClaudeUser, false));
     }
     let project = &options.project_dir;
     out.push((
@@ -221,9 +240,14 @@ fn sources(options: &ImportOptions) -> Vec<(PathBuf, Format, bool)> {
         true,
     ));
     out.push((project.join(".mcp.json"), Format::Claude, true));
+    if let Some(home) = &options.home {
+        // The current project's entry of `~/.claude.json` (`claude mcp add -s local`): the
+        // user's file too.
+        out.push((home.join(".claude.json"), Format::ClaudeLocal, false));
+    }
     let mut seen = Vec::new();
-    out.retain(|(p, _, _)| {
-        let key = p.canonicalize().unwrap_or_else(|_| p.clone());
+    out.retain(|(p, format, _)| {
+        let key = (p.canonicalize().unwrap_or_else(|_| p.clone()), *format);
         let fresh = !seen.contains(&key);
         seen.push(key);
         fresh
@@ -244,6 +268,48 @@ fn is_toolgate(transport: &Transport) -> bool {
         (Ok(me), Ok(it)) => me == it,
         _ => false,
     }
+}
+
+/// A file's entries by name, or why the file cannot be used.
+type Parsed = Result<Vec<(String, Entry)>, String>;
+
+/// The servers of `~/.claude.json`'s entry for `project` (`projects` is keyed by the
+/// absolute project path Claude Code was started in), with that key for provenance. A file
+/// without an entry for the project contributes nothing.
+fn parse_claude_local(
+    text: &str,
+    project: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> (Option<String>, Parsed) {
+    let root: Value = match serde_json::from_str(text) {
+        Ok(root) => root,
+        Err(e) => {
+            return (
+                None,
+                Err(format!(
+                    "is not valid JSON ({e}); fix the file or remove its `projects` entry"
+                )),
+            );
+        }
+    };
+    let Some(projects) = root.get("projects").and_then(Value::as_object) else {
+        return (None, Ok(Vec::new()));
+    };
+    let real = project
+        .canonicalize()
+        .unwrap_or_else(|_| project.to_path_buf());
+    let found = projects.iter().find(|(key, _)| {
+        let key = Path::new(key.as_str());
+        key == project || key == real || key.canonicalize().is_ok_and(|k| k == real)
+    });
+    let Some((key, entry)) = found else {
+        return (None, Ok(Vec::new()));
+    };
+    let servers = entry
+        .get("mcpServers")
+        .map(|s| serde_json::json!({ "mcpServers": s }).to_string())
+        .unwrap_or_else(|| "{}".to_owned());
+    (Some(key.clone()), parse_claude(&servers, env))
 }
 
 /// A Claude Code / `.mcp.json` server entry. Unknown fields are ignored (clients add some).
@@ -479,6 +545,67 @@ mod tests {
         };
         assert_eq!(remote.bearer_token_env.as_deref(), Some("TOKEN"));
         assert!(matches!(&by_name["broken"], Entry::Invalid(r) if r.contains("broken")));
+    }
+
+    #[test]
+    fn claude_json_gives_its_user_servers_and_the_current_projects_own_with_provenance() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let claude_json = serde_json::json!({
+            "numStartups": 12,
+            "mcpServers": {
+                "user-wide": {"command": "user-server"},
+                "shadowed": {"command": "from-user-scope"}
+            },
+            "projects": {
+                project.path().to_string_lossy(): {
+                    "allowedTools": [],
+                    "mcpServers": {
+                        "local-only": {"type": "stdio", "command": "local-server", "args": ["--x"]},
+                        "shadowed": {"command": "from-local-scope"}
+                    }
+                },
+                other.path().to_string_lossy(): {
+                    "mcpServers": {"elsewhere": {"command": "not-this-project"}}
+                }
+            }
+        });
+        fs_err::write(home.path().join(".claude.json"), claude_json.to_string()).unwrap();
+        let options = ImportOptions {
+            project_dir: project.path().to_path_buf(),
+            home: Some(home.path().to_path_buf()),
+            codex_home: Some(home.path().join("no-codex")),
+            import: true,
+            project_servers: Default::default(),
+        };
+        let found = discover(&BTreeMap::new(), &BTreeMap::new(), &options);
+        assert!(found.problems.is_empty(), "{:?}", found.problems);
+        let by_name = |n: &str| found.servers.iter().find(|s| s.name == n);
+        assert!(
+            by_name("elsewhere").is_none(),
+            "another project's servers stay out"
+        );
+        let user = by_name("user-wide").unwrap();
+        assert!(user.source.ends_with(".claude.json"), "{}", user.source);
+        let local = by_name("local-only").unwrap();
+        assert!(
+            user.trust.allows_start() && local.trust.allows_start(),
+            "servers from the user's own ~/.claude.json need no trust"
+        );
+        assert!(
+            local.source.contains(".claude.json (projects[")
+                && local.source.contains(&*project.path().to_string_lossy()),
+            "{}",
+            local.source
+        );
+        let Transport::Stdio { command, .. } = &by_name("shadowed").unwrap().transport else {
+            panic!("stdio expected")
+        };
+        assert_eq!(
+            command, "from-local-scope",
+            "the local scope wins, as in Claude Code"
+        );
     }
 
     #[test]

@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
+#[path = "all/catalog.rs"]
+mod catalog;
 #[path = "all/config.rs"]
 mod config;
 #[path = "all/e2e.rs"]

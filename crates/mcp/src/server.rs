@@ -626,4 +626,6 @@ impl ServerHandler for ToolgateServer {
 }
 
 #[cfg(test)]
+mod profile_tests;
+#[cfg(test)]
 mod tests;

@@ -82,6 +82,13 @@ def server_env(tmp_path: Path) -> dict[str, str]:
     """Environment for server processes: no user config, no inherited token."""
     config_home = tmp_path / "xdg-config"
     config_home.mkdir(exist_ok=True)
+    # The SDK is an unknown client, which gets the conservative client profile (pages that
+    # fit the strictest measured client). These tests check the tools' own limits (2,000
+    # lines, 50 KiB), so they raise it; the last hop is tested in tests/interop/clients.
+    (config_home / "toolgate").mkdir(exist_ok=True)
+    (config_home / "toolgate" / "config.toml").write_text(
+        "[clients.default]\nmax_result_chars = 1000000\nmax_error_chars = 1000000\n"
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("TOOLGATE_TOKEN", "RUST_LOG")}
     env["XDG_CONFIG_HOME"] = str(config_home)
     env["HOME"] = str(tmp_path)

@@ -137,7 +137,18 @@ impl DynTool for SearchTool {
                 .map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(MAX_LIMIT))
                 .clamp(1, MAX_LIMIT);
             let hits = view.index().search(&args.query, limit);
-            let found: Vec<&Arc<dyn DynTool>> = hits.iter().map(|h| &view.tools[h.doc]).collect();
+            let mut found: Vec<&Arc<dyn DynTool>> =
+                hits.iter().map(|h| &view.tools[h.doc]).collect();
+            // Fewer hits rather than a result the session's client would cut (or that the
+            // budget would spill): drop the lowest-ranked ones until the text fits.
+            let fits = crate::ClientLimits::of(&ctx.session).page_bytes(usize::MAX);
+            let mut left_out = 0;
+            while found.len() > 1
+                && format_results(&args.query, &found, &view, disclosure.exposure()).len() > fits
+            {
+                found.pop();
+                left_out += 1;
+            }
             let exposure = disclosure.exposure();
             if exposure == ExposureMode::Backfill {
                 let deferred: Vec<String> = found
@@ -147,12 +158,14 @@ impl DynTool for SearchTool {
                     .collect();
                 ctx.session.get::<Unmasked>().unmask(&deferred);
             }
-            Ok(ToolOutput::text(format_results(
-                &args.query,
-                &found,
-                &view,
-                exposure,
-            )))
+            let mut text = format_results(&args.query, &found, &view, exposure);
+            if left_out > 0 {
+                let _ = write!(
+                    text,
+                    "\n[{left_out} lower-ranked matches left out to keep this result whole; search with more specific words to see others]\n"
+                );
+            }
+            Ok(ToolOutput::text(text))
         })
     }
 }

@@ -653,3 +653,49 @@ async fn disclosure_tools_and_a_search_result_as_the_model_sees_them() {
     .await;
     insta::assert_snapshot!("search_result_text", out.text);
 }
+
+#[tokio::test]
+async fn search_tool_results_fit_the_sessions_client_with_fewer_hits_said_plainly() {
+    // 60 tools with long schemas: 20 hits of them are far over what Codex passes whole.
+    let tools: Vec<Arc<dyn DynTool>> = (0..60)
+        .map(|i| {
+            let props: Map<String, serde_json::Value> = (0..40)
+                .map(|p| {
+                    let schema = json!({"type": "string", "description": "a widget setting"});
+                    (format!("widget_parameter_{p}"), schema)
+                })
+                .collect();
+            let mut schema = Map::new();
+            schema.insert("type".to_owned(), json!("object"));
+            schema.insert("properties".to_owned(), serde_json::Value::Object(props));
+            let name = format!("widget_tool_{i:02}");
+            Arc::new(StubTool::new(
+                &name,
+                "Manage widgets of the inventory.",
+                schema,
+            )) as Arc<dyn DynTool>
+        })
+        .collect();
+    let s = setup_with(tools, on(), Policy::allow_all());
+    let ctx = CallContext::default();
+    ctx.session
+        .get::<toolgate_core::SessionProfile>()
+        .set(toolgate_core::ClientProfile::codex());
+    let out = s
+        .dispatcher
+        .call(
+            SEARCH_TOOL,
+            RawArgs::Json(json!({"query": "widgets", "limit": 20})),
+            ctx,
+        )
+        .await;
+    assert!(!out.is_error, "{}", out.text);
+    assert!(out.text.len() <= 11_500, "{}", out.text.len());
+    assert!(out.spills.is_empty(), "fewer hits, not a spill");
+    assert!(
+        out.text.contains("lower-ranked matches left out"),
+        "{}",
+        &out.text[out.text.len() - 300..]
+    );
+    assert!(out.text.contains("## widget_tool_"));
+}

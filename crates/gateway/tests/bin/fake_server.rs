@@ -82,7 +82,8 @@ fn normal_tools(bumped: bool) -> Vec<Value> {
         tool(
             "big",
             "Returns chars characters.",
-            json!({"chars": {"type": "integer"}}),
+            // As a server generated from Rust types declares it.
+            json!({"chars": {"type": "integer", "format": "uint64", "minimum": 0}}),
             true,
         ),
         tool("image", "Returns a tiny image.", json!({}), true),
