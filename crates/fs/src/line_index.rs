@@ -8,6 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Lines between checkpoints: 10 M lines cost 2,442 offsets (20 KiB).
@@ -32,6 +33,8 @@ pub(crate) struct LineIndex {
     checkpoints: Vec<u64>,
     /// Total number of lines, once a read has reached the end.
     pub(crate) total_lines: Option<u64>,
+    /// Reads that had to read the file (not answered from this index alone).
+    pub(crate) scans: u64,
 }
 
 impl LineIndex {
@@ -62,12 +65,26 @@ type IndexMap = HashMap<FileKey, Arc<Mutex<LineIndex>>>;
 #[derive(Debug, Default)]
 pub struct LineIndexCache {
     inner: Mutex<(IndexMap, VecDeque<FileKey>)>,
+    /// Pages that had to read the file (every read that was not answered from the index
+    /// alone): lets tests see that a repeated read did not scan.
+    scans: AtomicU64,
 }
 
 impl LineIndexCache {
     /// An empty cache.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Notes that a read had to read its file.
+    pub(crate) fn note_scan(&self) {
+        self.scans.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Reads so far that had to read their file rather than answer from an index.
+    #[cfg(test)]
+    pub(crate) fn scans(&self) -> u64 {
+        self.scans.load(Ordering::Relaxed)
     }
 
     /// The index of the file at `real` with metadata `meta`, created empty on first use.

@@ -156,6 +156,7 @@ pub fn read_page<R: Read + Seek>(
     {
         return Err(PageError::PastEnd { offset, total });
     }
+    index.scans += 1;
     let (mut line_no, start_byte) = index.seek_point(offset);
     let start_byte = start_byte.max(skip);
     file.seek(SeekFrom::Start(start_byte))?;

@@ -343,7 +343,8 @@ fn page_from_file(
     let mut guard = entry
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    read_page(
+    let scans = guard.scans;
+    let page = read_page(
         file,
         meta.len(),
         skip,
@@ -352,7 +353,11 @@ fn page_from_file(
         limit,
         limits,
         cancelled,
-    )
+    );
+    if guard.scans > scans {
+        index.note_scan();
+    }
+    page
 }
 
 fn media(
@@ -511,5 +516,77 @@ impl Tool for ListDirTool {
             }))
         })
         .await?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 15 item 8: an offset past the end of a 10 GB sparse file rescanned the whole
+    /// file on every call (2 s each). The second past-the-end read must be answered from the
+    /// line count cached by the file's identity.
+    #[test]
+    fn past_the_end_reads_of_a_huge_sparse_file_scan_it_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sparse.log");
+        // Text first (so the file is read as text), then a 2 GiB hole.
+        let mut head = String::new();
+        while head.len() < 300 * 1024 {
+            head.push_str("a line of text\n");
+        }
+        fs_err::write(&path, &head).unwrap();
+        fs_err::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(2 << 30)
+            .unwrap();
+        let roots = Arc::new(Roots::new([dir.path()]).unwrap());
+        let shared = ReadShared {
+            roots,
+            limits: ReadLimits::default(),
+            index: Arc::new(LineIndexCache::new()),
+            spill: None,
+        };
+        let stamps = FileStamps::default();
+        let args = ReadFileArgs {
+            path: "sparse.log".to_owned(),
+            offset: Some(1_000_000),
+            limit: None,
+        };
+        let lines = head.lines().count() + 1;
+        for call in 0..3 {
+            let err =
+                read_file_blocking(&shared, &stamps, &args, &|| false).expect_err("past the end");
+            assert!(
+                err.to_string().contains(&format!(
+                    "past the end of `sparse.log`, which has {lines} lines"
+                )),
+                "{err}"
+            );
+            assert_eq!(
+                shared.index.scans(),
+                1,
+                "call {call} scanned the file again"
+            );
+        }
+        // Another offset past the end, too.
+        let args = ReadFileArgs {
+            offset: Some(50_000),
+            ..args
+        };
+        assert!(read_file_blocking(&shared, &stamps, &args, &|| false).is_err());
+        assert_eq!(shared.index.scans(), 1);
+        // A changed file is a new identity: scanned again.
+        fs_err::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(1 << 30)
+            .unwrap();
+        assert!(read_file_blocking(&shared, &stamps, &args, &|| false).is_err());
+        assert_eq!(shared.index.scans(), 2);
+        drop(dir);
     }
 }
