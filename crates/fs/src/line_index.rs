@@ -35,6 +35,25 @@ pub(crate) struct LineIndex {
     pub(crate) total_lines: Option<u64>,
     /// Reads that had to read the file (not answered from this index alone).
     pub(crate) scans: u64,
+    /// Bytes those reads read.
+    pub(crate) bytes_read: u64,
+    /// Where a cancelled read stopped counting lines: a later read for a line beyond it
+    /// goes on from there instead of from the last checkpoint. This matters for a long
+    /// stretch without newlines (a sparse file's hole), where no checkpoint is recorded.
+    pub(crate) resume: Option<Resume>,
+}
+
+/// The state of a line count stopped at a chunk boundary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Resume {
+    /// The line in progress (1-based).
+    pub(crate) line: u64,
+    /// Byte offset where that line starts.
+    pub(crate) line_start: u64,
+    /// Byte offset where reading goes on.
+    pub(crate) pos: u64,
+    /// Whether the line in progress has any bytes before `pos`.
+    pub(crate) has_content: bool,
 }
 
 impl LineIndex {
@@ -68,6 +87,8 @@ pub struct LineIndexCache {
     /// Pages that had to read the file (every read that was not answered from the index
     /// alone): lets tests see that a repeated read did not scan.
     scans: AtomicU64,
+    /// Bytes those reads read.
+    bytes_read: AtomicU64,
 }
 
 impl LineIndexCache {
@@ -76,15 +97,22 @@ impl LineIndexCache {
         Self::default()
     }
 
-    /// Notes that a read had to read its file.
-    pub(crate) fn note_scan(&self) {
+    /// Notes that a read had to read `bytes` of its file.
+    pub(crate) fn note_scan(&self, bytes: u64) {
         self.scans.fetch_add(1, Ordering::Relaxed);
+        self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Reads so far that had to read their file rather than answer from an index.
     #[cfg(test)]
     pub(crate) fn scans(&self) -> u64 {
         self.scans.load(Ordering::Relaxed)
+    }
+
+    /// Bytes those reads read.
+    #[cfg(test)]
+    pub(crate) fn bytes_read(&self) -> u64 {
+        self.bytes_read.load(Ordering::Relaxed)
     }
 
     /// The index of the file at `real` with metadata `meta`, created empty on first use.

@@ -343,7 +343,7 @@ fn page_from_file(
     let mut guard = entry
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let scans = guard.scans;
+    let (scans, bytes) = (guard.scans, guard.bytes_read);
     let page = read_page(
         file,
         meta.len(),
@@ -355,7 +355,7 @@ fn page_from_file(
         cancelled,
     );
     if guard.scans > scans {
-        index.note_scan();
+        index.note_scan(guard.bytes_read - bytes);
     }
     page
 }
@@ -587,6 +587,83 @@ mod tests {
             .unwrap();
         assert!(read_file_blocking(&shared, &stamps, &args, &|| false).is_err());
         assert_eq!(shared.index.scans(), 2);
+        drop(dir);
+    }
+
+    /// Issue 15 item 8, the case the cache alone does not cover: a count through a long
+    /// stretch without newlines (a sparse file's hole) that is cancelled (the call's
+    /// deadline) started over from the last checkpoint on every call, so a file too big to
+    /// count within one call's time was rescanned forever. A cancelled count now resumes.
+    #[test]
+    fn cancelled_counts_of_a_sparse_file_resume_instead_of_starting_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sparse.log");
+        let mut head = String::new();
+        while head.len() < 300 * 1024 {
+            head.push_str("a line of text\n");
+        }
+        fs_err::write(&path, &head).unwrap();
+        let size: u64 = 2 << 30;
+        fs_err::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(size)
+            .unwrap();
+        let roots = Arc::new(Roots::new([dir.path()]).unwrap());
+        let shared = ReadShared {
+            roots,
+            limits: ReadLimits::default(),
+            index: Arc::new(LineIndexCache::new()),
+            spill: None,
+        };
+        let stamps = FileStamps::default();
+        let args = ReadFileArgs {
+            path: "sparse.log".to_owned(),
+            offset: Some(1_000_000),
+            limit: None,
+        };
+        // Every call is cancelled at its 5th check (about 80 MiB in): the deadline of a
+        // call too short for the whole file.
+        let mut calls = 0;
+        let err = loop {
+            calls += 1;
+            assert!(calls <= 40, "no progress: every call starts the count over");
+            let checks = std::cell::Cell::new(0);
+            let cancelled = || {
+                checks.set(checks.get() + 1);
+                checks.get() >= 5
+            };
+            let err = read_file_blocking(&shared, &stamps, &args, &cancelled)
+                .expect_err("cancelled, or past the end");
+            if !err.to_string().contains("cancelled") {
+                break err;
+            }
+        };
+        let lines = head.lines().count() + 1;
+        assert!(
+            err.to_string()
+                .contains(&format!("which has {lines} lines")),
+            "{err}"
+        );
+        assert!(calls > 10, "the cancellation did fire ({calls} calls)");
+        assert!(
+            shared.index.bytes_read() <= size + (1 << 20),
+            "each byte read about once: {} of {size}",
+            shared.index.bytes_read()
+        );
+        // And a normal page of the same file is unaffected by the resume point.
+        let first = ReadFileArgs {
+            path: "sparse.log".to_owned(),
+            offset: Some(2),
+            limit: Some(3),
+        };
+        let out = read_file_blocking(&shared, &stamps, &first, &|| false).unwrap();
+        assert!(
+            out.text.starts_with("     2\ta line of text\n"),
+            "{}",
+            out.text
+        );
         drop(dir);
     }
 }
