@@ -405,16 +405,18 @@ fn finish(
                 "narrow the pattern, path or glob, or allow more time with timeout_ms".to_owned()
             }
         };
-        text.push_str(&format!(
-            "[truncated: {phrase}; {} — {next}]\n",
-            showing(
+        let counts = match (page.emitted, long_only) {
+            (0, true) => "no matches in the lines that could be searched".to_owned(),
+            (0, false) if !exact => "no matches so far".to_owned(),
+            _ => showing(
                 page.emitted,
                 found,
                 found_files,
                 !exact,
-                ("match", "matches")
+                ("match", "matches"),
             ),
-        ));
+        };
+        text.push_str(&format!("[truncated: {phrase}; {counts} — {next}]\n"));
     }
     SearchOutput {
         text,
@@ -454,7 +456,7 @@ fn long_line_note(long: &[String], pattern: &str) -> String {
         .collect::<String>()
         .replace('\'', "'\\''");
     format!(
-        "[note: {names} {} a line over {} MiB, too long to search: matches on that line and after it are not shown. Look inside with read_file (long lines come in pieces), or run_shell `grep -c '{pattern}' {example}`]\n",
+        "[note: {names} {} a line over {} MiB, too long to search: matches on that line and after it are not shown. read_file shows the start of such a line (cut to 2,000 characters); to search it, use run_shell, e.g. `grep -c '{pattern}' {example}`]\n",
         if long.len() == 1 { "has" } else { "have" },
         run::HEAP_LIMIT >> 20
     )

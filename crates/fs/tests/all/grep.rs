@@ -584,6 +584,13 @@ async fn a_line_over_the_searcher_limit_is_reported_not_answered_no_matches() {
         "{}",
         out.text
     );
+    assert!(
+        out.text.contains(
+            "[truncated: 1 file with a line over 32 MiB could not be searched past that line; no matches in the lines that could be searched — see the note above]"
+        ),
+        "{}",
+        out.text
+    );
     // The 80 MiB of test files go with the project's temporary folder.
     drop(s);
     drop(p);
