@@ -21,10 +21,21 @@ use toolgate_core::{
 use crate::confine::Roots;
 use crate::find::{NameFilter, skipped_hint};
 use crate::search::{
-    CancelBridge, Cursor, Scope, SearchLimits, SearchOutput, Stop, cut_phrase, plural,
+    CancelBridge, Cursor, Scope, SearchLimits, SearchOutput, Stop, cut_phrase, plural, showing,
+    thousands,
 };
 use run::{Job, Outcome};
 use sink::HitKind;
+
+/// Longest `pattern`, in characters.
+const MAX_PATTERN_CHARS: usize = 4_096;
+
+/// Most memory a compiled regex may take (regex's own default; grep-regex allows 100 MiB).
+const REGEX_SIZE_LIMIT: usize = 10 << 20;
+
+/// Most memory the lazy DFA of a regex may cache, per searcher thread (grep-regex allows
+/// 1,000 MiB).
+const REGEX_DFA_SIZE_LIMIT: usize = 10 << 20;
 
 /// Arguments of `grep`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -128,12 +139,28 @@ impl Tool for GrepTool {
             Some(c) => c as usize,
             None => 0,
         };
+        let chars = args.pattern.chars().count();
+        if chars > MAX_PATTERN_CHARS {
+            return Err(ToolError::InvalidArguments(format!(
+                "field `pattern`: {} characters is too long; at most {} are allowed. Search for a distinctive part of the text (a few words or an identifier), or split a long alternation `a|b|…` into several calls",
+                thousands(chars as u64),
+                thousands(MAX_PATTERN_CHARS as u64),
+            )));
+        }
         let matcher = RegexMatcherBuilder::new()
             .line_terminator(Some(b'\n'))
             .case_insensitive(args.case_insensitive)
             .fixed_strings(args.literal)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .dfa_size_limit(REGEX_DFA_SIZE_LIMIT)
             .build(&args.pattern)
             .map_err(|e| {
+                if e.to_string().contains("size limit") {
+                    return ToolError::recoverable(format!(
+                        "the regular expression is too big once compiled (over {} MiB): large counted repetitions such as `\\w{{1000}}` or long alternations grow it. Use a simpler pattern (a distinctive literal part, `+` or `*` instead of large counts), or literal: true for plain text",
+                        REGEX_SIZE_LIMIT >> 20
+                    ));
+                }
                 ToolError::recoverable(format!(
                     "`{}` is not a valid regular expression: {e}\nTo search for this text exactly as written, retry with literal: true; for a regex, escape special characters ( ) [ ] {{ }} . * + ? | \\ with a backslash",
                     args.pattern
@@ -292,6 +319,37 @@ fn finish(
             };
         (reason.into(), coverage(roots, scope, &outcome, &page))
     };
+    // Files a line too long for the searcher stopped: the result is incomplete even when
+    // every file was reached (issue 15: this used to read "No matches", total 0).
+    let long: Vec<String> = outcome
+        .files
+        .iter()
+        .filter(|f| f.hits.line_too_long)
+        .map(|f| roots.display(&f.path))
+        .collect();
+    let long_only = reason.is_none() && !long.is_empty();
+    let reason = match reason {
+        None if long_only => Some(TruncationReason::PayloadLimit),
+        other => other,
+    };
+    // Counts: exact when every file was searched to its end without the page filling up
+    // (whether it did depends only on the tree, so the count is the same on every call). A
+    // lower bound otherwise: one more than shown when the page was cut at a further match,
+    // else what the searched files held.
+    let exact = complete
+        && !outcome
+            .files
+            .iter()
+            .any(|f| f.hits.capped || f.hits.partial || f.hits.line_too_long);
+    let searched: u64 = outcome.files.iter().map(|f| f.hits.matches as u64).sum();
+    let searched_files = outcome.files.iter().filter(|f| f.hits.matches > 0).count() as u64;
+    let (found, found_files) = match (exact, page.cut) {
+        (false, Some(_)) => (page.emitted + 1, page.files_matched),
+        _ => (
+            searched.max(page.emitted),
+            searched_files.max(page.files_matched),
+        ),
+    };
     let files_searched = outcome.files.len() as u64;
     let binary = outcome.files.iter().filter(|f| f.hits.binary).count();
     let failed = outcome.files.iter().filter(|f| f.hits.failed).count();
@@ -322,35 +380,57 @@ fn finish(
         }
         if failed > 0 {
             notes.push(format!(
-                "{} could not be read (unreadable, or a line over 32 MiB)",
+                "{} could not be read",
                 plural(failed as u64, "file", "files")
             ));
         }
         text.push_str(&format!("[note: {}]\n", notes.join("; ")));
     }
+    if !long.is_empty() {
+        text.push_str(&long_line_note(&long, &args.pattern));
+    }
     if let Some(reason) = reason {
+        let phrase = match long_only {
+            true => format!(
+                "{} with a line over {} MiB could not be searched past that line",
+                plural(long.len() as u64, "file", "files"),
+                run::HEAP_LIMIT >> 20
+            ),
+            false => cut_phrase(reason, limits, limit),
+        };
         let next = match &cursor {
             Some(c) => format!(
                 "continue with cursor \"{}\", or narrow the pattern, path or glob",
                 c.render()
             ),
+            None if long_only => "see the note above".to_owned(),
             None => {
                 "narrow the pattern, path or glob, or allow more time with timeout_ms".to_owned()
             }
         };
-        text.push_str(&format!(
-            "[truncated: {}; showing {} in {} — {next}]\n",
-            cut_phrase(reason, limits, limit),
-            plural(page.emitted, "match", "matches"),
-            plural(page.files_matched, "file", "files")
-        ));
+        let counts = match (page.emitted, long_only) {
+            (0, true) => "no matches in the lines that could be searched".to_owned(),
+            (0, false) if !exact => "no matches so far".to_owned(),
+            _ => showing(
+                page.emitted,
+                found,
+                found_files,
+                !exact,
+                ("match", "matches"),
+            ),
+        };
+        text.push_str(&format!("[truncated: {phrase}; {counts} — {next}]\n"));
     }
     SearchOutput {
         text,
         path: scope.display.clone(),
         truncated: reason.is_some(),
         reason,
-        total: reason.is_none().then_some(page.emitted),
+        total: exact.then_some(found),
+        total_at_least: (!exact).then_some(found),
+        total_files: found_files,
+        total_is_lower_bound: !exact,
+        long_line_files: long,
         cursor: cursor.map(|c| c.render()),
         returned: page.emitted,
         files_searched: Some(files_searched),
@@ -358,6 +438,31 @@ fn finish(
         scanned_count: outcome.walk.scanned,
         elapsed_ms: started.elapsed().as_millis() as u64,
     }
+}
+
+/// The note naming the files whose search a too-long line stopped, and how to look inside.
+fn long_line_note(long: &[String], pattern: &str) -> String {
+    const NAMED: usize = 5;
+    let mut names = long
+        .iter()
+        .take(NAMED)
+        .map(|p| format!("`{p}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if long.len() > NAMED {
+        names.push_str(&format!(" and {} more", long.len() - NAMED));
+    }
+    let example = long.first().map_or("FILE", String::as_str);
+    let pattern: String = pattern
+        .chars()
+        .take(40)
+        .collect::<String>()
+        .replace('\'', "'\\''");
+    format!(
+        "[note: {names} {} a line over {} MiB, too long to search: matches on that line and after it are not shown. read_file shows the start of such a line (cut to 2,000 characters); to search it, use run_shell, e.g. `grep -c '{pattern}' {example}`]\n",
+        if long.len() == 1 { "has" } else { "have" },
+        run::HEAP_LIMIT >> 20
+    )
 }
 
 /// The cursor after everything searched so far, for a search that stopped early without

@@ -8,6 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Lines between checkpoints: 10 M lines cost 2,442 offsets (20 KiB).
@@ -32,6 +33,27 @@ pub(crate) struct LineIndex {
     checkpoints: Vec<u64>,
     /// Total number of lines, once a read has reached the end.
     pub(crate) total_lines: Option<u64>,
+    /// Reads that had to read the file (not answered from this index alone).
+    pub(crate) scans: u64,
+    /// Bytes those reads read.
+    pub(crate) bytes_read: u64,
+    /// Where a cancelled read stopped counting lines: a later read for a line beyond it
+    /// goes on from there instead of from the last checkpoint. This matters for a long
+    /// stretch without newlines (a sparse file's hole), where no checkpoint is recorded.
+    pub(crate) resume: Option<Resume>,
+}
+
+/// The state of a line count stopped at a chunk boundary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Resume {
+    /// The line in progress (1-based).
+    pub(crate) line: u64,
+    /// Byte offset where that line starts.
+    pub(crate) line_start: u64,
+    /// Byte offset where reading goes on.
+    pub(crate) pos: u64,
+    /// Whether the line in progress has any bytes before `pos`.
+    pub(crate) has_content: bool,
 }
 
 impl LineIndex {
@@ -62,12 +84,35 @@ type IndexMap = HashMap<FileKey, Arc<Mutex<LineIndex>>>;
 #[derive(Debug, Default)]
 pub struct LineIndexCache {
     inner: Mutex<(IndexMap, VecDeque<FileKey>)>,
+    /// Pages that had to read the file (every read that was not answered from the index
+    /// alone): lets tests see that a repeated read did not scan.
+    scans: AtomicU64,
+    /// Bytes those reads read.
+    bytes_read: AtomicU64,
 }
 
 impl LineIndexCache {
     /// An empty cache.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Notes that a read had to read `bytes` of its file.
+    pub(crate) fn note_scan(&self, bytes: u64) {
+        self.scans.fetch_add(1, Ordering::Relaxed);
+        self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Reads so far that had to read their file rather than answer from an index.
+    #[cfg(test)]
+    pub(crate) fn scans(&self) -> u64 {
+        self.scans.load(Ordering::Relaxed)
+    }
+
+    /// Bytes those reads read.
+    #[cfg(test)]
+    pub(crate) fn bytes_read(&self) -> u64 {
+        self.bytes_read.load(Ordering::Relaxed)
     }
 
     /// The index of the file at `real` with metadata `meta`, created empty on first use.

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use serde::Deserialize;
 use toolgate_core::TruncationReason;
 
-use crate::line_index::LineIndex;
+use crate::line_index::{LineIndex, Resume};
 
 /// Limits for one `read_file` call. Defaults follow the seed's read tool (seed 003 §8.1).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
@@ -156,17 +156,29 @@ pub fn read_page<R: Read + Seek>(
     {
         return Err(PageError::PastEnd { offset, total });
     }
+    index.scans += 1;
     let (mut line_no, start_byte) = index.seek_point(offset);
-    let start_byte = start_byte.max(skip);
+    let mut start_byte = start_byte.max(skip);
+    let mut line_start = start_byte;
+    let mut current_has_content = false;
+    // A cancelled count got further than any checkpoint: go on from there when the page
+    // starts after the line it stopped in (that line is then only counted, not shown).
+    if let Some(r) = index.resume
+        && r.line < offset
+        && r.pos > start_byte
+    {
+        line_no = r.line;
+        line_start = r.line_start;
+        start_byte = r.pos;
+        current_has_content = r.has_content;
+    }
     file.seek(SeekFrom::Start(start_byte))?;
 
     let keep_bytes = limits.max_line_chars.saturating_mul(4).max(16);
     let mut buf = vec![0u8; 256 * 1024];
     let mut pos_in_file = start_byte; // byte offset of buf[0]
-    let mut line_start = start_byte;
     let mut current: Vec<u8> = Vec::new(); // kept head of the current line (when in the page)
     let mut current_chars: u64 = 0;
-    let mut current_has_content = false;
     // Whether the current line's last byte so far is `\r`: a CRLF line's `\r` is not shown,
     // so it must not count towards the line's length either.
     let mut current_ends_cr = false;
@@ -181,11 +193,21 @@ pub fn read_page<R: Read + Seek>(
     let mut chunks: u64 = 0;
 
     'outer: loop {
-        let n = read_fill(file, &mut buf)?;
-        chunks += 1;
-        if chunks.is_multiple_of(64) && cancelled() {
+        if chunks > 0 && chunks.is_multiple_of(64) && cancelled() {
+            // Keep how far the count got, so the next read does not start over.
+            if index.resume.is_none_or(|r| r.pos < pos_in_file) {
+                index.resume = Some(Resume {
+                    line: line_no,
+                    line_start,
+                    pos: pos_in_file,
+                    has_content: current_has_content,
+                });
+            }
             return Err(PageError::Cancelled);
         }
+        let n = read_fill(file, &mut buf)?;
+        index.bytes_read += n as u64;
+        chunks += 1;
         if n == 0 {
             reached_eof = true;
             break;

@@ -297,9 +297,24 @@ pub struct SearchOutput {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<TruncationReason>,
     /// Results (matching files, or matching lines) from this page's start to the end, when
-    /// known: the whole search for a first page, the rest of it for a page from a cursor.
+    /// known exactly: the whole search for a first page, the rest of it for a page from a
+    /// cursor. Absent when a limit stopped the search; `total_at_least` then says how many
+    /// were seen.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total: Option<u64>,
+    /// A lower bound of the results, when a limit stopped the search before the total was
+    /// known (`total_is_lower_bound` is then true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_at_least: Option<u64>,
+    /// Files with at least one result from this page's start to the end: exact when `total`
+    /// is, a lower bound when `total_is_lower_bound`.
+    pub total_files: u64,
+    /// Whether the counts are only "at least" (a limit stopped the search first).
+    pub total_is_lower_bound: bool,
+    /// Files whose search a line over 32 MiB stopped (`grep` only): lines from that one on
+    /// were not searched.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub long_line_files: Vec<String>,
     /// Pass back as `cursor` to get the results after these; present only when cut.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
@@ -417,13 +432,45 @@ pub(crate) fn cut_line(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     ))
 }
 
-/// `1 file`, `2 files`.
+/// `1 file`, `2 files`, `2,345 files`.
 pub(crate) fn plural(n: u64, one: &str, many: &str) -> String {
     if n == 1 {
         format!("1 {one}")
     } else {
-        format!("{n} {many}")
+        format!("{} {many}", thousands(n))
     }
+}
+
+/// `2345` as `2,345`.
+pub(crate) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// How many results a search found, for its footer: "showing 100 of 2,345 matches in 87
+/// files", or "showing 100 of at least 101 matches in at least 12 files" when a limit
+/// stopped it first.
+pub(crate) fn showing(
+    shown: u64,
+    total: u64,
+    files: u64,
+    lower_bound: bool,
+    (one, many): (&str, &str),
+) -> String {
+    let at_least = if lower_bound { "at least " } else { "" };
+    format!(
+        "showing {} of {at_least}{} in {at_least}{}",
+        thousands(shown),
+        plural(total, one, many),
+        plural(files, "file", "files")
+    )
 }
 
 #[cfg(test)]
@@ -458,6 +505,22 @@ mod tests {
         );
         assert_eq!(limits.timeout(Some(5)).unwrap(), Duration::from_millis(5));
         assert!(limits.timeout(Some(0)).is_err());
+    }
+
+    #[test]
+    fn counts_read_with_thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(2_345), "2,345");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(
+            showing(100, 2_345, 87, false, ("match", "matches")),
+            "showing 100 of 2,345 matches in 87 files"
+        );
+        assert_eq!(
+            showing(100, 101, 1, true, ("match", "matches")),
+            "showing 100 of at least 101 matches in at least 1 file"
+        );
     }
 
     #[test]

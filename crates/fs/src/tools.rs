@@ -364,7 +364,8 @@ fn page_from_file(
     let mut guard = entry
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    read_page(
+    let (scans, bytes) = (guard.scans, guard.bytes_read);
+    let page = read_page(
         file,
         meta.len(),
         skip,
@@ -373,7 +374,11 @@ fn page_from_file(
         limit,
         limits,
         cancelled,
-    )
+    );
+    if guard.scans > scans {
+        index.note_scan(guard.bytes_read - bytes);
+    }
+    page
 }
 
 fn media(
@@ -535,5 +540,154 @@ impl Tool for ListDirTool {
             }))
         })
         .await?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 15 item 8: an offset past the end of a 10 GB sparse file rescanned the whole
+    /// file on every call (2 s each). The second past-the-end read must be answered from the
+    /// line count cached by the file's identity.
+    #[test]
+    fn past_the_end_reads_of_a_huge_sparse_file_scan_it_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sparse.log");
+        // Text first (so the file is read as text), then a 2 GiB hole.
+        let mut head = String::new();
+        while head.len() < 300 * 1024 {
+            head.push_str("a line of text\n");
+        }
+        fs_err::write(&path, &head).unwrap();
+        fs_err::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(2 << 30)
+            .unwrap();
+        let roots = Arc::new(Roots::new([dir.path()]).unwrap());
+        let shared = ReadShared {
+            roots,
+            limits: ReadLimits::default(),
+            index: Arc::new(LineIndexCache::new()),
+            spill: None,
+        };
+        let stamps = FileStamps::default();
+        let args = ReadFileArgs {
+            path: "sparse.log".to_owned(),
+            offset: Some(1_000_000),
+            limit: None,
+        };
+        let lines = head.lines().count() + 1;
+        for call in 0..3 {
+            let err =
+                read_file_blocking(&shared, &stamps, &args, &|| false).expect_err("past the end");
+            assert!(
+                err.to_string().contains(&format!(
+                    "past the end of `sparse.log`, which has {lines} lines"
+                )),
+                "{err}"
+            );
+            assert_eq!(
+                shared.index.scans(),
+                1,
+                "call {call} scanned the file again"
+            );
+        }
+        // Another offset past the end, too.
+        let args = ReadFileArgs {
+            offset: Some(50_000),
+            ..args
+        };
+        assert!(read_file_blocking(&shared, &stamps, &args, &|| false).is_err());
+        assert_eq!(shared.index.scans(), 1);
+        // A changed file is a new identity: scanned again.
+        fs_err::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(1 << 30)
+            .unwrap();
+        assert!(read_file_blocking(&shared, &stamps, &args, &|| false).is_err());
+        assert_eq!(shared.index.scans(), 2);
+        drop(dir);
+    }
+
+    /// Issue 15 item 8, the case the cache alone does not cover: a count through a long
+    /// stretch without newlines (a sparse file's hole) that is cancelled (the call's
+    /// deadline) started over from the last checkpoint on every call, so a file too big to
+    /// count within one call's time was rescanned forever. A cancelled count now resumes.
+    #[test]
+    fn cancelled_counts_of_a_sparse_file_resume_instead_of_starting_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sparse.log");
+        let mut head = String::new();
+        while head.len() < 300 * 1024 {
+            head.push_str("a line of text\n");
+        }
+        fs_err::write(&path, &head).unwrap();
+        let size: u64 = 2 << 30;
+        fs_err::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(size)
+            .unwrap();
+        let roots = Arc::new(Roots::new([dir.path()]).unwrap());
+        let shared = ReadShared {
+            roots,
+            limits: ReadLimits::default(),
+            index: Arc::new(LineIndexCache::new()),
+            spill: None,
+        };
+        let stamps = FileStamps::default();
+        let args = ReadFileArgs {
+            path: "sparse.log".to_owned(),
+            offset: Some(1_000_000),
+            limit: None,
+        };
+        // Every call is cancelled at its 5th check (about 80 MiB in): the deadline of a
+        // call too short for the whole file.
+        let mut calls = 0;
+        let err = loop {
+            calls += 1;
+            assert!(calls <= 40, "no progress: every call starts the count over");
+            let checks = std::cell::Cell::new(0);
+            let cancelled = || {
+                checks.set(checks.get() + 1);
+                checks.get() >= 5
+            };
+            let err = read_file_blocking(&shared, &stamps, &args, &cancelled)
+                .expect_err("cancelled, or past the end");
+            if !err.to_string().contains("cancelled") {
+                break err;
+            }
+        };
+        let lines = head.lines().count() + 1;
+        assert!(
+            err.to_string()
+                .contains(&format!("which has {lines} lines")),
+            "{err}"
+        );
+        assert!(calls > 10, "the cancellation did fire ({calls} calls)");
+        assert!(
+            shared.index.bytes_read() <= size + (1 << 20),
+            "each byte read about once: {} of {size}",
+            shared.index.bytes_read()
+        );
+        // And a normal page of the same file is unaffected by the resume point.
+        let first = ReadFileArgs {
+            path: "sparse.log".to_owned(),
+            offset: Some(2),
+            limit: Some(3),
+        };
+        let out = read_file_blocking(&shared, &stamps, &first, &|| false).unwrap();
+        assert!(
+            out.text.starts_with("     2\ta line of text\n"),
+            "{}",
+            out.text
+        );
+        drop(dir);
     }
 }

@@ -16,9 +16,10 @@ use crate::find::NameFilter;
 use crate::search::walk::{WalkEnd, walk};
 use crate::search::{Scope, SearchLimits, Stop};
 
-/// Largest line buffer one searcher may grow to (a longer line fails its file): keeps the
-/// memory of a call bounded whatever the files hold.
-const HEAP_LIMIT: usize = 32 * 1024 * 1024;
+/// Largest line buffer one searcher may grow to: keeps the memory of a call bounded whatever
+/// the files hold. A longer line ends its file's search, and the result says so (see
+/// [`FileHits::line_too_long`]).
+pub(crate) const HEAP_LIMIT: usize = 32 * 1024 * 1024;
 
 /// One grep call's work.
 pub(crate) struct Job<'a> {
@@ -244,7 +245,15 @@ fn search_file(
     let result = searcher.search_reader(job.matcher, &mut reader, &mut sink);
     let mut hits = sink.out;
     hits.partial = reader.stopped;
-    hits.failed = result.is_err();
+    match result {
+        Ok(()) => {}
+        // grep-searcher's error when a line outgrows the heap limit: the lines before it
+        // were searched, the rest of the file was not.
+        Err(e) if !hits.partial && e.to_string().contains("allocation limit") => {
+            hits.line_too_long = true;
+        }
+        Err(_) => hits.failed = true,
+    }
     if hits.binary || hits.failed {
         hits.hits.clear();
         hits.matches = 0;

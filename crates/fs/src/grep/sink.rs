@@ -44,6 +44,9 @@ pub(crate) struct FileHits {
     pub(crate) partial: bool,
     /// The file could not be read.
     pub(crate) failed: bool,
+    /// A line longer than the searcher's heap limit stopped this file's search: the lines
+    /// before it were searched, the rest was not.
+    pub(crate) line_too_long: bool,
     /// The search of this file stopped at the page's caps: more matches may follow.
     pub(crate) capped: bool,
 }

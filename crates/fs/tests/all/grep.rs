@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use toolgate_fs::SearchLimits;
 
-use crate::support::{Project, Session, assert_cut, str_field, u64_field};
+use crate::support::{Project, Session, assert_cut, field, str_field, truncated, u64_field};
 
 /// Matching lines of a `grep` text as (path, line): context, separators and footers dropped.
 fn matches(text: &str) -> Vec<(String, u64)> {
@@ -413,4 +413,185 @@ async fn snapshot_of_a_cut_page_with_context() {
         .ok("grep", json!({ "pattern": "hit_long", "path": "src" }))
         .await;
     insta::assert_snapshot!("grep_long_line", out.text);
+}
+
+/// Issue 14 item 4: a cut grep said "limit of 25 results was reached" but not how many
+/// matches or files there were; `total` was simply absent.
+#[tokio::test]
+async fn result_limit_states_at_least_how_many_matches_and_files() {
+    let p = Project::new();
+    hits_tree(&p);
+    let s = p.session();
+    let out = s
+        .ok("grep", json!({ "pattern": "hit_", "limit": 25 }))
+        .await;
+    assert_cut(&out, Some("result_limit"));
+    assert_eq!(
+        u64_field(&out, "total"),
+        None,
+        "not exact: the limit stopped it"
+    );
+    assert_eq!(field(&out, "total_is_lower_bound"), Some(json!(true)));
+    assert_eq!(u64_field(&out, "total_at_least"), Some(26));
+    assert_eq!(u64_field(&out, "total_files"), Some(4));
+    assert!(
+        out.text
+            .contains("showing 25 of at least 26 matches in at least 4 files"),
+        "{}",
+        out.text
+    );
+    // The same text on every call, however the searcher threads were scheduled.
+    for _ in 0..5 {
+        let again = s
+            .ok("grep", json!({ "pattern": "hit_", "limit": 25 }))
+            .await;
+        assert_eq!(again.text, out.text);
+    }
+}
+
+/// Issue 14 item 4: a finished search states its exact totals, in the footer of a cut page
+/// too.
+#[tokio::test]
+async fn finished_search_states_exact_match_and_file_totals() {
+    let p = Project::new();
+    hits_tree(&p);
+    let s = p.session();
+    let out = s
+        .ok("grep", json!({ "pattern": "hit_", "limit": 500 }))
+        .await;
+    assert_cut(&out, None);
+    assert_eq!(u64_field(&out, "total"), Some(210));
+    assert_eq!(u64_field(&out, "total_files"), Some(30));
+    assert_eq!(field(&out, "total_is_lower_bound"), Some(json!(false)));
+    assert_eq!(field(&out, "total_at_least"), None);
+    // A page cut by its size inside a file of 3,000 matches: the file was not searched to
+    // its end, so the count is a lower bound, and says so.
+    let p = Project::new();
+    p.write("big.txt", "hit\n".repeat(3_000));
+    let limits = SearchLimits {
+        max_payload_bytes: 100,
+        ..SearchLimits::default()
+    };
+    let s = p.session_with(limits);
+    let out = s
+        .ok("grep", json!({ "pattern": "hit", "limit": 500 }))
+        .await;
+    assert_cut(&out, Some("payload_limit"));
+    assert_eq!(u64_field(&out, "total"), None);
+    let at_least = u64_field(&out, "total_at_least").expect("a lower bound");
+    let shown = u64_field(&out, "returned").expect("returned");
+    assert_eq!(at_least, shown + 1);
+    assert!(
+        out.text.contains(&format!(
+            "showing {shown} of at least {at_least} matches in at least 1 file"
+        )),
+        "{}",
+        out.text
+    );
+}
+
+/// Issue 15 item 4: grep's `glob` and `pattern` had no size bound, and a regex's compiled
+/// size was bounded only by grep-regex's 100 MiB / 1,000 MiB defaults.
+#[tokio::test]
+async fn huge_patterns_and_globs_are_refused_with_what_to_send_instead() {
+    let p = Project::new();
+    p.write("a.txt", "needle\n");
+    let s = p.session();
+    for size in [1 << 20, 12 << 20] {
+        let err = s
+            .err(
+                "grep",
+                json!({ "pattern": "needle", "glob": format!("{}*", "a".repeat(size)) }),
+            )
+            .await;
+        assert!(err.contains("field `glob`"), "{err}");
+        assert!(err.contains("is too long; at most 4,096"), "{err}");
+        let err = s.err("grep", json!({ "pattern": "n".repeat(size) })).await;
+        assert!(err.contains("field `pattern`"), "{err}");
+        assert!(err.contains("is too long; at most 4,096"), "{err}");
+        assert!(err.len() < 1_000, "the error does not echo the pattern");
+    }
+    let err = s
+        .err(
+            "grep",
+            json!({ "pattern": "needle", "glob": "*".repeat(100 * 1024) }),
+        )
+        .await;
+    assert!(err.contains("is too long"), "{err}");
+    // Short, but huge once compiled.
+    let err = s.err("grep", json!({ "pattern": r"\w{1000}{1000}" })).await;
+    assert!(err.contains("too big once compiled (over 10 MiB)"), "{err}");
+    assert!(err.contains("literal: true"), "{err}");
+    let out = s.ok("grep", json!({ "pattern": "need(le)?" })).await;
+    assert_eq!(out.text, "a.txt\n1:needle\n");
+}
+
+/// Issue 15 item 5: a match on line 1 of a file whose line is over 32 MiB was answered
+/// "No matches", `total: 0`, `truncated: false`. Such a file is now reported: cut, named,
+/// and the lines before the long one still searched.
+#[tokio::test]
+async fn a_line_over_the_searcher_limit_is_reported_not_answered_no_matches() {
+    let p = Project::new();
+    let mut line = b"needle at the start ".to_vec();
+    line.resize(40 << 20, b'x');
+    line.push(b'\n');
+    p.write("big.txt", &line);
+    drop(line);
+    p.write("before.txt", {
+        let mut body = b"needle on line 1\n".to_vec();
+        body.resize(body.len() + (40 << 20), b'y');
+        body
+    });
+    p.write("small.txt", "no match here\n");
+    let s = p.session();
+    let out = s.ok("grep", json!({ "pattern": "needle" })).await;
+    assert!(!out.text.contains("No matches"), "{}", out.text);
+    assert!(truncated(&out), "{}", out.text);
+    assert_eq!(str_field(&out, "reason").as_deref(), Some("payload_limit"));
+    assert_eq!(
+        field(&out, "long_line_files"),
+        Some(json!(["before.txt", "big.txt"]))
+    );
+    assert!(
+        out.text
+            .contains("[note: `before.txt`, `big.txt` have a line over 32 MiB, too long to search"),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text.contains(
+            "[truncated: 2 files with a line over 32 MiB could not be searched past that line"
+        ),
+        "{}",
+        out.text
+    );
+    // The line before the long one was searched.
+    assert!(
+        out.text.starts_with("before.txt\n1:needle on line 1\n"),
+        "{}",
+        out.text
+    );
+    assert_eq!(u64_field(&out, "total"), None);
+    assert_eq!(field(&out, "total_is_lower_bound"), Some(json!(true)));
+    assert_eq!(u64_field(&out, "total_at_least"), Some(1));
+    // Searching the file alone says the same.
+    let out = s
+        .ok("grep", json!({ "pattern": "needle", "path": "big.txt" }))
+        .await;
+    assert!(truncated(&out), "{}", out.text);
+    assert!(
+        out.text.contains("`big.txt` has a line over 32 MiB"),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text.contains(
+            "[truncated: 1 file with a line over 32 MiB could not be searched past that line; no matches in the lines that could be searched — see the note above]"
+        ),
+        "{}",
+        out.text
+    );
+    // The 80 MiB of test files go with the project's temporary folder.
+    drop(s);
+    drop(p);
 }

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use toolgate_fs::SearchLimits;
 
-use crate::support::{Project, Session, assert_cut, str_field, u64_field};
+use crate::support::{Project, Session, assert_cut, field, str_field, u64_field};
 
 /// Result paths of a `search_files` text (the footer dropped).
 fn paths(text: &str) -> Vec<String> {
@@ -402,4 +402,79 @@ async fn the_descriptor_walk_applies_ripgreps_ignore_rules() {
         .filter(|l| !l.starts_with("1:") && !l.is_empty() && !l.starts_with('['))
         .collect();
     assert_eq!(files, expected);
+}
+
+/// Issue 14 item 4: a cut search_files states the total (exact when the walk finished, "at
+/// least" when a limit stopped it) in the text and in structured fields.
+#[tokio::test]
+async fn cut_results_state_the_total_or_a_lower_bound() {
+    let p = Project::new();
+    many(&p, 2_345);
+    let s = p.session();
+    let out = s
+        .ok("search_files", json!({ "query": "*.txt", "limit": 100 }))
+        .await;
+    assert_cut(&out, Some("result_limit"));
+    assert_eq!(u64_field(&out, "total"), Some(2_345));
+    assert_eq!(u64_field(&out, "total_files"), Some(2_345));
+    assert_eq!(field(&out, "total_is_lower_bound"), Some(json!(false)));
+    assert!(
+        out.text.contains("showing 100 of 2,345 matching files"),
+        "{}",
+        out.text
+    );
+    let s = p.session_with(SearchLimits {
+        max_scanned: 300,
+        ..SearchLimits::default()
+    });
+    let out = s
+        .ok("search_files", json!({ "query": "*.txt", "limit": 100 }))
+        .await;
+    assert_cut(&out, Some("result_limit"));
+    assert_eq!(u64_field(&out, "total"), None);
+    assert_eq!(field(&out, "total_is_lower_bound"), Some(json!(true)));
+    let at_least = u64_field(&out, "total_at_least").expect("a lower bound");
+    assert!(at_least > 100 && at_least < 300, "{at_least}");
+    assert!(
+        out.text.contains(&format!(
+            "showing 100 of at least {at_least} matching files"
+        )),
+        "{}",
+        out.text
+    );
+}
+
+/// Issue 15 item 4: a 1 MB glob took 3.2 s and 860 MB, 12 MB took 21 s and 4.3 GB, and
+/// 100 KB of `*` panicked inside globset. Each is refused before compiling, saying what to
+/// send instead.
+#[tokio::test]
+async fn huge_globs_are_refused_with_what_to_send_instead() {
+    let p = Project::new();
+    p.write("a.txt", "");
+    let s = p.session();
+    for size in [1 << 20, 12 << 20] {
+        let glob = format!("{}*.txt", "a".repeat(size));
+        let err = s.err("search_files", json!({ "query": glob })).await;
+        assert!(err.contains("field `query`"), "{err}");
+        assert!(err.contains("is too long; at most 4,096"), "{err}");
+        assert!(err.contains("Send a short glob such as `*.rs`"), "{err}");
+        assert!(err.len() < 1_000, "the error does not echo the glob");
+        // A long plain query is bounded the same way.
+        let err = s
+            .err("search_files", json!({ "query": "word ".repeat(size / 5) }))
+            .await;
+        assert!(err.contains("is too long; at most 4,096"), "{err}");
+    }
+    let stars = "*".repeat(100 * 1024);
+    let err = s.err("search_files", json!({ "query": stars })).await;
+    assert!(err.contains("is too long"), "{err}");
+    // Short but with too many wildcards.
+    let err = s
+        .err("search_files", json!({ "query": "*".repeat(1_000) }))
+        .await;
+    assert!(err.contains("the glob has 1000 wildcards"), "{err}");
+    assert!(err.contains("at most 256"), "{err}");
+    // Ordinary globs still work.
+    let out = s.ok("search_files", json!({ "query": "*.{txt,md}" })).await;
+    assert_eq!(out.text, "a.txt\n");
 }
