@@ -582,7 +582,8 @@ mod tests {
         let lines = head.lines().count() + 1;
         for call in 0..3 {
             let err =
-                read_file_blocking(&shared, &stamps, &args, &|| false).expect_err("past the end");
+                read_file_blocking(&shared, &stamps, &args, shared.limits.max_bytes, &|| false)
+                    .expect_err("past the end");
             assert!(
                 err.to_string().contains(&format!(
                     "past the end of `sparse.log`, which has {lines} lines"
@@ -600,7 +601,10 @@ mod tests {
             offset: Some(50_000),
             ..args
         };
-        assert!(read_file_blocking(&shared, &stamps, &args, &|| false).is_err());
+        assert!(
+            read_file_blocking(&shared, &stamps, &args, shared.limits.max_bytes, &|| false)
+                .is_err()
+        );
         assert_eq!(shared.index.scans(), 1);
         // A changed file is a new identity: scanned again.
         fs_err::OpenOptions::new()
@@ -609,7 +613,10 @@ mod tests {
             .unwrap()
             .set_len(1 << 30)
             .unwrap();
-        assert!(read_file_blocking(&shared, &stamps, &args, &|| false).is_err());
+        assert!(
+            read_file_blocking(&shared, &stamps, &args, shared.limits.max_bytes, &|| false)
+                .is_err()
+        );
         assert_eq!(shared.index.scans(), 2);
         drop(dir);
     }
@@ -658,8 +665,9 @@ mod tests {
                 checks.set(checks.get() + 1);
                 checks.get() >= 5
             };
-            let err = read_file_blocking(&shared, &stamps, &args, &cancelled)
-                .expect_err("cancelled, or past the end");
+            let err =
+                read_file_blocking(&shared, &stamps, &args, shared.limits.max_bytes, &cancelled)
+                    .expect_err("cancelled, or past the end");
             if !err.to_string().contains("cancelled") {
                 break err;
             }
@@ -682,7 +690,8 @@ mod tests {
             offset: Some(2),
             limit: Some(3),
         };
-        let out = read_file_blocking(&shared, &stamps, &first, &|| false).unwrap();
+        let out = read_file_blocking(&shared, &stamps, &first, shared.limits.max_bytes, &|| false)
+            .unwrap();
         assert!(
             out.text.starts_with("     2\ta line of text\n"),
             "{}",
