@@ -378,6 +378,28 @@ async fn large_results_are_spilled_by_the_budget_and_images_pass_through() {
 }
 
 #[tokio::test]
+async fn a_log_like_servers_output_is_compressed_with_every_failure_kept() {
+    // Issue 14: log-like mounted tools get the same compression as run_shell.
+    let mut config = stdio(&fake(), &["normal"], &crate::support::mark());
+    config.log_like = Some(true);
+    let rig = setup().with_budget().server("ci", config).build();
+    rig.gateway.start_all().await;
+    let out = rig.call("mcp__ci__testlog", json!({})).await;
+    assert!(!out.is_error, "{}", out.text);
+    for needle in [
+        "test suite::broken ... FAILED",
+        "assertion `left == right` failed: the answer",
+        "test result: FAILED. 3000 passed; 1 failed",
+    ] {
+        assert!(out.text.contains(needle), "{needle}: {}", out.text);
+    }
+    assert!(out.text.len() < 8_000, "{} chars", out.text.len());
+    assert_eq!(out.spills.len(), 1);
+    assert_eq!(out.spills[0].kind, toolgate_core::SpillKind::Compressed);
+    rig.finish().await;
+}
+
+#[tokio::test]
 async fn shutdown_during_a_call_fails_the_call_and_leaves_nothing_running() {
     let rig = setup().fake("busy", &["normal"]).build();
     rig.gateway.start_all().await;

@@ -87,6 +87,12 @@ fn normal_tools(bumped: bool) -> Vec<Value> {
             true,
         ),
         tool("image", "Returns a tiny image.", json!({}), true),
+        tool(
+            "testlog",
+            "Returns a failing cargo test log of 3,000 tests.",
+            json!({}),
+            true,
+        ),
     ];
     if bumped {
         tools.push(tool("v2", "Appears after bump.", json!({}), true));
@@ -185,6 +191,17 @@ fn main() {
                             send(&out, &reply);
                         });
                         continue;
+                    }
+                    "testlog" => {
+                        let mut body: String = (0..3000)
+                            .map(|i| format!("test suite::case_{i:04} ... ok\n"))
+                            .collect();
+                        body.push_str("test suite::broken ... FAILED\n\nfailures:\n\n");
+                        body.push_str("---- suite::broken stdout ----\n");
+                        body.push_str("thread 'suite::broken' panicked at src/lib.rs:42:9:\n");
+                        body.push_str("assertion `left == right` failed: the answer\n");
+                        body.push_str("\ntest result: FAILED. 3000 passed; 1 failed; 0 ignored\n");
+                        text(&body)
                     }
                     "big" => {
                         let n = arguments["chars"].as_u64().unwrap_or(100) as usize;
