@@ -379,7 +379,7 @@ impl FindPage {
             total_at_least: (!self.total_known).then_some(self.matched),
             total_files: self.matched,
             total_is_lower_bound: !self.total_known,
-            long_line_files: Vec::new(),
+            long_line_files: None,
             cursor: self.cursor,
             returned: self.returned,
             files_searched: None,

@@ -430,7 +430,7 @@ fn finish(
         total_at_least: (!exact).then_some(found),
         total_files: found_files,
         total_is_lower_bound: !exact,
-        long_line_files: long,
+        long_line_files: (!long.is_empty()).then_some(long),
         cursor: cursor.map(|c| c.render()),
         returned: page.emitted,
         files_searched: Some(files_searched),

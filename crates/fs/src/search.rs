@@ -313,8 +313,8 @@ pub struct SearchOutput {
     pub total_is_lower_bound: bool,
     /// Files whose search a line over 32 MiB stopped (`grep` only): lines from that one on
     /// were not searched.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub long_line_files: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub long_line_files: Option<Vec<String>>,
     /// Pass back as `cursor` to get the results after these; present only when cut.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
