@@ -137,7 +137,7 @@ def _shell_echo(text: str, sc: dict[str, Any], root: Path) -> None:
     assert text.startswith("exit code 0 · "), text
     assert _shell_stdout(text) == "hello\n", text
     assert sc["status"] == "exited" and sc["exit_code"] == 0
-    assert sc["stdout"] == {"bytes": 6, "lines": 1, "truncated": False}, sc["stdout"]
+    assert sc["stdout"] == {"bytes": 6, "lines": 1, "truncated": False, "shown": "whole"}, sc["stdout"]
     assert sc["stderr"]["bytes"] == 0
     assert sc["truncated"] is False
     assert sc["cwd"] == "."
