@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -47,6 +48,17 @@ def mount_probe(project: Path, extra_tools: int = 0, delay: float = 0.0) -> None
     (project / ".mcp.json").write_text(
         json.dumps({"mcpServers": {"probe": {"command": sys.executable, "args": [PROBE], "env": env}}})
     )
+    # A project file's server starts only once the user trusted it, as a user would.
+    trust_env = {**os.environ, **toolgate_server(project)["env"]}
+    done = subprocess.run(
+        [toolgate_bin(), "--root", str(project), "mcp", "trust", "probe"],
+        cwd=project,
+        env=trust_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, f"toolgate mcp trust failed: {done.stderr}"
 
 
 def drive(client: str, project: Path, steps: list[Step], env: dict[str, str] | None = None) -> Run:
