@@ -28,7 +28,7 @@ for t in "${targets[@]}"; do
   status=0
   cargo fuzz run "$t" "corpus/$t" -- -max_total_time="$seconds" -rss_limit_mb=4096 \
     -artifact_prefix="artifacts/$t/" >"$log" 2>&1 || status=$?
-  execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -1 || true)
+  execs=$(grep -Eo 'Done [0-9]+ runs' "$log" | grep -Eo '[0-9]+' | tail -1 || true)
   if [ "$status" -eq 0 ]; then
     echo "   ${execs:-?} executions, no finding"
   else
