@@ -438,9 +438,11 @@ fn replace_lone_surrogates(text: &str) -> String {
                 }
                 continue;
             }
-            // Any other escape (including `\\\\`) is copied whole.
-            out.push_str(&text[i..i + 2]);
-            i += 2;
+            // Any other escape (including `\\\\`) is copied whole — the backslash and the
+            // whole character after it, which in a malformed line may be multi-byte.
+            let next = text[i + 1..].chars().next().map_or(1, char::len_utf8);
+            out.push_str(&text[i..i + 1 + next]);
+            i += 1 + next;
             continue;
         }
         let len = text[i..].chars().next().map_or(1, char::len_utf8);
@@ -471,6 +473,18 @@ mod tests {
         assert_eq!(value["a"], "x\u{FFFD}y");
         assert_eq!(value["b"], "\u{1F600}");
         assert_eq!(value["c"], "\\ud800");
+    }
+
+    #[test]
+    fn a_backslash_before_a_multi_byte_character_does_not_panic() {
+        // Found by the `stdio` fuzz target: `\\` followed by a multi-byte character in a
+        // malformed line sliced through the character and panicked the transport.
+        let line = "{\"a\":\"\\é\\u00e9\\ud800\"}";
+        assert_eq!(
+            replace_lone_surrogates(line),
+            "{\"a\":\"\\é\\u00e9\\uFFFD\"}"
+        );
+        assert_eq!(replace_lone_surrogates("\\"), "\\");
     }
 
     #[test]
