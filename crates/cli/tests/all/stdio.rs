@@ -556,7 +556,10 @@ fn a_lone_surrogate_costs_one_character_not_the_request() {
     // with a `\u` escape panicked the transport and ended the session.
     server.send_raw(r#"{"jsonrpc":"2.0","id":6,"method":"ping","x":"\é\u0041"}"#);
     let reply = server.response();
-    assert_eq!(reply["error"]["code"], -32700, "not JSON (`\\é`), answered: {reply}");
+    assert_eq!(
+        reply["error"]["code"], -32700,
+        "not JSON (`\\é`), answered: {reply}"
+    );
     let listed = server.call(7, "list_dir", json!({}));
     assert_eq!(listed["isError"], false, "still serving: {listed}");
 }
