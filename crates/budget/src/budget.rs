@@ -386,10 +386,10 @@ fn ensure_newline(s: &str) -> String {
     }
 }
 
-/// `1234567` → `1,234,567`.
-fn group(n: u64) -> String {
+/// `1234567` → `1,234,567`: how sizes and counts read in every result.
+pub fn group(n: u64) -> String {
     let digits = n.to_string();
-    let mut out = String::new();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
         if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');

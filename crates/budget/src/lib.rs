@@ -17,8 +17,8 @@ mod compress;
 mod spill;
 
 pub use budget::{
-    Budget, BudgetLimits, OutputSizes, SessionSizes, anchors_note, excerpt, referenced_spills,
-    spill_ref,
+    Budget, BudgetLimits, OutputSizes, SessionSizes, anchors_note, excerpt, group,
+    referenced_spills, spill_ref,
 };
 pub use compress::{
     CompressOptions, Compressed, CompressedLog, LogCompressor, LogKind, LogOptions, clean_terminal,

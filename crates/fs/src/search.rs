@@ -441,18 +441,8 @@ pub(crate) fn plural(n: u64, one: &str, many: &str) -> String {
     }
 }
 
-/// `2345` as `2,345`.
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+/// `2345` as `2,345` (the budget's formatter, so every result reads the same).
+pub(crate) use toolgate_budget::group as thousands;
 
 /// How many results a search found, for its footer: "showing 100 of 2,345 matches in 87
 /// files", or "showing 100 of at least 101 matches in at least 12 files" when a limit

@@ -129,18 +129,7 @@ fn last_chars(text: &str, n: usize) -> &str {
     }
 }
 
-/// `1234567` → `1,234,567`.
-pub(crate) fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub(crate) use toolgate_budget::group;
 
 #[cfg(test)]
 mod tests {
