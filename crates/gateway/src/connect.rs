@@ -205,9 +205,8 @@ pub(crate) fn spawn_stdio(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .process_group(0);
-    die_with_parent(&mut cmd);
+        .kill_on_drop(true);
+    toolgate_contain::contain(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             format!(
@@ -248,33 +247,6 @@ pub(crate) fn spawn_stdio(
         },
     })
 }
-
-/// Asks the kernel to SIGKILL the server when toolgate dies, however it dies (even by
-/// SIGKILL, when no destructor runs). Its own children see their stdin close instead.
-///
-/// The signal follows the *thread* that forked: servers are spawned from async tasks on
-/// runtime workers or the main thread, which live as long as toolgate, never from
-/// `spawn_blocking` threads, which exit when idle (the shell crate follows the same rule).
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-fn die_with_parent(cmd: &mut tokio::process::Command) {
-    let parent = nix::unistd::getpid();
-    // SAFETY: the closure runs in the forked child before exec. It makes only raw syscalls
-    // (prctl, getppid), which are async-signal-safe, takes no locks and allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || {
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
-            // The parent may have died between fork and prctl: then nobody would kill us.
-            if nix::unistd::getppid() != parent {
-                return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn die_with_parent(_cmd: &mut tokio::process::Command) {}
 
 /// Registers `fd` with the reactor, for readiness only.
 #[allow(unsafe_code)]

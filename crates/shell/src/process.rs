@@ -41,9 +41,8 @@ pub(crate) fn spawn(command: &str, cwd: &Path) -> Result<Spawned, ShellError> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
-    die_with_parent(&mut cmd);
+    toolgate_contain::contain(&mut cmd);
     let mut child = cmd.spawn().map_err(|source| spawn_error(shell, source))?;
     let pid = child.id().and_then(|id| Pid::from_raw(id as i32));
     let (Some(pid), Some(stdout), Some(stderr)) = (pid, child.stdout.take(), child.stderr.take())
@@ -83,38 +82,6 @@ fn spawn_error(shell: &str, source: std::io::Error) -> ShellError {
         source,
         hint,
     }
-}
-
-/// Asks the kernel to SIGKILL the shell when toolgate dies, however it dies.
-///
-/// The signal follows the *thread* that forked, so commands must be spawned from threads
-/// that live as long as the runtime (async tasks on runtime workers, as here), never from
-/// `spawn_blocking` threads, which exit when idle.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-#[allow(unsafe_code)]
-fn die_with_parent(cmd: &mut tokio::process::Command) {
-    let parent = rustix::process::getpid();
-    // SAFETY: the closure runs in the forked child before exec. It makes only raw syscalls
-    // (prctl, getppid), which are async-signal-safe, touches no locks and allocates nothing
-    // (the error is a raw OS error, not a boxed one).
-    unsafe {
-        cmd.pre_exec(move || {
-            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
-            // The parent may have died between fork and prctl: then nobody would kill us.
-            if rustix::process::getppid() != Some(parent) {
-                return Err(std::io::Error::from_raw_os_error(libc_esrch()));
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn die_with_parent(_cmd: &mut tokio::process::Command) {}
-
-#[cfg(any(target_os = "linux", target_os = "android"))]
-const fn libc_esrch() -> i32 {
-    rustix::io::Errno::SRCH.raw_os_error()
 }
 
 /// A process group we started. Dropping it while armed SIGKILLs the whole group, so a

@@ -158,6 +158,12 @@ impl Running {
         self.group.id()
     }
 
+    /// The shell's pid as commands see it (`$$`): inside toolgate's PID namespace when
+    /// there is one, else the same as [`Self::pid`].
+    pub fn shown_pid(&self) -> i32 {
+        toolgate_contain::visible_pid(self.group.id())
+    }
+
     /// The process group, for killing it from elsewhere (session end).
     pub fn group(&self) -> Arc<ProcessGroup> {
         Arc::clone(&self.group)

@@ -135,7 +135,8 @@ pub struct RunShellOutput {
     /// The background job's id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub job_id: Option<String>,
-    /// The background job's pid, which is also its process group id.
+    /// The background job's shell pid as commands see it (`$$`; inside toolgate's PID
+    /// namespace when there is one), so `kill PID` in a later command reaches it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<i32>,
     /// Standard output.
@@ -485,7 +486,7 @@ fn start_job(
         let job = Arc::new(Job::new(
             id,
             command,
-            running.pid(),
+            running.shown_pid(),
             stop,
             streams,
             running.group(),

@@ -113,6 +113,47 @@ pub fn number_after(text: &str, word: &str) -> i32 {
         .unwrap()
 }
 
+/// An argument for `sleep` (a duration of about 1,000 s) that no other test uses, so the
+/// processes of one test can be found on the host whatever pid namespace they ran in.
+pub fn marker() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("1000.{:05}{:04}", std::process::id() % 100_000, n % 10_000)
+}
+
+/// Live processes on the host whose command line contains `marker`.
+pub fn with_marker(marker: &str) -> Vec<(i32, String)> {
+    let mut found = Vec::new();
+    for entry in fs_err::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = fs_err::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(marker) && alive(pid) {
+            found.push((pid, cmdline));
+        }
+    }
+    found
+}
+
+/// The host process group of a running command whose shell prints `inner` as `$$` (its
+/// pid inside toolgate's PID namespace, when there is one).
+pub fn host_group(inner: i32) -> i32 {
+    let host = toolgate_contain::host_pid(inner)
+        .unwrap_or_else(|| panic!("no process {inner} in toolgate's namespace"));
+    let stat = fs_err::read_to_string(format!("/proc/{host}/stat")).unwrap();
+    stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
 /// Live (not zombie) processes in process group `pgid`, read straight from /proc. Zombies
 /// are dead; on this machine PID 1 does not reap orphans, so they may linger.
 pub fn live_in_group(pgid: i32) -> Vec<(i32, String)> {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolgate_core::ToolOutput;
 
-use crate::fixtures::{Env, eventually, field, live_in_group};
+use crate::fixtures::{Env, eventually, field, host_group, live_in_group, marker, with_marker};
 
 async fn start(env: &Env, command: &str) -> ToolOutput {
     let out = env
@@ -163,7 +163,7 @@ async fn job_kill_ends_the_whole_group() {
     let env = Env::new();
     let out = start(&env, "echo started; sleep 1000 & (sleep 1000) & wait").await;
     let id = job_id(&out);
-    let pgid = field(&out, "pid").as_i64().unwrap() as i32;
+    let pgid = host_group(field(&out, "pid").as_i64().unwrap() as i32);
     // Kill it once it has printed (and so started its children).
     let stdout = field(&out, "stdout")["path"].as_str().unwrap().to_owned();
     assert!(eventually(|| fs_err::metadata(&stdout).is_ok_and(|m| m.len() > 0)).await);
@@ -194,18 +194,18 @@ async fn job_kill_ends_the_whole_group() {
 #[tokio::test]
 async fn job_timeout_stops_the_group() {
     let env = Env::new();
+    let m = marker();
     let out = env
         .call(
             "run_shell",
-            json!({ "command": "sleep 1000 & sleep 1000", "background": true, "timeout_ms": 200 }),
+            json!({ "command": format!("sleep {m} & sleep {m}"), "background": true, "timeout_ms": 200 }),
         )
         .await;
     let id = job_id(&out);
-    let pgid = field(&out, "pid").as_i64().unwrap() as i32;
     let (_, last) = read_all(&env, &id, "stdout", 100).await;
     assert_eq!(field(&last, "status"), "timed_out");
     assert!(last.text.contains("timed out after"), "{}", last.text);
-    assert_eq!(live_in_group(pgid), vec![]);
+    assert_eq!(with_marker(&m), vec![]);
 }
 
 #[tokio::test]

@@ -4,17 +4,22 @@
 use serde_json::json;
 use toolgate_shell::ShellLimits;
 
-use crate::fixtures::{Env, alive, eventually, field, live_in_group, number_after, wait_for_file};
+use crate::fixtures::{
+    Env, eventually, field, host_group, live_in_group, marker, number_after, wait_for_file,
+    with_marker,
+};
 
 /// A command that starts grandchildren which would outlive a naive kill of the shell.
-const TREE: &str =
-    "echo pgid=$$; sleep 1000 & echo child=$!; (sleep 1000; echo never) & sleep 1000; wait";
+fn tree(m: &str) -> String {
+    format!("sleep {m} & (sleep {m}; echo never) & sleep {m}; wait")
+}
 
 #[tokio::test]
 async fn timeout_kills_the_grandchildren_too() {
     let env = Env::new();
+    let m = marker();
     let out = env
-        .call("run_shell", json!({ "command": TREE, "timeout_ms": 1000 }))
+        .call("run_shell", json!({ "command": tree(&m), "timeout_ms": 1000 }))
         .await;
     assert!(out.is_error);
     assert_eq!(field(&out, "status"), "timed_out");
@@ -29,20 +34,14 @@ async fn timeout_kills_the_grandchildren_too() {
         "{}",
         out.text
     );
-    let pgid = number_after(&out.text, "pgid=");
-    let child = number_after(&out.text, "child=");
-    assert_eq!(
-        live_in_group(pgid),
-        vec![],
-        "processes of the group are left"
-    );
-    assert!(!alive(child), "the backgrounded sleep {child} survived");
+    assert_eq!(with_marker(&m), vec![], "processes of the command are left");
 }
 
 #[tokio::test]
 async fn a_group_that_ignores_sigterm_gets_sigkill() {
     let env = Env::new();
-    let cmd = "trap '' TERM; echo pgid=$$; sh -c 'trap \"\" TERM; sleep 1000' & sleep 1000";
+    let m = marker();
+    let cmd = format!("trap '' TERM; sh -c 'trap \"\" TERM; sleep {m}' & sleep {m}");
     let out = env
         .call("run_shell", json!({ "command": cmd, "timeout_ms": 1000 }))
         .await;
@@ -52,7 +51,7 @@ async fn a_group_that_ignores_sigterm_gets_sigkill() {
         "{}",
         out.text
     );
-    assert_eq!(live_in_group(number_after(&out.text, "pgid=")), vec![]);
+    assert_eq!(with_marker(&m), vec![]);
 }
 
 #[tokio::test]
@@ -67,7 +66,7 @@ async fn cancellation_kills_the_group() {
     );
     let call = env.call_in("run_shell", json!({ "command": cmd }), ctx);
     let cancel_when_started = async {
-        let pgid: i32 = wait_for_file(&marker).await.trim().parse().unwrap();
+        let pgid = host_group(wait_for_file(&marker).await.trim().parse().unwrap());
         assert!(!live_in_group(pgid).is_empty());
         cancel.cancel();
         pgid
@@ -92,7 +91,7 @@ async fn a_dropped_call_kills_the_group() {
     // The dispatcher drops a tool's future when it ignores cancellation past the grace.
     let pgid = tokio::select! {
         _ = call => panic!("the command ended by itself"),
-        text = wait_for_file(&marker) => text.trim().parse::<i32>().unwrap(),
+        text = wait_for_file(&marker) => host_group(text.trim().parse::<i32>().unwrap()),
     };
     assert!(
         eventually(|| live_in_group(pgid).is_empty()).await,
@@ -105,8 +104,9 @@ async fn a_dropped_call_kills_the_group() {
 async fn processes_left_running_after_exit_are_stopped() {
     let env = Env::new();
     // One holds the output pipe, one has let go of it; both would outlive the shell.
+    let m = marker();
     let out = env
-        .sh("sleep 1000 & echo held=$!; (sleep 1000 >/dev/null 2>&1 &); echo pgid=$$")
+        .sh(&format!("sleep {m} & (sleep {m} >/dev/null 2>&1 &)"))
         .await;
     assert!(!out.is_error, "{}", out.text);
     assert_eq!(field(&out, "exit_code"), 0);
@@ -116,8 +116,7 @@ async fn processes_left_running_after_exit_are_stopped() {
         "{}",
         out.text
     );
-    assert!(!alive(number_after(&out.text, "held=")));
-    assert_eq!(live_in_group(number_after(&out.text, "pgid=")), vec![]);
+    assert_eq!(with_marker(&m), vec![]);
 }
 
 #[tokio::test]
@@ -131,7 +130,7 @@ async fn ending_the_session_kills_its_jobs() {
                 json!({ "command": "sleep 1000 & sleep 1000", "background": true }),
             )
             .await;
-        groups.push(field(&out, "pid").as_i64().unwrap() as i32);
+        groups.push(host_group(field(&out, "pid").as_i64().unwrap() as i32));
     }
     assert!(groups.iter().all(|&g| !live_in_group(g).is_empty()));
     let Env { session, dir, .. } = env;
@@ -153,7 +152,8 @@ async fn a_stream_past_its_disk_limit_stops_the_command() {
         ..ShellLimits::default()
     });
     // `yes` never ends by itself: only the limit can stop it.
-    let out = env.sh("echo pgid=$$ >&2; yes").await;
+    let m = marker();
+    let out = env.sh(&format!("yes {m}")).await;
     assert!(out.is_error);
     assert_eq!(field(&out, "status"), "killed");
     assert!(
@@ -164,7 +164,7 @@ async fn a_stream_past_its_disk_limit_stops_the_command() {
     );
     let path = field(&out, "stdout")["path"].as_str().unwrap().to_owned();
     assert_eq!(fs_err::metadata(path).unwrap().len(), 100_000);
-    assert_eq!(live_in_group(number_after(&out.text, "pgid=")), vec![]);
+    assert_eq!(with_marker(&m), vec![]);
 }
 
 #[tokio::test]
@@ -172,7 +172,8 @@ async fn a_pipe_held_by_a_process_outside_the_group_does_not_hang_the_call() {
     let env = Env::new();
     // setsid takes the sleep out of the group; it still holds stdout open.
     let out = env.sh("setsid sleep 1000 & echo escaped=$!").await;
-    let escaped = number_after(&out.text, "escaped=");
+    let escaped = toolgate_contain::host_pid(number_after(&out.text, "escaped="))
+        .expect("the escaped sleep runs");
     let _ = std::process::Command::new("kill")
         .arg(escaped.to_string())
         .status();

@@ -1,0 +1,167 @@
+//! Process containment: every process toolgate starts (a `run_shell` command, a mounted
+//! stdio MCP server) lives in one PID namespace that dies with toolgate, even on SIGKILL,
+//! and that `setsid`, `set -m` or a double fork cannot leave (issue 15).
+//!
+//! How it holds together, on Linux:
+//! - At first use, a dedicated thread forks a *keeper*, which unshares a PID and a mount
+//!   namespace (and a user namespace when toolgate is not root) and forks the namespace's
+//!   *init* (PID 1 there). The init mounts a fresh `/proc` for the namespace, so `ps`,
+//!   `pgrep` and `kill` inside agree on pids, then only reaps orphans.
+//! - The keeper dies with the thread that forked it (`PR_SET_PDEATHSIG`), the init dies with
+//!   the keeper, and when a namespace's init dies the kernel kills everything in it.
+//! - Each command is spawned through a small *relay*: the forked child joins the namespace
+//!   (`setns`) and forks the real command inside it, then waits and exits with the
+//!   command's status (re-raising its signal). The relay ignores catchable signals, so a
+//!   SIGTERM to the process group reaches the command's own handlers as before.
+//!
+//! Where namespaces are not available (not Linux, user namespaces disabled, a `/proc` that
+//! cannot be mounted), commands fall back to their own process group with a parent-death
+//! signal: a `setsid` grandchild can then outlive toolgate. [`current`] says which applies.
+
+#![allow(unsafe_code)]
+
+use std::ffi::CString;
+use std::fmt;
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(target_os = "linux")]
+mod linux;
+
+/// What the user asked for (`[shell] containment`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Setting {
+    /// A PID namespace where the system allows one, else process groups.
+    #[default]
+    Auto,
+    /// A PID namespace or refuse to start.
+    Namespace,
+    /// Process groups only (a `setsid` grandchild can outlive toolgate).
+    ProcessGroup,
+}
+
+/// What applies in this process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Containment {
+    /// Every started process lives in one PID namespace that dies with toolgate.
+    Namespace {
+        /// A user namespace was needed (toolgate is not root).
+        user: bool,
+    },
+    /// Each command gets its own process group and a parent-death signal.
+    ProcessGroup {
+        /// Why not a namespace.
+        reason: String,
+    },
+}
+
+impl fmt::Display for Containment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Namespace { user: true } => f.write_str(
+                "PID namespace (in a user namespace): started processes die with toolgate, setsid cannot leave",
+            ),
+            Self::Namespace { user: false } => f.write_str(
+                "PID namespace: started processes die with toolgate, setsid cannot leave",
+            ),
+            Self::ProcessGroup { reason } => write!(
+                f,
+                "process groups only ({reason}): a setsid grandchild can outlive toolgate"
+            ),
+        }
+    }
+}
+
+static CURRENT: OnceLock<Containment> = OnceLock::new();
+
+/// Sets containment up for this process (the first call decides; later calls return the
+/// same answer). `Setting::Namespace` fails when no namespace can be made.
+pub fn init(setting: Setting) -> Result<&'static Containment, String> {
+    let current = CURRENT.get_or_init(|| decide(setting));
+    match (setting, current) {
+        (Setting::Namespace, Containment::ProcessGroup { reason }) => Err(format!(
+            "`shell.containment = \"namespace\"` but no PID namespace can be made here: {reason}; \
+             set it to \"auto\" to fall back to process groups"
+        )),
+        _ => Ok(current),
+    }
+}
+
+/// What applies (sets containment up with [`Setting::Auto`] if nobody did).
+pub fn current() -> &'static Containment {
+    CURRENT.get_or_init(|| decide(Setting::Auto))
+}
+
+fn decide(setting: Setting) -> Containment {
+    if setting == Setting::ProcessGroup {
+        return Containment::ProcessGroup {
+            reason: "shell.containment = \"process-group\"".to_owned(),
+        };
+    }
+    #[cfg(target_os = "linux")]
+    {
+        match linux::start() {
+            Ok(user) => Containment::Namespace { user },
+            Err(reason) => Containment::ProcessGroup { reason },
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Containment::ProcessGroup {
+            reason: "PID namespaces exist only on Linux".to_owned(),
+        }
+    }
+}
+
+/// Prepares `cmd` to run contained: its own process group, killed when toolgate dies, and
+/// inside the namespace when there is one. Spawn it from a thread that lives as long as
+/// toolgate (an async task on a runtime worker, never a `spawn_blocking` thread): the
+/// parent-death signal follows the thread that forks.
+pub fn contain(cmd: &mut tokio::process::Command) {
+    cmd.process_group(0);
+    let cwd = cmd
+        .as_std()
+        .get_current_dir()
+        .map(std::path::Path::to_path_buf)
+        .or_else(|| std::env::current_dir().ok())
+        .and_then(|dir| CString::new(dir.into_os_string().into_encoded_bytes()).ok());
+    #[cfg(target_os = "linux")]
+    linux::prepare(cmd, current(), cwd);
+    #[cfg(not(target_os = "linux"))]
+    let _ = cwd;
+}
+
+/// The pid a contained command's shell has *inside* the namespace, as `$$` shows it there,
+/// given the process-group leader toolgate spawned. Outside a namespace it is the leader
+/// itself. Models see this pid, so `kill PID` in a later command reaches the right process.
+pub fn visible_pid(leader: i32) -> i32 {
+    #[cfg(target_os = "linux")]
+    if matches!(current(), Containment::Namespace { .. })
+        && let Some(inner) = linux::inner_pid_of_child(leader)
+    {
+        return inner;
+    }
+    leader
+}
+
+/// The namespace's identity (the inode of its PID namespace), for tools that map inner
+/// pids back to host pids; `None` outside a namespace.
+pub fn namespace_id() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    if matches!(current(), Containment::Namespace { .. }) {
+        return linux::namespace_id();
+    }
+    None
+}
+
+/// The host pid of `inner`, a pid as seen inside the namespace (what `$$` and `$!` print
+/// in a contained command). Without a namespace, `inner` is already a host pid.
+pub fn host_pid(inner: i32) -> Option<i32> {
+    #[cfg(target_os = "linux")]
+    if matches!(current(), Containment::Namespace { .. }) {
+        return linux::host_pid(inner);
+    }
+    Some(inner)
+}
