@@ -107,6 +107,7 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
         .exposed(&snapshot, &Default::default())
         .all()
         .count();
+    tracing::info!("process containment: {}", toolgate_contain::current());
     match &runtime.config.server.http {
         None => {
             if std::io::stdin().is_terminal() {

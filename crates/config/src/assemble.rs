@@ -47,6 +47,7 @@ impl Runtime {
         } else {
             config.roots.iter().map(|r| cwd.join(r)).collect()
         };
+        toolgate_contain::init(config.shell.containment).map_err(ConfigError::Invalid)?;
         let control_files = match config.permissions.allow_control_files {
             true => ControlFiles::Writable,
             false => ControlFiles::Protected,

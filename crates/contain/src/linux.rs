@@ -111,7 +111,10 @@ fn fork_keeper(user: bool) -> Result<(libc::pid_t, libc::pid_t), String> {
     let mut fds = [0; 2];
     // SAFETY: fds has room for two descriptors.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(format!("cannot make a pipe: {}", io::Error::last_os_error()));
+        return Err(format!(
+            "cannot make a pipe: {}",
+            io::Error::last_os_error()
+        ));
     }
     // SAFETY: pipe2 just returned these descriptors and nothing else owns them.
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
@@ -453,13 +456,7 @@ fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
 
 /// In the forked child: join the namespace, fork the command inside it (which returns to
 /// exec), and stay behind as its relay, exiting with its status.
-fn relay(
-    parent: libc::pid_t,
-    user: i32,
-    mnt: i32,
-    pid: i32,
-    cwd: Option<&CStr>,
-) -> io::Result<()> {
+fn relay(parent: libc::pid_t, user: i32, mnt: i32, pid: i32, cwd: Option<&CStr>) -> io::Result<()> {
     let last = || io::Error::from_raw_os_error(errno());
     die_with_parent(parent)?;
     // SAFETY: async-signal-safe calls only, in the single-threaded forked child.
@@ -467,8 +464,7 @@ fn relay(
         if user >= 0 && libc::setns(user, libc::CLONE_NEWUSER) != 0 {
             return Err(last());
         }
-        if libc::setns(mnt, libc::CLONE_NEWNS) != 0 || libc::setns(pid, libc::CLONE_NEWPID) != 0
-        {
+        if libc::setns(mnt, libc::CLONE_NEWNS) != 0 || libc::setns(pid, libc::CLONE_NEWPID) != 0 {
             return Err(last());
         }
         // Joining a mount namespace moves the working directory to its root.
@@ -522,8 +518,7 @@ fn relay(
 
 /// The inner pid of `leader`'s (the relay's) only child.
 pub(crate) fn inner_pid_of_child(leader: i32) -> Option<i32> {
-    let children =
-        fs_err::read_to_string(format!("/proc/{leader}/task/{leader}/children")).ok()?;
+    let children = fs_err::read_to_string(format!("/proc/{leader}/task/{leader}/children")).ok()?;
     let child: i32 = children.split_ascii_whitespace().next()?.parse().ok()?;
     inner_pid(child)
 }

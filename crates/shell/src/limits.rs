@@ -43,6 +43,10 @@ pub struct ShellLimits {
     /// The largest `limit` of `job_output`. Default 49,152: a page plus its footer stays
     /// under the 50,000-character result budget that clients such as Claude Code enforce.
     pub max_page_bytes: usize,
+    /// How started processes are contained (`"auto"`, `"namespace"`, `"process-group"`):
+    /// by default a PID namespace that dies with toolgate where the system allows one,
+    /// else process groups. Applies to mounted stdio MCP servers too.
+    pub containment: toolgate_contain::Setting,
 }
 
 impl Default for ShellLimits {
@@ -59,6 +63,7 @@ impl Default for ShellLimits {
             max_finished_jobs: 1_024,
             page_bytes: 32 * 1024,
             max_page_bytes: 48 * 1024,
+            containment: toolgate_contain::Setting::Auto,
         }
     }
 }

@@ -153,13 +153,8 @@ impl Running {
         })
     }
 
-    /// The shell's pid (= the process group id).
-    pub fn pid(&self) -> i32 {
-        self.group.id()
-    }
-
     /// The shell's pid as commands see it (`$$`): inside toolgate's PID namespace when
-    /// there is one, else the same as [`Self::pid`].
+    /// there is one, else the process group id.
     pub fn shown_pid(&self) -> i32 {
         toolgate_contain::visible_pid(self.group.id())
     }

@@ -618,3 +618,55 @@ fn a_client_that_does_not_read_replies_is_not_read_from_either() {
     let result = server.call(9, "list_dir", json!({}));
     assert_eq!(result["isError"], false);
 }
+
+#[test]
+fn sigkill_of_the_server_leaves_no_process_behind() {
+    // Regression (issue 15, finding 1): after kill -9 of `toolgate`, a background job's
+    // children, a foreground command's `setsid` child, a `set -m` job and a mounted
+    // server's `setsid` grandchild all lived on; only direct children got the kernel's
+    // parent-death signal. In the PID namespace they die with its init.
+    let marker = "41.0625";
+    let dir = project();
+    let user = dir.path().join(".no-user-config/toolgate");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(
+        user.join("config.toml"),
+        format!(
+            "[mcp_servers.spawner]\ncommand = \"sh\"\nargs = [\"-c\", \"setsid sleep {marker}5 & exec sleep {marker}6\"]\nstartup_timeout_sec = 60\n"
+        ),
+    )
+    .unwrap();
+    let mut server = Server::start_in(dir);
+    server.initialize("2025-06-18");
+    let job = server.call(
+        1,
+        "run_shell",
+        json!({"command": format!("sleep {marker}1 & setsid sleep {marker}2 & (set -m; sleep {marker}3 &); wait"),
+               "background": true}),
+    );
+    assert_eq!(job["isError"], false, "{job}");
+    server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "run_shell", "arguments": {
+            "command": format!("setsid sleep {marker}4 & set -m; sleep {marker}7 & wait")}}}));
+    let sleeping = |n: u32| processes_with(&format!("sleep {marker}{n}"));
+    let deadline = Instant::now() + WAIT;
+    while !(1..=7).all(|n| !sleeping(n).is_empty()) {
+        assert!(
+            Instant::now() < deadline,
+            "not every process started: {:?}",
+            (1..=7).map(|n| (n, sleeping(n))).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let deadline = Instant::now() + WAIT;
+    while !processes_with(&format!("sleep {marker}")).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "processes outlived a SIGKILLed server: {:?}",
+            (1..=7).map(|n| (n, sleeping(n))).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -19,7 +19,10 @@ async fn timeout_kills_the_grandchildren_too() {
     let env = Env::new();
     let m = marker();
     let out = env
-        .call("run_shell", json!({ "command": tree(&m), "timeout_ms": 1000 }))
+        .call(
+            "run_shell",
+            json!({ "command": tree(&m), "timeout_ms": 1000 }),
+        )
         .await;
     assert!(out.is_error);
     assert_eq!(field(&out, "status"), "timed_out");
