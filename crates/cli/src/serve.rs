@@ -108,6 +108,14 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
         .all()
         .count();
     tracing::info!("process containment: {}", toolgate_contain::current());
+    let shell = &runtime.config.shell;
+    let sandbox = toolgate_shell::Sandbox::new(
+        shell.sandbox,
+        shell.sandbox_network,
+        &runtime.roots.roots(),
+        &shell.sandbox_writable,
+    );
+    tracing::info!("run_shell sandbox: {}", sandbox.describe());
     match &runtime.config.server.http {
         None => {
             if std::io::stdin().is_terminal() {

@@ -73,6 +73,10 @@ pub enum ShellError {
         /// What is wrong and what is allowed.
         message: String,
     },
+    /// The configured sandbox cannot be set up on this system (a config matter, not the
+    /// model's).
+    #[error("{0}")]
+    Sandbox(String),
     /// A plain message (for example an evicted output file).
     #[error("{0}")]
     Other(String),
@@ -82,6 +86,7 @@ impl From<ShellError> for ToolError {
     fn from(e: ShellError) -> Self {
         match e {
             ShellError::Argument { .. } => ToolError::InvalidArguments(e.to_string()),
+            ShellError::Sandbox(message) => ToolError::Fatal(message),
             other => ToolError::recoverable(other.to_string()),
         }
     }

@@ -29,6 +29,7 @@ mod limits;
 mod process;
 mod render;
 mod run;
+mod sandbox;
 mod tools;
 mod view;
 
@@ -40,6 +41,7 @@ pub use job_tools::{
 pub use jobs::JobTable;
 pub use limits::ShellLimits;
 pub use render::JobStatus;
+pub use sandbox::{Sandbox, SandboxMode, landlock_abi};
 pub use tools::{
     RunShellArgs, RunShellOutput, RunShellTool, Shown, StreamInfo, builtin_shell_tools,
 };

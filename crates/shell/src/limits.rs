@@ -47,6 +47,15 @@ pub struct ShellLimits {
     /// by default a PID namespace that dies with toolgate where the system allows one,
     /// else process groups. Applies to mounted stdio MCP servers too.
     pub containment: toolgate_contain::Setting,
+    /// Landlock sandbox of every command: `"off"` (default), `"read-only"` or
+    /// `"workspace-write"` (writes only inside the roots, temp folders and
+    /// `sandbox_writable`).
+    pub sandbox: crate::SandboxMode,
+    /// Whether sandboxed commands may open TCP connections (`false` denies connect and bind;
+    /// Landlock ABI 4, Linux 6.7). Default true.
+    pub sandbox_network: bool,
+    /// More folders a `workspace-write` command may write (e.g. `~/.cargo`, `~/.npm`).
+    pub sandbox_writable: Vec<std::path::PathBuf>,
 }
 
 impl Default for ShellLimits {
@@ -64,6 +73,9 @@ impl Default for ShellLimits {
             page_bytes: 32 * 1024,
             max_page_bytes: 48 * 1024,
             containment: toolgate_contain::Setting::Auto,
+            sandbox: crate::SandboxMode::Off,
+            sandbox_network: true,
+            sandbox_writable: Vec::new(),
         }
     }
 }

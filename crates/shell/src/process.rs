@@ -32,7 +32,11 @@ fn shell() -> &'static str {
 
 /// Starts `command` under `bash -c` (or `sh -c`) in `cwd`: stdin closed, stdout and stderr
 /// piped, in a new process group, killed when toolgate dies.
-pub(crate) fn spawn(command: &str, cwd: &Path) -> Result<Spawned, ShellError> {
+pub(crate) fn spawn(
+    command: &str,
+    cwd: &Path,
+    sandbox: &crate::Sandbox,
+) -> Result<Spawned, ShellError> {
     let shell = shell();
     let mut cmd = tokio::process::Command::new(shell);
     cmd.arg("-c")
@@ -43,6 +47,7 @@ pub(crate) fn spawn(command: &str, cwd: &Path) -> Result<Spawned, ShellError> {
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     toolgate_contain::contain(&mut cmd);
+    sandbox.apply(&mut cmd)?;
     let mut child = cmd.spawn().map_err(|source| spawn_error(shell, source))?;
     let pid = child.id().and_then(|id| Pid::from_raw(id as i32));
     let (Some(pid), Some(stdout), Some(stderr)) = (pid, child.stdout.take(), child.stderr.take())

@@ -94,6 +94,7 @@ pub(crate) struct Finished {
 pub(crate) struct RunConfig {
     pub timeout: Duration,
     pub kill_grace: Duration,
+    pub sandbox: Arc<crate::Sandbox>,
     pub pump: PumpConfig,
 }
 
@@ -122,7 +123,7 @@ impl Running {
         config: RunConfig,
         stop: Arc<StopSignal>,
     ) -> Result<Self, ShellError> {
-        let spawned = spawn(command, cwd)?;
+        let spawned = spawn(command, cwd, &config.sandbox)?;
         let [(out_sink, out_progress), (err_sink, err_progress)] = sinks;
         let limit = |name: &'static str| -> Box<dyn Fn() + Send> {
             let stop = Arc::clone(&stop);

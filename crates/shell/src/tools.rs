@@ -12,6 +12,7 @@ use toolgate_core::{
 };
 use toolgate_fs::Roots;
 
+use crate::Sandbox;
 use crate::capture::{Captured, PumpConfig, Sink, StreamProgress};
 use crate::clean::group;
 use crate::error::ShellError;
@@ -28,6 +29,7 @@ pub(crate) struct Shared {
     pub roots: Arc<Roots>,
     pub budget: Arc<Budget>,
     pub limits: ShellLimits,
+    pub sandbox: Arc<Sandbox>,
 }
 
 /// `run_shell`, `job_output` and `job_kill` over `roots`, writing output into the budget's
@@ -37,10 +39,17 @@ pub fn builtin_shell_tools(
     budget: Arc<Budget>,
     limits: ShellLimits,
 ) -> Vec<Arc<dyn DynTool>> {
+    let sandbox = Arc::new(Sandbox::new(
+        limits.sandbox,
+        limits.sandbox_network,
+        &roots.roots(),
+        &limits.sandbox_writable,
+    ));
     let shared = Arc::new(Shared {
         roots,
         budget,
         limits,
+        sandbox,
     });
     vec![
         TypedTool::erased(RunShellTool {
@@ -242,6 +251,7 @@ impl Tool for RunShellTool {
         let config = RunConfig {
             timeout,
             kill_grace: limits.kill_grace(),
+            sandbox: Arc::clone(&shared.sandbox),
             pump: PumpConfig {
                 head: limits.payload_bytes / 2,
                 tail: limits.payload_bytes - limits.payload_bytes / 2,

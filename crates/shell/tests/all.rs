@@ -17,5 +17,7 @@ mod kill;
 mod logs;
 #[path = "all/output.rs"]
 mod output;
+#[path = "all/sandbox.rs"]
+mod sandbox;
 #[path = "all/snapshots.rs"]
 mod snapshots;
