@@ -64,7 +64,7 @@ impl Sandbox {
             if let Some(tmp) = std::env::var_os("TMPDIR") {
                 writable.push(PathBuf::from(tmp));
             }
-            writable.extend(extra.iter().cloned());
+            writable.extend(extra.iter().map(|p| expand_home(p)));
         }
         Self {
             mode,
@@ -163,6 +163,14 @@ impl Sandbox {
     }
 }
 
+/// `~/x` is `$HOME/x`.
+fn expand_home(path: &Path) -> PathBuf {
+    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => path.to_path_buf(),
+    }
+}
+
 /// A rule for `path` when it exists (a missing temp folder is simply not granted).
 fn beneath(
     path: impl AsRef<Path>,
@@ -193,4 +201,21 @@ pub fn landlock_abi() -> Option<i64> {
     }
     #[cfg(not(target_os = "linux"))]
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tilde_means_the_home_folder() {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let expanded = expand_home(Path::new("~/.cargo"));
+        match home {
+            Some(home) => assert_eq!(expanded, home.join(".cargo")),
+            None => assert_eq!(expanded, Path::new("~/.cargo")),
+        }
+        assert_eq!(expand_home(Path::new("/opt/x")), Path::new("/opt/x"));
+        assert_eq!(expand_home(Path::new("~other/x")), Path::new("~other/x"));
+    }
 }
