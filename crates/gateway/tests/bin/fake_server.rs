@@ -10,6 +10,9 @@
 //! - `garbage`: answers every request with lines that are not JSON.
 //! - `many N PAGE`: N tools, PAGE per `tools/list` page.
 //!
+//! With `FAKE_GARBLE=1`, `normal` also has `garble`, which prints lines that are not
+//! JSON-RPC before its answer.
+//!
 //! With `FAKE_LOG=path`, it appends one line per call and per cancellation there. With
 //! `FAKE_STUBBORN=1`, it keeps running after its stdin closes (only a signal ends it). With
 //! `FAKE_SLOW_RESTART=path`, every start after the first (the file exists) takes 3 s to
@@ -94,6 +97,14 @@ fn normal_tools(bumped: bool) -> Vec<Value> {
             true,
         ),
     ];
+    if std::env::var_os("FAKE_GARBLE").is_some() {
+        tools.push(tool(
+            "garble",
+            "Prints lines that are not JSON-RPC, then answers.",
+            json!({}),
+            true,
+        ));
+    }
     if bumped {
         tools.push(tool("v2", "Appears after bump.", json!({}), true));
     } else {
@@ -220,6 +231,15 @@ fn main() {
                         text("bumped")
                     }
                     "ok" => text(arguments["message"].as_str().unwrap_or("ok")),
+                    "garble" => {
+                        let mut o = out.lock().unwrap();
+                        writeln!(o, "not json at all").unwrap();
+                        writeln!(o, "{{\"jsonrpc\": \"2.0\", \"id\": ").unwrap();
+                        writeln!(o, "\u{1}\u{7f}binary\u{fffd}junk").unwrap();
+                        o.flush().unwrap();
+                        drop(o);
+                        text("garbled")
+                    }
                     other => {
                         json!({"content": [{"type": "text", "text": format!("no tool {other}")}], "isError": true})
                     }
