@@ -1,0 +1,2 @@
+//! The agent loop against a scripted model over real HTTP.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
