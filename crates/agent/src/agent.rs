@@ -389,7 +389,9 @@ impl Agent {
                         },
                     });
                 };
-                self.provider.complete(&request, &mut on_event, cancel).await
+                self.provider
+                    .complete(&request, &mut on_event, cancel)
+                    .await
             };
             model_time += request_started.elapsed();
             observer(Progress::AnswerDone);
@@ -460,7 +462,12 @@ impl Agent {
         calls: &[ToolCall],
         observer: Observer<'_>,
         cancel: &CancellationToken,
-    ) -> (Vec<ToolResult>, Vec<CallRecord>, Vec<PathBuf>, Option<String>) {
+    ) -> (
+        Vec<ToolResult>,
+        Vec<CallRecord>,
+        Vec<PathBuf>,
+        Option<String>,
+    ) {
         observer(Progress::ToolsRunning(
             calls.iter().map(|c| c.name.clone()).collect(),
         ));
@@ -547,9 +554,9 @@ impl Agent {
     /// session's spill files that no live message references any more are deleted (seed
     /// 000 s04 exercise 2). Returns whether anything changed.
     pub async fn compact(&mut self, observer: Observer<'_>, cancel: &CancellationToken) -> bool {
-        let keep_chars =
-            (self.context_tokens() * u64::from(self.settings.keep_percent.min(90)) / 100 * 4)
-                as usize;
+        let keep_chars = (self.context_tokens() * u64::from(self.settings.keep_percent.min(90))
+            / 100
+            * 4) as usize;
         let Some(cut) = compact::cut_point(&self.messages, keep_chars) else {
             return false;
         };
@@ -626,7 +633,9 @@ fn model_text(output: &ToolOutput) -> String {
             toolgate_core::Media::Image { mime, .. } => format!("an image ({mime})"),
             toolgate_core::Media::Blob { uri, mime, .. } => format!("a document ({mime}, {uri})"),
             toolgate_core::Media::Audio { mime, .. } => format!("audio ({mime})"),
-            toolgate_core::Media::Resource { uri, text: body, .. } => {
+            toolgate_core::Media::Resource {
+                uri, text: body, ..
+            } => {
                 text.push_str(&format!("\n[resource {uri}]\n{body}"));
                 continue;
             }

@@ -42,11 +42,9 @@ pub(crate) fn cut_point(messages: &[Message], keep_chars: usize) -> Option<usize
 /// The first message after compaction: the original task and the summary.
 pub(crate) fn head_message(messages: &[Message], summary: &str) -> Message {
     let task = match messages.first() {
-        Some(Message::User { content }) => content
-            .split(MARKER)
-            .next()
-            .unwrap_or_default()
-            .to_owned(),
+        Some(Message::User { content }) => {
+            content.split(MARKER).next().unwrap_or_default().to_owned()
+        }
         _ => String::new(),
     };
     Message::user(format!("{task}{MARKER}{summary}"))

@@ -62,7 +62,9 @@ pub enum Record {
 #[non_exhaustive]
 pub enum TranscriptError {
     /// No session of that id.
-    #[error("no session `{id}` in {dir}; list them with `ls {dir}` or start a new one without --resume")]
+    #[error(
+        "no session `{id}` in {dir}; list them with `ls {dir}` or start a new one without --resume"
+    )]
     NotFound {
         /// The id asked for.
         id: String,
@@ -70,7 +72,9 @@ pub enum TranscriptError {
         dir: String,
     },
     /// The id has characters a session id never has.
-    #[error("`{0}` is not a session id (letters, digits, `-` and `_` only); use the file name under .toolgate/sessions without .jsonl, or `last`")]
+    #[error(
+        "`{0}` is not a session id (letters, digits, `-` and `_` only); use the file name under .toolgate/sessions without .jsonl, or `last`"
+    )]
     BadId(String),
     /// Reading or writing failed.
     #[error("transcript {path}: {source}")]
@@ -81,7 +85,9 @@ pub enum TranscriptError {
         source: std::io::Error,
     },
     /// A line is not a record.
-    #[error("transcript {path} line {line} is not a transcript record ({message}); move the file away and start a new session")]
+    #[error(
+        "transcript {path} line {line} is not a transcript record ({message}); move the file away and start a new session"
+    )]
     Corrupt {
         /// The file.
         path: String,
@@ -132,7 +138,11 @@ impl Transcript {
             .append(true)
             .open(&path)
             .map_err(io(&path))?;
-        let mut transcript = Self { id: id.clone(), path, file };
+        let mut transcript = Self {
+            id: id.clone(),
+            path,
+            file,
+        };
         transcript.append(&Record::Session {
             version: 1,
             id,
@@ -170,7 +180,12 @@ impl Transcript {
                     dir: dir.display().to_string(),
                 });
             }
-            Err(source) => return Err(TranscriptError::Io { path: shown, source }),
+            Err(source) => {
+                return Err(TranscriptError::Io {
+                    path: shown,
+                    source,
+                });
+            }
         };
         let restored = restore(&text, &shown)?;
         let file = fs_err::OpenOptions::new()

@@ -238,6 +238,9 @@ impl SessionApprover {
 
     /// The approver, when there is one.
     pub fn get(&self) -> Option<Arc<dyn Approver>> {
-        self.0.read().unwrap_or_else(PoisonError::into_inner).clone()
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }

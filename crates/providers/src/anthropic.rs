@@ -198,7 +198,11 @@ pub(crate) fn parse(value: &Value) -> Result<Response, ParseError> {
 #[derive(Debug)]
 enum Block {
     Text,
-    Tool { id: String, name: String, json: String },
+    Tool {
+        id: String,
+        name: String,
+        json: String,
+    },
     Other,
 }
 
@@ -277,7 +281,10 @@ impl Stream {
                     self.blocks.get_mut(&index),
                 ) {
                     (Some("text_delta"), _) => {
-                        let t = delta.get("text").and_then(Value::as_str).unwrap_or_default();
+                        let t = delta
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
                         if !t.is_empty() {
                             self.text.push_str(t);
                             self.emitted = true;

@@ -69,10 +69,7 @@ impl Reply {
     pub fn calls(calls: Vec<(&str, Value)>) -> Self {
         Self::Answer {
             text: String::new(),
-            calls: calls
-                .into_iter()
-                .map(|(n, a)| (n.to_owned(), a))
-                .collect(),
+            calls: calls.into_iter().map(|(n, a)| (n.to_owned(), a)).collect(),
         }
     }
 
@@ -169,7 +166,9 @@ pub struct FakeServer {
 
 impl std::fmt::Debug for FakeServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FakeServer").field("url", &self.url).finish()
+        f.debug_struct("FakeServer")
+            .field("url", &self.url)
+            .finish()
     }
 }
 
@@ -191,10 +190,12 @@ impl FakeServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let app_state = Arc::clone(&state);
-        let app = axum::Router::new().fallback(move |headers: HeaderMap, uri: axum::http::Uri, body: Bytes| {
-            let state = Arc::clone(&app_state);
-            async move { handle(&state, &headers, uri.path(), &body) }
-        });
+        let app = axum::Router::new().fallback(
+            move |headers: HeaderMap, uri: axum::http::Uri, body: Bytes| {
+                let state = Arc::clone(&app_state);
+                async move { handle(&state, &headers, uri.path(), &body) }
+            },
+        );
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
@@ -232,7 +233,12 @@ fn handle(state: &State, headers: &HeaderMap, path: &str, body: &[u8]) -> Respon
         path: path.to_owned(),
         headers: headers
             .iter()
-            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap_or_default().to_owned()))
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_owned(),
+                    v.to_str().unwrap_or_default().to_owned(),
+                )
+            })
             .collect(),
         body: body.clone(),
     });
@@ -402,7 +408,10 @@ fn openai_events(
     let chunk = |delta: Value, finish: Value| {
         (None, json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).to_string())
     };
-    out.push(chunk(json!({"role": "assistant", "content": ""}), Value::Null));
+    out.push(chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    ));
     if !text.is_empty() {
         let (a, b) = halves(text);
         out.push(chunk(json!({"content": a}), Value::Null));
@@ -423,7 +432,11 @@ fn openai_events(
     }
     out.push(chunk(
         json!({}),
-        json!(if calls.is_empty() { "stop" } else { "tool_calls" }),
+        json!(if calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        }),
     ));
     out.push((None, json!({"id": "chatcmpl-fake", "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": cached}}}).to_string()));
     out.push((None, "[DONE]".to_owned()));
@@ -471,7 +484,10 @@ fn anthropic_events(
         for part in [a, b] {
             out.push((Some("content_block_delta"), json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": part}}).to_string()));
         }
-        out.push((Some("content_block_stop"), json!({"type": "content_block_stop", "index": index}).to_string()));
+        out.push((
+            Some("content_block_stop"),
+            json!({"type": "content_block_stop", "index": index}).to_string(),
+        ));
         index += 1;
     }
     for (id, name, args) in calls {
@@ -480,10 +496,16 @@ fn anthropic_events(
         for part in [a, b] {
             out.push((Some("content_block_delta"), json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": part}}).to_string()));
         }
-        out.push((Some("content_block_stop"), json!({"type": "content_block_stop", "index": index}).to_string()));
+        out.push((
+            Some("content_block_stop"),
+            json!({"type": "content_block_stop", "index": index}).to_string(),
+        ));
         index += 1;
     }
     out.push((Some("message_delta"), json!({"type": "message_delta", "delta": {"stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" }}, "usage": {"output_tokens": 7}}).to_string()));
-    out.push((Some("message_stop"), json!({"type": "message_stop"}).to_string()));
+    out.push((
+        Some("message_stop"),
+        json!({"type": "message_stop"}).to_string(),
+    ));
     out
 }

@@ -9,7 +9,12 @@ use crate::provider::{Flow, ParseError};
 use crate::types::{Event, Finish, Message, Request, Response, ToolCall, Usage};
 
 /// The request body.
-pub(crate) fn body(request: &Request<'_>, model: &str, max_tokens: Option<u32>, stream: bool) -> Value {
+pub(crate) fn body(
+    request: &Request<'_>,
+    model: &str,
+    max_tokens: Option<u32>,
+    stream: bool,
+) -> Value {
     let mut messages = vec![json!({"role": "system", "content": request.system})];
     for message in request.messages {
         match message {
@@ -96,10 +101,7 @@ fn api_error(value: &Value) -> Option<ParseError> {
         .get("message")
         .and_then(Value::as_str)
         .map_or_else(|| error.to_string(), str::to_owned);
-    let code = error
-        .get("code")
-        .map(|c| c.to_string())
-        .unwrap_or_default();
+    let code = error.get("code").map(|c| c.to_string()).unwrap_or_default();
     Some(
         if code.contains("429") || code.contains("rate") || message.contains("overloaded") {
             ParseError::Overloaded(message)

@@ -311,9 +311,8 @@ impl Provider {
                 retry_after: None,
                 emitted: false,
             })?;
-            let value: Value = serde_json::from_str(&text).map_err(|e| {
-                Failure::Fatal(self.protocol(format!("{e} in `{}`", clip(&text))))
-            })?;
+            let value: Value = serde_json::from_str(&text)
+                .map_err(|e| Failure::Fatal(self.protocol(format!("{e} in `{}`", clip(&text)))))?;
             let parsed = match self.kind {
                 Kind::OpenAi => openai::parse(&value),
                 Kind::Anthropic => anthropic::parse(&value),
@@ -344,9 +343,7 @@ impl Provider {
                 Flow::Done => break,
             }
         }
-        assembler
-            .finish()
-            .map_err(|e| self.parse_failure(e, false))
+        assembler.finish().map_err(|e| self.parse_failure(e, false))
     }
 
     fn status_failure(&self, status: u16, text: &str, retry_after: Option<Duration>) -> Failure {
@@ -581,7 +578,10 @@ mod tests {
         h.insert("retry-after-ms", "250".parse().unwrap());
         assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
         let mut h = reqwest::header::HeaderMap::new();
-        h.insert("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
+        h.insert(
+            "retry-after",
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
         assert_eq!(retry_after(&h), Some(Duration::ZERO), "a past date: now");
         h.insert("retry-after", "soon".parse().unwrap());
         assert_eq!(retry_after(&h), None);
