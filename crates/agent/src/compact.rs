@@ -10,6 +10,9 @@ use toolgate_providers::{Message, Provider, Request};
 /// Marks where the summary starts in the compacted head message.
 const MARKER: &str = "\n\n[Earlier in this session (compacted to save context):]\n";
 
+/// What every spill pointer says before its path (`toolgate_budget`'s pointers).
+const POINTER: &str = "saved to `";
+
 /// Characters of the older conversation sent to the model for summarizing.
 const SUMMARY_INPUT_CHARS: usize = 60_000;
 
@@ -84,23 +87,10 @@ pub(crate) async fn summarize(
     }
 }
 
-/// An extract of the older conversation: each piece cut short, every spill pointer kept.
+/// An extract of the older conversation: each piece cut short, every spill pointer kept
+/// (see [`clip`]).
 fn extract(older: &[Message]) -> String {
-    let mut out = render(older, EXTRACT_PIECE_CHARS);
-    let pointers: Vec<&str> = older
-        .iter()
-        .flat_map(Message::texts)
-        .flat_map(str::lines)
-        .filter(|l| l.contains("saved to `"))
-        .collect();
-    if !pointers.is_empty() {
-        out.push_str("\nSaved outputs:\n");
-        for p in pointers {
-            out.push_str(p);
-            out.push('\n');
-        }
-    }
-    clip(&out, 8_000)
+    clip(&render(older, EXTRACT_PIECE_CHARS), 8_000)
 }
 
 fn render(messages: &[Message], piece: usize) -> String {
@@ -140,12 +130,21 @@ fn render(messages: &[Message], piece: usize) -> String {
     out
 }
 
+/// `text` cut to `max` characters; the lines with a spill pointer are kept even when cut
+/// (a summary must be able to keep them).
 fn clip(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_owned();
     }
     let head: String = text.chars().take(max).collect();
-    format!("{head} […]")
+    let mut out = format!("{head} […]");
+    for line in text.lines().filter(|l| l.contains(POINTER)) {
+        if !head.contains(line) {
+            out.push('\n');
+            out.push_str(line);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
