@@ -77,10 +77,7 @@ fn exit_code(status: Status) -> ExitCode {
 }
 
 /// The provider `args` and `config` name, with flags applied.
-fn provider_config(
-    config: &Config,
-    args: &AgentArgs,
-) -> Result<(String, ProviderConfig), String> {
+fn provider_config(config: &Config, args: &AgentArgs) -> Result<(String, ProviderConfig), String> {
     let has = |var: &str| std::env::var_os(var).is_some_and(|v| !v.is_empty());
     let name = args
         .provider
@@ -195,7 +192,11 @@ impl Interrupts {
         let running = self.clone();
         tokio::spawn(async move {
             while tokio::signal::ctrl_c().await.is_ok() {
-                let current = running.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                let current = running
+                    .0
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
                 match current {
                     Some(token) if !token.is_cancelled() => {
                         eprintln!("\n[cancelling… press Ctrl-C again to quit]");
@@ -616,7 +617,11 @@ impl Approver for TtyApprover {
             let _ = std::io::stderr().flush();
             let answer = tokio::task::spawn_blocking(|| {
                 let mut line = String::new();
-                std::io::stdin().lock().read_line(&mut line).ok().map(|_| line)
+                std::io::stdin()
+                    .lock()
+                    .read_line(&mut line)
+                    .ok()
+                    .map(|_| line)
             })
             .await
             .ok()
@@ -637,4 +642,3 @@ impl Approver for TtyApprover {
         })
     }
 }
-
