@@ -306,3 +306,53 @@ async fn a_mounted_mcp_server_is_reached_from_run() {
     );
     assert_eq!(report["tool_calls"][0]["is_error"], false, "{report}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_reads_tasks_from_stdin_streams_answers_and_shows_tool_lines() {
+    use std::io::Write as _;
+    let dir = project();
+    let fake = FakeServer::start(
+        Kind::Anthropic,
+        vec![
+            step(Reply::call("list_dir", json!({}))),
+            step(Reply::text("There is a README.")),
+            check(|body| {
+                assert!(body["messages"].to_string().contains("There is a README."));
+                Reply::text("Bye.")
+            }),
+        ],
+    )
+    .await;
+    let mut args = vec!["chat".to_owned()];
+    args.extend(provider_flags(Kind::Anthropic, &fake));
+    let path = dir.path().to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        let mut child = toolgate(&path)
+            .args(&args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"what is here?\n\nthanks\n/exit\n")
+            .unwrap();
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout, "There is a README.\nBye.\n");
+    let tool_line = stderr
+        .lines()
+        .find(|l| l.contains("⏺ list_dir"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(tool_line.ends_with(" ms"), "{tool_line}");
+    assert!(stderr.contains("--resume"), "{stderr}");
+    assert_eq!(fake.remaining(), 0);
+}
