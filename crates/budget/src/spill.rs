@@ -198,6 +198,37 @@ impl SpillStore {
         Ok(deleted)
     }
 
+    /// Deletes these files of the store (agent mode: one session's own spill files that no
+    /// live message references any more — other sessions' files are not its to judge, so
+    /// [`SpillStore::retain_referenced`] would be too broad). Paths outside the store and
+    /// files open for writing are left alone. Returns the deleted paths.
+    pub fn release<'a>(
+        &self,
+        paths: impl IntoIterator<Item = &'a Path>,
+    ) -> std::io::Result<Vec<PathBuf>> {
+        self.scan_existing();
+        let mut deleted = Vec::new();
+        for path in paths {
+            let Some(name) = self.name_of(path) else {
+                continue;
+            };
+            if self.lock().entries.get(&name).is_some_and(|e| e.pinned) {
+                continue;
+            }
+            let path = self.dir.join(&name);
+            match fs_err::remove_file(&path) {
+                Ok(()) => deleted.push(path),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            let mut state = self.lock();
+            if let Some(entry) = state.entries.remove(&name) {
+                state.total = state.total.saturating_sub(entry.bytes);
+            }
+        }
+        Ok(deleted)
+    }
+
     /// Bytes currently on disk (as accounted).
     pub fn used_bytes(&self) -> u64 {
         self.scan_existing();

@@ -4,6 +4,7 @@
 // A CLI prints by design.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod agent;
 mod call;
 mod disclosure;
 mod mcp;
@@ -56,6 +57,10 @@ enum Command {
     /// Inspect progressive disclosure: the plan, search, cache-prefix stability.
     #[command(subcommand)]
     Disclosure(disclosure::DisclosureCommand),
+    /// Run one task with a model (OpenAI-compatible or Anthropic) over these tools.
+    Run(agent::RunArgs),
+    /// Talk with a model over these tools (REPL).
+    Chat(agent::ChatArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -94,6 +99,9 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
+        // The agent commands build their runtime for their provider (disclosure fork).
+        Command::Run(args) => agent::run(loaded.config, args),
+        Command::Chat(args) => agent::chat(loaded.config, args),
         command => {
             let runtime = match std::env::current_dir()
                 .map_err(|e| e.to_string())
@@ -122,7 +130,7 @@ fn main() -> ExitCode {
                     Command::Call(args) => call::call(&runtime, args).await,
                     Command::Mcp(command) => mcp::run(&runtime, command).await,
                     Command::Disclosure(command) => disclosure::run(&runtime, command).await,
-                    Command::Config(_) => ExitCode::SUCCESS,
+                    Command::Config(_) | Command::Run(_) | Command::Chat(_) => ExitCode::SUCCESS,
                 }
             });
             // Dropping the runtime would wait for its blocking threads, and one of them may

@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
+#[path = "all/agent.rs"]
+mod agent;
 #[path = "all/cli.rs"]
 mod cli;
 #[path = "all/disclosure.rs"]

@@ -42,6 +42,16 @@ pub struct Runtime {
 impl Runtime {
     /// Builds the runtime; relative roots are taken from `cwd`.
     pub fn new(config: Config, cwd: &Path) -> Result<Self, ConfigError> {
+        Self::with_facts(config, cwd, &SessionFacts::default())
+    }
+
+    /// [`Runtime::new`] for a session whose model provider is known (the agent CLI), so
+    /// `[disclosure] promote` rules on `provider` apply.
+    pub fn with_facts(
+        config: Config,
+        cwd: &Path,
+        facts: &SessionFacts,
+    ) -> Result<Self, ConfigError> {
         let dirs: Vec<_> = if config.roots.is_empty() {
             vec![cwd.to_path_buf()]
         } else {
@@ -103,9 +113,9 @@ impl Runtime {
         registry
             .register(None, Arc::new(StaticProvider::new("builtin", builtins)), 0)
             .map_err(|e| ConfigError::Invalid(format!("built-in tools: {e}")))?;
-        // Server mode knows no model provider; the agent CLI will pass its own facts.
+        // Server mode knows no model provider; the agent CLI passes its own facts.
         let disclosure = Arc::new(
-            Disclosure::new(&config.disclosure, &SessionFacts::default())
+            Disclosure::new(&config.disclosure, facts)
                 .map_err(|e| ConfigError::Invalid(e.to_string()))?,
         );
         disclosure

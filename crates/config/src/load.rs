@@ -50,6 +50,12 @@ pub struct Config {
     /// Adjusts the built-in `claude-code`, `codex` and `default` (unknown clients) profiles
     /// or adds new ones.
     pub clients: BTreeMap<String, toolgate_core::ClientProfileConfig>,
+    /// Model providers for `toolgate run` / `toolgate chat` (`[providers.NAME]`: `kind`,
+    /// `base_url`, `model`, `api_key_env`, …). `openai` and `anthropic` work without an
+    /// entry.
+    pub providers: BTreeMap<String, toolgate_providers::ProviderConfig>,
+    /// The agent loop (`[agent]`): default provider, turn limit, context window, compaction.
+    pub agent: toolgate_agent::AgentSettings,
     /// Which file each `[mcp_servers.NAME]` came from; filled by [`load`].
     #[serde(skip)]
     pub mcp_sources: BTreeMap<String, String>,
@@ -227,7 +233,7 @@ pub enum ConfigError {
 
 /// Top-level keys `TOOLGATE_*` may set; other `TOOLGATE_*` variables (such as the token) are
 /// not config.
-const ENV_KEYS: [&str; 13] = [
+const ENV_KEYS: [&str; 15] = [
     "roots",
     "read",
     "search",
@@ -241,6 +247,8 @@ const ENV_KEYS: [&str; 13] = [
     "mcp",
     "disclosure",
     "clients",
+    "providers",
+    "agent",
 ];
 
 /// The merged configuration with its figment, for provenance.

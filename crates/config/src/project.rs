@@ -12,6 +12,7 @@
 //! - `budget.spill_dir`: inside the project or the user's cache folder, no `..`; made
 //!   absolute (and refused at start-up if a symlink is on its way, see `Runtime`).
 //! - `server.http`, `server.allowed_origins`, `server.token_env`: user layers only.
+//! - `[providers]` and `agent.provider`: user layers only (they decide where API keys go).
 //! - `mcp.import`: a project may turn importing off, not on.
 //! - `[mcp_servers]`: allowed, but each server the project sets or adjusts starts only once
 //!   the user trusted it (`toolgate mcp trust`).
@@ -79,6 +80,22 @@ impl ProjectLayer {
                     ));
                 }
             }
+        }
+
+        // A repository must not choose where the user's API keys are sent.
+        if table.contains_key("providers") {
+            return Err(refuse(
+                "providers",
+                "it decides which endpoint receives your API key",
+            ));
+        }
+        if let Some(agent) = table.get("agent").and_then(toml::Value::as_table)
+            && agent.contains_key("provider")
+        {
+            return Err(refuse(
+                "agent.provider",
+                "it decides which endpoint receives your API key",
+            ));
         }
 
         let import = match table.get_mut("mcp").and_then(toml::Value::as_table_mut) {

@@ -609,3 +609,32 @@ fn the_clients_section_adjusts_built_in_profiles_and_adds_new_ones() {
     );
     assert_eq!(runtime.profiles.choose("unknown").name, "default");
 }
+
+#[test]
+fn a_project_may_not_choose_where_api_keys_are_sent() {
+    for (project, expect) in [
+        (
+            "[providers.openai]\nbase_url = \"https://evil.example/v1\"\n",
+            "`providers`",
+        ),
+        ("[agent]\nprovider = \"mine\"\n", "agent.provider"),
+    ] {
+        let (_dir, opts) = user_and_project("", project);
+        let err = load(&opts).unwrap_err().to_string();
+        assert!(
+            err.contains(expect) && err.contains("API key"),
+            "{project}: {err}"
+        );
+    }
+    // Limits are fine in a project; providers in the user's file.
+    let (_dir, opts) = user_and_project(
+        "[providers.local]\nkind = \"openai\"\nbase_url = \"http://localhost:11434/v1\"\nmodel = \"qwen3:8b\"\n",
+        "[agent]\nmax_turns = 7\n",
+    );
+    let config = load(&opts).unwrap().config;
+    assert_eq!(config.agent.max_turns, 7);
+    assert_eq!(
+        config.providers["local"].base_url.as_deref(),
+        Some("http://localhost:11434/v1")
+    );
+}

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::context::CallContext;
 use crate::output::ToolOutput;
-use crate::permission::{Decision, Policy};
+use crate::permission::{ApprovalRequest, Decision, Policy, SessionApprover};
 use crate::profile::ClientLimits;
 use crate::registry::{Registry, Scope, Snapshot};
 use crate::result_budget::{ResultBudget, TurnResult};
@@ -185,7 +185,7 @@ impl Dispatcher {
         snapshot: &Snapshot,
         ticket: Ticket,
     ) -> ToolOutput {
-        let arrived = ticket.arrived();
+        let mut arrived = ticket.arrived();
         let (target, args) = match unwrap_proxy(name, args, snapshot) {
             Ok(call) => call,
             Err(output) => return *output,
@@ -227,12 +227,34 @@ impl Dispatcher {
                 });
             }
             Decision::Ask => {
-                // Nobody can be asked here (server mode, no TTY): ask acts as deny.
                 let rule = verdict.rule.unwrap_or_default();
-                return ToolOutput::error(format!(
-                    "error: permission needed: `{name}` ({}) requires approval by the rule {rule}, and nobody can approve it here; ask the user to move it to `allow` in the [permissions] config",
-                    meta.action
-                ));
+                let Some(approver) = ctx.session.get::<SessionApprover>().get() else {
+                    // Nobody can be asked here (server mode, no TTY): ask acts as deny.
+                    return ToolOutput::error(format!(
+                        "error: permission needed: `{name}` ({}) requires approval by the rule {rule}, and nobody can approve it here; ask the user to move it to `allow` in the [permissions] config",
+                        meta.action
+                    ));
+                };
+                let request = ApprovalRequest {
+                    tool: name.to_owned(),
+                    action: meta.action.clone(),
+                    rule: rule.clone(),
+                    args: args.clone(),
+                };
+                let approved = tokio::select! {
+                    approved = approver.approve(request) => approved,
+                    () = ctx.cancel.cancelled() => {
+                        return ToolOutput::error(format!("error: `{name}` was cancelled while waiting for the user's approval; it did not run"));
+                    }
+                };
+                if !approved {
+                    return ToolOutput::error(format!(
+                        "error: the user declined `{name}` ({}, rule {rule}); it did not run — do not retry it: ask the user how to go on, or do without it",
+                        meta.action
+                    ));
+                }
+                // The time a human took to answer is not the tool's.
+                arrived = tokio::time::Instant::now();
             }
         }
 
@@ -362,6 +384,20 @@ impl Dispatcher {
     /// ones alone and in call order, results in call order; then the turn's budget over all
     /// of them together.
     pub async fn call_batch(&self, calls: Vec<Call>, ctx: &CallContext) -> Vec<ToolOutput> {
+        self.call_batch_timed(calls, ctx)
+            .await
+            .into_iter()
+            .map(|(output, _)| output)
+            .collect()
+    }
+
+    /// [`Dispatcher::call_batch`], with how long each call took from its arrival (waiting
+    /// for its turn included) to its result, for a display of the turn.
+    pub async fn call_batch_timed(
+        &self,
+        calls: Vec<Call>,
+        ctx: &CallContext,
+    ) -> Vec<(ToolOutput, Duration)> {
         let snapshot = self.snapshot();
         let gate = ctx.session.get::<OrderGate>();
         // Proxied calls are grouped, budgeted and ordered as their targets; every call takes
@@ -380,12 +416,15 @@ impl Dispatcher {
             .collect();
         let names: Vec<String> = calls.iter().map(|(c, _)| c.name.clone()).collect();
         let snapshot = &snapshot;
-        let mut results =
-            futures::future::join_all(calls.into_iter().map(|(c, ticket)| async move {
-                self.run_one(&c.name, c.args, ctx.clone(), snapshot, ticket)
-                    .await
-            }))
-            .await;
+        let timed = futures::future::join_all(calls.into_iter().map(|(c, ticket)| async move {
+            let started = tokio::time::Instant::now();
+            let output = self
+                .run_one(&c.name, c.args, ctx.clone(), snapshot, ticket)
+                .await;
+            (output, started.elapsed())
+        }))
+        .await;
+        let (mut results, took): (Vec<ToolOutput>, Vec<Duration>) = timed.into_iter().unzip();
         let mut turn: Vec<(&str, Option<&crate::spec::ToolMeta>, &mut ToolOutput)> = names
             .iter()
             .zip(&metas)
@@ -393,7 +432,7 @@ impl Dispatcher {
             .map(|((n, m), o)| (n.as_str(), m.as_ref(), o))
             .collect();
         self.apply_budget(&mut turn, ClientLimits::of(&ctx.session));
-        results
+        results.into_iter().zip(took).collect()
     }
 }
 

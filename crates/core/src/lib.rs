@@ -34,7 +34,9 @@ pub use context::{CallContext, Progress, ProgressSink, SessionState};
 pub use disclosure::{Disclosure, DisclosureMode, DisclosureSettings, ExposureMode};
 pub use dispatch::{Call, DispatchLimits, Dispatcher, RawArgs};
 pub use output::{Media, SpillKind, SpillRef, ToolOutput, Truncation, TruncationReason};
-pub use permission::{Decision, Policy, PolicyError, Verdict};
+pub use permission::{
+    ApprovalRequest, Approver, Decision, Policy, PolicyError, SessionApprover, Verdict,
+};
 pub use profile::{
     ClientLimits, ClientProfile, ClientProfileConfig, ClientProfiles, MIN_CLIENT_CHARS,
     SessionProfile,

@@ -8,6 +8,9 @@
 //! specificity deny beats ask beats allow. No rule means allow: in server mode the client in
 //! front does its own asking (SPEC "Permissions").
 
+use std::sync::{Arc, PoisonError, RwLock};
+
+use futures::future::BoxFuture;
 use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
 
@@ -191,5 +194,53 @@ impl Policy {
                 rule: None,
             },
         }
+    }
+}
+
+/// A call an `ask` rule holds until a human answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRequest {
+    /// The tool (the target, for a call through `run_tool`).
+    pub tool: String,
+    /// Its permission action (`fs.write`).
+    pub action: String,
+    /// The rule that asks, as written in config.
+    pub rule: String,
+    /// The call's arguments.
+    pub args: serde_json::Value,
+}
+
+/// Someone who can answer `ask` rules (the agent CLI's user on a terminal). Remembering
+/// "always, for this session" is the approver's business.
+pub trait Approver: Send + Sync {
+    /// Whether the call may run.
+    fn approve(&self, request: ApprovalRequest) -> BoxFuture<'static, bool>;
+}
+
+/// Who answers a session's `ask` rules (session state); nobody by default, and then `ask`
+/// acts as deny.
+#[derive(Default)]
+pub struct SessionApprover(RwLock<Option<Arc<dyn Approver>>>);
+
+impl std::fmt::Debug for SessionApprover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionApprover")
+            .field("set", &self.get().is_some())
+            .finish()
+    }
+}
+
+impl SessionApprover {
+    /// Lets `approver` answer this session's `ask` rules.
+    pub fn set(&self, approver: Arc<dyn Approver>) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Some(approver);
+    }
+
+    /// The approver, when there is one.
+    pub fn get(&self) -> Option<Arc<dyn Approver>> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }

@@ -1,0 +1,358 @@
+//! `toolgate run` through the real binary against a scripted model over real HTTP.
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{Value, json};
+use toolgate_providers::Kind;
+use toolgate_providers::fake::{FakeServer, Reply, Step, step};
+
+use crate::{project, toolgate};
+
+fn check(f: impl FnOnce(&Value) -> Reply + Send + 'static) -> Step {
+    Box::new(f)
+}
+
+fn provider_flags(kind: Kind, fake: &FakeServer) -> Vec<String> {
+    vec![
+        "--provider".into(),
+        kind.as_str().into(),
+        "--base-url".into(),
+        fake.url().into(),
+        "--model".into(),
+        "fake-model".into(),
+    ]
+}
+
+/// Runs the binary off the async runtime, so the fake keeps serving meanwhile.
+async fn run(dir: &Path, args: Vec<String>) -> Output {
+    let dir = dir.to_owned();
+    tokio::task::spawn_blocking(move || {
+        toolgate(&dir)
+            .args(&args)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: stdout {} stderr {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_json_prints_one_object_and_exits_0_when_the_model_finishes() {
+    for (kind, stream) in [(Kind::OpenAi, true), (Kind::Anthropic, false)] {
+        let dir = project();
+        let fake = FakeServer::start(
+            kind,
+            vec![
+                step(Reply::call("read_file", json!({"path": "README.md"}))),
+                check(|body| {
+                    assert!(body["messages"].to_string().contains("hello"));
+                    Reply::text("It says hello.")
+                }),
+            ],
+        )
+        .await;
+        let mut args = vec!["run".to_owned(), "--json".to_owned()];
+        args.extend(provider_flags(kind, &fake));
+        if !stream {
+            args.push("--no-stream".into());
+        }
+        args.push("what does the readme say?".into());
+        let out = run(dir.path(), args).await;
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report = json_of(&out);
+        assert_eq!(report["status"], "finished");
+        assert_eq!(report["turns"], 2);
+        assert_eq!(report["text"], "It says hello.");
+        assert_eq!(report["provider"], kind.as_str());
+        assert_eq!(report["model"], "fake-model");
+        assert_eq!(report["tool_calls"][0]["name"], "read_file");
+        assert_eq!(report["tool_calls"][0]["arguments"]["path"], "README.md");
+        assert_eq!(report["tool_calls"][0]["is_error"], false);
+        assert!(report["tool_calls"][0]["duration_ms"].is_u64());
+        assert!(report["usage"]["input_tokens"].as_u64().unwrap() > 0);
+        assert!(report["usage"]["cached_input_tokens"].as_u64().unwrap() > 0);
+        assert!(report["timing"]["loop_us"].is_u64());
+        let session = report["session"].as_str().unwrap();
+        let transcript = dir
+            .path()
+            .join(".toolgate/sessions")
+            .join(format!("{session}.jsonl"));
+        let lines = std::fs::read_to_string(transcript).unwrap();
+        assert!(lines.lines().count() >= 5, "{lines}");
+        assert_eq!(fake.requests()[0].body["stream"] == true, stream);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_exits_non_zero_on_a_provider_error_and_on_max_turns() {
+    let dir = project();
+    let fake = FakeServer::start(Kind::OpenAi, vec![step(Reply::status(401, "bad key"))]).await;
+    let mut args = vec!["run".to_owned(), "--json".to_owned()];
+    args.extend(provider_flags(Kind::OpenAi, &fake));
+    args.push("hi".into());
+    let out = run(dir.path(), args).await;
+    assert_eq!(out.status.code(), Some(1));
+    let report = json_of(&out);
+    assert_eq!(report["status"], "provider_error");
+    assert!(
+        report["error"].as_str().unwrap().contains("OPENAI_API_KEY"),
+        "{report}"
+    );
+
+    let fake = FakeServer::start(
+        Kind::Anthropic,
+        vec![step(Reply::call("list_dir", json!({})))],
+    )
+    .await;
+    let mut args = vec![
+        "run".to_owned(),
+        "--json".to_owned(),
+        "--max-turns".to_owned(),
+        "1".to_owned(),
+    ];
+    args.extend(provider_flags(Kind::Anthropic, &fake));
+    args.push("loop".into());
+    let out = run(dir.path(), args).await;
+    assert_eq!(out.status.code(), Some(3));
+    let report = json_of(&out);
+    assert_eq!(report["status"], "max_turns");
+    assert_eq!(report["turns"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_resume_continues_a_saved_session() {
+    let dir = project();
+    let fake = FakeServer::start(
+        Kind::OpenAi,
+        vec![
+            step(Reply::text("first answer")),
+            check(|body| {
+                let text = body["messages"].to_string();
+                assert!(
+                    text.contains("first task") && text.contains("first answer"),
+                    "{text}"
+                );
+                Reply::text("second answer")
+            }),
+        ],
+    )
+    .await;
+    let mut args = vec!["run".to_owned(), "--json".to_owned()];
+    args.extend(provider_flags(Kind::OpenAi, &fake));
+    let mut first = args.clone();
+    first.push("first task".into());
+    let report = json_of(&run(dir.path(), first).await);
+    let session = report["session"].as_str().unwrap().to_owned();
+    let mut second = args;
+    second.extend([
+        "--resume".to_owned(),
+        session.clone(),
+        "second task".to_owned(),
+    ]);
+    let out = run(dir.path(), second).await;
+    let report = json_of(&out);
+    assert_eq!(report["text"], "second answer", "{report}");
+    assert_eq!(report["session"], session.as_str());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_without_a_terminal_is_denied_naming_the_rule() {
+    let dir = project();
+    let config = dir.path().join("user.toml");
+    std::fs::write(&config, "[permissions]\nask = [\"write_file\"]\n").unwrap();
+    let fake = FakeServer::start(
+        Kind::OpenAi,
+        vec![
+            step(Reply::call(
+                "write_file",
+                json!({"path": "x.txt", "content": "x"}),
+            )),
+            check(|body| {
+                let text = body["messages"].to_string();
+                assert!(text.contains("ask = [\\\"write_file\\\"]"), "{text}");
+                assert!(text.contains("nobody can approve"), "{text}");
+                Reply::text("could not write")
+            }),
+        ],
+    )
+    .await;
+    let mut args = vec![
+        "--config".to_owned(),
+        config.display().to_string(),
+        "run".to_owned(),
+        "--json".to_owned(),
+    ];
+    args.extend(provider_flags(Kind::OpenAi, &fake));
+    args.push("write x".into());
+    let out = run(dir.path(), args).await;
+    let report = json_of(&out);
+    assert_eq!(report["status"], "finished", "{report}");
+    assert_eq!(report["tool_calls"][0]["is_error"], true);
+    assert!(!dir.path().join("x.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_cancels_the_running_tool_and_run_exits_130() {
+    let dir = project();
+    let fake = FakeServer::start(
+        Kind::OpenAi,
+        vec![step(Reply::call(
+            "run_shell",
+            json!({"command": "sleep 30"}),
+        ))],
+    )
+    .await;
+    let mut args = vec!["run".to_owned(), "--json".to_owned()];
+    args.extend(provider_flags(Kind::OpenAi, &fake));
+    args.push("sleep".into());
+    let path = dir.path().to_owned();
+    let child = tokio::task::spawn_blocking(move || {
+        toolgate(&path)
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    // Wait until the model asked for the tool, then give the command a moment to start.
+    while fake.requests().is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let pid = i32::try_from(child.id()).unwrap();
+    #[allow(unsafe_code)]
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(pid, libc::SIGINT);
+    }
+    let started = std::time::Instant::now();
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "the sleep was stopped"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json_of(&out);
+    assert_eq!(report["status"], "cancelled");
+    assert_eq!(report["tool_calls"][0]["is_error"], true);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mounted_mcp_server_is_reached_from_run() {
+    let dir = project();
+    let config = dir.path().join("user.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[mcp_servers.inner]\ncommand = \"{}\"\nargs = [\"serve\", \"--root\", \"{}\"]\n",
+            env!("CARGO_BIN_EXE_toolgate"),
+            dir.path().join("src").display()
+        ),
+    )
+    .unwrap();
+    let fake = FakeServer::start(
+        Kind::OpenAi,
+        vec![
+            step(Reply::call("mcp__inner__list_dir", json!({}))),
+            check(|body| {
+                let text = body["messages"].to_string();
+                assert!(text.contains("main.rs"), "{text}");
+                Reply::text("src has main.rs")
+            }),
+        ],
+    )
+    .await;
+    let mut args = vec![
+        "--config".to_owned(),
+        config.display().to_string(),
+        "run".to_owned(),
+        "--json".to_owned(),
+    ];
+    args.extend(provider_flags(Kind::OpenAi, &fake));
+    args.push("list src".into());
+    let out = run(dir.path(), args).await;
+    let report = json_of(&out);
+    assert_eq!(
+        report["status"],
+        "finished",
+        "{report} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(report["tool_calls"][0]["is_error"], false, "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_reads_tasks_from_stdin_streams_answers_and_shows_tool_lines() {
+    use std::io::Write as _;
+    let dir = project();
+    let fake = FakeServer::start(
+        Kind::Anthropic,
+        vec![
+            step(Reply::call("list_dir", json!({}))),
+            step(Reply::text("There is a README.")),
+            check(|body| {
+                assert!(body["messages"].to_string().contains("There is a README."));
+                Reply::text("Bye.")
+            }),
+        ],
+    )
+    .await;
+    let mut args = vec!["chat".to_owned()];
+    args.extend(provider_flags(Kind::Anthropic, &fake));
+    let path = dir.path().to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        let mut child = toolgate(&path)
+            .args(&args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"what is here?\n\nthanks\n/exit\n")
+            .unwrap();
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout, "There is a README.\nBye.\n");
+    let tool_line = stderr
+        .lines()
+        .find(|l| l.contains("⏺ list_dir"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(tool_line.ends_with(" ms"), "{tool_line}");
+    assert!(stderr.contains("--resume"), "{stderr}");
+    assert_eq!(fake.remaining(), 0);
+}

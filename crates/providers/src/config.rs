@@ -1,0 +1,111 @@
+//! `[providers.NAME]`: which endpoint, which model, which key.
+
+use serde::{Deserialize, Serialize};
+
+/// The wire protocol a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// OpenAI-compatible chat completions (OpenAI, DeepSeek, Kimi, GLM, OpenRouter, Ollama,
+    /// vLLM, llama.cpp server). Tool names are free text: a call may name a tool that is not
+    /// in the array.
+    #[default]
+    OpenAi,
+    /// The Anthropic Messages API. Strict: a `tool_use` must name a tool of the array.
+    Anthropic,
+}
+
+impl Kind {
+    /// Whether the provider rejects calls to tools that are not in the request's array
+    /// (seed 000 s15 ③): such providers get unmasked tools backfilled into the array.
+    pub fn strict_tool_names(self) -> bool {
+        matches!(self, Self::Anthropic)
+    }
+
+    /// The official endpoint.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Self::OpenAi => "https://api.openai.com/v1",
+            Self::Anthropic => "https://api.anthropic.com",
+        }
+    }
+
+    /// The environment variable holding the key when config names none.
+    pub fn default_key_env(self) -> &'static str {
+        match self {
+            Self::OpenAi => "OPENAI_API_KEY",
+            Self::Anthropic => "ANTHROPIC_API_KEY",
+        }
+    }
+
+    /// The model used when config and flags name none.
+    pub fn default_model(self) -> &'static str {
+        match self {
+            Self::OpenAi => "gpt-4.1-mini",
+            Self::Anthropic => "claude-sonnet-4-5",
+        }
+    }
+
+    /// The name in config (`openai`, `anthropic`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenAi => "openai",
+            Self::Anthropic => "anthropic",
+        }
+    }
+}
+
+/// One `[providers.NAME]` table. Every field is optional: `kind` defaults to `openai`, the
+/// rest to that kind's official endpoint, default model and key variable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// `openai` (any OpenAI-compatible chat completions endpoint) or `anthropic`.
+    pub kind: Kind,
+    /// Endpoint root: `https://api.openai.com/v1`, `http://localhost:11434/v1` (Ollama),
+    /// `http://localhost:8080/v1` (llama.cpp), `https://api.anthropic.com`.
+    pub base_url: Option<String>,
+    /// Model name as the endpoint knows it.
+    pub model: Option<String>,
+    /// Environment variable holding the API key (default `OPENAI_API_KEY` /
+    /// `ANTHROPIC_API_KEY`). Local endpoints work without one.
+    pub api_key_env: Option<String>,
+    /// Most output tokens per response. Default: the endpoint's own for OpenAI-compatible
+    /// ones; 8,192 for Anthropic, which requires a value.
+    pub max_tokens: Option<u32>,
+    /// The model's context window in tokens; the agent compacts the conversation near it.
+    /// Default: `[agent] context_tokens`.
+    pub context_tokens: Option<u64>,
+    /// Stream responses (SSE). Default true.
+    pub stream: Option<bool>,
+    /// Retry settings.
+    pub retry: RetryConfig,
+}
+
+/// How failed requests are retried: 429, 5xx, Anthropic's `overloaded_error` and network
+/// errors, waiting what `retry-after` says or an exponential backoff.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetryConfig {
+    /// Retries after the first attempt. Default 4 (five attempts; the OpenAI and Anthropic
+    /// SDKs default to 2, an agent in the middle of a task can afford to wait longer).
+    pub max_retries: u32,
+    /// First backoff in milliseconds, doubled per retry. Default 1,000.
+    pub initial_backoff_ms: u64,
+    /// Longest wait between attempts, `retry-after` included, in milliseconds. Default
+    /// 60,000: a longer `retry-after` fails the request with that wait in the message.
+    pub max_backoff_ms: u64,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        Self {
+            max_retries: 4,
+            initial_backoff_ms: 1_000,
+            max_backoff_ms: 60_000,
+        }
+    }
+}
+
+/// Anthropic requires `max_tokens`; this is what is sent when config gives none.
+pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 8_192;

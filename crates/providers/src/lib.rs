@@ -1,0 +1,26 @@
+//! toolgate's model providers: the agent's side of the wire (SPEC "Agent loop").
+//!
+//! - [`Provider`]: one configured endpoint — OpenAI-compatible chat completions (OpenAI,
+//!   DeepSeek, Kimi, GLM, OpenRouter, Ollama, vLLM, llama.cpp server) or the Anthropic
+//!   Messages API — streaming over SSE, parallel tool calls, usage with cached tokens,
+//!   retries with backoff on 429/5xx/overload honouring `retry-after`, and errors that name
+//!   the provider, the model and what to fix.
+//! - [`Message`], [`Request`], [`Response`]: the conversation independent of the protocol.
+//! - Prompt caching: the request keeps the stable prefix (system + tools) first and
+//!   byte-identical; Anthropic gets `cache_control` breakpoints on it
+//!   ([`Provider::stable_prefix`] gives the bytes).
+//! - `fake` (feature): a scripted model over real HTTP in both protocols, for tests.
+
+mod anthropic;
+mod config;
+mod error;
+#[cfg(feature = "fake")]
+pub mod fake;
+mod openai;
+mod provider;
+mod types;
+
+pub use config::{ANTHROPIC_DEFAULT_MAX_TOKENS, Kind, ProviderConfig, RetryConfig};
+pub use error::ProviderError;
+pub use provider::Provider;
+pub use types::{Event, Finish, Message, Request, Response, ToolCall, ToolResult, Usage};

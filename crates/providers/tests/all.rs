@@ -1,0 +1,6 @@
+//! Providers against a scripted model over real HTTP: both protocols, streamed and not.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "all/wire.rs"]
+mod wire;
