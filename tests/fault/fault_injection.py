@@ -7,8 +7,9 @@ lines that are not JSON-RPC (its `garble` tool).
 Checks, and exits non-zero when one fails:
 - every call is answered: a result (an error result counts: "cleanly failed") or a JSON-RPC
   error, never a dropped connection or a hang past the client's timeout;
-- RSS is flat: after the load and a settle, toolgate's RSS is within 32 MiB of its RSS
-  after the warm-up;
+- RSS is flat: the load runs as two identical rounds; after the second, RSS is within 8 MiB
+  of its value after the first (a leak grows every round) and within 32 MiB of the
+  warm-up's;
 - zero leaked processes: during the run, at most the expected helpers carry this run's
   mark; after SIGTERM, none (checked in /proc by an environment mark every child inherits).
 
@@ -26,6 +27,7 @@ HDRS = {"Accept": "application/json, text/event-stream", "Content-Type": "applic
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "fault-injection", "version": "0"}}
 RSS_SLACK_KIB = 32 * 1024
+ROUND_SLACK_KIB = 8 * 1024
 
 
 def parse(resp):
@@ -230,18 +232,27 @@ args = ["normal"]
             await load(url, 10, 400, a.timeout)  # warm-up: servers started, caches filled
             await asyncio.sleep(1)
             rss_before = rss_kib(p.pid)
-            stop = asyncio.Event()
+            # Two identical rounds: memory a first round grows into (allocator arenas for
+            # 50 sessions) must not grow again in the second; a leak would.
+            outcomes, lat, unanswered, rss_rounds = {}, [], [], []
             log = {"killed": 0, "hung": 0}
-            chaos_task = asyncio.create_task(chaos(mark, stop, log))
             t0 = time.perf_counter()
-            outcomes, lat, unanswered = await load(url, a.clients, a.calls, a.timeout)
+            for half in (a.calls // 2, a.calls - a.calls // 2):
+                stop = asyncio.Event()
+                chaos_task = asyncio.create_task(chaos(mark, stop, log))
+                o, l, u = await load(url, a.clients, half, a.timeout)
+                stop.set()
+                await chaos_task
+                for pid in flaky_pids(mark):  # nothing left stopped
+                    os.kill(pid, signal.SIGCONT)
+                for k, v in o.items():
+                    outcomes[k] = outcomes.get(k, 0) + v
+                lat += l
+                unanswered += u
+                await asyncio.sleep(3)
+                rss_rounds.append(rss_kib(p.pid))
             wall = time.perf_counter() - t0
-            stop.set()
-            await chaos_task
-            for pid in flaky_pids(mark):  # nothing left stopped
-                os.kill(pid, signal.SIGCONT)
-            await asyncio.sleep(3)
-            rss_after = rss_kib(p.pid)
+            rss_after = rss_rounds[-1]
             during = marked(mark)
         finally:
             p.send_signal(signal.SIGTERM)
@@ -266,7 +277,8 @@ args = ["normal"]
     print(f"calls: {answered}/{a.calls} answered in {wall:.1f} s by {a.clients} clients "
           f"({', '.join(f'{k} {v}' for k, v in outcomes.items())})")
     print(f"latency: p50 {q(0.5):.1f} ms, p99 {q(0.99):.1f} ms, max {lat[-1] * 1000:.1f} ms")
-    print(f"rss: {rss_before / 1024:.1f} MiB after warm-up, {rss_after / 1024:.1f} MiB after the load")
+    print(f"rss: {rss_before / 1024:.1f} MiB after warm-up, {rss_rounds[0] / 1024:.1f} MiB after "
+          f"round 1, {rss_rounds[1] / 1024:.1f} MiB after round 2")
     print(f"processes with the run's mark at the end of the load: {len(during)} "
           f"({', '.join(sorted(c for _, c in during))})")
     print(f"survivors after toolgate exited: {len(survivors)} {survivors}")
@@ -274,6 +286,9 @@ args = ["normal"]
         failures.append(f"{outcomes['unanswered']} calls unanswered, e.g. {unanswered[:3]}")
     if rss_after > rss_before + RSS_SLACK_KIB:
         failures.append(f"RSS grew by {(rss_after - rss_before) / 1024:.1f} MiB")
+    if rss_rounds[1] > rss_rounds[0] + ROUND_SLACK_KIB:
+        failures.append(f"RSS grew by {(rss_rounds[1] - rss_rounds[0]) / 1024:.1f} MiB "
+                        "between two identical rounds")
     if survivors:
         failures.append(f"{len(survivors)} processes outlived toolgate: {survivors}")
     # toolgate, its namespace keeper and init, and per server a relay and the server.
