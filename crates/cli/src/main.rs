@@ -8,6 +8,7 @@ mod call;
 mod disclosure;
 mod mcp;
 mod serve;
+mod skills;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -56,6 +57,9 @@ enum Command {
     /// Inspect progressive disclosure: the plan, search, cache-prefix stability.
     #[command(subcommand)]
     Disclosure(disclosure::DisclosureCommand),
+    /// Inspect the skills: where they come from, their flags, what failed to load.
+    #[command(subcommand)]
+    Skills(skills::SkillsCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -122,6 +126,7 @@ fn main() -> ExitCode {
                     Command::Call(args) => call::call(&runtime, args).await,
                     Command::Mcp(command) => mcp::run(&runtime, command).await,
                     Command::Disclosure(command) => disclosure::run(&runtime, command).await,
+                    Command::Skills(command) => skills::run(&runtime, command),
                     Command::Config(_) => ExitCode::SUCCESS,
                 }
             });

@@ -40,8 +40,8 @@ pub struct SkillRoot {
     pub path: PathBuf,
     /// What kind of root it is.
     pub kind: RootKind,
-    /// For project roots: the project folder that entries must stay inside, even through a
-    /// symlink (a repository could otherwise point a "skill" at any file of the user's).
+    /// For roots inside the project: the project folder that entries must stay inside, even
+    /// through a symlink (a repository could otherwise point a "skill" at any file of the user's).
     pub confine: Option<PathBuf>,
 }
 
@@ -93,10 +93,13 @@ impl ScopeChain {
                 (Ok(rest), Some(home)) => home.join(rest),
                 _ => project.join(given),
             };
+            let path = real_or_lexical(&path);
+            // A custom root inside the project is held to the project's rule.
+            let confine = path.starts_with(&project).then(|| project.clone());
             roots.push(SkillRoot {
-                path: real_or_lexical(&path),
+                path,
                 kind: RootKind::Custom,
-                confine: None,
+                confine,
             });
         }
         if let Some(config) = &homes.config {

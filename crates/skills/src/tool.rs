@@ -41,10 +41,12 @@ pub struct SkillArgs {
     /// The skill to load, exactly as listed in this tool's description.
     #[serde(default)]
     pub name: Option<String>,
-    /// Words to search all skills by name and description (for skills the list leaves
-    /// out). Give either name or query.
+    /// Words to search all skills by name and description, for skills the list leaves out. Give either name or query.
     #[serde(default)]
     pub query: Option<String>,
+    /// Text for the skill (with name): fills its $ARGUMENTS, as a user's /skill-name text would.
+    #[serde(default)]
+    pub arguments: Option<String>,
 }
 
 /// Structured result of `skill`.
@@ -58,12 +60,12 @@ pub struct SkillOutput {
     /// Its file (absent for a search).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    /// Its bundled files, readable with read_file.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub files: Vec<String>,
-    /// Names of the skills a search found, best first.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub matches: Vec<String>,
+    /// Its bundled files, readable with read_file (absent when it has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<String>>,
+    /// Names of the skills a search found, best first (absent for a load).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matches: Option<Vec<String>>,
 }
 
 /// `skill` with the catalog of one moment in its description.
@@ -115,8 +117,13 @@ fn call_blocking(
     let name = args.name.as_deref().map(str::trim).filter(|n| !n.is_empty());
     let query = args.query.as_deref().map(str::trim).filter(|q| !q.is_empty());
     let catalog = skills.catalog();
+    if args.arguments.is_some() && name.is_none() {
+        return Err(ToolError::InvalidArguments(
+            "`arguments` go with `name`: give the skill to load too".to_owned(),
+        ));
+    }
     match (name, query) {
-        (Some(name), None) => load(&catalog, roots, name),
+        (Some(name), None) => load(&catalog, roots, name, args.arguments.as_deref()),
         (None, Some(query)) => Ok(search(&catalog, query)),
         (Some(_), Some(_)) => Err(ToolError::InvalidArguments(
             "give either `name` (to load a skill) or `query` (to search), not both".to_owned(),
@@ -127,9 +134,14 @@ fn call_blocking(
     }
 }
 
-fn load(catalog: &Catalog, roots: Option<&Roots>, name: &str) -> Result<ToolOutput, ToolError> {
+fn load(
+    catalog: &Catalog,
+    roots: Option<&Roots>,
+    name: &str,
+    arguments: Option<&str>,
+) -> Result<ToolOutput, ToolError> {
     let Some(skill) = catalog.get(name) else {
-        let hits = ranked(catalog, name, 3);
+        let hits = suggestions(catalog, name);
         let name = clip(name);
         let hint = if hits.is_empty() {
             String::new()
@@ -158,7 +170,7 @@ fn load(catalog: &Catalog, roots: Option<&Roots>, name: &str) -> Result<ToolOutp
         return Err(user_only(name));
     }
     let show = |path: &Path| show_path(roots, path);
-    let mut text = loaded.text(None, &show);
+    let mut text = loaded.text(arguments, &show);
     if let (Some(roots), Some(dir)) = (roots, &skill.dir)
         && !loaded.files.paths.is_empty()
         && roots
@@ -171,8 +183,9 @@ fn load(catalog: &Catalog, roots: Option<&Roots>, name: &str) -> Result<ToolOutp
         text,
         name: Some(loaded.frontmatter.name.clone()),
         path: Some(show(&skill.file)),
-        files: loaded.files.paths.iter().map(|p| show(p)).collect(),
-        matches: Vec::new(),
+        files: (!loaded.files.paths.is_empty())
+            .then(|| loaded.files.paths.iter().map(|p| show(p)).collect()),
+        matches: None,
     };
     Ok(ToolOutput::from_body(&output))
 }
@@ -199,8 +212,8 @@ fn search(catalog: &Catalog, query: &str) -> ToolOutput {
         text,
         name: None,
         path: None,
-        files: Vec::new(),
-        matches: hits,
+        files: None,
+        matches: Some(hits),
     })
 }
 
@@ -221,6 +234,22 @@ fn ranked(catalog: &Catalog, query: &str, limit: usize) -> Vec<String> {
         .into_iter()
         .filter_map(|hit| skills.get(hit.doc).map(|s| s.name.clone()))
         .collect()
+}
+
+/// Model-invocable skills a mistyped `name` may have meant: within two edits (a swap counts
+/// as one), else the best lexical matches.
+fn suggestions(catalog: &Catalog, name: &str) -> Vec<String> {
+    let name: String = name.chars().take(crate::parse::MAX_NAME * 2).collect();
+    let mut near: Vec<(usize, &str)> = catalog
+        .model_visible()
+        .map(|s| (strsim::damerau_levenshtein(&name, &s.name), s.name.as_str()))
+        .filter(|(d, _)| *d <= 2)
+        .collect();
+    near.sort();
+    if near.is_empty() {
+        return ranked(catalog, &name, 3);
+    }
+    near.into_iter().take(3).map(|(_, n)| n.to_owned()).collect()
 }
 
 /// A model-supplied string cut to a length worth echoing in a message.
