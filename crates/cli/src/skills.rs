@@ -74,7 +74,11 @@ fn list(runtime: &Runtime, args: &ListArgs) -> ExitCode {
             "\nskill tool catalog: {} of {model} model-invocable skills listed, {} characters (budget {})",
             text.listed,
             toolgate_skills::render::units(&text.description),
-            runtime.config.skills.catalog_chars.min(runtime.config.render.description_budget),
+            runtime
+                .config
+                .skills
+                .catalog_chars
+                .min(runtime.config.render.description_budget),
         );
     }
     for problem in &catalog.problems {
@@ -92,7 +96,10 @@ fn table(catalog: &Catalog, shown: &dyn Fn(&Path) -> String) -> String {
         .max()
         .unwrap_or(4)
         .max(4);
-    let mut out = format!("{:<name_w$}  {:<7}  {:<10}  FILE\n", "NAME", "SOURCE", "FLAGS");
+    let mut out = format!(
+        "{:<name_w$}  {:<7}  {:<10}  FILE\n",
+        "NAME", "SOURCE", "FLAGS"
+    );
     for skill in catalog.skills.values() {
         out.push_str(&format!(
             "{:<name_w$}  {:<7}  {:<10}  {}\n",
@@ -226,7 +233,11 @@ fn show(runtime: &Runtime, args: &ShowArgs) -> ExitCode {
         "not offered to the user (user-invocable: false)"
     });
     println!("flags: {}", flags.join("; "));
-    for shadowed in catalog.shadowed.iter().filter(|s| s.skill.name == skill.name) {
+    for shadowed in catalog
+        .shadowed
+        .iter()
+        .filter(|s| s.skill.name == skill.name)
+    {
         println!(
             "shadows: {} ({})",
             shown(&shadowed.skill.file),

@@ -64,7 +64,11 @@ impl LoadedSkill {
     /// (or the arguments appended when the body has no placeholder), then the bundled
     /// files. `show` turns a real path into the form the reader should use.
     pub fn text(&self, arguments: Option<&str>, show: &dyn Fn(&Path) -> String) -> String {
-        let mut out = format!("Skill `{}` ({})\n", self.frontmatter.name, show(&self.skill.file));
+        let mut out = format!(
+            "Skill `{}` ({})\n",
+            self.frontmatter.name,
+            show(&self.skill.file)
+        );
         if let Some(dir) = &self.skill.dir {
             out.push_str(&format!(
                 "Base folder: {} (relative paths in the instructions are relative to it)\n",
@@ -169,7 +173,10 @@ mod tests {
     fn body_is_read_fresh_and_bundled_files_are_listed_without_heavy_folders() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("deploy");
-        write(&dir.join(SKILL_FILE), "---\nname: deploy\ndescription: d\n---\n\nRun $ARGUMENTS.\n");
+        write(
+            &dir.join(SKILL_FILE),
+            "---\nname: deploy\ndescription: d\n---\n\nRun $ARGUMENTS.\n",
+        );
         write(&dir.join("reference.md"), "ref");
         write(&dir.join("scripts/run.sh"), "echo");
         write(&dir.join("node_modules/x/index.js"), "skip");
@@ -185,7 +192,10 @@ mod tests {
         assert!(text.contains("Run prod."), "{text}");
         assert!(text.contains(&format!("- {}", dir.join("scripts/run.sh").display())));
         // No placeholder: the arguments are appended.
-        write(&dir.join(SKILL_FILE), "---\nname: deploy\ndescription: d\n---\nRun it.\n");
+        write(
+            &dir.join(SKILL_FILE),
+            "---\nname: deploy\ndescription: d\n---\nRun it.\n",
+        );
         let loaded = load_skill(&skill(&dir)).unwrap();
         let text = loaded.text(Some("prod"), &|p| p.display().to_string());
         assert!(text.contains("Run it.\n\nARGUMENTS: prod"), "{text}");
@@ -195,7 +205,10 @@ mod tests {
     fn bundled_files_are_bounded() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("deploy");
-        write(&dir.join(SKILL_FILE), "---\nname: deploy\ndescription: d\n---\nx\n");
+        write(
+            &dir.join(SKILL_FILE),
+            "---\nname: deploy\ndescription: d\n---\nx\n",
+        );
         for i in 0..(MAX_FILES + 5) {
             write(&dir.join(format!("f{i:04}.txt")), "x");
         }
@@ -203,7 +216,10 @@ mod tests {
         assert_eq!(loaded.files.paths.len(), MAX_FILES);
         assert!(loaded.files.more);
         let text = loaded.text(None, &|p| p.display().to_string());
-        assert!(text.contains("more files: list them with list_dir"), "{text}");
+        assert!(
+            text.contains("more files: list them with list_dir"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -108,8 +108,7 @@ pub fn parse_skill(text: &str) -> Result<(Frontmatter, &str), String> {
         Some(Value::String(s)) => Some(fold_whitespace(s)).filter(|s| !s.is_empty()),
         Some(_) => {
             return Err(
-                "`argument-hint` must be text, e.g. `argument-hint: \"[issue-number]\"`"
-                    .to_owned(),
+                "`argument-hint` must be text, e.g. `argument-hint: \"[issue-number]\"`".to_owned(),
             );
         }
     };
@@ -192,13 +191,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
         let suggestion: String = name
             .to_lowercase()
             .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c
-                } else {
-                    '-'
-                }
-            })
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
             .collect();
         return Err(format!(
             "`name` may only use lowercase letters, digits and `-` (found {bad:?}); e.g. `name: {}`",
@@ -235,7 +228,8 @@ mod tests {
 
     #[test]
     fn name_description_and_body() {
-        let (fm, body) = ok("---\nname: deploy-app\ndescription: Deploys the app.\n---\n# Steps\nrun it\n");
+        let (fm, body) =
+            ok("---\nname: deploy-app\ndescription: Deploys the app.\n---\n# Steps\nrun it\n");
         assert_eq!(fm.name, "deploy-app");
         assert_eq!(fm.description, "Deploys the app.");
         assert!(fm.model_invocable && fm.user_invocable);
@@ -324,7 +318,8 @@ mod tests {
 
     #[test]
     fn yaml_alias_bombs_do_not_expand() {
-        let mut yaml = String::from("---\nname: a\ndescription: d\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        let mut yaml =
+            String::from("---\nname: a\ndescription: d\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
         for i in 1..12 {
             let prev = i - 1;
             yaml.push_str(&format!(
@@ -334,7 +329,10 @@ mod tests {
         yaml.push_str("---\n");
         // Refused (serde_norway's repetition limit), not expanded to 10^12 nodes.
         let e = parse_skill(&yaml).unwrap_err();
-        assert!(e.contains("not valid YAML (repetition limit exceeded)"), "{e}");
+        assert!(
+            e.contains("not valid YAML (repetition limit exceeded)"),
+            "{e}"
+        );
     }
 
     #[test]

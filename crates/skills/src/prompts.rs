@@ -133,8 +133,10 @@ impl PromptSource for SkillPrompts {
                 .await
                 .map_err(|e| SourceError::Failed(format!("loading the skill failed: {e}")))?
                 .map_err(SourceError::Failed)?;
-            Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
-                .with_description(description))
+            Ok(
+                GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+                    .with_description(description),
+            )
         })
     }
 
@@ -146,3 +148,6 @@ impl PromptSource for SkillPrompts {
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
+
+#[cfg(test)]
+mod tests;

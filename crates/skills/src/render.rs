@@ -115,7 +115,10 @@ mod tests {
     fn a_small_catalog_is_listed_whole_without_a_count() {
         let text = render_catalog(&catalog(3, "Does things"), 2_048);
         assert_eq!((text.listed, text.omitted), (3, 0));
-        assert!(text.description.ends_with("- skill-002: Does things number 2."));
+        assert!(
+            text.description
+                .ends_with("- skill-002: Does things number 2.")
+        );
         assert!(!text.description.contains("more skills"));
     }
 
@@ -125,7 +128,11 @@ mod tests {
         // words a task matches on were lost and nobody was told.
         let catalog = catalog(500, "Handles a very particular kind of task well");
         let text = render_catalog(&catalog, 2_048);
-        assert!(units(&text.description) <= 2_048, "{}", units(&text.description));
+        assert!(
+            units(&text.description) <= 2_048,
+            "{}",
+            units(&text.description)
+        );
         assert!(text.listed > 0 && text.omitted > 0);
         assert_eq!(text.listed + text.omitted, 500);
         for line in text.description.lines().filter(|l| l.starts_with("- ")) {

@@ -170,7 +170,10 @@ pub(crate) fn real_or_lexical(path: &Path) -> PathBuf {
             }
             return out;
         }
-        match (existing.file_name().map(ToOwned::to_owned), existing.parent()) {
+        match (
+            existing.file_name().map(ToOwned::to_owned),
+            existing.parent(),
+        ) {
             (Some(name), Some(parent)) => {
                 rest.push(name);
                 existing = parent.to_path_buf();

@@ -272,8 +272,7 @@ pub(crate) fn read_skill_file(file: &Path) -> Result<String, String> {
         .take(MAX_SKILL_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot be read: {}", e.kind()))?;
-    String::from_utf8(bytes)
-        .map_err(|_| "is not UTF-8 text; save it as UTF-8".to_owned())
+    String::from_utf8(bytes).map_err(|_| "is not UTF-8 text; save it as UTF-8".to_owned())
 }
 
 #[cfg(test)]
@@ -309,11 +308,17 @@ mod tests {
         fs_err::create_dir(dir.path().join("empty")).unwrap();
         let scan = scan_root(&root(dir.path()));
         let names: Vec<_> = scan.entries.keys().cloned().collect();
-        assert_eq!(names, vec![OsString::from("deploy"), OsString::from("lint.md")]);
+        assert_eq!(
+            names,
+            vec![OsString::from("deploy"), OsString::from("lint.md")]
+        );
         let Entry::Skill(deploy) = &scan.entries[OsStr::new("deploy")] else {
             panic!("deploy is a skill")
         };
-        assert_eq!(deploy.dir.as_deref(), Some(dir.path().join("deploy").as_path()));
+        assert_eq!(
+            deploy.dir.as_deref(),
+            Some(dir.path().join("deploy").as_path())
+        );
         let Entry::Skill(lint) = &scan.entries[OsStr::new("lint.md")] else {
             panic!("lint is a skill")
         };
@@ -324,12 +329,18 @@ mod tests {
     #[test]
     fn nested_skills_are_not_discovered_and_say_so() {
         let dir = tempfile::tempdir().unwrap();
-        write(&dir.path().join("team/deploy/SKILL.md"), &skill_md("deploy"));
+        write(
+            &dir.path().join("team/deploy/SKILL.md"),
+            &skill_md("deploy"),
+        );
         let scan = scan_root(&root(dir.path()));
         let Entry::Problem(p) = &scan.entries[OsStr::new("team")] else {
             panic!("a nested skill is a problem, not a skill")
         };
-        assert!(p.reason.starts_with("nested skills are not discovered"), "{p}");
+        assert!(
+            p.reason.starts_with("nested skills are not discovered"),
+            "{p}"
+        );
         assert!(p.path.ends_with("team/deploy/SKILL.md"));
     }
 
@@ -338,7 +349,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs_err::create_dir(dir.path().join("pipe")).unwrap();
         let fifo = dir.path().join("pipe/SKILL.md");
-        let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
         assert!(status.success());
         let scan = scan_root(&root(dir.path()));
         let Entry::Problem(p) = &scan.entries[OsStr::new("pipe")] else {

@@ -247,12 +247,7 @@ impl Drop for Skills {
 }
 
 /// The watch thread: debounces events into updates and runs the periodic rescan.
-fn worker(
-    shared: &Shared,
-    rx: &mpsc::Receiver<Msg>,
-    debounce: Duration,
-    rescan: Option<Duration>,
-) {
+fn worker(shared: &Shared, rx: &mpsc::Receiver<Msg>, debounce: Duration, rescan: Option<Duration>) {
     let mut pending: BTreeSet<PathBuf> = BTreeSet::new();
     let mut quiet_at: Option<Instant> = None;
     let mut first_at: Option<Instant> = None;
@@ -342,8 +337,10 @@ impl Shared {
         if new_roots.is_empty() {
             return false;
         }
-        let scans: Vec<(SkillRoot, RootScan)> =
-            new_roots.into_iter().map(|r| (r.clone(), scan_root(&r))).collect();
+        let scans: Vec<(SkillRoot, RootScan)> = new_roots
+            .into_iter()
+            .map(|r| (r.clone(), scan_root(&r)))
+            .collect();
         let mut state = lock(&self.state);
         for (root, scan) in scans {
             state.roots.insert(root, scan);
@@ -447,8 +444,10 @@ impl Shared {
         let report = {
             let _updating = lock(&self.updating);
             let roots: Vec<SkillRoot> = lock(&self.state).roots.keys().cloned().collect();
-            let fresh: Vec<(SkillRoot, RootScan)> =
-                roots.into_iter().map(|r| (r.clone(), scan_root(&r))).collect();
+            let fresh: Vec<(SkillRoot, RootScan)> = roots
+                .into_iter()
+                .map(|r| (r.clone(), scan_root(&r)))
+                .collect();
             let mut state = lock(&self.state);
             let mut report = RescanReport::default();
             for (root, new) in fresh {
@@ -600,7 +599,10 @@ fn differences(root: &SkillRoot, old: &RootScan, new: &RootScan, out: &mut Vec<S
         }
     }
     if old.problem != new.problem {
-        out.push(format!("stale: the state of `{}` had changed", root.path.display()));
+        out.push(format!(
+            "stale: the state of `{}` had changed",
+            root.path.display()
+        ));
     }
 }
 

@@ -114,8 +114,16 @@ fn call_blocking(
     roots: Option<&Roots>,
     args: SkillArgs,
 ) -> Result<ToolOutput, ToolError> {
-    let name = args.name.as_deref().map(str::trim).filter(|n| !n.is_empty());
-    let query = args.query.as_deref().map(str::trim).filter(|q| !q.is_empty());
+    let name = args
+        .name
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty());
+    let query = args
+        .query
+        .as_deref()
+        .map(str::trim)
+        .filter(|q| !q.is_empty());
     let catalog = skills.catalog();
     if args.arguments.is_some() && name.is_none() {
         return Err(ToolError::InvalidArguments(
@@ -173,9 +181,7 @@ fn load(
     let mut text = loaded.text(arguments, &show);
     if let (Some(roots), Some(dir)) = (roots, &skill.dir)
         && !loaded.files.paths.is_empty()
-        && roots
-            .resolve(&dir.to_string_lossy(), Access::Read)
-            .is_err()
+        && roots.resolve(&dir.to_string_lossy(), Access::Read).is_err()
     {
         text.push_str("(These files are outside the folders read_file may read: a skill added through a symlink after toolgate started. Ask the user to restart toolgate to read them.)\n");
     }
@@ -249,7 +255,10 @@ fn suggestions(catalog: &Catalog, name: &str) -> Vec<String> {
     if near.is_empty() {
         return ranked(catalog, &name, 3);
     }
-    near.into_iter().take(3).map(|(_, n)| n.to_owned()).collect()
+    near.into_iter()
+        .take(3)
+        .map(|(_, n)| n.to_owned())
+        .collect()
 }
 
 /// A model-supplied string cut to a length worth echoing in a message.
@@ -323,8 +332,7 @@ impl SkillToolProvider {
         let provider: Weak<Self> = Arc::downgrade(self);
         let registry: Weak<Registry> = Arc::downgrade(registry);
         self.skills.on_change(move |_| {
-            let (Some(provider), Some(registry)) = (provider.upgrade(), registry.upgrade())
-            else {
+            let (Some(provider), Some(registry)) = (provider.upgrade(), registry.upgrade()) else {
                 return;
             };
             if provider.changed() {
@@ -386,3 +394,6 @@ impl ToolProvider for SkillToolProvider {
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
+
+#[cfg(test)]
+mod tests;

@@ -8,9 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{
-    CallToolRequestParams, ClientConfig, GetPromptRequestParams, ProtocolVersion,
-};
+use rmcp::model::{CallToolRequestParams, ClientConfig, GetPromptRequestParams, ProtocolVersion};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -124,15 +122,12 @@ fn standard() -> Setup {
         "",
         "See reference.md.\n",
     );
-    std::fs::write(s.user_skills().join("helper/reference.md"), "the reference\n").unwrap();
-    skill(
-        &s.project_skills(),
-        "broken",
-        "Broken Skill",
-        "x",
-        "",
-        "",
-    );
+    std::fs::write(
+        s.user_skills().join("helper/reference.md"),
+        "the reference\n",
+    )
+    .unwrap();
+    skill(&s.project_skills(), "broken", "Broken Skill", "x", "", "");
     s
 }
 
@@ -146,7 +141,10 @@ fn skills_list_shows_source_flags_shadowing_and_problems() {
     let by = |n: &str| skills.iter().find(|k| k["name"] == n).unwrap();
     // A same-named project and user skill: the project one is used.
     assert_eq!(by("deploy")["source"], "project");
-    assert_eq!(by("deploy")["description"], "Deploys the app to production.");
+    assert_eq!(
+        by("deploy")["description"],
+        "Deploys the app to production."
+    );
     assert_eq!(by("helper")["source"], "user");
     assert_eq!(by("release")["flags"], json!(["user"]));
     assert_eq!(by("house-style")["flags"], json!(["model"]));
@@ -205,15 +203,25 @@ fn skills_show_prints_the_instructions_and_bundled_files() {
     assert!(text.contains("source: project (.claude/skills)"), "{text}");
     assert!(text.contains("shadows: "), "{text}");
     assert!(text.contains("Run scripts/deploy.sh $ARGUMENTS"), "{text}");
-    assert!(text.contains("- .claude/skills/deploy/scripts/deploy.sh"), "{text}");
+    assert!(
+        text.contains("- .claude/skills/deploy/scripts/deploy.sh"),
+        "{text}"
+    );
     // A user-only skill is shown to the user.
     let out = s.run(&["skills", "show", "release"]);
     assert!(out.status.success());
-    assert!(String::from_utf8(out.stdout).unwrap().contains("hidden from the model"));
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("hidden from the model")
+    );
     let out = s.run(&["skills", "show", "deplo"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(stderr.contains("no skill named `deplo` (did you mean deploy?)"), "{stderr}");
+    assert!(
+        stderr.contains("no skill named `deplo` (did you mean deploy?)"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -233,23 +241,50 @@ fn the_skill_tool_loads_a_skill_and_its_files_are_readable() {
     // disable-model-invocation: not in the model's catalog.
     assert!(!description.contains("release"), "{description}");
 
-    let out = s.run(&["call", "skill", r#"{"name": "deploy", "arguments": "staging"}"#]);
+    let out = s.run(&[
+        "call",
+        "skill",
+        r#"{"name": "deploy", "arguments": "staging"}"#,
+    ]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("Run scripts/deploy.sh staging and check"), "{text}");
-    assert!(text.contains("- .claude/skills/deploy/scripts/deploy.sh"), "{text}");
-    let out = s.run(&["call", "read_file", r#"{"path": ".claude/skills/deploy/scripts/deploy.sh"}"#]);
-    assert!(String::from_utf8(out.stdout).unwrap().contains("echo deploying"));
+    assert!(
+        text.contains("Run scripts/deploy.sh staging and check"),
+        "{text}"
+    );
+    assert!(
+        text.contains("- .claude/skills/deploy/scripts/deploy.sh"),
+        "{text}"
+    );
+    let out = s.run(&[
+        "call",
+        "read_file",
+        r#"{"path": ".claude/skills/deploy/scripts/deploy.sh"}"#,
+    ]);
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("echo deploying")
+    );
 
     // A user skill outside the project: its bundled file is readable by read_file.
     let out = s.run(&["call", "skill", r#"{"name": "helper"}"#]);
     let text = String::from_utf8(out.stdout).unwrap();
-    let reference = s.user_skills().canonicalize().unwrap().join("helper/reference.md");
-    assert!(text.contains(&format!("- {}", reference.display())), "{text}");
+    let reference = s
+        .user_skills()
+        .canonicalize()
+        .unwrap()
+        .join("helper/reference.md");
+    assert!(
+        text.contains(&format!("- {}", reference.display())),
+        "{text}"
+    );
     let args = json!({ "path": reference }).to_string();
     let out = s.run(&["call", "read_file", &args]);
     assert!(
-        String::from_utf8(out.stdout).unwrap().contains("the reference"),
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("the reference"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -262,12 +297,19 @@ fn the_skill_tool_loads_a_skill_and_its_files_are_readable() {
     let out = s.run(&["call", "skill", r#"{"name": "release"}"#]);
     assert!(!out.status.success());
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(stderr.contains("may only be started by the user"), "{stderr}");
+    assert!(
+        stderr.contains("may only be started by the user"),
+        "{stderr}"
+    );
     let out = s.run(&["call", "skill", r#"{"name": "deplyo"}"#]);
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("Did you mean `deploy`?"), "{stderr}");
     let out = s.run(&["call", "skill", r#"{"query": "reference lookup"}"#]);
-    assert!(String::from_utf8(out.stdout).unwrap().contains("- helper: Looks things up"));
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("- helper: Looks things up")
+    );
 }
 
 #[test]
@@ -292,7 +334,10 @@ fn a_catalog_past_its_budget_lists_whole_entries_and_a_count() {
     let body = s.json(&["skills", "list", "--json"]);
     let listed = body["catalog"]["listed"].as_u64().unwrap();
     let omitted = body["catalog"]["omitted"].as_u64().unwrap();
-    assert!(listed > 0 && omitted > 0 && listed + omitted == 60, "{body}");
+    assert!(
+        listed > 0 && omitted > 0 && listed + omitted == 60,
+        "{body}"
+    );
     assert!(body["catalog"]["chars"].as_u64().unwrap() <= 1000);
     let tools = s.json(&["tools", "--json"]);
     let description = tools["tools"]
@@ -423,11 +468,17 @@ async fn mcp_prompts_are_the_user_invocable_skills_and_follow_the_files() {
     let client = connect(&s).await;
     let info = client.peer_info().unwrap();
     assert_eq!(
-        info.capabilities.prompts.as_ref().and_then(|p| p.list_changed),
+        info.capabilities
+            .prompts
+            .as_ref()
+            .and_then(|p| p.list_changed),
         Some(true)
     );
     // Everything the user may run, including the user-only `release`; not `house-style`.
-    assert_eq!(prompt_names(&client).await, vec!["deploy", "helper", "release"]);
+    assert_eq!(
+        prompt_names(&client).await,
+        vec!["deploy", "helper", "release"]
+    );
     let prompts = client.list_all_prompts().await.unwrap();
     let deploy = prompts.iter().find(|p| p.name == "deploy").unwrap();
     let argument = &deploy.arguments.as_ref().unwrap()[0];
@@ -444,8 +495,14 @@ async fn mcp_prompts_are_the_user_invocable_skills_and_follow_the_files() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert!(text.contains("Run scripts/deploy.sh production and check"), "{text}");
-    assert!(text.contains("- .claude/skills/deploy/scripts/deploy.sh"), "{text}");
+    assert!(
+        text.contains("Run scripts/deploy.sh production and check"),
+        "{text}"
+    );
+    assert!(
+        text.contains("- .claude/skills/deploy/scripts/deploy.sh"),
+        "{text}"
+    );
     let refused = client
         .get_prompt(GetPromptRequestParams::new("house-style"))
         .await;
@@ -456,9 +513,8 @@ async fn mcp_prompts_are_the_user_invocable_skills_and_follow_the_files() {
     assert!(description.contains("- deploy:") && !description.contains("release"));
     let result = client
         .call_tool(
-            CallToolRequestParams::new("skill").with_arguments(
-                json!({"name": "house-style"}).as_object().unwrap().clone(),
-            ),
+            CallToolRequestParams::new("skill")
+                .with_arguments(json!({"name": "house-style"}).as_object().unwrap().clone()),
         )
         .await
         .unwrap();
@@ -512,12 +568,15 @@ async fn mcp_prompts_are_the_user_invocable_skills_and_follow_the_files() {
     let prompts_seen = client.service().prompts.load(Ordering::SeqCst);
     std::fs::remove_dir_all(s.project_skills().join("review")).unwrap();
     assert!(notified(&client.service().prompts, prompts_seen).await);
-    assert!(!prompt_names(&client).await.contains(&"code-review".to_owned()));
+    assert!(
+        !prompt_names(&client)
+            .await
+            .contains(&"code-review".to_owned())
+    );
     let result = client
         .call_tool(
-            CallToolRequestParams::new("skill").with_arguments(
-                json!({"name": "code-review"}).as_object().unwrap().clone(),
-            ),
+            CallToolRequestParams::new("skill")
+                .with_arguments(json!({"name": "code-review"}).as_object().unwrap().clone()),
         )
         .await
         .unwrap();

@@ -94,14 +94,19 @@ fn stale_cache_after_a_rename_the_new_name_appears_and_the_old_one_goes() {
     )
     .unwrap();
     // The folder moved; the file still says `deploy`.
-    assert!(eventually(|| skills
-        .catalog()
-        .get("deploy")
-        .is_some_and(|s| s.file.starts_with(f.project_skills().canonicalize().unwrap().join("ship")))));
+    assert!(eventually(|| skills.catalog().get("deploy").is_some_and(
+        |s| s
+            .file
+            .starts_with(f.project_skills().canonicalize().unwrap().join("ship"))
+    )));
     assert!(skills.generation() > before);
     // Renaming the skill itself (its `name:`) leaves no ghost of the old name.
     write_skill(&f.project_skills(), "ship", "ship", "Ships.");
-    assert!(eventually(|| names(&skills) == vec!["ship"]), "{:?}", names(&skills));
+    assert!(
+        eventually(|| names(&skills) == vec!["ship"]),
+        "{:?}",
+        names(&skills)
+    );
 }
 
 #[test]
@@ -119,10 +124,18 @@ fn a_ghost_after_delete_never_stays_in_the_catalog() {
     assert_eq!(names(&skills), vec!["alpha", "beta", "flat"]);
     fs_err::remove_dir_all(f.project_skills().join("a")).unwrap();
     fs_err::remove_file(f.project_skills().join("flat.md")).unwrap();
-    assert!(eventually(|| names(&skills) == vec!["beta"]), "{:?}", names(&skills));
+    assert!(
+        eventually(|| names(&skills) == vec!["beta"]),
+        "{:?}",
+        names(&skills)
+    );
     // And the whole root going away empties it.
     fs_err::remove_dir_all(f.project.path().join(".claude")).unwrap();
-    assert!(eventually(|| names(&skills).is_empty()), "{:?}", names(&skills));
+    assert!(
+        eventually(|| names(&skills).is_empty()),
+        "{:?}",
+        names(&skills)
+    );
 }
 
 #[test]
@@ -190,12 +203,19 @@ fn a_project_skill_wins_over_a_user_skill_of_the_same_name() {
     write_skill(&f.user_skills(), "lint", "lint", "User lint.");
     let skills = f.skills(false);
     let catalog = skills.catalog();
-    assert_eq!(catalog.get("review").unwrap().description, "Project review.");
+    assert_eq!(
+        catalog.get("review").unwrap().description,
+        "Project review."
+    );
     assert_eq!(catalog.get("review").unwrap().root.kind, RootKind::Project);
     assert_eq!(catalog.get("lint").unwrap().root.kind, RootKind::User);
     assert_eq!(catalog.shadowed.len(), 1);
     assert_eq!(catalog.shadowed[0].skill.description, "User review.");
-    assert!(catalog.shadowed[0].by.ends_with(".claude/skills/review/SKILL.md"));
+    assert!(
+        catalog.shadowed[0]
+            .by
+            .ends_with(".claude/skills/review/SKILL.md")
+    );
     // `.toolgate/skills` is nearer than `.claude/skills`.
     write_skill(
         &f.project.path().join(".toolgate/skills"),
@@ -204,7 +224,10 @@ fn a_project_skill_wins_over_a_user_skill_of_the_same_name() {
         "Toolgate review.",
     );
     skills.rescan();
-    assert_eq!(skills.catalog().get("review").unwrap().description, "Toolgate review.");
+    assert_eq!(
+        skills.catalog().get("review").unwrap().description,
+        "Toolgate review."
+    );
     assert_eq!(skills.catalog().shadowed.len(), 2);
 }
 
@@ -214,7 +237,11 @@ fn a_malformed_skill_is_reported_and_the_others_still_load() {
     write_skill(&f.project_skills(), "good", "good", "Works.");
     let bad = f.project_skills().join("bad");
     fs_err::create_dir_all(&bad).unwrap();
-    fs_err::write(bad.join("SKILL.md"), "---\nname: Bad Name\ndescription: x\n---\n").unwrap();
+    fs_err::write(
+        bad.join("SKILL.md"),
+        "---\nname: Bad Name\ndescription: x\n---\n",
+    )
+    .unwrap();
     fs_err::write(f.project_skills().join("nofm.md"), "# no frontmatter\n").unwrap();
     write_skill(&f.user_skills(), "also-good", "also-good", "Works too.");
     let skills = f.skills(false);
@@ -250,7 +277,12 @@ fn the_discovery_cache_is_keyed_by_the_resolved_scope_chain() {
     let skills = f.skills(true);
     let other_chain = f.chain_of(other.path());
     let mine: Vec<_> = skills.catalog().skills.keys().cloned().collect();
-    let theirs: Vec<_> = skills.catalog_for(&other_chain).skills.keys().cloned().collect();
+    let theirs: Vec<_> = skills
+        .catalog_for(&other_chain)
+        .skills
+        .keys()
+        .cloned()
+        .collect();
     assert_eq!(mine, vec!["alpha", "user-one"]);
     assert_eq!(theirs, vec!["omega", "user-one"]);
     // The same chain spelled another way (a `..` in the path) is the same key.
@@ -258,7 +290,10 @@ fn the_discovery_cache_is_keyed_by_the_resolved_scope_chain() {
     assert_eq!(spelled, other_chain);
     // The other chain's roots are watched too once asked for.
     write_skill(&other.path().join(".claude/skills"), "p", "pi", "P.");
-    assert!(eventually(|| skills.catalog_for(&other_chain).get("pi").is_some()));
+    assert!(eventually(|| skills
+        .catalog_for(&other_chain)
+        .get("pi")
+        .is_some()));
     assert!(skills.catalog().get("pi").is_none());
 }
 
@@ -267,12 +302,26 @@ fn a_skills_folder_created_after_start_is_noticed() {
     let f = Fixture::new();
     let skills = f.skills(true);
     assert!(names(&skills).is_empty());
-    write_skill(&f.project.path().join(".toolgate/skills"), "late", "late", "Late.");
-    assert!(eventually(|| names(&skills) == vec!["late"]), "{:?}", names(&skills));
+    write_skill(
+        &f.project.path().join(".toolgate/skills"),
+        "late",
+        "late",
+        "Late.",
+    );
+    assert!(
+        eventually(|| names(&skills) == vec!["late"]),
+        "{:?}",
+        names(&skills)
+    );
     // A folder recreated after being removed is watched again.
     fs_err::remove_dir_all(f.project.path().join(".toolgate/skills/late")).unwrap();
     assert!(eventually(|| names(&skills).is_empty()));
-    write_skill(&f.project.path().join(".toolgate/skills"), "late", "late", "Again.");
+    write_skill(
+        &f.project.path().join(".toolgate/skills"),
+        "late",
+        "late",
+        "Again.",
+    );
     assert!(eventually(|| skills
         .catalog()
         .get("late")
