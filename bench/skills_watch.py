@@ -10,7 +10,7 @@ Measures, against a real `toolgate serve` over stdio (initialize handshake):
     (the catalog the model reads), of the whole tools/list, how many skills are listed and
     how many are left to search, and the wall time of `toolgate skills list --json`.
 
-Usage: python3 bench/skills_watch.py [--runs 20] [--bin target/release/toolgate]
+Usage: python3 bench/skills_watch.py [--runs 20] [--bin target/release/toolgate] [--debounce MS]
 Needs only the binary (`cargo build -p toolgate [--release]`).
 """
 import argparse, json, os, queue, shutil, statistics, subprocess, tempfile, threading, time
@@ -79,8 +79,13 @@ class Server:
             self.p.kill()
 
 
+DEBOUNCE_MS = None
+
+
 def env_for(home):
     env = {k: v for k, v in os.environ.items() if k not in ("RUST_LOG", "TOOLGATE_TOKEN")}
+    if DEBOUNCE_MS is not None:
+        env["TOOLGATE_SKILLS__DEBOUNCE_MS"] = str(DEBOUNCE_MS)
     env["HOME"] = home
     env["XDG_CONFIG_HOME"] = os.path.join(home, ".config")
     return env
@@ -158,11 +163,15 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--bin", default=os.environ.get("TOOLGATE_BIN")
                     or os.path.join(ROOT, "target", "release", "toolgate"))
+    ap.add_argument("--debounce", type=int, default=None, help="[skills] debounce_ms (default 200)")
     args = ap.parse_args()
     args.bin = os.path.abspath(args.bin)
+    global DEBOUNCE_MS
+    DEBOUNCE_MS = args.debounce
     print(f"binary: {args.bin}")
     times = latency(args.bin, args.runs)
-    print(f"file change -> prompts/list_changed received ({args.runs} runs each, debounce 200 ms):")
+    debounce = 200 if args.debounce is None else args.debounce
+    print(f"file change -> prompts/list_changed received ({args.runs} runs each, debounce {debounce} ms):")
     for kind, xs in times.items():
         print(f"  {kind:<7} {summary(xs)}")
     for n in (10, 500):
