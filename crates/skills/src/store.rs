@@ -239,7 +239,11 @@ impl Drop for Skills {
     fn drop(&mut self) {
         if let Some((tx, handle)) = self.worker.take() {
             let _ = tx.send(Msg::Stop);
-            let _ = handle.join();
+            // A listener on the watch thread may hold the last reference (a provider it
+            // upgraded): that thread cannot join itself, and ends on the Stop anyway.
+            if handle.thread().id() != std::thread::current().id() {
+                let _ = handle.join();
+            }
         }
         // The watcher's own thread ends when it is dropped.
         lock(&self.shared.watcher).take();
@@ -375,6 +379,11 @@ impl Shared {
                     work.push((root, touched));
                 }
             }
+            // Events beside a root (a busy parent watched until the root exists) touch
+            // nothing: no reads, no re-arming.
+            if work.is_empty() && !self.watches_any(paths) {
+                return false;
+            }
             // Read outside the state lock: readers never wait for the disk.
             let mut results: Vec<(SkillRoot, Update)> = Vec::new();
             for (root, touched) in work {
@@ -481,6 +490,13 @@ impl Shared {
         for listener in lock(&self.listeners).iter() {
             listener(generation);
         }
+    }
+
+    /// Whether any of `paths` is a folder being watched.
+    fn watches_any(&self, paths: &[PathBuf]) -> bool {
+        lock(&self.watcher)
+            .as_ref()
+            .is_some_and(|armed| paths.iter().any(|p| armed.watched.contains(p)))
     }
 
     /// Drops the watches of folders an event named: a folder deleted or replaced loses its
