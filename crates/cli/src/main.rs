@@ -9,6 +9,7 @@ mod call;
 mod disclosure;
 mod mcp;
 mod serve;
+mod skills;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -61,6 +62,9 @@ enum Command {
     Run(agent::RunArgs),
     /// Talk with a model over these tools (REPL).
     Chat(agent::ChatArgs),
+    /// Inspect the skills: where they come from, their flags, what failed to load.
+    #[command(subcommand)]
+    Skills(skills::SkillsCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -130,6 +134,7 @@ fn main() -> ExitCode {
                     Command::Call(args) => call::call(&runtime, args).await,
                     Command::Mcp(command) => mcp::run(&runtime, command).await,
                     Command::Disclosure(command) => disclosure::run(&runtime, command).await,
+                    Command::Skills(command) => skills::run(&runtime, command),
                     Command::Config(_) | Command::Run(_) | Command::Chat(_) => ExitCode::SUCCESS,
                 }
             });

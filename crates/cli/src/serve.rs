@@ -8,6 +8,7 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 use toolgate_config::Runtime;
 use toolgate_mcp::{HttpOptions, ToolgateServer, serve_http, serve_stdio};
+use toolgate_skills::SkillPrompts;
 
 /// Arguments of `toolgate serve`.
 #[derive(Debug, Args)]
@@ -99,6 +100,16 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
         runtime.config.mcp.first_list_grace_ms,
     ))
     .with_disclosure(runtime.disclosure.clone());
+    // Skills the user may invoke are prompts; with skills off there is no prompt source
+    // and no `prompts` capability.
+    let server = if runtime.skills.config().enabled {
+        server.with_prompts(SkillPrompts::new(
+            runtime.skills.clone(),
+            Some(runtime.roots.clone()),
+        ))
+    } else {
+        server
+    };
     let root = runtime.roots.primary().display().to_string();
     // What a client lists: with disclosure on, direct tools plus search_tool and run_tool.
     let snapshot = runtime.dispatcher.snapshot();

@@ -12,6 +12,8 @@ mod disclosure;
 mod mcp;
 #[path = "all/schedule.rs"]
 mod schedule;
+#[path = "all/skills.rs"]
+mod skills;
 #[path = "all/stdio.rs"]
 mod stdio;
 

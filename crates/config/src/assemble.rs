@@ -12,6 +12,7 @@ use toolgate_core::{
 };
 use toolgate_fs::{ControlFiles, Roots};
 use toolgate_gateway::{CatalogCache, Gateway, GatewayLimits, ImportOptions, TrustStore, discover};
+use toolgate_skills::{CatalogText, HomeDirs, RootKind, ScopeChain, SkillToolProvider, Skills};
 
 use crate::load::{Config, ConfigError};
 
@@ -37,6 +38,11 @@ pub struct Runtime {
     pub disclosure: Arc<Disclosure>,
     /// Client profiles (built-ins plus `[clients.NAME]`), chosen per MCP session.
     pub profiles: ClientProfiles,
+    /// The skill catalog (watched): the `skill` tool in the registry reads it, `serve`
+    /// serves it as prompts, `toolgate skills` lists it; other front ends use it as is.
+    pub skills: Arc<Skills>,
+    /// The `skill` tool's provider (its catalog text, within the render budget).
+    pub skill_tool: Arc<SkillToolProvider>,
 }
 
 impl Runtime {
@@ -69,7 +75,9 @@ impl Runtime {
         // read_file wherever it is, writable by no tool.
         let spill_dir = roots.primary().join(&config.budget.spill_dir);
         check_spill_dir(&roots, &spill_dir)?;
-        let roots = Arc::new(roots.with_read_only(&spill_dir));
+        let roots = roots.with_read_only(&spill_dir);
+        let (skills, roots) = discover_skills(&config, roots);
+        let roots = Arc::new(roots);
         let spill = Arc::new(SpillStore::new(spill_dir, config.budget.spill_quota_bytes));
         let budget = Arc::new(Budget::new(
             config.budget.clone(),
@@ -113,6 +121,14 @@ impl Runtime {
         registry
             .register(None, Arc::new(StaticProvider::new("builtin", builtins)), 0)
             .map_err(|e| ConfigError::Invalid(format!("built-in tools: {e}")))?;
+        let skill_tool = SkillToolProvider::new(
+            Arc::clone(&skills),
+            Some(Arc::clone(&roots)),
+            skill_catalog_budget(&config)?,
+        );
+        skill_tool
+            .attach(&registry)
+            .map_err(|e| ConfigError::Invalid(format!("skills: {e}")))?;
         // Server mode knows no model provider; the agent CLI passes its own facts.
         let disclosure = Arc::new(
             Disclosure::new(&config.disclosure, facts)
@@ -147,8 +163,57 @@ impl Runtime {
             render,
             gateway,
             disclosure,
+            skills,
+            skill_tool,
         })
     }
+
+    /// The skill catalog as the model reads it in the `skill` tool's description.
+    pub fn skill_catalog(&self) -> CatalogText {
+        self.skill_tool.catalog_text()
+    }
+}
+
+/// Smallest `skills.catalog_chars`: the preamble, a few entries and the closing line.
+const MIN_CATALOG_CHARS: usize = 512;
+
+/// The `skill` description budget: `skills.catalog_chars`, never past the render budget
+/// (a longer description would be cut by the renderer, losing the closing line).
+fn skill_catalog_budget(config: &Config) -> Result<usize, ConfigError> {
+    let chars = config.skills.catalog_chars;
+    if chars < MIN_CATALOG_CHARS {
+        return Err(ConfigError::Invalid(format!(
+            "skills.catalog_chars = {chars} leaves no room for the catalog; use at least {MIN_CATALOG_CHARS} (default 2048)"
+        )));
+    }
+    Ok(chars.min(config.render.description_budget))
+}
+
+/// Discovers the skills of the project (the first root) and lets read_file read the skill
+/// folders outside the project (user and custom roots, and where their symlinked skills
+/// lead), so the bundled-file paths the `skill` tool returns can be read.
+fn discover_skills(config: &Config, roots: Roots) -> (Arc<Skills>, Roots) {
+    let chain = ScopeChain::resolve(roots.primary(), &config.skills.roots, &HomeDirs::from_env());
+    let skills = Arc::new(Skills::new(config.skills.clone(), chain));
+    let mut roots = roots;
+    let project = roots.primary().to_path_buf();
+    for root in skills.chain().roots() {
+        if root.kind != RootKind::Project && !root.path.starts_with(&project) {
+            roots = roots.with_read_only(&root.path);
+        }
+    }
+    let catalog = skills.catalog();
+    for skill in catalog.skills.values() {
+        if let Some(dir) = &skill.dir
+            && skill.root.kind != RootKind::Project
+            && let Ok(real) = fs_err::canonicalize(dir)
+            && !real.starts_with(&skill.root.path)
+            && !real.starts_with(&project)
+        {
+            roots = roots.with_read_only(&real);
+        }
+    }
+    (skills, roots)
 }
 
 /// Registers the configured and imported MCP servers (toolgate's own config last).

@@ -12,7 +12,7 @@ use toolgate_fs::{ReadLimits, SearchLimits};
 use toolgate_gateway::{GatewayConfig, McpServerConfig};
 use toolgate_shell::ShellLimits;
 
-use crate::project::{ProjectLayer, user_import};
+use crate::project::{ProjectLayer, user_import, user_skills};
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
@@ -56,6 +56,8 @@ pub struct Config {
     pub providers: BTreeMap<String, toolgate_providers::ProviderConfig>,
     /// The agent loop (`[agent]`): default provider, turn limit, context window, compaction.
     pub agent: toolgate_agent::AgentSettings,
+    /// Skills (`[skills]`): custom roots, the catalog budget, watching and rescans.
+    pub skills: toolgate_skills::SkillsConfig,
     /// Which file each `[mcp_servers.NAME]` came from; filled by [`load`].
     #[serde(skip)]
     pub mcp_sources: BTreeMap<String, String>,
@@ -233,7 +235,7 @@ pub enum ConfigError {
 
 /// Top-level keys `TOOLGATE_*` may set; other `TOOLGATE_*` variables (such as the token) are
 /// not config.
-const ENV_KEYS: [&str; 15] = [
+const ENV_KEYS: [&str; 16] = [
     "roots",
     "read",
     "search",
@@ -249,6 +251,7 @@ const ENV_KEYS: [&str; 15] = [
     "clients",
     "providers",
     "agent",
+    "skills",
 ];
 
 /// The merged configuration with its figment, for provenance.
@@ -281,6 +284,7 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, ConfigError> {
     config.mcp_sources = mcp_sources(&figment, &config);
     if let Some(project) = project {
         config.mcp.import = user_import(&user_side) && project.import.unwrap_or(true);
+        config.skills.enabled = user_skills(&user_side) && project.skills_enabled.unwrap_or(true);
         config.project_permissions = project.permissions;
         config.project_servers = project.servers;
     }

@@ -14,6 +14,9 @@
 //! - `server.http`, `server.allowed_origins`, `server.token_env`: user layers only.
 //! - `[providers]` and `agent.provider`: user layers only (they decide where API keys go).
 //! - `mcp.import`: a project may turn importing off, not on.
+//! - `skills.enabled`: a project may turn skills off, not on; `skills.roots`: folders
+//!   inside the project only (no `..`, no `~`), made absolute — a skill root is readable
+//!   by read_file.
 //! - `[mcp_servers]`: allowed, but each server the project sets or adjusts starts only once
 //!   the user trusted it (`toolgate mcp trust`).
 
@@ -39,6 +42,8 @@ pub(crate) struct ProjectLayer {
     pub(crate) servers: BTreeSet<String>,
     /// `mcp.import` as the project set it (`None`: not set).
     pub(crate) import: Option<bool>,
+    /// `skills.enabled` as the project set it (`None`: not set).
+    pub(crate) skills_enabled: Option<bool>,
 }
 
 impl ProjectLayer {
@@ -112,6 +117,8 @@ impl ProjectLayer {
         };
 
         let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+
+        let skills_enabled = skills_rules(&mut table, &root, &shown)?;
         if let Some(roots) = table.get_mut("roots") {
             let Some(list) = roots.as_array_mut() else {
                 return Err(ConfigError::Invalid(format!(
@@ -170,8 +177,58 @@ impl ProjectLayer {
             permissions,
             servers,
             import,
+            skills_enabled,
         }))
     }
+}
+
+/// Checks the project's `[skills]`: takes out `enabled` (tighten-only, returned) and makes
+/// every `roots` entry an absolute folder inside the project.
+fn skills_rules(
+    table: &mut toml::Table,
+    root: &Path,
+    shown: &str,
+) -> Result<Option<bool>, ConfigError> {
+    let Some(skills) = table.get_mut("skills").and_then(toml::Value::as_table_mut) else {
+        return Ok(None);
+    };
+    let enabled = match skills.remove("enabled") {
+        Some(toml::Value::Boolean(b)) => Some(b),
+        Some(other) => {
+            return Err(ConfigError::Invalid(format!(
+                "{shown}: `skills.enabled` must be true or false, not {other}"
+            )));
+        }
+        None => None,
+    };
+    if let Some(roots) = skills.get_mut("roots") {
+        let Some(list) = roots.as_array_mut() else {
+            return Err(ConfigError::Invalid(format!(
+                "{shown}: `skills.roots` must be a list of folders"
+            )));
+        };
+        for item in list.iter_mut() {
+            let Some(given) = item.as_str() else {
+                return Err(ConfigError::Invalid(format!(
+                    "{shown}: `skills.roots` must be a list of folders"
+                )));
+            };
+            let path = Path::new(given);
+            let lexical = !given.starts_with('~')
+                && !path.components().any(|c| matches!(c, Component::ParentDir));
+            let absolute = root.join(path);
+            // Through a symlink that exists now, the real folder must be inside too.
+            let real = absolute.canonicalize().unwrap_or_else(|_| absolute.clone());
+            if !lexical || !absolute.starts_with(root) || !real.starts_with(root) {
+                return Err(ConfigError::Invalid(format!(
+                    "{shown} sets skills.roots = [\"{given}\"], which is outside the project `{}`; a project file may only name skill folders inside its project (read_file can read them) — give other folders in your user config",
+                    root.display()
+                )));
+            }
+            *item = toml::Value::String(absolute.to_string_lossy().into_owned());
+        }
+    }
+    Ok(enabled)
 }
 
 /// `given` (relative to the project `root`, or absolute) as an absolute path when it lies
@@ -204,6 +261,13 @@ impl Provider for ProjectLayer {
     fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
         figment::providers::Serialized::defaults(&self.table).data()
     }
+}
+
+/// Whether the user's own layers leave skills on (the project may only turn them off).
+pub(crate) fn user_skills(user_side: &Figment) -> bool {
+    user_side
+        .extract_inner::<bool>("skills.enabled")
+        .unwrap_or(true)
 }
 
 /// Whether the user's own layers leave importing on (the project may only turn it off).

@@ -370,6 +370,44 @@ fn project_roots_and_spill_folder_are_confined_to_the_project() {
 }
 
 #[test]
+fn a_project_may_turn_skills_off_but_not_on_and_name_only_its_own_skill_folders() {
+    let (_dir, opts) =
+        user_and_project("[skills]\nenabled = false\n", "[skills]\nenabled = true\n");
+    assert!(!load(&opts).unwrap().config.skills.enabled);
+    let (_dir, opts) = user_and_project("", "[skills]\nenabled = false\n");
+    assert!(!load(&opts).unwrap().config.skills.enabled);
+    let (_dir, opts) = user_and_project("", "");
+    assert!(load(&opts).unwrap().config.skills.enabled);
+    for given in ["/etc", "../skills", "~/skills", "sub/../../skills", "link"] {
+        let (dir, opts) = user_and_project("", &format!("[skills]\nroots = [\"{given}\"]\n"));
+        std::os::unix::fs::symlink("/tmp", dir.path().join("link")).unwrap();
+        let err = load(&opts).unwrap_err().to_string();
+        assert!(err.contains("outside the project"), "{given}: {err}");
+        assert!(err.contains("user config"), "{given}: {err}");
+    }
+    let (dir, opts) = user_and_project("", "[skills]\nroots = [\"vendor/skills\"]\n");
+    let real = dir.path().canonicalize().unwrap();
+    assert_eq!(
+        load(&opts).unwrap().config.skills.roots,
+        [real.join("vendor/skills")]
+    );
+    // The user may name any folder.
+    let (_dir, opts) = user_and_project("[skills]\nroots = [\"/srv/skills\"]\n", "");
+    assert_eq!(
+        load(&opts).unwrap().config.skills.roots,
+        [PathBuf::from("/srv/skills")]
+    );
+}
+
+#[test]
+fn a_too_small_skill_catalog_budget_is_refused() {
+    let (dir, opts) = user_and_project("[skills]\ncatalog_chars = 100\n", "");
+    let config = load(&opts).unwrap().config;
+    let err = Runtime::new(config, dir.path()).unwrap_err().to_string();
+    assert!(err.contains("skills.catalog_chars = 100"), "{err}");
+}
+
+#[test]
 fn a_project_may_turn_mcp_import_off_but_not_on() {
     let (_dir, opts) = user_and_project("[mcp]\nimport = false\n", "[mcp]\nimport = true\n");
     assert!(!load(&opts).unwrap().config.mcp.import);

@@ -19,8 +19,8 @@ async def test_listen_acknowledges_tools_list_changed(
         async with client.listen(tools_list_changed=True, prompts_list_changed=True) as sub:
             honored = sub.honored
             assert getattr(honored, "tools_list_changed", None) is True, honored
-            # No prompt source is served, so that category is not honoured.
-            assert not getattr(honored, "prompts_list_changed", None), honored
+            # Skills are served as prompts, so prompt list changes are followed too.
+            assert getattr(honored, "prompts_list_changed", None) is True, honored
         # The session keeps working after the stream closes.
         tools = await client.list_tools()
         assert {t.name for t in tools.tools} >= {"read_file", "list_dir"}

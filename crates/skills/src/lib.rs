@@ -1,0 +1,44 @@
+//! toolgate's skills (seed 003 §4–§5, §7; SPEC "Skills"): station 3 (discovery) for tools
+//! that live in folders, and the filter and render stations that decide who sees them.
+//!
+//! - [`roots`]: where skills are looked for — project `.toolgate/skills` and
+//!   `.claude/skills`, custom roots from config, user `~/.config/toolgate/skills` and
+//!   `~/.claude/skills`, nearest first — resolved into a [`ScopeChain`].
+//! - [`parse`]: a skill file's frontmatter (`name`, `description`, the two visibility
+//!   flags), strictly checked; a malformed skill becomes a [`Problem`] naming its path and
+//!   what to fix, and the others still load.
+//! - [`scan`]: one folder entry → a skill, a problem, or nothing. Nested skills are not
+//!   discovered.
+//! - [`catalog`]: the merged view of a scope chain — the nearest root wins a name, the
+//!   loser is listed as shadowed.
+//! - [`store`]: [`Skills`], the live store: roots are watched (debounced), each change
+//!   re-reads only the entries it touched, a periodic full rescan is compared with that
+//!   incremental state (and logged when they differ), and merged views are cached by their
+//!   resolved scope chain.
+//! - [`render`]: the catalog as the model reads it, within a character budget; past the
+//!   budget a count and a way to search.
+//! - [`tool`]: the `skill` tool (`{"name": …}` → body + bundled files) and its registry
+//!   provider, which invalidates the registry only when the tool's description changes.
+//! - [`prompts`]: user-invocable skills as MCP prompts, with `prompts/list_changed`.
+
+mod body;
+pub mod catalog;
+mod config;
+pub mod parse;
+mod prompts;
+pub mod render;
+pub mod roots;
+pub mod scan;
+mod store;
+mod tool;
+
+pub use body::{BundledFiles, LoadedSkill, load_skill};
+pub use catalog::{Catalog, Shadowed};
+pub use config::SkillsConfig;
+pub use parse::{Frontmatter, parse_skill};
+pub use prompts::SkillPrompts;
+pub use render::{CatalogText, render_catalog};
+pub use roots::{HomeDirs, RootKind, ScopeChain, SkillRoot};
+pub use scan::{Problem, Skill};
+pub use store::{RescanReport, Skills};
+pub use tool::{SKILL_TOOL, SkillArgs, SkillOutput, SkillToolProvider};
