@@ -247,12 +247,19 @@ pub fn run(config: Config, args: RunArgs) -> ExitCode {
         mcp_warnings(&runtime);
         let interrupts = Interrupts::default();
         interrupts.listen();
+        let task = match expand_skill(&runtime, &args.task) {
+            Ok(task) => task,
+            Err(e) => {
+                eprintln!("toolgate: {e}");
+                return ExitCode::from(crate::USAGE_ERROR);
+            }
+        };
         let cancel = interrupts.start_turn();
         let outcome = if args.json {
-            agent.run(&args.task, &mut |_| {}, &cancel).await
+            agent.run(&task, &mut |_| {}, &cancel).await
         } else {
             let mut show = |p| terminal.show(p);
-            agent.run(&args.task, &mut show, &cancel).await
+            agent.run(&task, &mut show, &cancel).await
         };
         interrupts.end_turn();
         agent.close();
@@ -367,6 +374,18 @@ pub fn chat(config: Config, args: ChatArgs) -> ExitCode {
             if matches!(task, "/exit" | "/quit") {
                 break;
             }
+            if task == "/skills" {
+                eprintln!("{}", user_skills(&runtime));
+                continue;
+            }
+            let task = match expand_skill(&runtime, task) {
+                Ok(task) => task,
+                Err(e) => {
+                    eprintln!("toolgate: {e}");
+                    continue;
+                }
+            };
+            let task = task.as_str();
             let cancel = interrupts.start_turn();
             let mut show = |p| terminal.show(p);
             let outcome = agent.run(task, &mut show, &cancel).await;
@@ -390,6 +409,52 @@ pub fn chat(config: Config, args: ChatArgs) -> ExitCode {
     });
     tokio.shutdown_timeout(crate::SHUTDOWN_GRACE);
     code
+}
+
+/// `/NAME [ARGUMENTS]` runs the user-invocable skill NAME (what an MCP client gets as the
+/// prompt of the same name); any other task is taken as written.
+fn expand_skill(runtime: &Runtime, task: &str) -> Result<String, String> {
+    let Some(rest) = task.strip_prefix('/') else {
+        return Ok(task.to_owned());
+    };
+    let (name, arguments) = match rest.split_once(char::is_whitespace) {
+        Some((name, arguments)) => (name, Some(arguments)),
+        None => (rest, None),
+    };
+    // `/etc/hosts is …` is a task, not a skill: skill names are `[a-z0-9-]`.
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        return Ok(task.to_owned());
+    }
+    let catalog = runtime.skills.catalog();
+    let Some(skill) = catalog.get(name).filter(|s| s.user_invocable) else {
+        return Err(format!(
+            "no user-invocable skill `{}`; {}",
+            name.chars().take(100).collect::<String>(),
+            user_skills(runtime)
+        ));
+    };
+    let loaded = toolgate_skills::load_skill(skill)
+        .map_err(|reason| format!("skill `{name}` ({}): {reason}", skill.file.display()))?;
+    Ok(loaded.text(arguments, &|path| runtime.roots.display(path)))
+}
+
+/// One line naming the user-invocable skills.
+fn user_skills(runtime: &Runtime) -> String {
+    let catalog = runtime.skills.catalog();
+    let names: Vec<String> = catalog
+        .user_visible()
+        .map(|s| format!("/{}", s.name))
+        .collect();
+    if names.is_empty() {
+        "there are no user-invocable skills (`toolgate skills list` shows what was found)"
+            .to_owned()
+    } else {
+        format!("user-invocable skills: {}", names.join(", "))
+    }
 }
 
 fn mcp_warnings(runtime: &Runtime) {

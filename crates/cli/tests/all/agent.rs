@@ -356,3 +356,52 @@ async fn chat_reads_tasks_from_stdin_streams_answers_and_shows_tool_lines() {
     assert!(stderr.contains("--resume"), "{stderr}");
     assert_eq!(fake.remaining(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slash_task_runs_the_user_invocable_skill_of_that_name() {
+    let dir = project();
+    let skill = dir.path().join(".toolgate/skills/deploy");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: deploy\ndescription: Deploys the app.\nuser-invocable: true\n---\nDeploy to $ARGUMENTS with checklist.md.\n",
+    )
+    .unwrap();
+    std::fs::write(skill.join("checklist.md"), "1. test\n").unwrap();
+    let fake = FakeServer::start(
+        Kind::OpenAi,
+        vec![check(|body| {
+            let messages = body["messages"].to_string();
+            assert!(
+                messages.contains("Deploy to staging with checklist.md."),
+                "{messages}"
+            );
+            assert!(messages.contains("checklist.md"), "{messages}");
+            Reply::text("Deployed.")
+        })],
+    )
+    .await;
+    let mut args = vec!["run".to_owned(), "--json".to_owned()];
+    args.extend(provider_flags(Kind::OpenAi, &fake));
+    args.push("/deploy staging".into());
+    let out = run(dir.path(), args).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json_of(&out)["text"], "Deployed.");
+
+    // An unknown skill is a usage error that lists the known ones; a path is a task.
+    let mut args = vec!["run".to_owned(), "--json".to_owned()];
+    args.extend(provider_flags(Kind::OpenAi, &fake));
+    args.push("/deplo".into());
+    let out = run(dir.path(), args).await;
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no user-invocable skill `deplo`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("/deploy"), "{stderr}");
+}
