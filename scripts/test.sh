@@ -23,3 +23,8 @@ fi
 # The last hop: the real Claude Code and Codex CLIs against scripted model endpoints. A
 # missing client fails these tests; they never skip.
 TOOLGATE_BIN="$PWD/target/debug/toolgate" .cache/peers/venv/bin/python -m pytest -q tests/interop/clients
+# Fault injection under load (issue 15): 50 HTTP clients, 10,000 calls while a mounted
+# server is killed, hung and prints garbage; every call answered, RSS flat, nothing leaked.
+echo "== tests/fault/fault_injection.py"
+.cache/peers/venv/bin/python tests/fault/fault_injection.py \
+  --bin target/debug/toolgate --fake target/debug/fake_server
