@@ -63,6 +63,11 @@ class Session:
             "params": {"name": name, "arguments": args}})
         return parse(r)
 
+    async def close(self):
+        """Ends the session as a well-behaved client does (HTTP DELETE)."""
+        if "Mcp-Session-Id" in self.h:
+            await self.c.delete(self.url, headers=self.h)
+
 
 def marked(mark):
     """Live processes whose environment carries TOOLGATE_FAULT_MARK=mark: (pid, comm)."""
@@ -125,6 +130,7 @@ CALLS = [
 async def load(url, clients, calls, timeout):
     outcomes = {"ok": 0, "tool error": 0, "json-rpc error": 0, "unanswered": 0}
     latencies = []
+    errors_by_tool = {}
     unanswered = []
     counter = iter(range(calls))
 
@@ -139,16 +145,19 @@ async def load(url, clients, calls, timeout):
                     outcomes["json-rpc error"] += 1
                 elif msg["result"].get("isError"):
                     outcomes["tool error"] += 1
+                    errors_by_tool[name] = errors_by_tool.get(name, 0) + 1
                 else:
                     outcomes["ok"] += 1
             except Exception as e:  # a dropped connection or a timeout: not answered
                 outcomes["unanswered"] += 1
                 unanswered.append(f"{name}: {type(e).__name__}: {e}")
             latencies.append(time.perf_counter() - t)
+        await s.close()
 
     limits = httpx.Limits(max_connections=clients * 2, max_keepalive_connections=clients * 2)
     async with httpx.AsyncClient(timeout=timeout, limits=limits) as c:
         await asyncio.gather(*(worker(c, k) for k in range(clients)))
+    outcomes["errors by tool"] = errors_by_tool
     return outcomes, latencies, unanswered
 
 
@@ -229,12 +238,12 @@ args = ["normal"]
         drain = asyncio.get_running_loop().run_in_executor(None, lambda: [_ for _ in p.stderr])
         failures = []
         try:
-            await load(url, 10, 400, a.timeout)  # warm-up: servers started, caches filled
+            warm, _, _ = await load(url, 10, 400, a.timeout)  # warm-up: servers started, caches filled
             await asyncio.sleep(1)
             rss_before = rss_kib(p.pid)
             # Two identical rounds: memory a first round grows into (allocator arenas for
             # 50 sessions) must not grow again in the second; a leak would.
-            outcomes, lat, unanswered, rss_rounds = {}, [], [], []
+            outcomes, lat, unanswered, rss_rounds, errors = {}, [], [], [], {}
             log = {"killed": 0, "hung": 0}
             t0 = time.perf_counter()
             for half in (a.calls // 2, a.calls - a.calls // 2):
@@ -245,8 +254,11 @@ args = ["normal"]
                 await chaos_task
                 for pid in flaky_pids(mark):  # nothing left stopped
                     os.kill(pid, signal.SIGCONT)
+                by_tool = o.pop("errors by tool")
                 for k, v in o.items():
                     outcomes[k] = outcomes.get(k, 0) + v
+                for k, v in by_tool.items():
+                    errors[k] = errors.get(k, 0) + v
                 lat += l
                 unanswered += u
                 await asyncio.sleep(3)
@@ -276,6 +288,7 @@ args = ["normal"]
           f"garble called {a.calls // len(CALLS)} times")
     print(f"calls: {answered}/{a.calls} answered in {wall:.1f} s by {a.clients} clients "
           f"({', '.join(f'{k} {v}' for k, v in outcomes.items())})")
+    print(f"error results by tool: {dict(sorted(errors.items())) or 'none'}")
     print(f"latency: p50 {q(0.5):.1f} ms, p99 {q(0.99):.1f} ms, max {lat[-1] * 1000:.1f} ms")
     print(f"rss: {rss_before / 1024:.1f} MiB after warm-up, {rss_rounds[0] / 1024:.1f} MiB after "
           f"round 1, {rss_rounds[1] / 1024:.1f} MiB after round 2")

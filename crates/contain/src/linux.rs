@@ -518,9 +518,28 @@ fn relay(parent: libc::pid_t, user: i32, mnt: i32, pid: i32, cwd: Option<&CStr>)
 
 /// The inner pid of `leader`'s (the relay's) only child.
 pub(crate) fn inner_pid_of_child(leader: i32) -> Option<i32> {
-    let children = fs_err::read_to_string(format!("/proc/{leader}/task/{leader}/children")).ok()?;
-    let child: i32 = children.split_ascii_whitespace().next()?.parse().ok()?;
+    let listed = fs_err::read_to_string(format!("/proc/{leader}/task/{leader}/children"))
+        .ok()
+        .and_then(|children| children.split_ascii_whitespace().next()?.parse().ok());
+    // Without CONFIG_PROC_CHILDREN: the process whose parent is the relay.
+    let child = listed.or_else(|| {
+        fs_err::read_dir("/proc")
+            .ok()?
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+            .find(|&pid| parent_of(pid) == Some(leader))
+    })?;
     inner_pid(child)
+}
+
+/// The parent pid of host pid `pid`.
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = fs_err::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..]
+        .split_ascii_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 /// The last `NSpid` entry of host pid `pid`: its pid in its innermost namespace.
