@@ -265,7 +265,7 @@ pub fn run(config: Config, args: RunArgs) -> ExitCode {
         agent.close();
         runtime.gateway.shutdown().await;
         if args.json {
-            println!("{}", report(&agent, &outcome));
+            outln!("{}", report(&agent, &outcome));
         } else {
             terminal.finish_text();
             if let Some(error) = &outcome.error {
@@ -545,7 +545,7 @@ impl Terminal {
             Progress::Text(text) => {
                 s.spinning = None;
                 Self::clear(&mut s);
-                print!("{text}");
+                out!("{text}");
                 let _ = std::io::stdout().flush();
                 s.open_text = !text.ends_with('\n');
             }
@@ -557,7 +557,7 @@ impl Terminal {
                 s.spinning = None;
                 Self::clear(&mut s);
                 if s.open_text {
-                    println!();
+                    outln!();
                     s.open_text = false;
                 }
             }
@@ -600,7 +600,7 @@ impl Terminal {
         s.spinning = None;
         Self::clear(&mut s);
         if s.open_text {
-            println!();
+            outln!();
             s.open_text = false;
         }
     }

@@ -61,7 +61,7 @@ pub async fn tools(runtime: &Runtime, args: &ToolsArgs) -> ExitCode {
             Protocol::Mcp => json!({ "tools": array }),
             _ => Value::Array(array),
         };
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&body).unwrap_or_default()
         );
@@ -79,7 +79,7 @@ pub async fn tools(runtime: &Runtime, args: &ToolsArgs) -> ExitCode {
                 .split(". ")
                 .next()
                 .unwrap_or_default();
-            println!("{name:<width$}  {}", summary.trim_end_matches('.'));
+            outln!("{name:<width$}  {}", summary.trim_end_matches('.'));
         }
     }
     for problem in &snapshot.problems {
@@ -152,14 +152,14 @@ pub async fn call(runtime: &Runtime, args: CallArgs) -> ExitCode {
         // As sent to a client of a protocol before 2026-07-28 (Claude Code, Codex, the SDKs
         // today), which rmcp answers without the `resultType: "complete"` marker.
         result.result_type = None;
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&result).unwrap_or_default()
         );
     } else if output.is_error {
         eprint!("{}", with_newline(&output.text));
     } else {
-        print!("{}", with_newline(&output.text));
+        out!("{}", with_newline(&output.text));
     }
     if output.is_error {
         ExitCode::FAILURE

@@ -57,18 +57,18 @@ fn plan(runtime: &Runtime) -> ExitCode {
     let view = runtime.disclosure.view(&snapshot);
     let plan = &view.plan;
     let mode = String::from(runtime.config.disclosure.mode);
-    println!(
+    outln!(
         "disclosure {} ({mode}, {} tools): {} direct, {} deferred",
         if plan.active { "on" } else { "off" },
         view.tools.len(),
         plan.direct.len(),
         plan.deferred.len()
     );
-    println!("direct: {}", plan.direct.join(", "));
+    outln!("direct: {}", plan.direct.join(", "));
     if plan.active {
         let exposed = runtime.disclosure.exposed(&snapshot, &Default::default());
         if let Some(search) = exposed.all().find(|t| t.spec().name == "search_tool") {
-            println!("\nsearch_tool description:\n{}", search.spec().description);
+            outln!("\nsearch_tool description:\n{}", search.spec().description);
         }
     }
     ExitCode::SUCCESS
@@ -79,7 +79,7 @@ fn search(runtime: &Runtime, query: &str, limit: usize) -> ExitCode {
     let view = runtime.disclosure.view(&snapshot);
     let hits = view.index().search(query, limit.clamp(1, 20));
     if hits.is_empty() {
-        println!("no tools match {query:?}");
+        outln!("no tools match {query:?}");
     }
     for (rank, hit) in hits.iter().enumerate() {
         let spec = view.tools[hit.doc].spec();
@@ -88,7 +88,7 @@ fn search(runtime: &Runtime, query: &str, limit: usize) -> ExitCode {
         } else {
             "direct"
         };
-        println!(
+        outln!(
             "{:>2}. {:<48} {:>9.2}  {kind}",
             rank + 1,
             spec.name,
@@ -147,15 +147,15 @@ fn simulate_script(
     let snapshot = runtime.dispatcher.snapshot();
     let report = simulate(&disclosure, &snapshot, &script, &runtime.render);
     if as_json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&json!(report)).unwrap_or_default()
         );
     } else {
-        println!("strategy: {:?}", report.strategy);
-        println!("turn  bytes  changed  prefix reuse  unmasked / rejected");
+        outln!("strategy: {:?}", report.strategy);
+        outln!("turn  bytes  changed  prefix reuse  unmasked / rejected");
         for t in &report.turns {
-            println!(
+            outln!(
                 "{:>4}  {:>5}  {:<7}  {:>11.1}%  {}{}",
                 t.turn,
                 t.bytes,
@@ -169,7 +169,7 @@ fn simulate_script(
                 }
             );
         }
-        println!(
+        outln!(
             "{} prefix breaks in {} turns; {} calls rejected",
             report.breaks,
             report.turns.len(),

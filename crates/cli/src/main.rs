@@ -4,6 +4,28 @@
 // A CLI prints by design.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+/// `println!` that ends the process quietly (exit 141, as a process killed by SIGPIPE)
+/// when stdout is closed, as in `toolgate tools | head`, instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout().lock(), $($arg)*) {
+            $crate::stdout_failed(&e)
+        }
+    }};
+}
+
+/// `print!` with [`outln!`]'s handling of a closed stdout (flushed, for streamed text).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        if let Err(e) = write!(stdout, $($arg)*).and_then(|()| stdout.flush()) {
+            $crate::stdout_failed(&e)
+        }
+    }};
+}
+
 mod agent;
 mod call;
 mod disclosure;
@@ -73,6 +95,16 @@ enum ConfigCommand {
     Show,
 }
 
+/// Stdout cannot be written: a reader that went away (`| head`) ends the process quietly,
+/// anything else is reported.
+pub(crate) fn stdout_failed(e: &std::io::Error) -> ! {
+    if e.kind() != std::io::ErrorKind::BrokenPipe {
+        eprintln!("toolgate: cannot write to stdout: {e}");
+        std::process::exit(1);
+    }
+    std::process::exit(141)
+}
+
 /// Exit code for usage and configuration errors.
 const USAGE_ERROR: u8 = 2;
 
@@ -99,7 +131,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Config(ConfigCommand::Show) => {
             for (key, value, source) in loaded.provenance() {
-                println!("{key} = {value}    # {source}");
+                outln!("{key} = {value}    # {source}");
             }
             ExitCode::SUCCESS
         }

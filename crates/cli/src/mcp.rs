@@ -72,12 +72,12 @@ async fn list(runtime: &Runtime, args: &ListArgs) -> ExitCode {
             .map(|p| json!({ "path": p.path, "reason": p.reason }))
             .collect();
         let body = json!({ "servers": servers, "problems": problems });
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&body).unwrap_or_default()
         );
     } else {
-        print!("{}", table(&status));
+        out!("{}", table(&status));
         for problem in runtime.gateway.problems() {
             eprintln!("warning: {problem}");
         }
@@ -141,7 +141,7 @@ fn trust(runtime: &Runtime, args: &TrustArgs) -> ExitCode {
         return ExitCode::FAILURE;
     }
     for spec in &chosen {
-        println!(
+        outln!(
             "trusted {}  {}  ({})",
             spec.name,
             toolgate_gateway::describe_transport(&spec.transport),
@@ -196,7 +196,7 @@ async fn tools(runtime: &Runtime, args: &ServerToolsArgs) -> ExitCode {
             Protocol::Mcp,
             &runtime.render,
         );
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&json!({ "tools": array })).unwrap_or_default()
         );
@@ -204,7 +204,7 @@ async fn tools(runtime: &Runtime, args: &ServerToolsArgs) -> ExitCode {
         let width = tools.iter().map(|t| t.spec().name.len()).max().unwrap_or(0);
         for tool in &tools {
             let summary = tool.spec().description.lines().next().unwrap_or_default();
-            println!("{:<width$}  {}", tool.spec().name, summary.trim());
+            outln!("{:<width$}  {}", tool.spec().name, summary.trim());
         }
     }
     ExitCode::SUCCESS

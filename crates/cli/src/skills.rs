@@ -43,7 +43,7 @@ pub fn run(runtime: &Runtime, command: SkillsCommand) -> ExitCode {
 fn list(runtime: &Runtime, args: &ListArgs) -> ExitCode {
     let catalog = runtime.skills.catalog();
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&list_json(runtime, &catalog)).unwrap_or_default()
         );
@@ -67,10 +67,10 @@ fn list(runtime: &Runtime, args: &ListArgs) -> ExitCode {
             looked.join(", ")
         );
     } else {
-        print!("{}", table(&catalog, &shown));
+        out!("{}", table(&catalog, &shown));
         let text = runtime.skill_catalog();
         let model = catalog.model_visible().count();
-        println!(
+        outln!(
             "\nskill tool catalog: {} of {model} model-invocable skills listed, {} characters (budget {})",
             text.listed,
             toolgate_skills::render::units(&text.description),
@@ -214,9 +214,9 @@ fn show(runtime: &Runtime, args: &ShowArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    println!("name: {}", skill.name);
-    println!("description: {}", skill.description);
-    println!(
+    outln!("name: {}", skill.name);
+    outln!("description: {}", skill.description);
+    outln!(
         "source: {} ({})",
         skill.root.kind.as_str(),
         shown(&skill.root.path)
@@ -232,19 +232,19 @@ fn show(runtime: &Runtime, args: &ShowArgs) -> ExitCode {
     } else {
         "not offered to the user (user-invocable: false)"
     });
-    println!("flags: {}", flags.join("; "));
+    outln!("flags: {}", flags.join("; "));
     for shadowed in catalog
         .shadowed
         .iter()
         .filter(|s| s.skill.name == skill.name)
     {
-        println!(
+        outln!(
             "shadows: {} ({})",
             shown(&shadowed.skill.file),
             shadowed.skill.root.kind.as_str()
         );
     }
-    println!();
-    print!("{}", loaded.text(None, &shown));
+    outln!();
+    out!("{}", loaded.text(None, &shown));
     ExitCode::SUCCESS
 }

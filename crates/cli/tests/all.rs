@@ -25,6 +25,8 @@ pub fn toolgate(dir: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
     cmd.current_dir(dir)
         .env("XDG_CONFIG_HOME", dir.join(".no-user-config"))
+        // No user-level skills or ~/.claude.json from the machine running the tests.
+        .env("HOME", dir.join(".no-home"))
         .env_remove("RUST_LOG")
         .env_remove("TOOLGATE_TOKEN");
     cmd

@@ -282,3 +282,24 @@ fn config_show_names_the_source_of_each_value() {
     );
     assert!(line("server.log_level").contains("--log-level flag"));
 }
+
+#[test]
+fn a_closed_stdout_ends_the_command_quietly_instead_of_a_panic() {
+    // Regression: `toolgate tools | head` panicked in println! once head had gone.
+    let dir = project();
+    for args in [
+        vec!["tools", "--json"],
+        vec!["call", "read_file", r#"{"path": "README.md"}"#],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = toolgate(dir.path())
+            .args(&args)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {stderr}");
+    }
+}
