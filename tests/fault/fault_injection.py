@@ -127,6 +127,9 @@ CALLS = [
 ]
 
 
+samples = {}  # the first error result's text per tool, to show how calls failed
+
+
 async def load(url, clients, calls, timeout):
     outcomes = {"ok": 0, "tool error": 0, "json-rpc error": 0, "unanswered": 0}
     latencies = []
@@ -146,6 +149,7 @@ async def load(url, clients, calls, timeout):
                 elif msg["result"].get("isError"):
                     outcomes["tool error"] += 1
                     errors_by_tool[name] = errors_by_tool.get(name, 0) + 1
+                    samples.setdefault(name, msg["result"]["content"][0]["text"][:160])
                 else:
                     outcomes["ok"] += 1
             except Exception as e:  # a dropped connection or a timeout: not answered
@@ -289,6 +293,8 @@ args = ["normal"]
     print(f"calls: {answered}/{a.calls} answered in {wall:.1f} s by {a.clients} clients "
           f"({', '.join(f'{k} {v}' for k, v in outcomes.items())})")
     print(f"error results by tool: {dict(sorted(errors.items())) or 'none'}")
+    for name, text in sorted(samples.items()):
+        print(f"  e.g. {name}: {text!r}")
     print(f"latency: p50 {q(0.5):.1f} ms, p99 {q(0.99):.1f} ms, max {lat[-1] * 1000:.1f} ms")
     print(f"rss: {rss_before / 1024:.1f} MiB after warm-up, {rss_rounds[0] / 1024:.1f} MiB after "
           f"round 1, {rss_rounds[1] / 1024:.1f} MiB after round 2")

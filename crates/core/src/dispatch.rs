@@ -22,7 +22,7 @@ use crate::profile::ClientLimits;
 use crate::registry::{Registry, Scope, Snapshot};
 use crate::result_budget::{ResultBudget, TurnResult};
 use crate::schedule::{OrderGate, ResourceLocks, Ticket, Turn};
-use crate::spec::{Concurrency, DisclosureHint};
+use crate::spec::{Concurrency, DisclosureHint, ToolMeta};
 use crate::tool::{ToolError, json_kind};
 
 /// Time limits applied by the dispatcher.
@@ -353,8 +353,9 @@ impl Dispatcher {
                 return ToolOutput::error(match stop {
                     Stop::Cancelled => format!("error: `{name}` was cancelled before it finished"),
                     Stop::TimedOut => format!(
-                        "error: `{name}` timed out after {} and was stopped; narrow the request (a smaller path, limit or pattern) and try again",
-                        human_duration(timeout)
+                        "error: `{name}` timed out after {} and was stopped; {}",
+                        human_duration(timeout),
+                        timeout_hint(&meta)
                     ),
                 });
             }
@@ -539,5 +540,25 @@ fn human_duration(d: Duration) -> String {
         format!("{} s", d.as_secs())
     } else {
         format!("{} ms", d.as_millis())
+    }
+}
+
+/// What a model should do after a call ran out of time: a mounted server's tool depends on
+/// that server, and a call that changes things may have done part of it.
+fn timeout_hint(meta: &ToolMeta) -> &'static str {
+    let mounted = meta.action.starts_with("mcp.");
+    match (mounted, meta.concurrency == Concurrency::ReadOnly) {
+        (true, true) => {
+            "its MCP server did not answer in time (hung or overloaded); try again later or \
+             use another tool (the server's tool_timeout_sec sets the limit)"
+        }
+        (true, false) => {
+            "its MCP server did not answer in time, so it may or may not have taken effect; \
+             check before calling it again (the server's tool_timeout_sec sets the limit)"
+        }
+        (false, true) => "narrow the request (a smaller path, limit or pattern) and try again",
+        (false, false) => {
+            "it may have partly taken effect; check the result before calling it again"
+        }
     }
 }

@@ -289,6 +289,13 @@ async fn a_timeout_sends_notifications_cancelled_downstream() {
     let out = rig.call("mcp__slow__sleep", json!({"ms": 5000})).await;
     assert!(out.is_error);
     assert!(out.text.contains("timed out after 500 ms"), "{}", out.text);
+    // Regression: the hint spoke of paths and patterns, as for a built-in file tool.
+    assert!(
+        out.text.contains("its MCP server did not answer in time"),
+        "{}",
+        out.text
+    );
+    assert!(!out.text.contains("narrow the request"), "{}", out.text);
     let started = Instant::now();
     loop {
         let log = rig.fake_log("slow");
