@@ -92,9 +92,9 @@ pub(crate) fn run(job: &Job<'_>) -> Outcome {
     let threads = job.limits.search_threads().max(1);
 
     let walk_end = std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| worker(job, &queue, &ready, &results, &full));
-        }
+        let workers: Vec<_> = (0..threads)
+            .map(|_| s.spawn(|| worker(job, &queue, &ready, &results, &full)))
+            .collect();
         let scope = job.scope;
         let end = walk(&scope.walk, job.stop, |v| {
             if full.load(Ordering::Relaxed) {
@@ -125,6 +125,15 @@ pub(crate) fn run(job: &Job<'_>) -> Outcome {
         });
         lock(&queue).done = true;
         ready.notify_all();
+        // Joined one by one, not only at the scope's end: the scope waits for the closures
+        // to return, a join for the threads to be gone, so nothing of them outlives the
+        // call (LeakSanitizer flagged the exiting threads' memory). A worker's panic
+        // resumes here as it would at the scope's end.
+        for handle in workers {
+            if let Err(panic) = handle.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
         end
     });
 
