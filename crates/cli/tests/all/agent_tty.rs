@@ -370,3 +370,50 @@ async fn ctrl_c_cancels_the_streaming_answer_or_the_running_tool_and_the_chat_go
     .await;
     assert_eq!(fake.remaining(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_at_an_approval_prompt_cancels_the_turn_and_the_next_line_is_a_task() {
+    let dir = project();
+    let user_config = dir.path().join(".no-user-config/toolgate");
+    std::fs::create_dir_all(&user_config).unwrap();
+    std::fs::write(
+        user_config.join("config.toml"),
+        "[permissions]\nask = [\"run_shell\"]\n",
+    )
+    .unwrap();
+    let fake = FakeServer::start(
+        Kind::OpenAi,
+        vec![
+            step(Reply::call(
+                "run_shell",
+                json!({"command": "echo one > one.txt"}),
+            )),
+            check(|body| {
+                let text = body["messages"].to_string();
+                assert!(
+                    text.contains("was cancelled while waiting for the user's approval"),
+                    "{text}"
+                );
+                assert!(text.contains("never mind"), "{text}");
+                Reply::text("Fine, nothing written.")
+            }),
+        ],
+    )
+    .await;
+    on_a_terminal(dir.path(), &fake, |tty| {
+        tty.expect(PROMPT);
+        tty.send("write one\n");
+        tty.expect("[y]es / [n]o / [a]lways this session: ");
+        tty.send("\x03");
+        tty.expect("[cancelling… press Ctrl-C again to quit]");
+        tty.expect(PROMPT);
+        // The next line is the next task, not a late answer to the cancelled question.
+        tty.send("never mind\n");
+        tty.expect("Fine, nothing written.");
+        tty.expect(PROMPT);
+        quit(tty);
+    })
+    .await;
+    assert_eq!(fake.remaining(), 0);
+    assert!(!dir.path().join("one.txt").exists());
+}
