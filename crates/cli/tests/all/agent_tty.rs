@@ -27,6 +27,8 @@ fn check(f: impl FnOnce(&Value) -> Reply + Send + 'static) -> Step {
 /// sequences removed), and keys to type.
 struct Tty {
     process: PtyProcess,
+    /// The pty's master side as rexpect hands it over (it has no path for fs-err to name).
+    #[allow(clippy::disallowed_types)]
     keys: std::fs::File,
     bytes: Receiver<Vec<u8>>,
     /// Output not consumed by an `expect` yet, escape sequences removed.
