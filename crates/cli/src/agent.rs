@@ -464,13 +464,39 @@ fn mcp_warnings(runtime: &Runtime) {
 /// The lines typed on stdin, read by one thread for the whole process. The REPL and the
 /// approval question take turns on it, and a question dropped by Ctrl-C takes no line: a
 /// `read_line` of its own would stay blocked after the cancel and swallow the next task.
+/// The thread starts at the first read, so a `run` that asks nothing leaves what is typed
+/// meanwhile to the shell.
 #[derive(Clone)]
-struct Input(Arc<tokio::sync::Mutex<tokio::sync::mpsc::Receiver<String>>>);
+struct Input {
+    lines: Arc<tokio::sync::Mutex<tokio::sync::mpsc::Receiver<String>>>,
+    /// The reader's end until it is started.
+    unstarted: Arc<Mutex<Option<tokio::sync::mpsc::Sender<String>>>>,
+}
 
 impl Input {
-    /// Starts the reader of stdin.
+    /// Lines from stdin.
     fn stdin() -> Self {
-        let (lines, input) = tokio::sync::mpsc::channel(1);
+        let (sender, lines) = tokio::sync::mpsc::channel(1);
+        Self {
+            lines: Arc::new(tokio::sync::Mutex::new(lines)),
+            unstarted: Arc::new(Mutex::new(Some(sender))),
+        }
+    }
+
+    /// The next line, `None` at the end of input (Ctrl-D).
+    async fn line(&self) -> Option<String> {
+        let unstarted = self
+            .unstarted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(sender) = unstarted {
+            Self::read_stdin(sender);
+        }
+        self.lines.lock().await.recv().await
+    }
+
+    fn read_stdin(lines: tokio::sync::mpsc::Sender<String>) {
         let reader = std::thread::Builder::new()
             .name("stdin".to_owned())
             .spawn(move || {
@@ -488,21 +514,19 @@ impl Input {
                 }
             });
         if let Err(e) = reader {
-            // The sender is gone with the closure: input reads as ended.
+            // The sender went with the closure: the input reads as ended.
             eprintln!("toolgate: cannot read the terminal: {e}");
         }
-        Self::from(input)
-    }
-
-    /// The next line, `None` at the end of input (Ctrl-D).
-    async fn line(&self) -> Option<String> {
-        self.0.lock().await.recv().await
     }
 }
 
 impl From<tokio::sync::mpsc::Receiver<String>> for Input {
+    /// Lines from `lines` (tests).
     fn from(lines: tokio::sync::mpsc::Receiver<String>) -> Self {
-        Self(Arc::new(tokio::sync::Mutex::new(lines)))
+        Self {
+            lines: Arc::new(tokio::sync::Mutex::new(lines)),
+            unstarted: Arc::default(),
+        }
     }
 }
 

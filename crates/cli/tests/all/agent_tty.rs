@@ -39,8 +39,13 @@ struct Tty {
 
 impl Tty {
     fn chat(dir: &Path, fake: &FakeServer) -> Self {
+        Self::start(dir, fake, &["chat"])
+    }
+
+    /// `toolgate COMMAND…` with the fake as its provider.
+    fn start(dir: &Path, fake: &FakeServer, command: &[&str]) -> Self {
         let mut cmd = toolgate(dir);
-        cmd.arg("chat")
+        cmd.args(command)
             .args(provider_flags(Kind::OpenAi, fake))
             .env_remove("OPENAI_API_KEY")
             .env_remove("ANTHROPIC_API_KEY")
@@ -152,6 +157,18 @@ impl Tty {
     }
 }
 
+/// How many `sleep` processes run in `dir`.
+fn sleeps_in(dir: &Path) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|p| {
+            std::fs::read_to_string(p.path().join("comm")).is_ok_and(|c| c.trim() == "sleep")
+                && std::fs::read_link(p.path().join("cwd")).is_ok_and(|cwd| cwd == dir)
+        })
+        .count()
+}
+
 /// The chat's prompt.
 const PROMPT: &str = "› ";
 
@@ -182,7 +199,13 @@ async fn on_a_terminal<T: Send + 'static>(
     fake: &FakeServer,
     talk: impl FnOnce(&mut Tty) -> T + Send + 'static,
 ) -> T {
-    let mut tty = Tty::chat(dir, fake);
+    talk_to(Tty::chat(dir, fake), talk).await
+}
+
+async fn talk_to<T: Send + 'static>(
+    mut tty: Tty,
+    talk: impl FnOnce(&mut Tty) -> T + Send + 'static,
+) -> T {
     tokio::task::spawn_blocking(move || talk(&mut tty))
         .await
         .unwrap()
@@ -340,6 +363,7 @@ async fn ctrl_c_cancels_the_streaming_answer_or_the_running_tool_and_the_chat_go
     )
     .await;
     let started = dir.path().join("started");
+    let project_dir = dir.path().canonicalize().unwrap();
     on_a_terminal(dir.path(), &fake, move |tty| {
         // The answer shows while it is still streaming; Ctrl-C stops it.
         tty.expect(PROMPT);
@@ -352,7 +376,7 @@ async fn ctrl_c_cancels_the_streaming_answer_or_the_running_tool_and_the_chat_go
         // Ctrl-C while the command runs stops it and ends the turn.
         tty.send("second\n");
         let deadline = Instant::now() + PATIENCE;
-        while !started.exists() {
+        while !started.exists() || sleeps_in(&project_dir) == 0 {
             assert!(Instant::now() < deadline, "the command never started");
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -361,6 +385,12 @@ async fn ctrl_c_cancels_the_streaming_answer_or_the_running_tool_and_the_chat_go
         tty.expect("⏺ run_shell {\"command\":\"touch started && exec sleep 600\"} · ");
         let line = tty.expect("\r\n");
         assert!(line.ends_with(" · error"), "{line:?}");
+        // The command was stopped, not left behind.
+        let deadline = Instant::now() + PATIENCE;
+        while sleeps_in(&project_dir) > 0 {
+            assert!(Instant::now() < deadline, "`sleep 600` outlived the cancel");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         tty.expect(PROMPT);
 
         // The chat goes on.
@@ -418,4 +448,44 @@ async fn ctrl_c_at_an_approval_prompt_cancels_the_turn_and_the_next_line_is_a_ta
     .await;
     assert_eq!(fake.remaining(), 0);
     assert!(!dir.path().join("one.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_on_a_terminal_asks_too_and_y_approves_one_call_only() {
+    let dir = project();
+    let user_config = dir.path().join(".no-user-config/toolgate");
+    std::fs::create_dir_all(&user_config).unwrap();
+    std::fs::write(
+        user_config.join("config.toml"),
+        "[permissions]\nask = [\"write_file\"]\n",
+    )
+    .unwrap();
+    let write = |path: &str| Reply::call("write_file", json!({"path": path, "content": "x\n"}));
+    let fake = FakeServer::start(
+        Kind::OpenAi,
+        vec![
+            step(write("a.txt")),
+            step(write("b.txt")),
+            step(Reply::text("Wrote a.txt; b.txt was declined.")),
+        ],
+    )
+    .await;
+    let tty = Tty::start(dir.path(), &fake, &["run", "write two files"]);
+    talk_to(tty, |tty| {
+        tty.expect("? allow write_file {\"content\":\"x\\n\",\"path\":\"a.txt\"}");
+        tty.expect("[y]es / [n]o / [a]lways this session: ");
+        tty.send("y\n");
+        // `yes` is for this call only: the next one is asked again.
+        tty.expect("? allow write_file {\"content\":\"x\\n\",\"path\":\"b.txt\"}");
+        tty.expect("[y]es / [n]o / [a]lways this session: ");
+        tty.send("n\n");
+        tty.expect("Wrote a.txt; b.txt was declined.");
+        let rest = tty.expect_end();
+        assert!(rest.contains("(continue with --resume "), "{rest}");
+        assert_eq!(tty.exit_code(), 0, "{rest}");
+    })
+    .await;
+    assert_eq!(fake.remaining(), 0);
+    assert!(dir.path().join("a.txt").is_file());
+    assert!(!dir.path().join("b.txt").exists());
 }
