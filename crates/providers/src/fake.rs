@@ -6,6 +6,7 @@
 //! made up but consistent: prompt tokens are the body's bytes / 4, and cached tokens the
 //! bytes of the longest prefix (tools, system, messages in the provider's prompt order)
 //! shared with the previous request / 4, so cache-prefix stability shows up in the numbers.
+//! [`Reply::reporting`] sets one answer's prompt tokens instead (for compaction thresholds).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
