@@ -1,4 +1,4 @@
-//! `toolgate chat` on a real terminal: the binary in a pseudo-terminal (rexpect starts it as
+//! `toolgate chat` (and `run`) on a real terminal: the binary in a pseudo-terminal (rexpect starts it as
 //! a terminal does: its own session, the pty as controlling terminal, echo off), against a
 //! scripted model over real HTTP. Keys are bytes: Ctrl-C is `\x03` (the line discipline
 //! turns it into SIGINT), Ctrl-D `\x04` (end of input on an empty line).
@@ -23,8 +23,9 @@ fn check(f: impl FnOnce(&Value) -> Reply + Send + 'static) -> Step {
     Box::new(f)
 }
 
-/// `toolgate chat` on a pseudo-terminal: what it shows, read as the user sees it (escape
-/// sequences removed), and keys to type.
+/// toolgate on a pseudo-terminal: what it shows, read as the user sees it (escape sequences
+/// removed), and keys to type. Only rexpect's process is used: its session reader turns each
+/// byte into a char, which garbles `⏺`, `·` and `›`.
 struct Tty {
     process: PtyProcess,
     /// The pty's master side as rexpect hands it over (it has no path for fs-err to name).
