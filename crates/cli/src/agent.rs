@@ -241,7 +241,7 @@ pub fn run(config: Config, args: RunArgs) -> ExitCode {
             agent
                 .session()
                 .get::<SessionApprover>()
-                .set(Arc::new(TtyApprover::new(terminal.clone())));
+                .set(Arc::new(TtyApprover::new(terminal.clone(), Input::stdin())));
         }
         runtime.gateway.start_all().await;
         mcp_warnings(&runtime);
@@ -331,11 +331,12 @@ pub fn chat(config: Config, args: ChatArgs) -> ExitCode {
         };
         let tty = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
         let terminal = Terminal::new(std::io::stderr().is_terminal());
+        let input = Input::stdin();
         if tty {
             agent
                 .session()
                 .get::<SessionApprover>()
-                .set(Arc::new(TtyApprover::new(terminal.clone())));
+                .set(Arc::new(TtyApprover::new(terminal.clone(), input.clone())));
         }
         runtime.gateway.start_all().await;
         mcp_warnings(&runtime);
@@ -356,17 +357,9 @@ pub fn chat(config: Config, args: ChatArgs) -> ExitCode {
                 eprint!("\n› ");
                 let _ = std::io::stderr().flush();
             }
-            let line = tokio::task::spawn_blocking(|| {
-                let mut line = String::new();
-                match std::io::stdin().lock().read_line(&mut line) {
-                    Ok(0) | Err(_) => None,
-                    Ok(_) => Some(line),
-                }
-            })
-            .await
-            .ok()
-            .flatten();
-            let Some(line) = line else { break };
+            let Some(line) = input.line().await else {
+                break;
+            };
             let task = line.trim();
             if task.is_empty() {
                 continue;
@@ -468,6 +461,75 @@ fn mcp_warnings(runtime: &Runtime) {
     }
 }
 
+/// The lines typed on stdin, read by one thread for the whole process. The REPL and the
+/// approval question take turns on it, and a question dropped by Ctrl-C takes no line: a
+/// `read_line` of its own would stay blocked after the cancel and swallow the next task.
+/// The thread starts at the first read, so a `run` that asks nothing leaves what is typed
+/// meanwhile to the shell.
+#[derive(Clone)]
+struct Input {
+    lines: Arc<tokio::sync::Mutex<tokio::sync::mpsc::Receiver<String>>>,
+    /// The reader's end until it is started.
+    unstarted: Arc<Mutex<Option<tokio::sync::mpsc::Sender<String>>>>,
+}
+
+impl Input {
+    /// Lines from stdin.
+    fn stdin() -> Self {
+        let (sender, lines) = tokio::sync::mpsc::channel(1);
+        Self {
+            lines: Arc::new(tokio::sync::Mutex::new(lines)),
+            unstarted: Arc::new(Mutex::new(Some(sender))),
+        }
+    }
+
+    /// The next line, `None` at the end of input (Ctrl-D).
+    async fn line(&self) -> Option<String> {
+        let unstarted = self
+            .unstarted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(sender) = unstarted {
+            Self::read_stdin(sender);
+        }
+        self.lines.lock().await.recv().await
+    }
+
+    fn read_stdin(lines: tokio::sync::mpsc::Sender<String>) {
+        let reader = std::thread::Builder::new()
+            .name("stdin".to_owned())
+            .spawn(move || {
+                let stdin = std::io::stdin();
+                loop {
+                    let mut line = String::new();
+                    match stdin.lock().read_line(&mut line) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {
+                            if lines.blocking_send(line).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                }
+            });
+        if let Err(e) = reader {
+            // The sender went with the closure: the input reads as ended.
+            eprintln!("toolgate: cannot read the terminal: {e}");
+        }
+    }
+}
+
+impl From<tokio::sync::mpsc::Receiver<String>> for Input {
+    /// Lines from `lines` (tests).
+    fn from(lines: tokio::sync::mpsc::Receiver<String>) -> Self {
+        Self {
+            lines: Arc::new(tokio::sync::Mutex::new(lines)),
+            unstarted: Arc::default(),
+        }
+    }
+}
+
 /// Spinner frames.
 const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
@@ -527,6 +589,15 @@ impl Terminal {
             eprint!("\r\x1b[2K");
             screen.drawn = false;
         }
+    }
+
+    /// Holds the spinner off while a question owns the terminal, until the guard is
+    /// dropped — also when the question is dropped unanswered (Ctrl-C).
+    fn pause(&self) -> Paused {
+        let mut s = self.lock();
+        s.paused = true;
+        Self::clear(&mut s);
+        Paused(self.clone())
     }
 
     fn spin(&self, message: String) {
@@ -606,6 +677,15 @@ impl Terminal {
     }
 }
 
+/// See [`Terminal::pause`].
+struct Paused(Terminal);
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        self.0.lock().paused = false;
+    }
+}
+
 /// `  ⏺ read_file {"path":"README.md"} · 12 ms`, with the outcome when it is news.
 fn tool_line(record: &CallRecord) -> String {
     let args = record.arguments.to_string();
@@ -639,15 +719,17 @@ fn human_ms(ms: u64) -> String {
 /// Answers `ask` rules on the terminal: yes, no, or always (this tool, this session).
 struct TtyApprover {
     terminal: Terminal,
+    input: Input,
     always: Arc<Mutex<BTreeSet<String>>>,
     /// One question at a time, however many calls of a turn ask.
     one_at_a_time: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl TtyApprover {
-    fn new(terminal: Terminal) -> Self {
+    fn new(terminal: Terminal, input: Input) -> Self {
         Self {
             terminal,
+            input,
             always: Arc::default(),
             one_at_a_time: Arc::default(),
         }
@@ -657,6 +739,7 @@ impl TtyApprover {
 impl Approver for TtyApprover {
     fn approve(&self, request: ApprovalRequest) -> BoxFuture<'static, bool> {
         let terminal = self.terminal.clone();
+        let input = self.input.clone();
         let always = Arc::clone(&self.always);
         let gate = Arc::clone(&self.one_at_a_time);
         Box::pin(async move {
@@ -668,11 +751,7 @@ impl Approver for TtyApprover {
             {
                 return true;
             }
-            {
-                let mut s = terminal.lock();
-                s.paused = true;
-                Terminal::clear(&mut s);
-            }
+            let _paused = terminal.pause();
             let args = request.args.to_string();
             let args: String = args.chars().take(300).collect();
             eprint!(
@@ -680,19 +759,8 @@ impl Approver for TtyApprover {
                 request.tool, request.action, request.rule
             );
             let _ = std::io::stderr().flush();
-            let answer = tokio::task::spawn_blocking(|| {
-                let mut line = String::new();
-                std::io::stdin()
-                    .lock()
-                    .read_line(&mut line)
-                    .ok()
-                    .map(|_| line)
-            })
-            .await
-            .ok()
-            .flatten()
-            .unwrap_or_default();
-            terminal.lock().paused = false;
+            // End of input answers no.
+            let answer = input.line().await.unwrap_or_default();
             match answer.trim().to_lowercase().as_str() {
                 "y" | "yes" => true,
                 "a" | "always" => {
@@ -705,5 +773,58 @@ impl Approver for TtyApprover {
                 _ => false,
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> ApprovalRequest {
+        ApprovalRequest {
+            tool: "run_shell".to_owned(),
+            action: "shell.run".to_owned(),
+            rule: "ask = [\"run_shell\"]".to_owned(),
+            args: json!({"command": "true"}),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_question_dropped_unanswered_takes_no_line_and_gives_back_the_spinner() {
+        let terminal = Terminal::new(false);
+        let (typed, lines) = tokio::sync::mpsc::channel(4);
+        let input = Input::from(lines);
+        let approver = TtyApprover::new(terminal.clone(), input.clone());
+        let mut question = approver.approve(request());
+        assert!(
+            futures::poll!(&mut question).is_pending(),
+            "it waits for a line"
+        );
+        assert!(terminal.lock().paused, "no spinner over the question");
+        // Ctrl-C: the dispatcher drops the question.
+        drop(question);
+        assert!(!terminal.lock().paused, "the spinner may draw again");
+        typed.send("next task\n".to_owned()).await.unwrap();
+        assert_eq!(input.line().await.as_deref(), Some("next task\n"));
+    }
+
+    #[tokio::test]
+    async fn always_approves_the_tool_for_the_rest_of_the_session_and_end_of_input_is_no() {
+        let (typed, lines) = tokio::sync::mpsc::channel(4);
+        let approver = TtyApprover::new(Terminal::new(false), Input::from(lines));
+        typed.send("n\n".to_owned()).await.unwrap();
+        assert!(!approver.approve(request()).await);
+        typed.send("always\n".to_owned()).await.unwrap();
+        assert!(approver.approve(request()).await);
+        assert!(
+            approver.approve(request()).await,
+            "not asked: no line needed"
+        );
+        let other = ApprovalRequest {
+            tool: "write_file".to_owned(),
+            ..request()
+        };
+        drop(typed);
+        assert!(!approver.approve(other).await, "end of input answers no");
     }
 }

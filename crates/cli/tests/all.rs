@@ -4,6 +4,8 @@
 
 #[path = "all/agent.rs"]
 mod agent;
+#[path = "all/agent_tty.rs"]
+mod agent_tty;
 #[path = "all/cli.rs"]
 mod cli;
 #[path = "all/disclosure.rs"]

@@ -6,6 +6,7 @@
 //! made up but consistent: prompt tokens are the body's bytes / 4, and cached tokens the
 //! bytes of the longest prefix (tools, system, messages in the provider's prompt order)
 //! shared with the previous request / 4, so cache-prefix stability shows up in the numbers.
+//! [`Reply::reporting`] sets one answer's prompt tokens instead (for compaction thresholds).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -34,6 +35,8 @@ pub enum Reply {
         text: String,
         /// Tool calls: name and arguments.
         calls: Vec<(String, Value)>,
+        /// Prompt tokens to report instead of the body's bytes / 4 (see [`Reply::reporting`]).
+        prompt_tokens: Option<u64>,
     },
     /// An HTTP error.
     Status {
@@ -57,6 +60,7 @@ impl Reply {
         Self::Answer {
             text: text.into(),
             calls: Vec::new(),
+            prompt_tokens: None,
         }
     }
 
@@ -70,7 +74,18 @@ impl Reply {
         Self::Answer {
             text: String::new(),
             calls: calls.into_iter().map(|(n, a)| (n.to_owned(), a)).collect(),
+            prompt_tokens: None,
         }
+    }
+
+    /// Makes a [`Reply::Answer`] report `tokens` prompt tokens (none of them cached), so a
+    /// test can put the conversation at a chosen share of the context window whatever the
+    /// size of the tool array.
+    pub fn reporting(mut self, tokens: u64) -> Self {
+        if let Self::Answer { prompt_tokens, .. } = &mut self {
+            *prompt_tokens = Some(tokens);
+        }
+        self
     }
 
     /// An HTTP error with a JSON body in the protocols' shape.
@@ -264,7 +279,15 @@ fn handle(state: &State, headers: &HeaderMap, path: &str, body: &[u8]) -> Respon
             }
             r
         }
-        Reply::Answer { text, calls } => {
+        Reply::Answer {
+            text,
+            calls,
+            prompt_tokens,
+        } => {
+            let (prompt, cached) = match prompt_tokens {
+                Some(tokens) => (tokens, 0),
+                None => (prompt, cached),
+            };
             let calls: Vec<(String, String, Value)> = calls
                 .into_iter()
                 .enumerate()

@@ -13,7 +13,7 @@ fn check(f: impl FnOnce(&Value) -> Reply + Send + 'static) -> Step {
     Box::new(f)
 }
 
-fn provider_flags(kind: Kind, fake: &FakeServer) -> Vec<String> {
+pub(crate) fn provider_flags(kind: Kind, fake: &FakeServer) -> Vec<String> {
     vec![
         "--provider".into(),
         kind.as_str().into(),
@@ -404,4 +404,209 @@ async fn a_slash_task_runs_the_user_invocable_skill_of_that_name() {
         "{stderr}"
     );
     assert!(stderr.contains("/deploy"), "{stderr}");
+}
+
+/// Makes `cmd` run as on a kernel without Landlock: a seccomp filter answers
+/// `landlock_create_ruleset` (444 on every architecture) with ENOSYS, as such a kernel
+/// does. Everything else is allowed.
+fn without_landlock(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt as _;
+    let op = |code: u32, jt: u8, jf: u8, k: u32| libc::sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    };
+    let filter = [
+        // Load seccomp_data.nr.
+        op(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0, 0, 0),
+        op(
+            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+            0,
+            1,
+            libc::SYS_landlock_create_ruleset as u32,
+        ),
+        op(
+            libc::BPF_RET | libc::BPF_K,
+            0,
+            0,
+            libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
+        ),
+        op(libc::BPF_RET | libc::BPF_K, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ];
+    #[allow(unsafe_code)]
+    // SAFETY: runs in the forked child before exec; two prctl calls on a filter that lives
+    // in the closure, no allocation.
+    unsafe {
+        cmd.pre_exec(move || {
+            let program = libc::sock_fprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr().cast_mut(),
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0) != 0
+                || libc::prctl(
+                    libc::PR_SET_SECCOMP,
+                    libc::SECCOMP_MODE_FILTER as libc::c_ulong,
+                    &raw const program,
+                ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fatal_tool_result_ends_run_with_tool_failed_and_exit_4() {
+    let dir = project();
+    // A sandboxed run_shell on a kernel without Landlock refuses to run: a config matter the
+    // model cannot fix, so the task stops (ToolError::Fatal).
+    let config = dir.path().join("user.toml");
+    std::fs::write(&config, "[shell]\nsandbox = \"read-only\"\n").unwrap();
+    // One step only: a request after the fatal result would get the fake's 500.
+    let fake = FakeServer::start(
+        Kind::OpenAi,
+        vec![step(Reply::calls(vec![
+            ("read_file", json!({"path": "README.md"})),
+            ("run_shell", json!({"command": "echo hi > hi.txt"})),
+        ]))],
+    )
+    .await;
+    let mut args = vec![
+        "--config".to_owned(),
+        config.display().to_string(),
+        "run".to_owned(),
+        "--json".to_owned(),
+    ];
+    args.extend(provider_flags(Kind::OpenAi, &fake));
+    args.push("say hi".into());
+    let path = dir.path().to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        without_landlock(
+            toolgate(&path)
+                .args(&args)
+                .env_remove("OPENAI_API_KEY")
+                .env_remove("ANTHROPIC_API_KEY"),
+        )
+        .output()
+        .unwrap()
+    })
+    .await
+    .unwrap();
+    let report = json_of(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{report} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(report["status"], "tool_failed");
+    assert_eq!(report["turns"], 1);
+    assert_eq!(
+        fake.requests().len(),
+        1,
+        "no request after the fatal result"
+    );
+    let error = report["error"].as_str().unwrap();
+    assert!(error.contains("`run_shell`"), "{error}");
+    assert!(error.contains("no Landlock"), "{error}");
+    assert!(error.contains("shell.sandbox = \"off\""), "{error}");
+    assert_eq!(report["tool_calls"][0]["name"], "read_file");
+    assert_eq!(report["tool_calls"][0]["is_error"], false);
+    assert_eq!(report["tool_calls"][1]["name"], "run_shell");
+    assert_eq!(report["tool_calls"][1]["is_error"], true);
+    assert!(!dir.path().join("hi.txt").exists(), "the command never ran");
+
+    // The results were recorded: after the config is fixed, the session goes on and the
+    // model reads why its call failed.
+    let session = report["session"].as_str().unwrap().to_owned();
+    fake.push(vec![check(|body| {
+        let text = body["messages"].to_string();
+        assert!(text.contains("`run_shell` is unavailable"), "{text}");
+        assert!(text.contains("# demo"), "{text}");
+        Reply::text("The sandbox needs Landlock.")
+    })]);
+    let mut args = vec!["run".to_owned(), "--json".to_owned()];
+    args.extend(provider_flags(Kind::OpenAi, &fake));
+    args.extend(["--resume".to_owned(), session, "why?".to_owned()]);
+    let out = run(dir.path(), args).await;
+    let report = json_of(&out);
+    assert_eq!(report["status"], "finished", "{report}");
+    assert_eq!(report["text"], "The sandbox needs Landlock.");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn agent_config_sets_when_run_compacts_the_conversation() {
+    let dir = project();
+    let config = dir.path().join("user.toml");
+    std::fs::write(
+        &config,
+        "[agent]\ncontext_tokens = 10000\ncompact_percent = 50\nkeep_percent = 1\n",
+    )
+    .unwrap();
+    // 1,000 reported prompt tokens stay under 50 % of 10,000; 6,000 cross it.
+    let fake = FakeServer::start(
+        Kind::Anthropic,
+        vec![
+            step(Reply::call("run_shell", json!({"command": "seq 1 100000"})).reporting(1_000)),
+            step(Reply::call("run_shell", json!({"command": "seq 2 100000"})).reporting(6_000)),
+            check(|body| {
+                assert!(
+                    body.get("tools").is_none(),
+                    "a summary request has no tools"
+                );
+                assert!(body["messages"].to_string().contains("seq 1 100000"));
+                Reply::text("Counted once with seq; the numbers do not matter.")
+            }),
+            check(|body| {
+                let text = body["messages"].to_string();
+                assert!(text.contains("Counted once with seq"), "{text}");
+                assert!(!text.contains("seq 1 100000"), "{text}");
+                assert!(text.contains("seq 2 100000"), "{text}");
+                Reply::text("done")
+            }),
+        ],
+    )
+    .await;
+    let mut args = vec![
+        "--config".to_owned(),
+        config.display().to_string(),
+        "run".to_owned(),
+    ];
+    args.extend(provider_flags(Kind::Anthropic, &fake));
+    args.push("count twice".into());
+    let out = run(dir.path(), args).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
+    assert!(
+        stderr.contains(
+            "⤵ compacted the conversation: 5 → 3 messages, 1 unreferenced spill files deleted"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(fake.remaining(), 0);
+    // The transcript records the compaction and the file it deleted.
+    let id = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("session "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let transcript =
+        std::fs::read_to_string(dir.path().join(format!(".toolgate/sessions/{id}.jsonl"))).unwrap();
+    let compaction: Value = transcript
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["type"] == "compaction")
+        .unwrap_or_else(|| panic!("{transcript}"));
+    let deleted = compaction["deleted"].as_array().unwrap();
+    assert_eq!(deleted.len(), 1, "{compaction}");
+    let deleted = dir.path().join(deleted[0].as_str().unwrap());
+    assert!(
+        deleted.starts_with(dir.path().join(".toolgate/spill")),
+        "{deleted:?}"
+    );
+    assert!(!deleted.exists(), "{deleted:?}");
 }
