@@ -121,12 +121,15 @@ fn decide(setting: Setting) -> Containment {
 /// parent-death signal follows the thread that forks.
 pub fn contain(cmd: &mut tokio::process::Command) {
     cmd.process_group(0);
-    let cwd = cmd
-        .as_std()
-        .get_current_dir()
-        .map(std::path::Path::to_path_buf)
-        .or_else(|| std::env::current_dir().ok())
-        .and_then(|dir| CString::new(dir.into_os_string().into_encoded_bytes()).ok());
+    // Joining the namespace moves the working directory to its root, so the relay changes
+    // to it again: as an absolute path (a relative `cwd` meant toolgate's own directory).
+    let here = std::env::current_dir().ok();
+    let cwd = match (cmd.as_std().get_current_dir(), &here) {
+        (Some(dir), Some(here)) => Some(here.join(dir)),
+        (Some(dir), None) => Some(dir.to_path_buf()),
+        (None, here) => here.clone(),
+    }
+    .and_then(|dir| CString::new(dir.into_os_string().into_encoded_bytes()).ok());
     #[cfg(target_os = "linux")]
     linux::prepare(cmd, current(), cwd);
     #[cfg(not(target_os = "linux"))]
