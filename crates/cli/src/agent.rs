@@ -244,7 +244,7 @@ pub fn run(config: Config, args: RunArgs) -> ExitCode {
                 .set(Arc::new(TtyApprover::new(terminal.clone(), Input::stdin())));
         }
         runtime.gateway.start_all().await;
-        mcp_warnings(&runtime);
+        crate::call::mcp_warnings(&runtime);
         let interrupts = Interrupts::default();
         interrupts.listen();
         let task = match expand_skill(&runtime, &args.task) {
@@ -339,7 +339,7 @@ pub fn chat(config: Config, args: ChatArgs) -> ExitCode {
                 .set(Arc::new(TtyApprover::new(terminal.clone(), input.clone())));
         }
         runtime.gateway.start_all().await;
-        mcp_warnings(&runtime);
+        crate::call::mcp_warnings(&runtime);
         eprintln!(
             "toolgate chat · {} · {}{} — Ctrl-C stops a turn, Ctrl-D or /exit quits",
             agent.provider().name(),
@@ -447,17 +447,6 @@ fn user_skills(runtime: &Runtime) -> String {
             .to_owned()
     } else {
         format!("user-invocable skills: {}", names.join(", "))
-    }
-}
-
-fn mcp_warnings(runtime: &Runtime) {
-    for problem in runtime.gateway.problems() {
-        eprintln!("warning: {problem}");
-    }
-    for status in runtime.gateway.status() {
-        if let toolgate_gateway::ServerState::Failed(reason) = &status.state {
-            eprintln!("warning: MCP server `{}` failed: {reason}", status.name);
-        }
     }
 }
 

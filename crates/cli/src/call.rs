@@ -91,7 +91,7 @@ pub async fn tools(runtime: &Runtime, args: &ToolsArgs) -> ExitCode {
 }
 
 /// Unreadable MCP config files and servers that failed, on stderr.
-fn mcp_warnings(runtime: &Runtime) {
+pub(crate) fn mcp_warnings(runtime: &Runtime) {
     for problem in runtime.gateway.problems() {
         eprintln!("warning: {problem}");
     }
