@@ -17,6 +17,10 @@
 //! - `skills.enabled`: a project may turn skills off, not on; `skills.roots`: folders
 //!   inside the project only (no `..`, no `~`), made absolute — a skill root is readable
 //!   by read_file.
+//! - `[shell]` process isolation: `sandbox`, `sandbox_network` and `containment` may only
+//!   be made stricter than the user's (read-only > workspace-write > off; no network >
+//!   network; namespace > auto > process-group); `sandbox_writable` may not be set at all
+//!   (it widens what a sandboxed command may write).
 //! - `[mcp_servers]`: allowed, but each server the project sets or adjusts starts only once
 //!   the user trusted it (`toolgate mcp trust`).
 
@@ -26,6 +30,9 @@ use std::path::{Component, Path, PathBuf};
 use figment::value::{Dict, Map};
 use figment::{Figment, Metadata, Profile, Provider};
 use serde::Deserialize;
+
+use toolgate_contain::Setting;
+use toolgate_shell::{SandboxMode, ShellLimits};
 
 use crate::load::{ConfigError, PermissionsConfig};
 
@@ -44,6 +51,92 @@ pub(crate) struct ProjectLayer {
     pub(crate) import: Option<bool>,
     /// `skills.enabled` as the project set it (`None`: not set).
     pub(crate) skills_enabled: Option<bool>,
+    /// `[shell]` isolation settings as the project set them (tighten-only).
+    pub(crate) isolation: Isolation,
+}
+
+/// The project's `shell.sandbox`, `shell.sandbox_network` and `shell.containment`, taken
+/// out of the merge: each may only make the user's setting stricter.
+#[derive(Debug, Default)]
+pub(crate) struct Isolation {
+    sandbox: Option<SandboxMode>,
+    network: Option<bool>,
+    containment: Option<Setting>,
+}
+
+impl Isolation {
+    /// The stricter of the user's settings (`user_side`) and the project's, into `shell`.
+    pub(crate) fn apply(&self, user_side: &Figment, shell: &mut ShellLimits) {
+        let user = |key: &str| user_side.find_value(&format!("shell.{key}")).ok();
+        let user_sandbox = user("sandbox")
+            .and_then(|v| v.deserialize::<SandboxMode>().ok())
+            .unwrap_or_default();
+        shell.sandbox = match self.sandbox {
+            Some(project) => strictest_sandbox(user_sandbox, project),
+            None => user_sandbox,
+        };
+        let user_network = user("sandbox_network")
+            .and_then(|v| v.deserialize::<bool>().ok())
+            .unwrap_or(true);
+        shell.sandbox_network = user_network && self.network.unwrap_or(true);
+        let user_containment = user("containment")
+            .and_then(|v| v.deserialize::<Setting>().ok())
+            .unwrap_or_default();
+        shell.containment = match self.containment {
+            Some(project) => strictest_containment(user_containment, project),
+            None => user_containment,
+        };
+    }
+}
+
+fn strictest_sandbox(a: SandboxMode, b: SandboxMode) -> SandboxMode {
+    let rank = |m: SandboxMode| match m {
+        SandboxMode::Off => 0,
+        SandboxMode::WorkspaceWrite => 1,
+        SandboxMode::ReadOnly => 2,
+    };
+    if rank(b) > rank(a) { b } else { a }
+}
+
+fn strictest_containment(a: Setting, b: Setting) -> Setting {
+    let rank = |s: Setting| match s {
+        Setting::ProcessGroup => 0,
+        Setting::Auto => 1,
+        Setting::Namespace => 2,
+    };
+    if rank(b) > rank(a) { b } else { a }
+}
+
+/// Takes the project's `[shell]` isolation settings out of `table` (see [`Isolation`]);
+/// `sandbox_writable` is refused.
+fn isolation_rules(table: &mut toml::Table, shown: &str) -> Result<Isolation, ConfigError> {
+    let Some(shell) = table.get_mut("shell").and_then(toml::Value::as_table_mut) else {
+        return Ok(Isolation::default());
+    };
+    if shell.contains_key("sandbox_writable") {
+        return Err(ConfigError::Invalid(format!(
+            "{shown} sets `shell.sandbox_writable`, which a project file may not set (it widens what a sandboxed command may write); set it in your user config (~/.config/toolgate/config.toml) or with --config FILE instead, or remove it from the project file"
+        )));
+    }
+    fn take<T: serde::de::DeserializeOwned>(
+        shell: &mut toml::Table,
+        key: &str,
+        shown: &str,
+    ) -> Result<Option<T>, ConfigError> {
+        shell
+            .remove(key)
+            .map(|v| {
+                T::deserialize(v).map_err(|e| {
+                    ConfigError::Invalid(format!("{shown}: `shell.{key}`: {}", e.message()))
+                })
+            })
+            .transpose()
+    }
+    Ok(Isolation {
+        sandbox: take(shell, "sandbox", shown)?,
+        network: take(shell, "sandbox_network", shown)?,
+        containment: take(shell, "containment", shown)?,
+    })
 }
 
 impl ProjectLayer {
@@ -119,6 +212,7 @@ impl ProjectLayer {
         let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
 
         let skills_enabled = skills_rules(&mut table, &root, &shown)?;
+        let isolation = isolation_rules(&mut table, &shown)?;
         if let Some(roots) = table.get_mut("roots") {
             let Some(list) = roots.as_array_mut() else {
                 return Err(ConfigError::Invalid(format!(
@@ -178,6 +272,7 @@ impl ProjectLayer {
             servers,
             import,
             skills_enabled,
+            isolation,
         }))
     }
 }

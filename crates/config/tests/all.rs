@@ -416,6 +416,47 @@ fn a_project_may_turn_mcp_import_off_but_not_on() {
 }
 
 #[test]
+fn a_project_may_tighten_the_shell_sandbox_and_containment_but_not_loosen_them() {
+    use toolgate_contain::Setting;
+    use toolgate_shell::SandboxMode;
+    // A repository (or a command that wrote its .toolgate/config.toml) turning the user's
+    // sandbox off, the network back on, or containment down to process groups.
+    let (_dir, opts) = user_and_project(
+        "[shell]\nsandbox = \"read-only\"\nsandbox_network = false\ncontainment = \"namespace\"\n",
+        "[shell]\nsandbox = \"off\"\nsandbox_network = true\ncontainment = \"process-group\"\n",
+    );
+    let shell = load(&opts).unwrap().config.shell;
+    assert_eq!(shell.sandbox, SandboxMode::ReadOnly);
+    assert!(!shell.sandbox_network);
+    assert_eq!(shell.containment, Setting::Namespace);
+    // Stricter settings from the project apply; other [shell] keys still merge.
+    let (_dir, opts) = user_and_project(
+        "[shell]\nsandbox = \"workspace-write\"\n",
+        "[shell]\nsandbox = \"read-only\"\nsandbox_network = false\nmax_jobs = 3\n",
+    );
+    let shell = load(&opts).unwrap().config.shell;
+    assert_eq!(shell.sandbox, SandboxMode::ReadOnly);
+    assert!(!shell.sandbox_network);
+    assert_eq!(shell.max_jobs, 3);
+    assert_eq!(shell.containment, Setting::Auto);
+    // Without a project setting the user's stands.
+    let (_dir, opts) = user_and_project("[shell]\nsandbox = \"workspace-write\"\n", "");
+    assert_eq!(
+        load(&opts).unwrap().config.shell.sandbox,
+        SandboxMode::WorkspaceWrite
+    );
+    // Widening what a sandboxed command may write is refused outright.
+    let (_dir, opts) = user_and_project("", "[shell]\nsandbox_writable = [\"/\"]\n");
+    let err = load(&opts).unwrap_err().to_string();
+    assert!(err.contains("shell.sandbox_writable"), "{err}");
+    assert!(err.contains("user config"), "{err}");
+    // A bad value names the key.
+    let (_dir, opts) = user_and_project("", "[shell]\nsandbox = \"maybe\"\n");
+    let err = load(&opts).unwrap_err().to_string();
+    assert!(err.contains("shell.sandbox"), "{err}");
+}
+
+#[test]
 fn a_symlinked_spill_folder_is_refused_with_a_clear_error() {
     // Issue 12: a repository shipping `.toolgate/spill -> /elsewhere` made /elsewhere
     // readable through read_file and received the spill files.
