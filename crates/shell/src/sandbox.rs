@@ -182,8 +182,13 @@ fn beneath(
         .into_iter()
 }
 
-/// The kernel's Landlock ABI version, or `None` without Landlock.
+/// The kernel's Landlock ABI version, or `None` without Landlock (asked once per process).
 pub fn landlock_abi() -> Option<i64> {
+    static ABI: std::sync::OnceLock<Option<i64>> = std::sync::OnceLock::new();
+    *ABI.get_or_init(query_landlock_abi)
+}
+
+fn query_landlock_abi() -> Option<i64> {
     #[cfg(target_os = "linux")]
     {
         const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
