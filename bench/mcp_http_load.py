@@ -11,20 +11,8 @@ import argparse, asyncio, json, os, re, statistics, subprocess, sys, tempfile, t
 import httpx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HDRS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-        "MCP-Protocol-Version": "2025-06-18"}
-
-
-def parse(resp):
-    ctype = resp.headers.get("content-type", "")
-    if "text/event-stream" in ctype:
-        for line in resp.text.splitlines():
-            if line.startswith("data:") and line[5:].strip():
-                msg = json.loads(line[5:])
-                if "id" in msg:
-                    return msg
-        raise RuntimeError("no message in SSE response")
-    return resp.json()
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+from mcp_http import HDRS, init_params, parse  # noqa: E402
 
 
 async def main():
@@ -49,8 +37,7 @@ async def main():
             limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
             async with httpx.AsyncClient(limits=limits, timeout=60) as c:
                 r = await c.post(url, headers=HDRS, json={"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                               "clientInfo": {"name": "load", "version": "0"}}})
+                    "params": init_params("load")})
                 sid = r.headers.get("mcp-session-id")
                 h = dict(HDRS, **({"Mcp-Session-Id": sid} if sid else {}))
                 await c.post(url, headers=h, json={"jsonrpc": "2.0", "method": "notifications/initialized"})

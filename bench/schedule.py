@@ -10,48 +10,13 @@
 
 Usage: .cache/peers/venv/bin/python bench/schedule.py [--bin target/release/toolgate]
 """
-import argparse, asyncio, json, os, re, statistics, subprocess, tempfile, time
+import argparse, asyncio, json, os, re, statistics, subprocess, sys, tempfile, time
 
 import httpx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HDRS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-        "MCP-Protocol-Version": "2025-06-18"}
-INIT = {"protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "bench", "version": "0"}}
-
-
-def parse(resp):
-    if "text/event-stream" in resp.headers.get("content-type", ""):
-        for line in resp.text.splitlines():
-            if line.startswith("data:") and line[5:].strip():
-                msg = json.loads(line[5:])
-                if "id" in msg:
-                    return msg
-        raise RuntimeError("no message in SSE response")
-    return resp.json()
-
-
-class Session:
-    def __init__(self, client, url):
-        self.c, self.url, self.h, self.n = client, url, dict(HDRS), 0
-
-    async def open(self):
-        r = await self.c.post(self.url, headers=self.h,
-                              json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT})
-        sid = r.headers.get("mcp-session-id")
-        if sid:
-            self.h["Mcp-Session-Id"] = sid
-        await self.c.post(self.url, headers=self.h,
-                          json={"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return self
-
-    async def call(self, name, args):
-        self.n += 1
-        r = await self.c.post(self.url, headers=self.h, json={
-            "jsonrpc": "2.0", "id": self.n, "method": "tools/call",
-            "params": {"name": name, "arguments": args}})
-        return parse(r)["result"]
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+from mcp_http import Session, init_params  # noqa: E402
 
 
 async def cross_session(tg, d, env):
@@ -96,7 +61,7 @@ def pipelined_trial(tg, d, env, n=5):
     target = os.path.join(d, "same.txt")
     if os.path.exists(target):
         os.remove(target)
-    lines = [json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}),
+    lines = [json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init_params("bench")}),
              json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})]
     for i in range(1, n + 1):
         lines.append(json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {

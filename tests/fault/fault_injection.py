@@ -22,51 +22,11 @@ import argparse, asyncio, json, os, random, re, signal, statistics, subprocess, 
 
 import httpx
 
-HDRS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-        "MCP-Protocol-Version": "2025-06-18"}
-INIT = {"protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "fault-injection", "version": "0"}}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from mcp_http import Session  # noqa: E402
+
 RSS_SLACK_KIB = 32 * 1024
 ROUND_SLACK_KIB = 8 * 1024
-
-
-def parse(resp):
-    if "text/event-stream" in resp.headers.get("content-type", ""):
-        for line in resp.text.splitlines():
-            if line.startswith("data:") and line[5:].strip():
-                msg = json.loads(line[5:])
-                if "id" in msg:
-                    return msg
-        raise RuntimeError("no message in the SSE response")
-    return resp.json()
-
-
-class Session:
-    def __init__(self, client, url):
-        self.c, self.url, self.h, self.n = client, url, dict(HDRS), 0
-
-    async def open(self):
-        r = await self.c.post(self.url, headers=self.h, json={
-            "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT})
-        r.raise_for_status()
-        sid = r.headers.get("mcp-session-id")
-        if sid:
-            self.h["Mcp-Session-Id"] = sid
-        await self.c.post(self.url, headers=self.h,
-                          json={"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return self
-
-    async def call(self, name, args):
-        self.n += 1
-        r = await self.c.post(self.url, headers=self.h, json={
-            "jsonrpc": "2.0", "id": self.n, "method": "tools/call",
-            "params": {"name": name, "arguments": args}})
-        return parse(r)
-
-    async def close(self):
-        """Ends the session as a well-behaved client does (HTTP DELETE)."""
-        if "Mcp-Session-Id" in self.h:
-            await self.c.delete(self.url, headers=self.h)
 
 
 def marked(mark):
@@ -138,12 +98,12 @@ async def load(url, clients, calls, timeout):
     counter = iter(range(calls))
 
     async def worker(c, k):
-        s = await Session(c, url).open()
+        s = await Session(c, url, "fault-injection").open()
         for i in counter:
             name, args = CALLS[(i + k) % len(CALLS)]
             t = time.perf_counter()
             try:
-                msg = await s.call(name, args)
+                msg = await s.call_message(name, args)
                 if "error" in msg:
                     outcomes["json-rpc error"] += 1
                 elif msg["result"].get("isError"):
