@@ -18,6 +18,8 @@ mod schedule;
 mod skills;
 #[path = "all/stdio.rs"]
 mod stdio;
+#[path = "all/user_dirs.rs"]
+mod user_dirs;
 
 use std::path::Path;
 use std::process::Command;
@@ -29,6 +31,10 @@ pub fn toolgate(dir: &Path) -> Command {
         .env("XDG_CONFIG_HOME", dir.join(".no-user-config"))
         // No user-level skills or ~/.claude.json from the machine running the tests.
         .env("HOME", dir.join(".no-home"))
+        // Caches, transcripts and state under that home, never the machine's own.
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_STATE_HOME")
         .env_remove("RUST_LOG")
         .env_remove("TOOLGATE_TOKEN");
     cmd

@@ -206,9 +206,8 @@ pub struct LoadOptions {
 impl LoadOptions {
     /// The standard layers for a process started in `project_dir`.
     pub fn standard(project_dir: PathBuf, explicit_file: Option<PathBuf>, flags: Flags) -> Self {
-        let user_file = std::env::var_os("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        let user_file = toolgate_core::UserDirs::from_env()
+            .config()
             .map(|dir| dir.join("toolgate").join("config.toml"));
         Self {
             project_dir,

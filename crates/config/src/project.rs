@@ -342,10 +342,9 @@ fn spill_inside(root: &Path, given: &Path) -> Option<PathBuf> {
 
 /// The user's cache folder: `$XDG_CACHE_HOME`, else `~/.cache`.
 fn cache_dir() -> Option<PathBuf> {
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+    toolgate_core::UserDirs::from_env()
+        .cache()
+        .map(Path::to_path_buf)
 }
 
 impl Provider for ProjectLayer {
