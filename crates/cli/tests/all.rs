@@ -16,6 +16,8 @@ mod mcp;
 mod schedule;
 #[path = "all/skills.rs"]
 mod skills;
+#[path = "all/spill.rs"]
+mod spill;
 #[path = "all/stdio.rs"]
 mod stdio;
 #[path = "all/user_dirs.rs"]

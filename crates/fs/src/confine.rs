@@ -12,6 +12,9 @@
 //! anything is opened for reading.
 
 pub(crate) mod door;
+mod spill;
+
+pub(crate) use spill::Shown;
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -83,6 +86,14 @@ pub enum PathError {
         /// Which rule matched: `.toolgate/`, `.mcp.json`, …
         rule: &'static str,
     },
+    /// A path in the spill folder that is not a spill file toolgate wrote.
+    #[error(
+        "`{path}` is in the spill folder but is not a spill file toolgate wrote; only the spill files named in tool results can be read there (list_dir on the spill folder shows them)"
+    )]
+    NotSpill {
+        /// As given.
+        path: String,
+    },
     /// Writing is not allowed there (a read-only root such as the spill folder).
     #[error("`{path}` is in a read-only location; write under the project roots instead")]
     ReadOnly {
@@ -120,6 +131,9 @@ struct RootDir {
 pub struct Roots {
     roots: Vec<RootDir>,
     read_only: Vec<PathBuf>,
+    /// The spill folder when it lies outside the roots: readable, but only the spill files
+    /// in it ([`toolgate_budget::is_spill_name`]), never what else shares the folder.
+    spill: Option<PathBuf>,
     control_files: ControlFiles,
 }
 
@@ -144,6 +158,8 @@ pub(crate) struct Located {
     pub(crate) base_path: PathBuf,
     /// `real` below `base`: plain components, no `..`, no symlinks.
     pub(crate) rel: PathBuf,
+    /// What a listing or search of `base` shows.
+    pub(crate) shown: Shown,
 }
 
 /// How many times a call resolves its path again when a symlink was swapped in while it
@@ -204,6 +220,7 @@ impl Roots {
         Ok(Self {
             roots,
             read_only: Vec::new(),
+            spill: None,
             control_files: ControlFiles::Protected,
         })
     }
@@ -263,7 +280,23 @@ impl Roots {
         };
         let real = real_path(&joined, input)?;
         let in_roots = self.roots.iter().any(|r| real.starts_with(&r.path));
-        let in_read_only = self.read_only.iter().any(|r| real.starts_with(r));
+        let mut in_read_only = self.read_only.iter().any(|r| real.starts_with(r));
+        if !in_roots && !in_read_only {
+            match self.spill_access(&real) {
+                Some(true) => in_read_only = true,
+                Some(false) if access == Access::Read => {
+                    return Err(PathError::NotSpill {
+                        path: input.to_owned(),
+                    });
+                }
+                Some(false) => {
+                    return Err(PathError::ReadOnly {
+                        path: input.to_owned(),
+                    });
+                }
+                None => {}
+            }
+        }
         match access {
             Access::Read if in_roots || in_read_only => Ok(real),
             Access::Write if in_read_only => Err(PathError::ReadOnly {
@@ -302,10 +335,17 @@ impl Roots {
                 rel: below(&real, &root.path),
                 base: Arc::clone(&root.fd),
                 base_path: root.path.clone(),
+                shown: Shown::All,
                 real,
             });
         }
-        let Some(dir) = self.read_only.iter().find(|r| real.starts_with(r)) else {
+        let spill = self.spill.as_ref().filter(|s| real.starts_with(s));
+        let Some(dir) = self
+            .read_only
+            .iter()
+            .find(|r| real.starts_with(r))
+            .or(spill)
+        else {
             return Err(PathError::Invalid(input.to_owned()));
         };
         let fd = door::open_dir_no_symlinks(dir).map_err(|e| match e.raw_os_error() {
@@ -318,6 +358,11 @@ impl Roots {
             rel: below(&real, dir),
             base: Arc::new(fd),
             base_path: dir.clone(),
+            shown: if spill == Some(dir) {
+                Shown::SpillFiles
+            } else {
+                Shown::All
+            },
             real,
         })
     }
