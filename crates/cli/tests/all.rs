@@ -16,6 +16,8 @@ mod lifecycle_http;
 mod mcp;
 #[path = "all/schedule.rs"]
 mod schedule;
+#[path = "all/sessions.rs"]
+mod sessions;
 #[path = "all/skills.rs"]
 mod skills;
 #[path = "all/spill.rs"]
@@ -42,6 +44,18 @@ pub fn toolgate(dir: &Path) -> Command {
         .env_remove("RUST_LOG")
         .env_remove("TOOLGATE_TOKEN");
     cmd
+}
+
+/// Where `toolgate run` in `dir` saves transcripts: the one project folder under the test
+/// home's data folder (`<dir>/.no-home/.local/share/toolgate/sessions/<key>`).
+pub fn sessions_dir(dir: &Path) -> std::path::PathBuf {
+    let store = dir.join(".no-home/.local/share/toolgate/sessions");
+    let mut found: Vec<_> = std::fs::read_dir(&store)
+        .unwrap_or_else(|e| panic!("{}: {e}", store.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(found.len(), 1, "one project folder in {found:?}");
+    found.pop().unwrap()
 }
 
 /// A small project: a README, a source file and a folder.

@@ -13,6 +13,8 @@
 //!   absolute (and refused at start-up if a symlink is on its way, see `Runtime`).
 //! - `server.http`, `server.allowed_origins`, `server.token_env`: user layers only.
 //! - `[providers]` and `agent.provider`: user layers only (they decide where API keys go).
+//! - `agent.sessions_dir`: user layers only (it decides where transcripts go and which one
+//!   `--resume` reads).
 //! - `mcp.import`: a project may turn importing off, not on.
 //! - `skills.enabled`: a project may turn skills off, not on; `skills.roots`: folders
 //!   inside the project only (no `..`, no `~`), made absolute — a skill root is readable
@@ -187,13 +189,20 @@ impl ProjectLayer {
                 "it decides which endpoint receives your API key",
             ));
         }
-        if let Some(agent) = table.get("agent").and_then(toml::Value::as_table)
-            && agent.contains_key("provider")
-        {
-            return Err(refuse(
-                "agent.provider",
-                "it decides which endpoint receives your API key",
-            ));
+        if let Some(agent) = table.get("agent").and_then(toml::Value::as_table) {
+            if agent.contains_key("provider") {
+                return Err(refuse(
+                    "agent.provider",
+                    "it decides which endpoint receives your API key",
+                ));
+            }
+            // Transcripts hold whole conversations, tool results included.
+            if agent.contains_key("sessions_dir") {
+                return Err(refuse(
+                    "agent.sessions_dir",
+                    "it decides where whole conversations are written and which transcript `--resume` reads",
+                ));
+            }
         }
 
         let import = match table.get_mut("mcp").and_then(toml::Value::as_table_mut) {
