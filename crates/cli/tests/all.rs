@@ -14,6 +14,8 @@ mod disclosure;
 mod lifecycle_http;
 #[path = "all/mcp.rs"]
 mod mcp;
+#[path = "all/provider_bounds.rs"]
+mod provider_bounds;
 #[path = "all/schedule.rs"]
 mod schedule;
 #[path = "all/sessions.rs"]
