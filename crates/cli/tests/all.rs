@@ -10,6 +10,8 @@ mod agent_tty;
 mod cli;
 #[path = "all/disclosure.rs"]
 mod disclosure;
+#[path = "all/hard_links.rs"]
+mod hard_links;
 #[path = "all/lifecycle_http.rs"]
 mod lifecycle_http;
 #[path = "all/mcp.rs"]

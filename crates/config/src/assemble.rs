@@ -10,7 +10,7 @@ use toolgate_core::{
     ClientProfiles, Disclosure, DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope,
     StaticProvider,
 };
-use toolgate_fs::{ControlFiles, Roots};
+use toolgate_fs::{ControlFiles, HardLinks, Roots};
 use toolgate_gateway::{CatalogCache, Gateway, GatewayLimits, ImportOptions, TrustStore, discover};
 use toolgate_skills::{CatalogText, HomeDirs, RootKind, ScopeChain, SkillToolProvider, Skills};
 
@@ -68,9 +68,17 @@ impl Runtime {
             true => ControlFiles::Writable,
             false => ControlFiles::Protected,
         };
+        // Either layer may turn the refusal on (the project's may only tighten).
+        let hard_links = match config.permissions.refuse_hard_links
+            || config.project_permissions.refuse_hard_links
+        {
+            true => HardLinks::Refused,
+            false => HardLinks::Allowed,
+        };
         let roots = Roots::new(&dirs)
             .map_err(|e| ConfigError::Invalid(format!("roots: {e}")))?
-            .with_control_files(control_files);
+            .with_control_files(control_files)
+            .with_hard_links(hard_links);
         // The spill store: under the first root unless configured elsewhere; readable through
         // read_file wherever it is, writable by no tool.
         let spill_dir = roots.primary().join(&config.budget.spill_dir);

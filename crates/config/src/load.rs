@@ -128,6 +128,11 @@ pub struct PermissionsConfig {
     /// `.codex/`, `.cursor/mcp.json`). Default false. Only the user's own config layers may
     /// set it.
     pub allow_control_files: bool,
+    /// Make `read_file`, `edit_file` and `write_file` refuse regular files with more than
+    /// one name (a hard link inside a root may be the same file as one outside it). Default
+    /// false: build tools and package managers make hard links on purpose (pnpm's store,
+    /// cargo's `target/`, git's objects). A project file may turn it on, not off.
+    pub refuse_hard_links: bool,
 }
 
 /// `toolgate serve` settings.

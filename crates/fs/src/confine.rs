@@ -12,8 +12,10 @@
 //! anything is opened for reading.
 
 pub(crate) mod door;
+mod links;
 mod spill;
 
+pub use links::HardLinks;
 pub(crate) use spill::Shown;
 
 use std::io;
@@ -86,6 +88,16 @@ pub enum PathError {
         /// Which rule matched: `.toolgate/`, `.mcp.json`, …
         rule: &'static str,
     },
+    /// A regular file with more than one name, while `permissions.refuse_hard_links` is set.
+    #[error(
+        "`{path}` is a hard link: the same file has {links} names, and another may lie outside the project; permissions.refuse_hard_links is set, so the file tools neither read nor change it — use a file with one name (copy it), or ask the user"
+    )]
+    HardLink {
+        /// As given.
+        path: String,
+        /// How many names the file has.
+        links: u64,
+    },
     /// A path in the spill folder that is not a spill file toolgate wrote.
     #[error(
         "`{path}` is in the spill folder but is not a spill file toolgate wrote; only the spill files named in tool results can be read there (list_dir on the spill folder shows them)"
@@ -135,6 +147,7 @@ pub struct Roots {
     /// in it ([`toolgate_budget::is_spill_name`]), never what else shares the folder.
     spill: Option<PathBuf>,
     control_files: ControlFiles,
+    hard_links: HardLinks,
 }
 
 /// Whether tools may write toolgate's and its peers' control files.
@@ -222,6 +235,7 @@ impl Roots {
             read_only: Vec::new(),
             spill: None,
             control_files: ControlFiles::Protected,
+            hard_links: HardLinks::Allowed,
         })
     }
 
@@ -414,6 +428,7 @@ impl Roots {
                     kind: kind_of(&opened.meta),
                 });
             }
+            self.check_links(input, &opened.meta)?;
             let Some((file, meta)) = reopen(&opened, OFlags::RDONLY | OFlags::NONBLOCK, input)?
             else {
                 continue;
