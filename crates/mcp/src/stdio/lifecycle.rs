@@ -37,6 +37,10 @@ enum State {
 
 /// What the transport does with an accepted message.
 #[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "short-lived, moved once per message like the message itself; boxing would allocate per request"
+)]
 pub(super) enum Admit {
     /// Hand it to rmcp.
     Pass(RxJsonRpcMessage<RoleServer>),
