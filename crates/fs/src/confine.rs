@@ -14,9 +14,11 @@
 pub(crate) mod door;
 mod links;
 mod spill;
+mod suggest;
 
 pub use links::HardLinks;
 pub(crate) use spill::Shown;
+use suggest::suggest;
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -696,55 +698,6 @@ fn not_found_or_io(input: &str, located: Option<&Located>, e: io::Error) -> Path
             source: e,
         }
     }
-}
-
-/// "; did you mean …?" from the names beside a missing path, read through the root's
-/// descriptor like everything else.
-fn suggest(missing: &Located) -> String {
-    let (Some(parent), Some(name)) = (missing.rel.parent(), missing.rel.file_name()) else {
-        return String::new();
-    };
-    let name = name.to_string_lossy().to_lowercase();
-    let listed = door::open_beneath(
-        missing.base.as_fd(),
-        parent,
-        OFlags::RDONLY | OFlags::DIRECTORY,
-    )
-    .and_then(|dir| door::read_entries(&dir, 5_000));
-    let Ok((entries, _)) = listed else {
-        return "; check the folder with list_dir".to_owned();
-    };
-    let mut best: Vec<(f64, String)> = entries
-        .iter()
-        .map(|e| String::from_utf8_lossy(&e.name).into_owned())
-        .map(|n| (strsim_ratio(&name, &n.to_lowercase()), n))
-        .filter(|(s, _)| *s >= 0.6)
-        .collect();
-    best.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    if best.is_empty() {
-        "; check the folder with list_dir".to_owned()
-    } else {
-        let names: Vec<String> = best.iter().take(3).map(|(_, n)| format!("`{n}`")).collect();
-        format!("; did you mean {} in the same folder?", names.join(", "))
-    }
-}
-
-/// Similarity by shared characters (cheap; good enough for typos and case).
-fn strsim_ratio(a: &str, b: &str) -> f64 {
-    if a == b {
-        return 1.0;
-    }
-    let (la, lb) = (a.chars().count(), b.chars().count());
-    if la == 0 || lb == 0 {
-        return 0.0;
-    }
-    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
-        + a.chars()
-            .rev()
-            .zip(b.chars().rev())
-            .take_while(|(x, y)| x == y)
-            .count();
-    (common.min(la.max(lb)) as f64) / (la.max(lb) as f64)
 }
 
 /// The real path of `joined`: canonicalise the longest existing ancestor, then append the

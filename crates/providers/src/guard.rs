@@ -15,6 +15,12 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 
+use crate::config::{
+    DEFAULT_CONNECT_TIMEOUT_SECS, DEFAULT_FIRST_BYTE_TIMEOUT_SECS, DEFAULT_IDLE_TIMEOUT_SECS,
+    ProviderConfig,
+};
+use crate::error::ProviderError;
+
 /// Time bounds of one provider's requests, from `[providers.NAME]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Timeouts {
@@ -24,6 +30,38 @@ pub(crate) struct Timeouts {
     pub(crate) first_byte: Duration,
     /// Longest silence between two pieces of the answer: `idle_timeout_secs`.
     pub(crate) idle: Duration,
+}
+
+impl Timeouts {
+    /// The time bounds of `[providers.NAME]`, defaults filled in; zero is refused.
+    pub(crate) fn from_config(name: &str, config: &ProviderConfig) -> Result<Self, ProviderError> {
+        let secs = |value: Option<u64>, default: u64, key: &str| match value {
+            Some(0) => Err(ProviderError::Config {
+                provider: name.to_owned(),
+                message: format!(
+                    "{key} = 0 would give up at once; give at least 1 (seconds), or remove it for the default {default}"
+                ),
+            }),
+            other => Ok(Duration::from_secs(other.unwrap_or(default))),
+        };
+        Ok(Self {
+            connect: secs(
+                config.connect_timeout_secs,
+                DEFAULT_CONNECT_TIMEOUT_SECS,
+                "connect_timeout_secs",
+            )?,
+            first_byte: secs(
+                config.first_byte_timeout_secs,
+                DEFAULT_FIRST_BYTE_TIMEOUT_SECS,
+                "first_byte_timeout_secs",
+            )?,
+            idle: secs(
+                config.idle_timeout_secs,
+                DEFAULT_IDLE_TIMEOUT_SECS,
+                "idle_timeout_secs",
+            )?,
+        })
+    }
 }
 
 /// Size bounds on what a provider sends for one request. Far above any real answer: a

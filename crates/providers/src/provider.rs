@@ -7,10 +7,7 @@ use serde_json::Value;
 use sse_stream::SseStream;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{
-    ANTHROPIC_DEFAULT_MAX_TOKENS, DEFAULT_CONNECT_TIMEOUT_SECS, DEFAULT_FIRST_BYTE_TIMEOUT_SECS,
-    DEFAULT_IDLE_TIMEOUT_SECS, Kind, ProviderConfig, RetryConfig,
-};
+use crate::config::{ANTHROPIC_DEFAULT_MAX_TOKENS, Kind, ProviderConfig, RetryConfig};
 use crate::error::ProviderError;
 use crate::guard::{GuardError, Shape, StreamLimits, Timeouts, guard, read_error_text, read_plain};
 use crate::types::{Event, Request, Response};
@@ -103,7 +100,7 @@ impl Provider {
                 ),
             });
         }
-        let timeouts = timeouts(name, config)?;
+        let timeouts = Timeouts::from_config(name, config)?;
         tls_provider();
         let http = reqwest::Client::builder()
             .connect_timeout(timeouts.connect)
@@ -553,36 +550,6 @@ impl Assembler {
             Self::Anthropic(s) => s.size(),
         }
     }
-}
-
-/// The time bounds of `[providers.NAME]`, defaults filled in; zero is refused.
-fn timeouts(name: &str, config: &ProviderConfig) -> Result<Timeouts, ProviderError> {
-    let secs = |value: Option<u64>, default: u64, key: &str| match value {
-        Some(0) => Err(ProviderError::Config {
-            provider: name.to_owned(),
-            message: format!(
-                "{key} = 0 would give up at once; give at least 1 (seconds), or remove it for the default {default}"
-            ),
-        }),
-        other => Ok(Duration::from_secs(other.unwrap_or(default))),
-    };
-    Ok(Timeouts {
-        connect: secs(
-            config.connect_timeout_secs,
-            DEFAULT_CONNECT_TIMEOUT_SECS,
-            "connect_timeout_secs",
-        )?,
-        first_byte: secs(
-            config.first_byte_timeout_secs,
-            DEFAULT_FIRST_BYTE_TIMEOUT_SECS,
-            "first_byte_timeout_secs",
-        )?,
-        idle: secs(
-            config.idle_timeout_secs,
-            DEFAULT_IDLE_TIMEOUT_SECS,
-            "idle_timeout_secs",
-        )?,
-    })
 }
 
 /// Exponential backoff with ±20 % jitter: `initial × 2^(attempt-1)`.

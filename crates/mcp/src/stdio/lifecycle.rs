@@ -131,3 +131,94 @@ fn opening_initialize(
     });
     serde_json::from_value(value).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(value: Value) -> RxJsonRpcMessage<RoleServer> {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn request(id: u64, method: &str, meta: Option<Value>) -> RxJsonRpcMessage<RoleServer> {
+        let params = match meta {
+            Some(meta) => json!({"_meta": meta}),
+            None => json!({}),
+        };
+        message(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+    }
+
+    fn stateless() -> Option<Value> {
+        Some(json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }))
+    }
+
+    fn initialize(id: u64) -> RxJsonRpcMessage<RoleServer> {
+        message(
+            json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "c", "version": "1"}}}),
+        )
+    }
+
+    #[test]
+    fn a_stateless_opening_gets_an_initialize_and_initialize_later_lifts_the_meta_rule() {
+        let mut life = Lifecycle::default();
+        assert!(matches!(
+            life.admit(request(1, "ping", None)),
+            Admit::Pass(_)
+        ));
+        let Admit::Open { opening, then } = life.admit(request(2, "tools/list", stateless()))
+        else {
+            panic!("a stateless first request opens the session");
+        };
+        let JsonRpcMessage::Request(opening) = opening else {
+            panic!("an initialize request")
+        };
+        assert!(matches!(
+            opening.request,
+            ClientRequest::InitializeRequest(_)
+        ));
+        assert!(matches!(then, JsonRpcMessage::Request(_)));
+        assert!(matches!(
+            life.admit(request(3, "tools/list", None)),
+            Admit::Refuse(_)
+        ));
+        assert!(matches!(
+            life.admit(request(4, "tools/list", stateless())),
+            Admit::Pass(_)
+        ));
+        assert!(matches!(life.admit(initialize(5)), Admit::Pass(_)));
+        assert!(matches!(
+            life.admit(request(6, "tools/list", None)),
+            Admit::Pass(_)
+        ));
+    }
+
+    #[test]
+    fn a_session_opened_by_initialize_is_left_to_rmcp() {
+        let mut life = Lifecycle::default();
+        assert!(matches!(life.admit(initialize(1)), Admit::Pass(_)));
+        assert!(matches!(
+            life.admit(request(2, "tools/list", stateless())),
+            Admit::Pass(_)
+        ));
+        assert!(matches!(
+            life.admit(request(3, "tools/list", None)),
+            Admit::Pass(_)
+        ));
+    }
+
+    #[test]
+    fn only_the_opening_answer_is_swallowed() {
+        let answer = |id: Value| -> TxJsonRpcMessage<RoleServer> {
+            serde_json::from_value(json!({"jsonrpc": "2.0", "id": id, "result": {}})).unwrap()
+        };
+        assert!(Lifecycle::is_opening_answer(&answer(json!(OPENING_ID))));
+        assert!(!Lifecycle::is_opening_answer(&answer(json!(1))));
+        assert!(!Lifecycle::is_opening_answer(&answer(json!("x"))));
+    }
+}
