@@ -9,13 +9,15 @@
 //!   tools backfilled as one sorted block after the stable tools; the others call found
 //!   tools through `run_tool` and their array never changes.
 //! - Prompt caching: system prompt and stable tools are byte-identical across turns.
-//! - [`Transcript`]: JSONL under `.toolgate/sessions/`, resumable.
+//! - [`Transcript`]: JSONL in the user's data folder, one folder per project
+//!   ([`project_sessions_dir`]), mode 0600, resumable.
 //! - Compaction near the context window keeps referenced spill files and deletes the
 //!   session's others (s04 exercise 2).
 
 mod agent;
 mod compact;
 mod settings;
+mod store;
 mod transcript;
 
 pub use agent::{
@@ -23,4 +25,5 @@ pub use agent::{
     Timing, Tools,
 };
 pub use settings::AgentSettings;
+pub use store::{project_key, project_sessions_dir};
 pub use transcript::{Record, Restored, Transcript, TranscriptError};

@@ -27,9 +27,10 @@ pub struct AgentSettings {
     /// The system prompt; default: [`crate::DEFAULT_SYSTEM_PROMPT`] with the project root.
     /// It is the start of the cached prefix, so it must not change within a session.
     pub system_prompt: Option<String>,
-    /// Where transcripts are saved, relative to the project root. Default
-    /// `.toolgate/sessions`.
-    pub sessions_dir: PathBuf,
+    /// Where transcripts are saved (relative to the project root, or absolute); only the
+    /// user's own config may set it. Default (`None`): the user's data folder, one folder
+    /// per project ([`crate::project_sessions_dir`]).
+    pub sessions_dir: Option<PathBuf>,
 }
 
 impl Default for AgentSettings {
@@ -41,7 +42,7 @@ impl Default for AgentSettings {
             compact_percent: 80,
             keep_percent: 25,
             system_prompt: None,
-            sessions_dir: PathBuf::from(".toolgate/sessions"),
+            sessions_dir: None,
         }
     }
 }

@@ -1,5 +1,6 @@
-//! Transcripts: one JSONL file per session under `.toolgate/sessions/`, appended as the
-//! conversation grows, so a session can be resumed (`--resume ID`) after an exit or a crash.
+//! Transcripts: one JSONL file per session in the project's sessions folder (see
+//! [`crate::store`]), appended as the conversation grows, so a session can be resumed
+//! (`--resume ID`) after an exit or a crash.
 //!
 //! Records, one per line: `session` (first: id, provider, model), `message` (with the
 //! spill files its results created), `unmasked` (tools a strict provider must keep seeing),
@@ -11,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use toolgate_providers::{Message, Usage};
+
+use crate::store;
 
 /// One line of a transcript.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,7 +76,7 @@ pub enum TranscriptError {
     },
     /// The id has characters a session id never has.
     #[error(
-        "`{0}` is not a session id (letters, digits, `-` and `_` only); use the file name under .toolgate/sessions without .jsonl, or `last`"
+        "`{0}` is not a session id (letters, digits, `-` and `_` only); use the id `toolgate run` printed (the transcript's file name without .jsonl), or `last`"
     )]
     BadId(String),
     /// Reading or writing failed.
@@ -130,14 +133,11 @@ impl Transcript {
             let path = path.display().to_string();
             move |source| TranscriptError::Io { path, source }
         };
-        fs_err::create_dir_all(dir).map_err(io(dir))?;
-        let (id, created) = new_id();
+        store::prepare(dir).map_err(io(dir))?;
+        let (id, created, created_ms) = new_id();
         let path = dir.join(format!("{id}.jsonl"));
-        let file = fs_err::OpenOptions::new()
-            .create_new(true)
-            .append(true)
-            .open(&path)
-            .map_err(io(&path))?;
+        let file = store::open_private(&path, store::New::Yes).map_err(io(&path))?;
+        store::remember(dir, &id, created_ms).map_err(io(dir))?;
         let mut transcript = Self {
             id: id.clone(),
             path,
@@ -156,18 +156,14 @@ impl Transcript {
     /// Opens session `id` (or `last`, the newest) in `dir` for appending and reads it back.
     pub fn open(dir: &Path, id: &str) -> Result<(Self, Restored), TranscriptError> {
         let id = if id == "last" {
-            newest(dir).ok_or_else(|| TranscriptError::NotFound {
+            store::newest(dir).ok_or_else(|| TranscriptError::NotFound {
                 id: id.to_owned(),
                 dir: dir.display().to_string(),
             })?
         } else {
             id.to_owned()
         };
-        if id.is_empty()
-            || !id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
+        if !valid_id(&id) {
             return Err(TranscriptError::BadId(id));
         }
         let path = dir.join(format!("{id}.jsonl"));
@@ -188,10 +184,8 @@ impl Transcript {
             }
         };
         let restored = restore(&text, &shown)?;
-        let file = fs_err::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(|source| TranscriptError::Io {
+        let file =
+            store::open_private(&path, store::New::No).map_err(|source| TranscriptError::Io {
                 path: shown.clone(),
                 source,
             })?;
@@ -269,24 +263,16 @@ fn restore(text: &str, shown: &str) -> Result<Restored, TranscriptError> {
     Ok(restored)
 }
 
-/// The newest session id in `dir` (ids sort by time).
-fn newest(dir: &Path) -> Option<String> {
-    let mut ids: Vec<String> = fs_err::read_dir(dir)
-        .ok()?
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()?
-                .strip_suffix(".jsonl")
-                .map(str::to_owned)
-        })
-        .collect();
-    ids.sort();
-    ids.pop()
+/// Whether `id` can be a session id (and so a file name in the sessions folder).
+pub(crate) fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
-/// `YYYYMMDD-HHMMSS-xxxxxx` in UTC (sorts by time), and the epoch seconds.
-fn new_id() -> (String, u64) {
+/// `YYYYMMDD-HHMMSS-xxxxxx` in UTC, the epoch seconds and milliseconds.
+fn new_id() -> (String, u64, u64) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -302,6 +288,7 @@ fn new_id() -> (String, u64) {
             t % 60
         ),
         secs,
+        u64::try_from(now.as_millis()).unwrap_or(u64::MAX),
     )
 }
 

@@ -24,4 +24,4 @@ pub use compress::{
     CompressOptions, Compressed, CompressedLog, LogCompressor, LogKind, LogOptions, clean_terminal,
     compress_file, compress_log, detect_kind,
 };
-pub use spill::{SpillFile, SpillStore, SpillStream};
+pub use spill::{SpillFile, SpillStore, SpillStream, is_spill_name};

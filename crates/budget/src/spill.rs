@@ -1,5 +1,9 @@
 //! The spill store: full outputs on disk, pointed to from the conversation.
 
+mod name;
+
+pub use name::is_spill_name;
+
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -209,7 +213,7 @@ impl SpillStore {
         self.scan_existing();
         let mut deleted = Vec::new();
         for path in paths {
-            let Some(name) = self.name_of(path) else {
+            let Some(name) = self.name_of(path).filter(|n| is_spill_name(n)) else {
                 continue;
             };
             if self.lock().entries.get(&name).is_some_and(|e| e.pinned) {
@@ -246,21 +250,9 @@ impl SpillStore {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        let label: String = label
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .take(40)
-            .collect();
-        Ok(self.dir.join(format!(
-            "{millis:013}-{:05}-{seq:04}-{label}.txt",
-            std::process::id() % 100_000
-        )))
+        Ok(self
+            .dir
+            .join(name::make(millis, std::process::id(), seq, label)))
     }
 
     fn register(&self, path: &Path, bytes: u64, pinned: bool) {
@@ -349,10 +341,14 @@ impl SpillStore {
         if let Ok(entries) = fs_err::read_dir(&self.dir) {
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
-                if !name.ends_with(".txt") {
+                // Only toolgate's own files: a folder shared with others (a spill folder
+                // set to a cache folder) must never lose their files to eviction.
+                if !name::is_spill_name(&name) {
                     continue;
                 }
-                if let Ok(meta) = entry.metadata() {
+                if let Ok(meta) = entry.metadata()
+                    && meta.is_file()
+                {
                     found.push((name, meta.len()));
                 }
             }

@@ -32,7 +32,8 @@ pub struct AgentArgs {
     /// Most model requests per task (default: `[agent] max_turns`, 50).
     #[arg(long, value_name = "N")]
     max_turns: Option<u32>,
-    /// Continue a saved session: its id (the file name under .toolgate/sessions) or `last`.
+    /// Continue a saved session: its id (as `run` printed it) or `last` (the newest this
+    /// project's transcripts folder holds).
     #[arg(long, value_name = "ID")]
     resume: Option<String>,
     /// Ask for whole responses instead of streamed ones.
@@ -152,7 +153,12 @@ fn setup(mut config: Config, args: &AgentArgs) -> Result<Setup, String> {
     };
     let runtime = Runtime::with_facts(config, &cwd, &facts).map_err(|e| e.to_string())?;
     let root = runtime.roots.primary().to_path_buf();
-    let sessions = root.join(&settings.sessions_dir);
+    // Transcripts: the user's data folder unless the user's own config names a folder.
+    let sessions = match &settings.sessions_dir {
+        Some(dir) => Ok(root.join(toolgate_core::UserDirs::from_env().expand_tilde(dir))),
+        None => toolgate_agent::project_sessions_dir(&root, &toolgate_core::UserDirs::from_env())
+            .map_err(|e| format!("transcripts: {e}")),
+    };
     let tools = Tools {
         dispatcher: Arc::clone(&runtime.dispatcher),
         disclosure: Arc::clone(&runtime.disclosure),
@@ -161,9 +167,10 @@ fn setup(mut config: Config, args: &AgentArgs) -> Result<Setup, String> {
         root,
     };
     let mut agent = Agent::new(tools, provider, settings);
-    match &args.resume {
-        Some(id) => agent.resume(&sessions, id).map_err(|e| e.to_string())?,
-        None => {
+    match (&args.resume, sessions) {
+        (Some(id), sessions) => agent.resume(&sessions?, id).map_err(|e| e.to_string())?,
+        (None, Err(e)) => eprintln!("warning: this session will not be saved: {e}"),
+        (None, Ok(sessions)) => {
             if let Err(e) = agent.record_to(&sessions) {
                 eprintln!("warning: this session will not be saved: {e}");
             }

@@ -10,14 +10,26 @@ mod agent_tty;
 mod cli;
 #[path = "all/disclosure.rs"]
 mod disclosure;
+#[path = "all/hard_links.rs"]
+mod hard_links;
+#[path = "all/lifecycle_http.rs"]
+mod lifecycle_http;
 #[path = "all/mcp.rs"]
 mod mcp;
+#[path = "all/provider_bounds.rs"]
+mod provider_bounds;
 #[path = "all/schedule.rs"]
 mod schedule;
+#[path = "all/sessions.rs"]
+mod sessions;
 #[path = "all/skills.rs"]
 mod skills;
+#[path = "all/spill.rs"]
+mod spill;
 #[path = "all/stdio.rs"]
 mod stdio;
+#[path = "all/user_dirs.rs"]
+mod user_dirs;
 
 use std::path::Path;
 use std::process::Command;
@@ -29,9 +41,25 @@ pub fn toolgate(dir: &Path) -> Command {
         .env("XDG_CONFIG_HOME", dir.join(".no-user-config"))
         // No user-level skills or ~/.claude.json from the machine running the tests.
         .env("HOME", dir.join(".no-home"))
+        // Caches, transcripts and state under that home, never the machine's own.
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_STATE_HOME")
         .env_remove("RUST_LOG")
         .env_remove("TOOLGATE_TOKEN");
     cmd
+}
+
+/// Where `toolgate run` in `dir` saves transcripts: the one project folder under the test
+/// home's data folder (`<dir>/.no-home/.local/share/toolgate/sessions/<key>`).
+pub fn sessions_dir(dir: &Path) -> std::path::PathBuf {
+    let store = dir.join(".no-home/.local/share/toolgate/sessions");
+    let mut found: Vec<_> = std::fs::read_dir(&store)
+        .unwrap_or_else(|e| panic!("{}: {e}", store.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(found.len(), 1, "one project folder in {found:?}");
+    found.pop().unwrap()
 }
 
 /// A small project: a README, a source file and a folder.

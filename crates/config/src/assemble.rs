@@ -10,7 +10,7 @@ use toolgate_core::{
     ClientProfiles, Disclosure, DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope,
     StaticProvider,
 };
-use toolgate_fs::{ControlFiles, Roots};
+use toolgate_fs::{ControlFiles, HardLinks, Roots};
 use toolgate_gateway::{CatalogCache, Gateway, GatewayLimits, ImportOptions, TrustStore, discover};
 use toolgate_skills::{CatalogText, HomeDirs, RootKind, ScopeChain, SkillToolProvider, Skills};
 
@@ -68,14 +68,22 @@ impl Runtime {
             true => ControlFiles::Writable,
             false => ControlFiles::Protected,
         };
+        // Either layer may turn the refusal on (the project's may only tighten).
+        let hard_links = match config.permissions.refuse_hard_links
+            || config.project_permissions.refuse_hard_links
+        {
+            true => HardLinks::Refused,
+            false => HardLinks::Allowed,
+        };
         let roots = Roots::new(&dirs)
             .map_err(|e| ConfigError::Invalid(format!("roots: {e}")))?
-            .with_control_files(control_files);
+            .with_control_files(control_files)
+            .with_hard_links(hard_links);
         // The spill store: under the first root unless configured elsewhere; readable through
         // read_file wherever it is, writable by no tool.
         let spill_dir = roots.primary().join(&config.budget.spill_dir);
         check_spill_dir(&roots, &spill_dir)?;
-        let roots = roots.with_read_only(&spill_dir);
+        let roots = roots.with_spill_dir(&spill_dir);
         let (skills, roots) = discover_skills(&config, roots);
         let roots = Arc::new(roots);
         let spill = Arc::new(SpillStore::new(spill_dir, config.budget.spill_quota_bytes));
@@ -244,12 +252,16 @@ fn mount_servers(
     Ok(Arc::new(gateway))
 }
 
-/// Refuses a spill folder inside a root with a symlink anywhere between the root and it
-/// (a repository shipping `.toolgate/spill -> /somewhere` would make `/somewhere` readable
-/// and receive the spill files). The store itself is opened through a descriptor that
-/// refuses symlinks (`Roots::with_read_only`); this gives the clear error at start-up.
+/// Refuses a spill folder inside a root or the user's cache folder with a symlink anywhere
+/// between that folder and it (a repository shipping `.toolgate/spill -> /somewhere`, or a
+/// project file naming `~/.cache/toolgate/link`, would make `/somewhere` readable and receive
+/// the spill files). The store itself is opened through a descriptor that refuses symlinks
+/// (`Roots::with_spill_dir`); this gives the clear error at start-up.
 fn check_spill_dir(roots: &Roots, spill_dir: &Path) -> Result<(), ConfigError> {
-    for root in roots.roots() {
+    let cache = toolgate_core::UserDirs::from_env()
+        .cache()
+        .map(Path::to_path_buf);
+    for root in roots.roots().into_iter().chain(cache) {
         let Ok(rel) = spill_dir.strip_prefix(&root) else {
             continue;
         };
@@ -262,7 +274,7 @@ fn check_spill_dir(roots: &Roots, spill_dir: &Path) -> Result<(), ConfigError> {
                         .map(|t| t.display().to_string())
                         .unwrap_or_else(|_| "?".to_owned());
                     return Err(ConfigError::Invalid(format!(
-                        "the spill folder `{}` goes through the symlink `{}` (-> `{target}`); toolgate writes over-budget outputs there and lets read_file read it, so it must be a real folder inside the project: remove the link (`rm {}`), or set budget.spill_dir in your user config",
+                        "the spill folder `{}` goes through the symlink `{}` (-> `{target}`); toolgate writes over-budget outputs there and lets read_file read it, so it must be a real folder: remove the link (`rm {}`), or set budget.spill_dir in your user config",
                         spill_dir.display(),
                         at.display(),
                         at.display()

@@ -128,6 +128,11 @@ pub struct PermissionsConfig {
     /// `.codex/`, `.cursor/mcp.json`). Default false. Only the user's own config layers may
     /// set it.
     pub allow_control_files: bool,
+    /// Make `read_file`, `edit_file` and `write_file` refuse regular files with more than
+    /// one name (a hard link inside a root may be the same file as one outside it). Default
+    /// false: build tools and package managers make hard links on purpose (pnpm's store,
+    /// cargo's `target/`, git's objects). A project file may turn it on, not off.
+    pub refuse_hard_links: bool,
 }
 
 /// `toolgate serve` settings.
@@ -206,9 +211,8 @@ pub struct LoadOptions {
 impl LoadOptions {
     /// The standard layers for a process started in `project_dir`.
     pub fn standard(project_dir: PathBuf, explicit_file: Option<PathBuf>, flags: Flags) -> Self {
-        let user_file = std::env::var_os("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        let user_file = toolgate_core::UserDirs::from_env()
+            .config()
             .map(|dir| dir.join("toolgate").join("config.toml"));
         Self {
             project_dir,

@@ -9,10 +9,12 @@
 //!   project `deny = []` or `allow = ["run_shell"]` removes nothing.
 //!   `permissions.allow_control_files` may not be set here at all.
 //! - `roots`: folders inside the project only; made absolute.
-//! - `budget.spill_dir`: inside the project or the user's cache folder, no `..`; made
+//! - `budget.spill_dir`: inside the project or toolgate's own cache folder, no `..`; made
 //!   absolute (and refused at start-up if a symlink is on its way, see `Runtime`).
 //! - `server.http`, `server.allowed_origins`, `server.token_env`: user layers only.
 //! - `[providers]` and `agent.provider`: user layers only (they decide where API keys go).
+//! - `agent.sessions_dir`: user layers only (it decides where transcripts go and which one
+//!   `--resume` reads).
 //! - `mcp.import`: a project may turn importing off, not on.
 //! - `skills.enabled`: a project may turn skills off, not on; `skills.roots`: folders
 //!   inside the project only (no `..`, no `~`), made absolute — a skill root is readable
@@ -187,13 +189,20 @@ impl ProjectLayer {
                 "it decides which endpoint receives your API key",
             ));
         }
-        if let Some(agent) = table.get("agent").and_then(toml::Value::as_table)
-            && agent.contains_key("provider")
-        {
-            return Err(refuse(
-                "agent.provider",
-                "it decides which endpoint receives your API key",
-            ));
+        if let Some(agent) = table.get("agent").and_then(toml::Value::as_table) {
+            if agent.contains_key("provider") {
+                return Err(refuse(
+                    "agent.provider",
+                    "it decides which endpoint receives your API key",
+                ));
+            }
+            // Transcripts hold whole conversations, tool results included.
+            if agent.contains_key("sessions_dir") {
+                return Err(refuse(
+                    "agent.sessions_dir",
+                    "it decides where whole conversations are written and which transcript `--resume` reads",
+                ));
+            }
         }
 
         let import = match table.get_mut("mcp").and_then(toml::Value::as_table_mut) {
@@ -253,8 +262,11 @@ impl ProjectLayer {
             };
             let absolute = spill_inside(&root, Path::new(given)).ok_or_else(|| {
                 ConfigError::Invalid(format!(
-                    "{shown} sets budget.spill_dir = \"{given}\"; from a project file the spill folder must be inside the project (without `..`) or inside your cache folder ({}), because read_file can read it — use e.g. `.toolgate/spill`, or set it in your user config",
-                    cache_dir().map_or_else(|| "~/.cache".to_owned(), |c| c.display().to_string())
+                    "{shown} sets budget.spill_dir = \"{given}\"; from a project file the spill folder must be inside the project (without `..` or `~`) or toolgate's own folder in your cache ({}), never another folder of the cache, because read_file can read it — use e.g. `.toolgate/spill`, or set it in your user config",
+                    toolgate_cache().map_or_else(
+                        || "$XDG_CACHE_HOME/toolgate/…".to_owned(),
+                        |c| format!("{}/…", c.display())
+                    )
                 ))
             })?;
             *dir_value = toml::Value::String(absolute.to_string_lossy().into_owned());
@@ -327,25 +339,28 @@ fn skills_rules(
 }
 
 /// `given` (relative to the project `root`, or absolute) as an absolute path when it lies
-/// inside the project or the user's cache folder and has no `..`.
+/// inside the project or strictly inside toolgate's own cache folder, and has no `..` and no
+/// leading `~` (which is not expanded, and would only confuse).
 fn spill_inside(root: &Path, given: &Path) -> Option<PathBuf> {
-    if given
-        .components()
-        .any(|c| matches!(c, Component::ParentDir))
+    if given.starts_with("~")
+        || given
+            .components()
+            .any(|c| matches!(c, Component::ParentDir))
     {
         return None;
     }
     let absolute = root.join(given);
-    let inside_cache = cache_dir().is_some_and(|c| absolute.starts_with(c));
-    (absolute.starts_with(root) || inside_cache).then_some(absolute)
+    let in_toolgate_cache =
+        toolgate_cache().is_some_and(|c| absolute.starts_with(&c) && absolute != c);
+    (absolute.starts_with(root) || in_toolgate_cache).then_some(absolute)
 }
 
-/// The user's cache folder: `$XDG_CACHE_HOME`, else `~/.cache`.
-fn cache_dir() -> Option<PathBuf> {
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+/// toolgate's own folder in the user's cache: `$XDG_CACHE_HOME/toolgate`, else
+/// `~/.cache/toolgate`. Other programs' caches (tokens, downloads) are never a spill folder.
+fn toolgate_cache() -> Option<PathBuf> {
+    toolgate_core::UserDirs::from_env()
+        .cache()
+        .map(|c| c.join("toolgate"))
 }
 
 impl Provider for ProjectLayer {

@@ -15,6 +15,9 @@
 //! - [`disclosure`]: progressive disclosure — direct and deferred tools, `search_tool`,
 //!   `run_tool`, byte-stable tool arrays per protocol (seed 000 s15).
 //!
+//! - [`UserDirs`]: the user's home, config, cache, data and state folders, found once the
+//!   XDG way (empty or relative values ignored) for every crate.
+//!
 //! The design follows seed 003 §1–§5 and seed 000 s02.
 
 mod context;
@@ -29,6 +32,7 @@ mod result_budget;
 mod schedule;
 mod spec;
 mod tool;
+mod user_dirs;
 
 pub use context::{CallContext, Progress, ProgressSink, SessionState};
 pub use disclosure::{Disclosure, DisclosureMode, DisclosureSettings, ExposureMode};
@@ -50,3 +54,4 @@ pub use result_budget::{ResultBudget, TurnResult};
 pub use schedule::{Footprint, OrderGate, Resource, ResourceLocks, Ticket};
 pub use spec::{Concurrency, DisclosureHint, ToolMeta, ToolSpec, schema_for};
 pub use tool::{DynTool, Tool, ToolError, TypedTool, run_blocking};
+pub use user_dirs::{MissingUserDir, UserDir, UserDirs};

@@ -12,6 +12,13 @@
 //! anything is opened for reading.
 
 pub(crate) mod door;
+mod links;
+mod spill;
+mod suggest;
+
+pub use links::HardLinks;
+pub(crate) use spill::Shown;
+use suggest::suggest;
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -83,6 +90,24 @@ pub enum PathError {
         /// Which rule matched: `.toolgate/`, `.mcp.json`, …
         rule: &'static str,
     },
+    /// A regular file with more than one name, while `permissions.refuse_hard_links` is set.
+    #[error(
+        "`{path}` is a hard link: the same file has {links} names, and another may lie outside the project; permissions.refuse_hard_links is set, so the file tools neither read nor change it — use a file with one name (copy it), or ask the user"
+    )]
+    HardLink {
+        /// As given.
+        path: String,
+        /// How many names the file has.
+        links: u64,
+    },
+    /// A path in the spill folder that is not a spill file toolgate wrote.
+    #[error(
+        "`{path}` is in the spill folder but is not a spill file toolgate wrote; only the spill files named in tool results can be read there (list_dir on the spill folder shows them)"
+    )]
+    NotSpill {
+        /// As given.
+        path: String,
+    },
     /// Writing is not allowed there (a read-only root such as the spill folder).
     #[error("`{path}` is in a read-only location; write under the project roots instead")]
     ReadOnly {
@@ -120,7 +145,11 @@ struct RootDir {
 pub struct Roots {
     roots: Vec<RootDir>,
     read_only: Vec<PathBuf>,
+    /// The spill folder when it lies outside the roots: readable, but only the spill files
+    /// in it ([`toolgate_budget::is_spill_name`]), never what else shares the folder.
+    spill: Option<PathBuf>,
     control_files: ControlFiles,
+    hard_links: HardLinks,
 }
 
 /// Whether tools may write toolgate's and its peers' control files.
@@ -144,6 +173,8 @@ pub(crate) struct Located {
     pub(crate) base_path: PathBuf,
     /// `real` below `base`: plain components, no `..`, no symlinks.
     pub(crate) rel: PathBuf,
+    /// What a listing or search of `base` shows.
+    pub(crate) shown: Shown,
 }
 
 /// How many times a call resolves its path again when a symlink was swapped in while it
@@ -204,7 +235,9 @@ impl Roots {
         Ok(Self {
             roots,
             read_only: Vec::new(),
+            spill: None,
             control_files: ControlFiles::Protected,
+            hard_links: HardLinks::Allowed,
         })
     }
 
@@ -263,7 +296,23 @@ impl Roots {
         };
         let real = real_path(&joined, input)?;
         let in_roots = self.roots.iter().any(|r| real.starts_with(&r.path));
-        let in_read_only = self.read_only.iter().any(|r| real.starts_with(r));
+        let mut in_read_only = self.read_only.iter().any(|r| real.starts_with(r));
+        if !in_roots && !in_read_only {
+            match self.spill_access(&real) {
+                Some(true) => in_read_only = true,
+                Some(false) if access == Access::Read => {
+                    return Err(PathError::NotSpill {
+                        path: input.to_owned(),
+                    });
+                }
+                Some(false) => {
+                    return Err(PathError::ReadOnly {
+                        path: input.to_owned(),
+                    });
+                }
+                None => {}
+            }
+        }
         match access {
             Access::Read if in_roots || in_read_only => Ok(real),
             Access::Write if in_read_only => Err(PathError::ReadOnly {
@@ -302,10 +351,17 @@ impl Roots {
                 rel: below(&real, &root.path),
                 base: Arc::clone(&root.fd),
                 base_path: root.path.clone(),
+                shown: Shown::All,
                 real,
             });
         }
-        let Some(dir) = self.read_only.iter().find(|r| real.starts_with(r)) else {
+        let spill = self.spill.as_ref().filter(|s| real.starts_with(s));
+        let Some(dir) = self
+            .read_only
+            .iter()
+            .find(|r| real.starts_with(r))
+            .or(spill)
+        else {
             return Err(PathError::Invalid(input.to_owned()));
         };
         let fd = door::open_dir_no_symlinks(dir).map_err(|e| match e.raw_os_error() {
@@ -318,6 +374,11 @@ impl Roots {
             rel: below(&real, dir),
             base: Arc::new(fd),
             base_path: dir.clone(),
+            shown: if spill == Some(dir) {
+                Shown::SpillFiles
+            } else {
+                Shown::All
+            },
             real,
         })
     }
@@ -369,6 +430,7 @@ impl Roots {
                     kind: kind_of(&opened.meta),
                 });
             }
+            self.check_links(input, &opened.meta)?;
             let Some((file, meta)) = reopen(&opened, OFlags::RDONLY | OFlags::NONBLOCK, input)?
             else {
                 continue;
@@ -636,55 +698,6 @@ fn not_found_or_io(input: &str, located: Option<&Located>, e: io::Error) -> Path
             source: e,
         }
     }
-}
-
-/// "; did you mean …?" from the names beside a missing path, read through the root's
-/// descriptor like everything else.
-fn suggest(missing: &Located) -> String {
-    let (Some(parent), Some(name)) = (missing.rel.parent(), missing.rel.file_name()) else {
-        return String::new();
-    };
-    let name = name.to_string_lossy().to_lowercase();
-    let listed = door::open_beneath(
-        missing.base.as_fd(),
-        parent,
-        OFlags::RDONLY | OFlags::DIRECTORY,
-    )
-    .and_then(|dir| door::read_entries(&dir, 5_000));
-    let Ok((entries, _)) = listed else {
-        return "; check the folder with list_dir".to_owned();
-    };
-    let mut best: Vec<(f64, String)> = entries
-        .iter()
-        .map(|e| String::from_utf8_lossy(&e.name).into_owned())
-        .map(|n| (strsim_ratio(&name, &n.to_lowercase()), n))
-        .filter(|(s, _)| *s >= 0.6)
-        .collect();
-    best.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    if best.is_empty() {
-        "; check the folder with list_dir".to_owned()
-    } else {
-        let names: Vec<String> = best.iter().take(3).map(|(_, n)| format!("`{n}`")).collect();
-        format!("; did you mean {} in the same folder?", names.join(", "))
-    }
-}
-
-/// Similarity by shared characters (cheap; good enough for typos and case).
-fn strsim_ratio(a: &str, b: &str) -> f64 {
-    if a == b {
-        return 1.0;
-    }
-    let (la, lb) = (a.chars().count(), b.chars().count());
-    if la == 0 || lb == 0 {
-        return 0.0;
-    }
-    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
-        + a.chars()
-            .rev()
-            .zip(b.chars().rev())
-            .take_while(|(x, y)| x == y)
-            .count();
-    (common.min(la.max(lb)) as f64) / (la.max(lb) as f64)
 }
 
 /// The real path of `joined`: canonicalise the longest existing ancestor, then append the

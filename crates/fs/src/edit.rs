@@ -137,6 +137,7 @@ fn edit_file(
         .open_parent(path, CreateParents::No)
         .map_err(missing)?;
     let (mut file, meta) = parent.open_existing(path).map_err(missing)?;
+    roots.check_links(path, &meta).map_err(path_error)?;
     let real = parent.real.clone();
     if let Some(seen) = stamps.get(&real)
         && seen != FileStamp::of(&meta)

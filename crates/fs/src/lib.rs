@@ -23,7 +23,8 @@ mod sniff;
 mod tools;
 mod write;
 
-pub use confine::{Access, ControlFiles, PathError, Roots};
+pub use confine::door::{is_swapped, open_file_no_symlinks};
+pub use confine::{Access, ControlFiles, HardLinks, PathError, Roots};
 pub use edit::{EditFileArgs, EditFileTool};
 pub use find::{SearchFilesArgs, SearchFilesTool};
 pub use grep::{GrepArgs, GrepTool};

@@ -8,7 +8,7 @@ use rustix::fs::FileType;
 
 use toolgate_core::TruncationReason;
 
-use crate::confine::door;
+use crate::confine::{Shown, door};
 use crate::read::ReadLimits;
 
 /// One page of a folder listing.
@@ -30,14 +30,17 @@ pub struct ListPage {
 }
 
 /// Lists the open folder `dir` (reached through a root's descriptor) from entry `offset`
-/// (1-based). Entries are read and looked at through `dir`, never by path.
+/// (1-based), the entries `shown` keeps. Entries are read and looked at through `dir`, never
+/// by path.
 pub(crate) fn list_dir(
     dir: &OwnedFd,
+    shown: Shown,
     offset: u64,
     limit: usize,
     limits: &ReadLimits,
 ) -> std::io::Result<ListPage> {
-    let (read, scan_cut) = door::read_entries(dir, limits.max_scan_entries)?;
+    let (mut read, scan_cut) = door::read_entries(dir, limits.max_scan_entries)?;
+    read.retain(|e| shown.keeps(&e.name, e.kind));
     let scanned = read.len() as u64;
     let mut entries: Vec<(Vec<u8>, String)> = Vec::with_capacity(read.len());
     for entry in read {

@@ -408,6 +408,7 @@ impl Scope {
                 use_ignore_files: !include_ignored,
                 after,
                 max_scanned: limits.max_scanned,
+                shown: located.shown,
             },
             root,
             after_line,

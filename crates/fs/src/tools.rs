@@ -512,7 +512,7 @@ impl Tool for ListDirTool {
             })?;
             let offset = args.offset.unwrap_or(1);
             let limit = args.limit.map_or(limits.max_lines, |l| l.min(usize::MAX as u64) as usize);
-            let page = list_dir(&dir, offset, limit, &limits)
+            let page = list_dir(&dir, located.shown, offset, limit, &limits)
                 .map_err(|e| ToolError::recoverable(format!("cannot list `{input}`: {e}")))?;
             let display = roots.display(&located.real);
             let mut text = if page.shown == 0 { format!("(`{display}` is empty)\n") } else { page.text };

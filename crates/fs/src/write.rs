@@ -269,7 +269,10 @@ fn write_file(
         })?;
     let real = parent.real.clone();
     let old = match existing(&parent) {
-        Ok(Some(meta)) if meta.is_file() => Some(meta),
+        Ok(Some(meta)) if meta.is_file() => {
+            roots.check_links(&args.path, &meta).map_err(path_error)?;
+            Some(meta)
+        }
         Ok(Some(meta)) if meta.is_dir() => {
             return Err(ToolError::recoverable(format!(
                 "`{}` is a folder; give the path of a file inside it",

@@ -41,12 +41,10 @@ impl CatalogCache {
     }
 
     /// The user's cache folder for catalogs: `$XDG_CACHE_HOME/toolgate/catalog`, else
-    /// `$HOME/.cache/toolgate/catalog`; `None` without either variable.
+    /// `$HOME/.cache/toolgate/catalog`; `None` when neither is an absolute path.
     pub fn user_dir() -> Option<PathBuf> {
-        std::env::var_os("XDG_CACHE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        toolgate_core::UserDirs::from_env()
+            .cache()
             .map(|dir| dir.join("toolgate").join("catalog"))
     }
 

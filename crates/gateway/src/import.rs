@@ -55,8 +55,14 @@ impl ImportOptions {
         let nested = std::env::var_os(NESTED_ENV).is_some();
         Self {
             project_dir,
-            home: std::env::var_os("HOME").map(PathBuf::from),
-            codex_home: std::env::var_os("CODEX_HOME").map(PathBuf::from),
+            home: toolgate_core::UserDirs::from_env()
+                .home()
+                .map(Path::to_path_buf),
+            // Like the XDG variables: an empty or relative value would name a file in the
+            // project, so it falls back to `~/.codex`.
+            codex_home: std::env::var_os("CODEX_HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute()),
             import: import && !nested,
             project_servers: BTreeSet::new(),
         }

@@ -106,9 +106,8 @@ pub struct TrustError {
 impl TrustStore {
     /// `$XDG_CONFIG_HOME/toolgate/trusted_servers.toml` (default `~/.config/…`).
     pub fn default_path() -> Option<PathBuf> {
-        std::env::var_os("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        toolgate_core::UserDirs::from_env()
+            .config()
             .map(|dir| dir.join("toolgate").join("trusted_servers.toml"))
     }
 

@@ -28,6 +28,10 @@ use tokio::sync::mpsc;
 
 use crate::server::ToolgateServer;
 
+mod lifecycle;
+
+use lifecycle::{Admit, Lifecycle};
+
 /// Longest accepted message line (rmcp's own stdio default).
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
@@ -94,6 +98,10 @@ pub struct LineTransport<R> {
     ids: Arc<SyncMutex<Ids>>,
     /// Told when the input ends, so running calls stop.
     session: ToolgateServer,
+    /// Which lifecycle the session is in (stateless, `initialize`, or both).
+    lifecycle: Lifecycle,
+    /// A message to hand rmcp on the next `receive` (after an opening `initialize`).
+    queued: Option<RxJsonRpcMessage<RoleServer>>,
 }
 
 /// Request ids in flight, and the exact text of ids replaced by stand-ins.
@@ -129,6 +137,8 @@ where
             replies,
             ids: Arc::default(),
             session,
+            lifecycle: Lifecycle::default(),
+            queued: None,
         }
     }
 
@@ -282,11 +292,29 @@ where
             );
             return None;
         }
+        let shown = exact_id.as_deref().map_or_else(
+            || serde_json::to_value(&request.id).unwrap_or(Value::Null),
+            raw_value,
+        );
         if let Some(raw) = exact_id {
-            ids.exact.insert(key, raw);
+            ids.exact.insert(key.clone(), raw);
         }
         drop(ids);
-        Some(self.session.stamp_arrival(message))
+        match self.lifecycle.admit(message) {
+            Admit::Pass(message) => Some(self.session.stamp_arrival(message)),
+            Admit::Open { opening, then } => {
+                self.queued = Some(self.session.stamp_arrival(then));
+                Some(opening)
+            }
+            Admit::Refuse(why) => {
+                let mut ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+                ids.in_flight.remove(&key);
+                ids.exact.remove(&key);
+                drop(ids);
+                self.reply_error(shown, -32602, why);
+                None
+            }
+        }
     }
 }
 
@@ -302,7 +330,11 @@ where
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let replies = self.replies.clone();
         let ids = Arc::clone(&self.ids);
+        let swallow = Lifecycle::is_opening_answer(&item);
         async move {
+            if swallow {
+                return Ok(());
+            }
             let answered = match &item {
                 JsonRpcMessage::Response(r) => Some(id_key(&r.id)),
                 JsonRpcMessage::Error(e) => e.id.as_ref().map(id_key),
@@ -329,6 +361,9 @@ where
         loop {
             if !self.flush_pending().await {
                 return None;
+            }
+            if let Some(message) = self.queued.take() {
+                return Some(message);
             }
             match self.next_line().await {
                 Ok(true) => {}

@@ -219,6 +219,19 @@ pub(crate) struct Stream {
 }
 
 impl Stream {
+    /// Bytes assembled so far.
+    pub(crate) fn size(&self) -> usize {
+        self.text.len()
+            + self
+                .blocks
+                .values()
+                .map(|b| match b {
+                    Block::Tool { id, name, json } => id.len() + name.len() + json.len() + 64,
+                    Block::Text | Block::Other => 64,
+                })
+                .sum::<usize>()
+    }
+
     pub(crate) fn feed(
         &mut self,
         event: Option<&str>,

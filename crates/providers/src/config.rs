@@ -78,9 +78,27 @@ pub struct ProviderConfig {
     pub context_tokens: Option<u64>,
     /// Stream responses (SSE). Default true.
     pub stream: Option<bool>,
+    /// Seconds to open the connection (TCP and TLS). Default 10: a reachable endpoint
+    /// connects in well under a second; a longer wait is a dead host or a black-holed port.
+    pub connect_timeout_secs: Option<u64>,
+    /// Seconds from sending a request to the first byte of the answer. Default 300 (Codex's
+    /// stream idle timeout): reasoning models may think for minutes before they answer, and
+    /// a request without streaming sends nothing until the whole answer is ready.
+    pub first_byte_timeout_secs: Option<u64>,
+    /// Longest silence, in seconds, between two pieces of an answer that has started.
+    /// Default 300 (Codex's stream idle timeout): a model may think between two parts of
+    /// its answer too.
+    pub idle_timeout_secs: Option<u64>,
     /// Retry settings.
     pub retry: RetryConfig,
 }
+
+/// `connect_timeout_secs` when config gives none.
+pub const DEFAULT_CONNECT_TIMEOUT_SECS: u64 = 10;
+/// `first_byte_timeout_secs` when config gives none.
+pub const DEFAULT_FIRST_BYTE_TIMEOUT_SECS: u64 = 300;
+/// `idle_timeout_secs` when config gives none.
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 300;
 
 /// How failed requests are retried: 429, 5xx, Anthropic's `overloaded_error` and network
 /// errors, waiting what `retry-after` says or an exponential backoff.

@@ -118,6 +118,18 @@ pub enum ProviderError {
         /// What to fix.
         message: String,
     },
+    /// The answer went past a size bound (an endless or runaway stream).
+    #[error(
+        "provider `{provider}` (model `{model}`) sent more than toolgate reads for one answer: {message}; the endpoint is misbehaving (an endless or runaway stream) — try again, or use another model or endpoint"
+    )]
+    TooLarge {
+        /// Provider name.
+        provider: String,
+        /// Model.
+        model: String,
+        /// Which bound, and its size.
+        message: String,
+    },
     /// The caller cancelled (Ctrl-C).
     #[error("the request to provider `{provider}` was cancelled")]
     Cancelled {

@@ -47,11 +47,17 @@ pub enum Reply {
         /// Body.
         body: String,
     },
-    /// Streams `text` then never finishes (for cancellation tests).
+    /// Streams `text` then never finishes (for cancellation and idle-timeout tests).
     Stall {
         /// The text sent before the stall.
         text: String,
     },
+    /// Never answers: not even the response headers (for first-byte timeout tests).
+    Silent,
+    /// Streams text deltas without end, as fast as the client reads (for size-bound tests).
+    Endless,
+    /// Streams one event-stream line that never ends (for line-bound tests).
+    EndlessLine,
 }
 
 impl Reply {
@@ -208,7 +214,16 @@ impl FakeServer {
         let app = axum::Router::new().fallback(
             move |headers: HeaderMap, uri: axum::http::Uri, body: Bytes| {
                 let state = Arc::clone(&app_state);
-                async move { handle(&state, &headers, uri.path(), &body) }
+                async move {
+                    match handle(&state, &headers, uri.path(), &body) {
+                        Some(response) => response,
+                        // Reply::Silent: hold the request open without a byte.
+                        None => {
+                            tokio::time::sleep(Duration::from_secs(3600)).await;
+                            plain(504, "the fake model stayed silent")
+                        }
+                    }
+                }
             },
         );
         let task = tokio::spawn(async move {
@@ -242,7 +257,8 @@ impl FakeServer {
     }
 }
 
-fn handle(state: &State, headers: &HeaderMap, path: &str, body: &[u8]) -> Response {
+/// The answer to one request; `None` for [`Reply::Silent`].
+fn handle(state: &State, headers: &HeaderMap, path: &str, body: &[u8]) -> Option<Response> {
     let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     state.requests.lock().unwrap().push(Recorded {
         path: path.to_owned(),
@@ -259,12 +275,20 @@ fn handle(state: &State, headers: &HeaderMap, path: &str, body: &[u8]) -> Respon
     });
     let next = state.script.lock().unwrap().pop_front();
     let Some(step) = next else {
-        return plain(500, "the fake model's script is exhausted");
+        return Some(plain(500, "the fake model's script is exhausted"));
     };
     let reply = step(&body);
     let stream = body["stream"] == true;
     let (prompt, cached) = usage(state, &body);
-    match reply {
+    Some(match reply {
+        Reply::Silent => return None,
+        Reply::Endless => endless(state.kind, prompt),
+        Reply::EndlessLine => {
+            let head = futures::stream::once(async { Ok::<_, Infallible>(Bytes::from("data: ")) });
+            let line = futures::stream::repeat_with(|| Ok(Bytes::from(vec![b'x'; 64 * 1024])));
+            use futures::StreamExt;
+            event_stream(Body::from_stream(head.chain(line)))
+        }
         Reply::Status {
             status,
             headers,
@@ -318,7 +342,58 @@ fn handle(state: &State, headers: &HeaderMap, path: &str, body: &[u8]) -> Respon
             };
             sse(events, true)
         }
-    }
+    })
+}
+
+/// Text deltas without end in `kind`'s protocol.
+fn endless(kind: Kind, prompt: u64) -> Response {
+    use futures::StreamExt;
+    let frame = |event: Option<&str>, data: Value| {
+        let mut frame = String::new();
+        if let Some(e) = event {
+            frame.push_str(&format!("event: {e}\n"));
+        }
+        frame.push_str(&format!("data: {data}\n\n"));
+        Bytes::from(frame)
+    };
+    let (head, delta) = match kind {
+        Kind::OpenAi => (
+            Vec::new(),
+            frame(
+                None,
+                json!({"choices": [{"index": 0, "delta": {"content": "and on "}}]}),
+            ),
+        ),
+        Kind::Anthropic => (
+            vec![
+                frame(
+                    Some("message_start"),
+                    json!({"type": "message_start", "message": {"usage": {"input_tokens": prompt}}}),
+                ),
+                frame(
+                    Some("content_block_start"),
+                    json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                ),
+            ],
+            frame(
+                Some("content_block_delta"),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "and on "}}),
+            ),
+        ),
+    };
+    // Many deltas per chunk, so the flood is fast; the stream never ends.
+    let chunk: Bytes = delta.repeat(512).into();
+    let head = futures::stream::iter(head.into_iter().map(Ok::<_, Infallible>));
+    let flood = futures::stream::repeat_with(move || Ok(chunk.clone()));
+    event_stream(Body::from_stream(head.chain(flood)))
+}
+
+fn event_stream(body: Body) -> Response {
+    Response::builder()
+        .status(200)
+        .header("content-type", "text/event-stream")
+        .body(body)
+        .unwrap()
 }
 
 fn rand_id() -> u32 {

@@ -16,11 +16,15 @@ mod config;
 mod error;
 #[cfg(feature = "fake")]
 pub mod fake;
+mod guard;
 mod openai;
 mod provider;
 mod types;
 
-pub use config::{ANTHROPIC_DEFAULT_MAX_TOKENS, Kind, ProviderConfig, RetryConfig};
+pub use config::{
+    ANTHROPIC_DEFAULT_MAX_TOKENS, DEFAULT_CONNECT_TIMEOUT_SECS, DEFAULT_FIRST_BYTE_TIMEOUT_SECS,
+    DEFAULT_IDLE_TIMEOUT_SECS, Kind, ProviderConfig, RetryConfig,
+};
 pub use error::ProviderError;
 pub use provider::Provider;
 pub use types::{Event, Finish, Message, Request, Response, ToolCall, ToolResult, Usage};

@@ -184,6 +184,16 @@ pub(crate) struct Stream {
 }
 
 impl Stream {
+    /// Bytes assembled so far.
+    pub(crate) fn size(&self) -> usize {
+        self.text.len()
+            + self
+                .calls
+                .values()
+                .map(|c| c.id.len() + c.name.len() + c.arguments.len() + 64)
+                .sum::<usize>()
+    }
+
     pub(crate) fn feed(
         &mut self,
         data: &str,

@@ -9,16 +9,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{ANTHROPIC_DEFAULT_MAX_TOKENS, Kind, ProviderConfig, RetryConfig};
 use crate::error::ProviderError;
+use crate::guard::{GuardError, Shape, StreamLimits, Timeouts, guard, read_error_text, read_plain};
 use crate::types::{Event, Request, Response};
 use crate::{anthropic, openai};
 
-/// How long a connection may take to open.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
-/// How long a response may stay silent (no byte of a stream) before the attempt fails and
-/// is retried. Reasoning models think before their first token; five minutes covers them.
-const READ_TIMEOUT: Duration = Duration::from_secs(300);
 /// Most characters of an endpoint's error text kept in a message.
 const ERROR_TEXT: usize = 600;
+/// Most bytes of an error body read (the message keeps [`ERROR_TEXT`] characters of it).
+const ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// A model endpoint, ready to take requests.
 #[derive(Clone)]
@@ -32,6 +30,8 @@ pub struct Provider {
     max_tokens: Option<u32>,
     stream: bool,
     retry: RetryConfig,
+    timeouts: Timeouts,
+    limits: StreamLimits,
     http: reqwest::Client,
 }
 
@@ -100,10 +100,10 @@ impl Provider {
                 ),
             });
         }
+        let timeouts = Timeouts::from_config(name, config)?;
         tls_provider();
         let http = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .read_timeout(READ_TIMEOUT)
+            .connect_timeout(timeouts.connect)
             .user_agent(concat!("toolgate/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| ProviderError::Config {
@@ -123,6 +123,8 @@ impl Provider {
             max_tokens: config.max_tokens,
             stream: config.stream.unwrap_or(true),
             retry: config.retry.clone(),
+            timeouts,
+            limits: StreamLimits::default(),
             http,
         })
     }
@@ -285,16 +287,29 @@ impl Provider {
         if self.stream {
             builder = builder.header(reqwest::header::ACCEPT, "text/event-stream");
         }
-        let response = builder.send().await.map_err(|e| Failure::Retry {
-            status: "network".to_owned(),
-            message: error_chain(&e),
-            retry_after: None,
-            emitted: false,
-        })?;
+        let sent = std::time::Instant::now();
+        let response = match tokio::time::timeout(self.timeouts.first_byte, builder.send()).await {
+            Err(_) => {
+                return Err(self.guard_failure(
+                    GuardError::Silent {
+                        phase: "answer",
+                        secs: self.timeouts.first_byte.as_secs(),
+                        key: "first_byte_timeout_secs",
+                    },
+                    false,
+                ));
+            }
+            Ok(sent) => sent.map_err(|e| Failure::Retry {
+                status: "network".to_owned(),
+                message: error_chain(&e),
+                retry_after: None,
+                emitted: false,
+            })?,
+        };
         let status = response.status();
         if !status.is_success() {
             let retry_after = retry_after(response.headers());
-            let text = response.text().await.unwrap_or_default();
+            let text = read_error_text(response, self.timeouts, ERROR_BODY_BYTES, sent).await;
             return Err(self.status_failure(status.as_u16(), &text, retry_after));
         }
         // A streaming request may still get a plain JSON answer (some compatible servers
@@ -305,12 +320,10 @@ impl Provider {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if !is_sse {
-            let text = response.text().await.map_err(|e| Failure::Retry {
-                status: "network".to_owned(),
-                message: error_chain(&e),
-                retry_after: None,
-                emitted: false,
-            })?;
+            let bytes = read_plain(response, self.timeouts, self.limits, sent)
+                .await
+                .map_err(|e| self.guard_failure(e, false))?;
+            let text = String::from_utf8_lossy(&bytes);
             let value: Value = serde_json::from_str(&text)
                 .map_err(|e| Failure::Fatal(self.protocol(format!("{e} in `{}`", clip(&text)))))?;
             let parsed = match self.kind {
@@ -324,21 +337,32 @@ impl Provider {
             return Ok(response);
         }
         let mut assembler = Assembler::new(self.kind);
-        let mut events = SseStream::from_bytes_stream(response.bytes_stream());
+        let body = guard(
+            response.bytes_stream(),
+            self.timeouts,
+            self.limits,
+            Shape::EventStream,
+            sent,
+        );
+        let mut events = Box::pin(SseStream::from_bytes_stream(body));
         while let Some(item) = events.next().await {
-            let sse = item.map_err(|e| Failure::Retry {
-                status: "stream".to_owned(),
-                message: format!("the event stream broke off: {e}"),
-                retry_after: None,
-                emitted: assembler.emitted(),
-            })?;
+            let sse = item.map_err(|e| self.stream_failure(e, assembler.emitted()))?;
             let Some(data) = sse.data.as_deref() else {
                 continue;
             };
-            match assembler
+            let flow = assembler
                 .feed(sse.event.as_deref(), data, on_event)
-                .map_err(|e| self.parse_failure(e, assembler.emitted()))?
-            {
+                .map_err(|e| self.parse_failure(e, assembler.emitted()))?;
+            if assembler.size() > self.limits.max_message_bytes {
+                return Err(self.guard_failure(
+                    GuardError::TooLong {
+                        what: "a message (text and tool calls)",
+                        limit: self.limits.max_message_bytes,
+                    },
+                    assembler.emitted(),
+                ));
+            }
+            match flow {
                 Flow::More => {}
                 Flow::Done => break,
             }
@@ -385,6 +409,46 @@ impl Provider {
                 status,
                 message,
             }),
+        }
+    }
+
+    /// An event stream that failed: a bound of [`guard`], or the connection.
+    fn stream_failure(&self, error: sse_stream::Error, emitted: bool) -> Failure {
+        let error = match error {
+            sse_stream::Error::Body(inner) => match inner.downcast::<GuardError>() {
+                Ok(bound) => return self.guard_failure(*bound, emitted),
+                Err(other) => other.to_string(),
+            },
+            other => other.to_string(),
+        };
+        Failure::Retry {
+            status: "stream".to_owned(),
+            message: format!("the event stream broke off: {error}"),
+            retry_after: None,
+            emitted,
+        }
+    }
+
+    /// A bound of [`guard`] hit: a timeout is transient (retried), a size is not.
+    fn guard_failure(&self, error: GuardError, emitted: bool) -> Failure {
+        match error {
+            GuardError::Silent { .. } => Failure::Retry {
+                status: "timeout".to_owned(),
+                message: error.to_string(),
+                retry_after: None,
+                emitted,
+            },
+            GuardError::TooLong { .. } => Failure::Fatal(ProviderError::TooLarge {
+                provider: self.name.clone(),
+                model: self.model.clone(),
+                message: error.to_string(),
+            }),
+            GuardError::Http(message) => Failure::Retry {
+                status: "network".to_owned(),
+                message,
+                retry_after: None,
+                emitted,
+            },
         }
     }
 
@@ -478,6 +542,14 @@ impl Assembler {
             Self::Anthropic(s) => s.finish(),
         }
     }
+
+    /// Bytes assembled so far (text, tool calls, their arguments).
+    fn size(&self) -> usize {
+        match self {
+            Self::OpenAi(s) => s.size(),
+            Self::Anthropic(s) => s.size(),
+        }
+    }
 }
 
 /// Exponential backoff with ±20 % jitter: `initial × 2^(attempt-1)`.
@@ -542,7 +614,7 @@ fn clip(text: &str) -> String {
 }
 
 /// An error with its causes ("error sending request: connection refused").
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

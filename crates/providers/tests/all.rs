@@ -2,5 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "all/bounds.rs"]
+mod bounds;
 #[path = "all/wire.rs"]
 mod wire;

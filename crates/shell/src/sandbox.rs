@@ -165,10 +165,7 @@ impl Sandbox {
 
 /// `~/x` is `$HOME/x`.
 fn expand_home(path: &Path) -> PathBuf {
-    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
-        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
-        _ => path.to_path_buf(),
-    }
+    toolgate_core::UserDirs::from_env().expand_tilde(path)
 }
 
 /// A rule for `path` when it exists (a missing temp folder is simply not granted).
@@ -214,7 +211,9 @@ mod tests {
 
     #[test]
     fn a_tilde_means_the_home_folder() {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let home = toolgate_core::UserDirs::from_env()
+            .home()
+            .map(Path::to_path_buf);
         let expanded = expand_home(Path::new("~/.cargo"));
         match home {
             Some(home) => assert_eq!(expanded, home.join(".cargo")),

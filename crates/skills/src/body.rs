@@ -44,12 +44,12 @@ pub struct LoadedSkill {
 /// Reads `skill`'s file again and lists its bundled files. The error says what is wrong
 /// with the file now.
 pub fn load_skill(skill: &Arc<Skill>) -> Result<LoadedSkill, String> {
-    let text = read_skill_file(&skill.file)?;
+    let text = read_skill_file(&skill.real_file)?;
     let (frontmatter, body) = parse_skill(&text)?;
     let body = body.trim().to_owned();
     let files = match &skill.dir {
-        Some(dir) => bundled_files(dir, &skill.file),
-        None => BundledFiles::default(),
+        Some(dir) if still_confined(skill, dir) => bundled_files(dir, &skill.file),
+        _ => BundledFiles::default(),
     };
     Ok(LoadedSkill {
         skill: Arc::clone(skill),
@@ -108,6 +108,15 @@ impl LoadedSkill {
     }
 }
 
+/// Whether a project skill's folder still lies inside its project (a symlink swapped in
+/// since the listing could point it anywhere; then its files are not listed).
+fn still_confined(skill: &Skill, dir: &Path) -> bool {
+    match &skill.root.confine {
+        None => true,
+        Some(project) => fs_err::canonicalize(dir).is_ok_and(|real| real.starts_with(project)),
+    }
+}
+
 /// The files below `dir` other than `skill_file`, sorted, bounded.
 fn bundled_files(dir: &Path, skill_file: &Path) -> BundledFiles {
     let mut walk = ignore::WalkBuilder::new(dir);
@@ -152,6 +161,7 @@ mod tests {
             name: "deploy".into(),
             description: "d".into(),
             file: dir.join(SKILL_FILE),
+            real_file: dir.join(SKILL_FILE),
             dir: Some(dir.to_path_buf()),
             root: SkillRoot {
                 path: dir.parent().unwrap().to_path_buf(),

@@ -100,6 +100,7 @@ mod tests {
                     name: name.clone(),
                     description: format!("{description} number {i}."),
                     file: format!("/skills/{name}/SKILL.md").into(),
+                    real_file: format!("/skills/{name}/SKILL.md").into(),
                     dir: None,
                     root: root.clone(),
                     model_invocable: true,

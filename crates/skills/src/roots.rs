@@ -57,14 +57,11 @@ pub struct HomeDirs {
 impl HomeDirs {
     /// From `HOME` and `XDG_CONFIG_HOME`, as toolgate's own config file is found.
     pub fn from_env() -> Self {
-        let home = std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .filter(|h| h.is_absolute());
-        let config = std::env::var_os("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .filter(|c| c.is_absolute())
-            .or_else(|| home.as_ref().map(|h| h.join(".config")));
-        Self { home, config }
+        let dirs = toolgate_core::UserDirs::from_env();
+        Self {
+            home: dirs.home().map(Path::to_path_buf),
+            config: dirs.config().map(Path::to_path_buf),
+        }
     }
 }
 

@@ -33,6 +33,11 @@ pub struct Skill {
     pub description: String,
     /// The skill file: `<dir>/SKILL.md` or a flat `<root>/<name>.md`.
     pub file: PathBuf,
+    /// The skill file's real path when it was found (symlinks resolved then). Loading reads
+    /// it through its folder's descriptor without following any symlink, so one swapped in
+    /// since (for the file or a folder on its way) makes the load fail instead of leading
+    /// to another file.
+    pub real_file: PathBuf,
     /// The skill's folder, for folder skills: its other files are bundled with it.
     pub dir: Option<PathBuf>,
     /// The root it was found in.
@@ -231,12 +236,15 @@ fn confined(root: &SkillRoot, file: &Path) -> Result<(), String> {
 
 /// Reads and checks one skill file.
 fn load(root: &SkillRoot, file: &Path, dir: Option<&Path>) -> Result<Skill, String> {
-    let text = read_skill_file(file)?;
+    let real_file =
+        fs_err::canonicalize(file).map_err(|e| format!("cannot be resolved: {}", e.kind()))?;
+    let text = read_skill_file(&real_file)?;
     let (fm, _body) = parse_skill(&text)?;
     Ok(Skill {
         name: fm.name,
         description: fm.description,
         file: file.to_path_buf(),
+        real_file,
         dir: dir.map(Path::to_path_buf),
         root: root.clone(),
         model_invocable: fm.model_invocable,
@@ -245,15 +253,23 @@ fn load(root: &SkillRoot, file: &Path, dir: Option<&Path>) -> Result<Skill, Stri
     })
 }
 
-/// A skill file's text: a regular file of at most [`MAX_SKILL_BYTES`], UTF-8. Opened
-/// without blocking, so a FIFO put in its place cannot hang the caller.
-pub(crate) fn read_skill_file(file: &Path) -> Result<String, String> {
-    use fs_err::os::unix::fs::OpenOptionsExt;
-    let opened = fs_err::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(file);
-    let mut handle = opened.map_err(|e| format!("cannot be read: {}", e.kind()))?;
+/// A skill file's text, by its real path: a regular file of at most [`MAX_SKILL_BYTES`],
+/// UTF-8. Opened through its folder's descriptor like every file a tool reads
+/// ([`toolgate_fs::open_file_no_symlinks`]): no symlink is followed on the way or for the
+/// file itself, so a symlink swapped in after the skill was listed cannot lead the read to
+/// another file; and without blocking, so a FIFO put in its place cannot hang the caller.
+pub(crate) fn read_skill_file(real_file: &Path) -> Result<String, String> {
+    let (Some(dir), Some(name)) = (real_file.parent(), real_file.file_name()) else {
+        return Err("is not a file path".to_owned());
+    };
+    let opened = toolgate_fs::open_file_no_symlinks(dir, Path::new(name));
+    let mut handle = opened.map_err(|e| {
+        if toolgate_fs::is_swapped(&e) {
+            "was replaced by a symlink (or a folder on its way was) since it was listed; nothing was read — if the change is yours, wait for the skill list to update or restart toolgate".to_owned()
+        } else {
+            format!("cannot be read: {}", e.kind())
+        }
+    })?;
     let meta = handle
         .metadata()
         .map_err(|e| format!("cannot be read: {}", e.kind()))?;

@@ -90,10 +90,7 @@ async fn run_json_prints_one_object_and_exits_0_when_the_model_finishes() {
         assert!(report["usage"]["cached_input_tokens"].as_u64().unwrap() > 0);
         assert!(report["timing"]["loop_us"].is_u64());
         let session = report["session"].as_str().unwrap();
-        let transcript = dir
-            .path()
-            .join(".toolgate/sessions")
-            .join(format!("{session}.jsonl"));
+        let transcript = crate::sessions_dir(dir.path()).join(format!("{session}.jsonl"));
         let lines = std::fs::read_to_string(transcript).unwrap();
         assert!(lines.lines().count() >= 5, "{lines}");
         assert_eq!(fake.requests()[0].body["stream"] == true, stream);
@@ -595,7 +592,8 @@ async fn agent_config_sets_when_run_compacts_the_conversation() {
         .and_then(|l| l.split_whitespace().next())
         .unwrap_or_else(|| panic!("{stderr}"));
     let transcript =
-        std::fs::read_to_string(dir.path().join(format!(".toolgate/sessions/{id}.jsonl"))).unwrap();
+        std::fs::read_to_string(crate::sessions_dir(dir.path()).join(format!("{id}.jsonl")))
+            .unwrap();
     let compaction: Value = transcript
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())

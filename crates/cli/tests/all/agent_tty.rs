@@ -245,8 +245,8 @@ async fn chat_on_a_terminal_shows_the_answer_and_one_line_per_tool_call_and_ctrl
     assert!(fake.requests().iter().all(|r| r.body["stream"] == true));
     assert_eq!(fake.remaining(), 0);
     assert!(
-        dir.path()
-            .join(format!(".toolgate/sessions/{id}.jsonl"))
+        crate::sessions_dir(dir.path())
+            .join(format!("{id}.jsonl"))
             .is_file()
     );
 }

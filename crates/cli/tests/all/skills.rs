@@ -609,3 +609,74 @@ async fn the_skill_tool_appears_when_the_first_skill_does() {
     );
     client.cancel().await.unwrap();
 }
+
+/// Calls the `skill` tool and returns the text it answers.
+async fn load_skill_text(client: &RunningService<RoleClient, Counting>, name: &str) -> String {
+    let Value::Object(args) = json!({"name": name}) else {
+        unreachable!()
+    };
+    let result = client
+        .call_tool(CallToolRequestParams::new("skill").with_arguments(args))
+        .await
+        .unwrap();
+    serde_json::to_value(&result).unwrap()["content"].to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_symlink_swapped_in_after_listing_never_leads_the_skill_tool_outside() {
+    // Regression (issue 22, finding 6): replacing a listed skill's SKILL.md or folder by a
+    // symlink to an outside file made `skill` return that file. The watcher is off, so the
+    // swap is never noticed: the race window stays open for the whole test.
+    let s = Setup::new();
+    std::fs::create_dir_all(s.project.path().join(".toolgate")).unwrap();
+    std::fs::write(
+        s.project.path().join(".toolgate/config.toml"),
+        "[skills]\nwatch = false\nrescan_secs = 0\n",
+    )
+    .unwrap();
+    let skills = s.project_skills();
+    skill(
+        &skills,
+        "deploy",
+        "deploy",
+        "Deploys.",
+        "",
+        "IN_PROJECT body\n",
+    );
+    let outside = tempfile::tempdir().unwrap();
+    skill(
+        outside.path(),
+        "evil",
+        "deploy",
+        "Deploys.",
+        "",
+        "OUTSIDE_SECRET body\n",
+    );
+    std::fs::write(outside.path().join("evil/token"), "OUTSIDE_TOKEN").unwrap();
+    let client = connect(&s).await;
+    let first = load_skill_text(&client, "deploy").await;
+    assert!(first.contains("IN_PROJECT"), "{first}");
+
+    // The file swapped for a symlink to an outside skill file.
+    let file = skills.join("deploy/SKILL.md");
+    std::fs::rename(&file, skills.join("deploy/SKILL.md.orig")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("evil/SKILL.md"), &file).unwrap();
+    let swapped = load_skill_text(&client, "deploy").await;
+    assert!(!swapped.contains("OUTSIDE_SECRET"), "{swapped}");
+    std::fs::remove_file(&file).unwrap();
+    std::fs::rename(skills.join("deploy/SKILL.md.orig"), &file).unwrap();
+
+    // The folder swapped for a symlink to an outside folder.
+    std::fs::rename(skills.join("deploy"), skills.join("deploy.orig")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("evil"), skills.join("deploy")).unwrap();
+    let swapped = load_skill_text(&client, "deploy").await;
+    assert!(
+        !swapped.contains("OUTSIDE_SECRET") && !swapped.contains("token"),
+        "{swapped}"
+    );
+    std::fs::remove_file(skills.join("deploy")).unwrap();
+    std::fs::rename(skills.join("deploy.orig"), skills.join("deploy")).unwrap();
+    let back = load_skill_text(&client, "deploy").await;
+    assert!(back.contains("IN_PROJECT"), "{back}");
+    client.cancel().await.unwrap();
+}

@@ -670,3 +670,60 @@ fn sigkill_of_the_server_leaves_no_process_behind() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The `_meta` a 2026-07-28 (stateless) request carries.
+fn stateless_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "stateless-test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    })
+}
+
+#[test]
+fn initialize_after_stateless_requests_serves_requests_without_meta() {
+    // Regression (issue 22, finding 12): after one stateless request, a later `initialize`
+    // succeeded but every following request without `_meta` got -32602.
+    let mut server = Server::start();
+    let listed = server.request(1, "tools/list", json!({"_meta": stateless_meta()}));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    // Without `_meta` and before `initialize`, a stateless session still refuses it.
+    let early = server.request(2, "tools/list", json!({}));
+    assert_eq!(early["error"]["code"], -32602, "{early}");
+    let init = server.initialize("2025-11-25");
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    let listed = server.request(3, "tools/list", json!({}));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    let pong = server.request(4, "ping", json!({}));
+    assert!(pong.get("error").is_none(), "{pong}");
+    let read = server.call(5, "read_file", json!({"path": "README.md"}));
+    assert_eq!(read["isError"], false, "{read}");
+    // Stateless requests still work on the same session, judged by their own `_meta`.
+    let again = server.request(6, "tools/list", json!({"_meta": stateless_meta()}));
+    assert!(again["result"]["tools"].is_array(), "{again}");
+    let bad = server.request(
+        7,
+        "tools/list",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}),
+    );
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    // No extra message reached the client: the next response is the next request's.
+    let last = server.request(8, "tools/list", json!({}));
+    assert!(last["result"]["tools"].is_array(), "{last}");
+}
+
+#[test]
+fn stateless_requests_after_initialize_are_judged_by_their_own_meta() {
+    let mut server = Server::start();
+    server.initialize("2025-11-25");
+    let listed = server.request(1, "tools/list", json!({"_meta": stateless_meta()}));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    let plain = server.request(2, "tools/list", json!({}));
+    assert!(plain["result"]["tools"].is_array(), "{plain}");
+    let bad = server.request(
+        3,
+        "tools/list",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}),
+    );
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+}

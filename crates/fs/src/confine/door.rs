@@ -317,9 +317,21 @@ pub(crate) fn open_dir_no_symlinks(dir: &Path) -> io::Result<OwnedFd> {
     open_beneath(slash.as_fd(), rel, OFlags::RDONLY | OFlags::DIRECTORY)
 }
 
+/// Opens the file `name` in the folder at the absolute real path `dir` for reading
+/// (non-blocking, so a FIFO cannot hang the caller), following no symlink anywhere: not on
+/// `dir`'s path, not `name`. For callers outside this crate that keep the real path of a
+/// file they found earlier (the `skill` tool) and must not be led elsewhere by a symlink
+/// swapped in since: the open fails instead (`ELOOP`, `EXDEV` or `ENOTDIR`, see
+/// [`is_swapped`]).
+pub fn open_file_no_symlinks(dir: &Path, name: &Path) -> io::Result<fs_err::File> {
+    let base = open_dir_no_symlinks(dir)?;
+    let fd = open_beneath(base.as_fd(), name, OFlags::RDONLY | OFlags::NONBLOCK)?;
+    Ok(file(fd, dir.join(name)))
+}
+
 /// Whether an open failed because a symlink (or a non-folder) sits where the real path had
 /// a folder: the tree changed since the path was resolved.
-pub(crate) fn is_swapped(e: &io::Error) -> bool {
+pub fn is_swapped(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
         Some(libc::ELOOP) | Some(libc::EXDEV) | Some(libc::ENOTDIR)

@@ -24,6 +24,7 @@ use toolgate_core::TruncationReason;
 
 use super::rules::Rules;
 use super::{Stop, is_skipped_dir};
+use crate::confine::Shown;
 use crate::confine::door::{self, Entry, Kind};
 
 /// Folders deeper than this keep no descriptor open while their subtree is walked; their
@@ -59,6 +60,9 @@ pub(crate) struct WalkSpec {
     pub(crate) after: Option<PathBuf>,
     /// Most entries to visit.
     pub(crate) max_scanned: u64,
+    /// Which entries of `root` itself are walked (the spill folder outside the roots: only
+    /// its spill files).
+    pub(crate) shown: Shown,
 }
 
 impl WalkSpec {
@@ -203,6 +207,9 @@ pub(crate) fn walk(
         let rel = frame.rel.join(OsStr::from_bytes(&name_bytes));
         let name = OsStr::from_bytes(&name_bytes);
         let is_dir = kind == Kind::Dir;
+        if stack.len() == 1 && !spec.shown.keeps(&name_bytes, kind) {
+            continue;
+        }
         if spec.skip_heavy && is_dir && is_skipped_dir(name) {
             continue;
         }
