@@ -83,6 +83,17 @@ pub enum PathError {
         /// Which rule matched: `.toolgate/`, `.mcp.json`, …
         rule: &'static str,
     },
+    /// A file that a trusted MCP server runs (or a file in the package folder it runs
+    /// from): changing it would run the model's code at the server's next start.
+    #[error(
+        "`{path}` is run by the MCP server `{server}`, which the user trusted with `toolgate mcp trust`, so write_file and edit_file may not change it: the server would run it outside any sandbox at its next start. Ask the user; they can change it themselves (the server then asks for `toolgate mcp trust {server}` again), or allow it with `permissions.allow_control_files = true` in their user config (~/.config/toolgate/config.toml)"
+    )]
+    LaunchFile {
+        /// As given.
+        path: String,
+        /// The server that runs it.
+        server: String,
+    },
     /// Writing is not allowed there (a read-only root such as the spill folder).
     #[error("`{path}` is in a read-only location; write under the project roots instead")]
     ReadOnly {
@@ -121,6 +132,28 @@ pub struct Roots {
     roots: Vec<RootDir>,
     read_only: Vec<PathBuf>,
     control_files: ControlFiles,
+    launch_files: Arc<Vec<LaunchFile>>,
+}
+
+/// A file a trusted MCP server runs, or the package folder it runs from: a control file
+/// for `write_file` and `edit_file` (issue 22), computed when the runtime is assembled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchFile {
+    /// Its real path.
+    pub path: PathBuf,
+    /// What is covered: the file at `path`, or everything below it.
+    pub covers: Covers,
+    /// The server that runs it.
+    pub server: String,
+}
+
+/// What a [`LaunchFile`] covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Covers {
+    /// The file itself (which need not exist yet: `node_modules/.bin/x`).
+    File,
+    /// Everything below a folder (an npm package a runner takes from the project).
+    Folder,
 }
 
 /// Whether tools may write toolgate's and its peers' control files.
@@ -205,7 +238,17 @@ impl Roots {
             roots,
             read_only: Vec::new(),
             control_files: ControlFiles::Protected,
+            launch_files: Arc::new(Vec::new()),
         })
+    }
+
+    /// Adds files trusted MCP servers run to the control files (refused unless
+    /// [`ControlFiles::Writable`]).
+    pub fn with_launch_files(mut self, files: Vec<LaunchFile>) -> Self {
+        let mut all = (*self.launch_files).clone();
+        all.extend(files);
+        self.launch_files = Arc::new(all);
+        self
     }
 
     /// Sets whether tools may write control files (default: [`ControlFiles::Protected`]).
@@ -276,6 +319,15 @@ impl Roots {
                         return Err(PathError::Protected {
                             path: input.to_owned(),
                             rule,
+                        });
+                    }
+                    if let Some(file) = self.launch_files.iter().find(|f| match f.covers {
+                        Covers::File => real == f.path,
+                        Covers::Folder => real.starts_with(&f.path),
+                    }) {
+                        return Err(PathError::LaunchFile {
+                            path: input.to_owned(),
+                            server: file.server.clone(),
                         });
                     }
                 }

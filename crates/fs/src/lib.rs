@@ -23,7 +23,7 @@ mod sniff;
 mod tools;
 mod write;
 
-pub use confine::{Access, ControlFiles, PathError, Roots};
+pub use confine::{Access, ControlFiles, Covers, LaunchFile, PathError, Roots};
 pub use edit::{EditFileArgs, EditFileTool};
 pub use find::{SearchFilesArgs, SearchFilesTool};
 pub use grep::{GrepArgs, GrepTool};

@@ -50,6 +50,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Phase {
     Disabled,
+    /// Defined by a project file and not trusted, or a file it runs changed since it was
+    /// trusted (found at assembly or before a restart): never started; the reason says why.
+    Untrusted(String),
     Idle,
     Starting,
     Ready,
@@ -140,10 +143,15 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Mount {
     pub(crate) fn new(spec: ServerSpec, inner: Weak<Inner>) -> Self {
-        let phase = if spec.enabled && spec.trust.allows_start() {
-            Phase::Idle
-        } else {
+        let phase = if !spec.enabled {
             Phase::Disabled
+        } else if !spec.trust.allows_start() {
+            let reason = spec.launch.as_ref().and_then(|l| l.untrusted.clone());
+            Phase::Untrusted(reason.unwrap_or_else(|| {
+                "defined by a project file and not trusted yet".to_owned()
+            }))
+        } else {
+            Phase::Idle
         };
         Self {
             spec,
@@ -260,6 +268,10 @@ impl Mount {
             let st = self.state();
             (!st.ever_ready, st.from_cache)
         };
+        if let Err(reason) = self.recheck_trust().await {
+            self.distrust(reason);
+            return;
+        }
         self.set_phase(Phase::Starting);
         self.requested.store(false, Ordering::SeqCst);
         if first && !from_cache {
@@ -321,6 +333,38 @@ impl Mount {
                     self.invalidate();
                 }
             }
+        }
+    }
+
+    /// Hashes the project files the server runs again, before every start and restart: a
+    /// `server.sh` rewritten while toolgate runs must not run at the next restart.
+    async fn recheck_trust(&self) -> Result<(), String> {
+        let Some(launch) = self.spec.launch.clone() else {
+            return Ok(());
+        };
+        let spec = self.spec.clone();
+        tokio::task::spawn_blocking(move || launch.recheck(&spec))
+            .await
+            .unwrap_or_else(|e| Err(format!("its files could not be checked ({e})")))
+    }
+
+    /// Marks the server untrusted (a file it runs changed) and withdraws its tools.
+    fn distrust(&self, reason: String) {
+        tracing::warn!(
+            server = %self.spec.name,
+            %reason,
+            "MCP server not started: it changed since it was trusted; after checking it, run `{}`",
+            crate::trust::trust_command(&self.spec.name)
+        );
+        self.requested.store(false, Ordering::SeqCst);
+        self.state().from_cache = false;
+        self.set_phase(Phase::Untrusted(reason));
+        let had_tools = !lock(&self.listed).is_empty();
+        *lock(&self.listed) = Arc::new(Vec::new());
+        match self.inner.upgrade() {
+            Some(inner) if had_tools => inner.publish(),
+            Some(inner) => inner.invalidate(),
+            None => {}
         }
     }
 
