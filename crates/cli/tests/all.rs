@@ -18,6 +18,8 @@ mod schedule;
 mod skills;
 #[path = "all/stdio.rs"]
 mod stdio;
+#[path = "all/trust.rs"]
+mod trust;
 
 use std::path::Path;
 use std::process::Command;

@@ -147,9 +147,10 @@ impl Mount {
             Phase::Disabled
         } else if !spec.trust.allows_start() {
             let reason = spec.launch.as_ref().and_then(|l| l.untrusted.clone());
-            Phase::Untrusted(reason.unwrap_or_else(|| {
-                "defined by a project file and not trusted yet".to_owned()
-            }))
+            Phase::Untrusted(
+                reason
+                    .unwrap_or_else(|| "defined by a project file and not trusted yet".to_owned()),
+            )
         } else {
             Phase::Idle
         };

@@ -308,7 +308,9 @@ impl TrustStore {
     /// whether they and its command are what the user trusted.
     pub fn check(&self, project: &Path, roots: &[PathBuf], spec: &ServerSpec) -> LaunchTrust {
         let current = crate::launch::resolve(&spec.transport, roots);
-        let record = self.entries.get(&(project.to_path_buf(), spec.name.clone()));
+        let record = self
+            .entries
+            .get(&(project.to_path_buf(), spec.name.clone()));
         let files = current
             .as_ref()
             .map(|l| l.files.clone())

@@ -24,12 +24,7 @@ fn stdio(command: &str, args: &[&str], cwd: &Path) -> Transport {
     stdio_env(command, args, cwd, BTreeMap::new())
 }
 
-fn stdio_env(
-    command: &str,
-    args: &[&str],
-    cwd: &Path,
-    env: BTreeMap<String, String>,
-) -> Transport {
+fn stdio_env(command: &str, args: &[&str], cwd: &Path, env: BTreeMap<String, String>) -> Transport {
     Transport::Stdio {
         command: command.to_owned(),
         args: args.iter().map(|a| (*a).to_owned()).collect(),
@@ -131,8 +126,11 @@ fn npx_covers_the_local_bin_whether_or_not_it_exists_yet() {
         r#"{"name":"some-mcp","bin":{"some-mcp":"cli.js"}}"#,
     );
     fs_err::create_dir_all(root.join("node_modules/.bin")).unwrap();
-    std::os::unix::fs::symlink("../some-mcp/cli.js", root.join("node_modules/.bin/some-mcp"))
-        .unwrap();
+    std::os::unix::fs::symlink(
+        "../some-mcp/cli.js",
+        root.join("node_modules/.bin/some-mcp"),
+    )
+    .unwrap();
     let after = resolve(&transport, &[root.clone()]).unwrap();
     assert_eq!(
         names(&after),
@@ -237,7 +235,10 @@ fn package_specs_and_runner_arguments_parse() {
         (vec![], Some("x".to_owned()))
     );
     assert_eq!(
-        runner_targets(Runner::Python, &args(&["-p", "3.12", "--from", "pkg", "tool"])),
+        runner_targets(
+            Runner::Python,
+            &args(&["-p", "3.12", "--from", "pkg", "tool"])
+        ),
         (vec![], Some("tool".to_owned())),
         "uv's -p is the Python version, --from not an npm package"
     );

@@ -121,5 +121,8 @@ fn a_record_from_before_files_were_covered_still_loads_and_says_what_to_do() {
     trust.save().unwrap();
     let text = fs_err::read_to_string(&path).unwrap();
     assert_eq!(text.matches("[trusted.files]").count(), 1, "{text}");
-    assert_eq!(store(&root).check(&root, &roots, &with_file).untrusted, None);
+    assert_eq!(
+        store(&root).check(&root, &roots, &with_file).untrusted,
+        None
+    );
 }
