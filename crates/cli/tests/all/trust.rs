@@ -104,14 +104,15 @@ fn a_rewritten_command_script_asks_for_trust_again_instead_of_running() {
     let dir = project_with("./server.sh", &[]);
     let path = dir.path().join("server.sh");
     write_exec(&path, &script(""));
-    let out = trust(dir.path());
-    assert!(out.contains("covers: server.sh"), "{out}");
-    assert_eq!(listed(dir.path())["files"], json!(["server.sh"]));
     a_change_is_not_run(
         dir.path(),
         || write_exec(&path, &script("touch marker")),
         "server.sh",
     );
+    // What the fingerprint covers is shown by `mcp trust` and `mcp list`.
+    let out = trust(dir.path());
+    assert!(out.contains("covers: server.sh"), "{out}");
+    assert_eq!(listed(dir.path())["files"], json!(["server.sh"]));
     let out = run(dir.path(), &["mcp", "list"]);
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(table.contains("covers: server.sh"), "{table}");
