@@ -11,7 +11,8 @@
 //!   folder (`server.sh`, run when `PATH` holds `.`), or is found through a `PATH` entry
 //!   inside the project (`node_modules/.bin`);
 //! - every argument, or the value of a `--flag=value`, that names an existing regular file
-//!   (`node server.js`, `python srv.py`, `bash ./x.sh`, `uv run x.py`, `deno run x.ts`);
+//!   (`node server.js`, `python srv.py`, `bash ./x.sh`, `uv run x.py`, `deno run x.ts`), and
+//!   likewise every word of an `env` value (`NODE_OPTIONS = "--require ./hook.js"`);
 //! - for package runners (`npx`, `bunx`, `pnpx`, `npm exec`, `pnpm dlx|exec`,
 //!   `yarn dlx|exec`, `bun x`), what they would take from the project, looking in the
 //!   working folder and each folder above it up to its root as npm does:
@@ -76,6 +77,12 @@ pub(crate) fn resolve(transport: &Transport, roots: &[PathBuf]) -> Result<Launch
     scan.command(command, env.get("PATH").map(String::as_str));
     for arg in args {
         scan.argument(arg);
+    }
+    // `NODE_OPTIONS=--require ./hook.js`, `SERVER_CONFIG=srv.toml`: files named in env.
+    for value in env.values() {
+        for word in value.split_whitespace() {
+            scan.argument(word);
+        }
     }
     scan.runner(command, args);
     match scan.error {
@@ -197,19 +204,13 @@ impl Scan<'_> {
         }
     }
 
-    /// The working folder and each folder above it, up to the root it is in.
+    /// The working folder and each folder above it that is still inside the project.
     fn ancestors(&self) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        if !self.inside(&self.cwd) {
-            return out;
-        }
-        for dir in self.cwd.ancestors() {
-            out.push(dir.to_path_buf());
-            if self.roots.iter().any(|r| r == dir) {
-                break;
-            }
-        }
-        out
+        self.cwd
+            .ancestors()
+            .take_while(|dir| self.inside(dir))
+            .map(Path::to_path_buf)
+            .collect()
     }
 
     /// What a package runner (`npx -y X`, `uvx X`) would take from the project.

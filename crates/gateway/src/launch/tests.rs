@@ -51,6 +51,10 @@ fn a_command_path_and_script_arguments_are_covered_with_their_content() {
     let args = ["-u", "srv.py", "--config=conf/srv.toml", "--stdio", "."];
     let launch = resolve(&stdio("python3", &args, &root), &[root.clone()]).unwrap();
     assert_eq!(names(&launch), ["conf/srv.toml", "srv.py"]);
+    write(&root.join("hook.js"), "x\n");
+    let env = BTreeMap::from([("NODE_OPTIONS".to_owned(), "--require ./hook.js".to_owned())]);
+    let launch = resolve(&stdio_env("node", &[], &root, env), &[root.clone()]).unwrap();
+    assert_eq!(names(&launch), ["hook.js"]);
 
     // Content, not names: the same command over a changed file is another fingerprint.
     let before = resolve(&stdio("sh", &["server.sh"], &root), &[root.clone()]).unwrap();
