@@ -33,6 +33,11 @@ fn stdio_env(command: &str, args: &[&str], cwd: &Path, env: BTreeMap<String, Str
     }
 }
 
+/// The launch of `transport` in a one-root project.
+fn scan(transport: &Transport, root: &Path) -> Result<Launch, String> {
+    resolve(transport, &[root.to_path_buf()])
+}
+
 fn names(launch: &Launch) -> Vec<&str> {
     launch.files.keys().map(String::as_str).collect()
 }
@@ -43,23 +48,23 @@ fn a_command_path_and_script_arguments_are_covered_with_their_content() {
     executable(&root.join("server.sh"), "echo v1\n");
     write(&root.join("srv.py"), "print(1)\n");
     write(&root.join("conf/srv.toml"), "x = 1\n");
-    let launch = resolve(&stdio("./server.sh", &[], &root), &[root.clone()]).unwrap();
+    let launch = scan(&stdio("./server.sh", &[], &root), &root).unwrap();
     assert_eq!(names(&launch), ["server.sh"]);
     assert!(launch.files["server.sh"].starts_with("sha256:"));
     assert!(launch.protect.contains(&root.join("server.sh")));
 
     let args = ["-u", "srv.py", "--config=conf/srv.toml", "--stdio", "."];
-    let launch = resolve(&stdio("python3", &args, &root), &[root.clone()]).unwrap();
+    let launch = scan(&stdio("python3", &args, &root), &root).unwrap();
     assert_eq!(names(&launch), ["conf/srv.toml", "srv.py"]);
     write(&root.join("hook.js"), "x\n");
     let env = BTreeMap::from([("NODE_OPTIONS".to_owned(), "--require ./hook.js".to_owned())]);
-    let launch = resolve(&stdio_env("node", &[], &root, env), &[root.clone()]).unwrap();
+    let launch = scan(&stdio_env("node", &[], &root, env), &root).unwrap();
     assert_eq!(names(&launch), ["hook.js"]);
 
     // Content, not names: the same command over a changed file is another fingerprint.
-    let before = resolve(&stdio("sh", &["server.sh"], &root), &[root.clone()]).unwrap();
+    let before = scan(&stdio("sh", &["server.sh"], &root), &root).unwrap();
     write(&root.join("server.sh"), "touch pwned\n");
-    let after = resolve(&stdio("sh", &["server.sh"], &root), &[root.clone()]).unwrap();
+    let after = scan(&stdio("sh", &["server.sh"], &root), &root).unwrap();
     assert_ne!(before.files["server.sh"], after.files["server.sh"]);
 }
 
@@ -68,16 +73,16 @@ fn nothing_outside_the_project_and_no_shell_strings_are_covered() {
     let (_dir, root) = project();
     let (_other, outside) = project();
     write(&outside.join("srv.js"), "x\n");
-    let launch = resolve(
+    let launch = scan(
         &stdio("node", &[outside.join("srv.js").to_str().unwrap()], &root),
-        &[root.clone()],
+        &root,
     )
     .unwrap();
     assert!(launch.files.is_empty(), "{:?}", launch.files);
-    let launch = resolve(&stdio("sh", &["-c", "echo hi"], &root), &[root.clone()]).unwrap();
+    let launch = scan(&stdio("sh", &["-c", "echo hi"], &root), &root).unwrap();
     assert!(launch.files.is_empty());
     // The interpreter found on PATH is not a project file.
-    let launch = resolve(&stdio("sh", &[], &root), &[root.clone()]).unwrap();
+    let launch = scan(&stdio("sh", &[], &root), &root).unwrap();
     assert!(launch.files.is_empty());
 }
 
@@ -87,7 +92,7 @@ fn a_symlink_is_recorded_with_its_target_wherever_that_is() {
     let (_other, outside) = project();
     write(&outside.join("real.sh"), "echo out\n");
     std::os::unix::fs::symlink(outside.join("real.sh"), root.join("server.sh")).unwrap();
-    let launch = resolve(&stdio("sh", &["server.sh"], &root), &[root.clone()]).unwrap();
+    let launch = scan(&stdio("sh", &["server.sh"], &root), &root).unwrap();
     let target = outside.join("real.sh").to_string_lossy().into_owned();
     assert_eq!(launch.files["server.sh"], format!("symlink to {target}"));
     assert!(launch.files[&target].starts_with("sha256:"));
@@ -95,7 +100,7 @@ fn a_symlink_is_recorded_with_its_target_wherever_that_is() {
     write(&outside.join("other.sh"), "echo out\n");
     fs_err::remove_file(root.join("server.sh")).unwrap();
     std::os::unix::fs::symlink(outside.join("other.sh"), root.join("server.sh")).unwrap();
-    let again = resolve(&stdio("sh", &["server.sh"], &root), &[root.clone()]).unwrap();
+    let again = scan(&stdio("sh", &["server.sh"], &root), &root).unwrap();
     assert_ne!(launch.files, again.files);
 }
 
@@ -105,7 +110,7 @@ fn npx_covers_the_local_bin_whether_or_not_it_exists_yet() {
     let sub = root.join("sub");
     fs_err::create_dir_all(&sub).unwrap();
     let transport = stdio("npx", &["-y", "some-mcp@1.2"], &sub);
-    let before = resolve(&transport, &[root.clone()]).unwrap();
+    let before = scan(&transport, &root).unwrap();
     assert!(before.files.is_empty());
     // Where npm would look, from the working folder up to the root: protected already.
     for dir in [&sub, &root] {
@@ -135,7 +140,7 @@ fn npx_covers_the_local_bin_whether_or_not_it_exists_yet() {
         root.join("node_modules/.bin/some-mcp"),
     )
     .unwrap();
-    let after = resolve(&transport, &[root.clone()]).unwrap();
+    let after = scan(&transport, &root).unwrap();
     assert_eq!(
         names(&after),
         [
@@ -164,7 +169,7 @@ fn a_scoped_package_and_package_options_reach_its_declared_bins() {
         &["--package=@sc/pkg", "pkg-cli"],
         &["-p", "@sc/pkg", "--", "pkg-cli"],
     ] {
-        let launch = resolve(&stdio("npx", args, &root), &[root.clone()]).unwrap();
+        let launch = scan(&stdio("npx", args, &root), &root).unwrap();
         assert_eq!(
             names(&launch),
             [
@@ -180,7 +185,7 @@ fn a_scoped_package_and_package_options_reach_its_declared_bins() {
         ("yarn", &["dlx", "@sc/pkg"]),
         ("bunx", &["@sc/pkg"]),
     ] {
-        let launch = resolve(&stdio(command, args, &root), &[root.clone()]).unwrap();
+        let launch = scan(&stdio(command, args, &root), &root).unwrap();
         assert_eq!(launch.files.len(), 2, "{command} {args:?}");
     }
 }
@@ -190,16 +195,16 @@ fn a_path_entry_into_the_project_and_python_runners_are_followed() {
     let (_dir, root) = project();
     executable(&root.join("node_modules/.bin/srv"), "x\n");
     let env = BTreeMap::from([("PATH".to_owned(), "node_modules/.bin:/usr/bin".to_owned())]);
-    let launch = resolve(&stdio_env("srv", &[], &root, env), &[root.clone()]).unwrap();
+    let launch = scan(&stdio_env("srv", &[], &root, env), &root).unwrap();
     assert_eq!(names(&launch), ["node_modules/.bin/srv"]);
 
-    let launch = resolve(&stdio("uvx", &["mcp-tool@1.0"], &root), &[root.clone()]).unwrap();
+    let launch = scan(&stdio("uvx", &["mcp-tool@1.0"], &root), &root).unwrap();
     assert!(launch.files.is_empty());
     assert!(launch.protect.contains(&root.join(".venv/bin/mcp-tool")));
     executable(&root.join(".venv/bin/mcp-tool"), "x\n");
-    let launch = resolve(
+    let launch = scan(
         &stdio("uv", &["run", "--directory", ".", "mcp-tool"], &root),
-        &[root.clone()],
+        &root,
     )
     .unwrap();
     assert_eq!(names(&launch), [".venv/bin/mcp-tool"]);
@@ -209,11 +214,11 @@ fn a_path_entry_into_the_project_and_python_runners_are_followed() {
 fn fifos_are_skipped_and_a_huge_file_cannot_be_fingerprinted() {
     let (_dir, root) = project();
     nix_mkfifo(&root.join("pipe"));
-    let launch = resolve(&stdio("cat", &["pipe"], &root), &[root.clone()]).unwrap();
+    let launch = scan(&stdio("cat", &["pipe"], &root), &root).unwrap();
     assert!(launch.files.is_empty());
     let big = fs_err::File::create(root.join("big.sh")).unwrap();
     big.set_len(MAX_FILE_BYTES + 1).unwrap();
-    let err = resolve(&stdio("sh", &["big.sh"], &root), &[root.clone()]).unwrap_err();
+    let err = scan(&stdio("sh", &["big.sh"], &root), &root).unwrap_err();
     assert!(err.contains("more than toolgate fingerprints"), "{err}");
 }
 
