@@ -12,6 +12,9 @@
 //! anything is opened for reading.
 
 pub(crate) mod door;
+mod launch;
+
+pub use launch::{Covers, LaunchFile};
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -133,27 +136,6 @@ pub struct Roots {
     read_only: Vec<PathBuf>,
     control_files: ControlFiles,
     launch_files: Arc<Vec<LaunchFile>>,
-}
-
-/// A file a trusted MCP server runs, or the package folder it runs from: a control file
-/// for `write_file` and `edit_file` (issue 22), computed when the runtime is assembled.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LaunchFile {
-    /// Its real path.
-    pub path: PathBuf,
-    /// What is covered: the file at `path`, or everything below it.
-    pub covers: Covers,
-    /// The server that runs it.
-    pub server: String,
-}
-
-/// What a [`LaunchFile`] covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Covers {
-    /// The file itself (which need not exist yet: `node_modules/.bin/x`).
-    File,
-    /// Everything below a folder (an npm package a runner takes from the project).
-    Folder,
 }
 
 /// Whether tools may write toolgate's and its peers' control files.
@@ -321,10 +303,7 @@ impl Roots {
                             rule,
                         });
                     }
-                    if let Some(file) = self.launch_files.iter().find(|f| match f.covers {
-                        Covers::File => real == f.path,
-                        Covers::Folder => real.starts_with(&f.path),
-                    }) {
+                    if let Some(file) = self.launch_files.iter().find(|f| f.guards(&real)) {
                         return Err(PathError::LaunchFile {
                             path: input.to_owned(),
                             server: file.server.clone(),

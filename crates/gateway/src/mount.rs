@@ -39,6 +39,7 @@ use crate::handler::{Handler, ProgressRoutes};
 use crate::list::list_all;
 
 mod call;
+mod trust;
 pub(crate) use call::MountProvider;
 
 /// A connection that lived this long resets the restart backoff.
@@ -334,38 +335,6 @@ impl Mount {
                     self.invalidate();
                 }
             }
-        }
-    }
-
-    /// Hashes the project files the server runs again, before every start and restart: a
-    /// `server.sh` rewritten while toolgate runs must not run at the next restart.
-    async fn recheck_trust(&self) -> Result<(), String> {
-        let Some(launch) = self.spec.launch.clone() else {
-            return Ok(());
-        };
-        let spec = self.spec.clone();
-        tokio::task::spawn_blocking(move || launch.recheck(&spec))
-            .await
-            .unwrap_or_else(|e| Err(format!("its files could not be checked ({e})")))
-    }
-
-    /// Marks the server untrusted (a file it runs changed) and withdraws its tools.
-    fn distrust(&self, reason: String) {
-        tracing::warn!(
-            server = %self.spec.name,
-            %reason,
-            "MCP server not started: it changed since it was trusted; after checking it, run `{}`",
-            crate::trust::trust_command(&self.spec.name)
-        );
-        self.requested.store(false, Ordering::SeqCst);
-        self.state().from_cache = false;
-        self.set_phase(Phase::Untrusted(reason));
-        let had_tools = !lock(&self.listed).is_empty();
-        *lock(&self.listed) = Arc::new(Vec::new());
-        match self.inner.upgrade() {
-            Some(inner) if had_tools => inner.publish(),
-            Some(inner) => inner.invalidate(),
-            None => {}
         }
     }
 
