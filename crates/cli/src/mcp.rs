@@ -19,8 +19,9 @@ pub enum McpCommand {
     Tools(ServerToolsArgs),
     /// Trust MCP servers defined by this project's files (`.mcp.json`,
     /// `.claude/settings.json`, `.toolgate/config.toml`) so that they may start. Records
-    /// each server's name and a fingerprint of its command, args and env in your user config
-    /// folder; a server whose command changes needs trusting again.
+    /// each server's name and a fingerprint of its command, args, env and of the project
+    /// files it runs (scripts, project-local package bins) in your user config folder; a
+    /// server whose command or files change needs trusting again.
     Trust(TrustArgs),
 }
 
@@ -133,20 +134,31 @@ fn trust(runtime: &Runtime, args: &TrustArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let roots = runtime.roots.roots();
+    let mut covered = Vec::with_capacity(chosen.len());
     for spec in &chosen {
-        store.trust(project, spec);
+        match store.trust(project, &roots, spec) {
+            Ok(files) => covered.push(files.into_keys().collect::<Vec<_>>()),
+            Err(e) => {
+                eprintln!("toolgate: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
     }
     if let Err(e) = store.save() {
         eprintln!("toolgate: {e}");
         return ExitCode::FAILURE;
     }
-    for spec in &chosen {
+    for (spec, files) in chosen.iter().zip(&covered) {
         outln!(
             "trusted {}  {}  ({})",
             spec.name,
             toolgate_gateway::describe_transport(&spec.transport),
             spec.source
         );
+        if !files.is_empty() {
+            outln!("  covers: {}", short_list(files));
+        }
     }
     ExitCode::SUCCESS
 }
@@ -177,9 +189,9 @@ async fn tools(runtime: &Runtime, args: &ServerToolsArgs) -> ExitCode {
             eprintln!("toolgate: `{}` is disabled (enabled = false)", args.name);
             return ExitCode::FAILURE;
         }
-        Some(ServerState::Untrusted(command)) => {
+        Some(ServerState::Untrusted { reason, command }) => {
             eprintln!(
-                "toolgate: `{}` is defined by a project file and not trusted, so it was not started; check its command with `toolgate mcp list`, then run `{command}`",
+                "toolgate: `{}` was not started: {reason}; check its command and the files it runs with `toolgate mcp list`, then run `{command}`",
                 args.name
             );
             return ExitCode::FAILURE;
@@ -217,7 +229,7 @@ fn state_word(state: &ServerState) -> &'static str {
         ServerState::Starting => "starting",
         ServerState::Ready => "ready",
         ServerState::Failed(_) => "failed",
-        ServerState::Untrusted(_) => "untrusted",
+        ServerState::Untrusted { .. } => "untrusted",
         _ => "unknown",
     }
 }
@@ -271,9 +283,16 @@ fn table(status: &[ServerStatus]) -> String {
         if let ServerState::Failed(reason) = &s.state {
             out.push_str(&format!("{:<name_w$}  reason: {reason}\n", ""));
         }
-        if let ServerState::Untrusted(command) = &s.state {
+        if !s.files.is_empty() {
             out.push_str(&format!(
-                "{:<name_w$}  not started: defined by a project file and not trusted (or changed since); check the command above, then run `{command}`\n",
+                "{:<name_w$}  covers: {}\n",
+                "",
+                short_list(&s.files)
+            ));
+        }
+        if let ServerState::Untrusted { reason, command } = &s.state {
+            out.push_str(&format!(
+                "{:<name_w$}  not started: {reason}; check the command and the files it runs, then run `{command}`\n",
                 ""
             ));
         }
@@ -298,11 +317,29 @@ fn status_json(s: &ServerStatus) -> Value {
     if let ServerState::Failed(reason) = &s.state {
         v["reason"] = json!(reason);
     }
-    if let ServerState::Untrusted(command) = &s.state {
+    if !s.files.is_empty() {
+        v["files"] = json!(s.files);
+    }
+    if let ServerState::Untrusted { reason, command } = &s.state {
         v["reason"] = json!(format!(
-            "defined by a project file and not trusted (or changed since it was trusted); check its command, then run `{command}`"
+            "{reason}; check its command and the files it runs, then run `{command}`"
         ));
         v["trust_command"] = json!(command);
     }
     v
+}
+
+/// At most five names, then how many more: `server.sh, lib.sh (+3 more)`.
+fn short_list(names: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut text = names
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        text.push_str(&format!(" (+{} more)", names.len() - SHOWN));
+    }
+    text
 }

@@ -28,6 +28,8 @@ mod skills;
 mod spill;
 #[path = "all/stdio.rs"]
 mod stdio;
+#[path = "all/trust.rs"]
+mod trust;
 #[path = "all/user_dirs.rs"]
 mod user_dirs;
 

@@ -1,6 +1,6 @@
 //! Assembly: from a [`Config`] to the registry and dispatcher every front end shares.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,8 +10,10 @@ use toolgate_core::{
     ClientProfiles, Disclosure, DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope,
     StaticProvider,
 };
-use toolgate_fs::{ControlFiles, HardLinks, Roots};
-use toolgate_gateway::{CatalogCache, Gateway, GatewayLimits, ImportOptions, TrustStore, discover};
+use toolgate_fs::{ControlFiles, Covers, HardLinks, LaunchFile, Roots};
+use toolgate_gateway::{
+    CatalogCache, Discovered, Gateway, GatewayLimits, ImportOptions, TrustStore, discover,
+};
 use toolgate_skills::{CatalogText, HomeDirs, RootKind, ScopeChain, SkillToolProvider, Skills};
 
 use crate::load::{Config, ConfigError};
@@ -79,6 +81,10 @@ impl Runtime {
             .map_err(|e| ConfigError::Invalid(format!("roots: {e}")))?
             .with_control_files(control_files)
             .with_hard_links(hard_links);
+        // Trust is decided before the tools exist: the files trusted servers run are control
+        // files for the write tools.
+        let servers = discover_servers(&config, &roots)?;
+        let roots = roots.with_launch_files(launch_files(&servers));
         // The spill store: under the first root unless configured elsewhere; readable through
         // read_file wherever it is, writable by no tool.
         let spill_dir = roots.primary().join(&config.budget.spill_dir);
@@ -159,7 +165,7 @@ impl Runtime {
         let render = RenderOptions {
             description_budget: config.render.description_budget,
         };
-        let gateway = mount_servers(&config, roots.primary(), &registry)?;
+        let gateway = mount_servers(&config, servers, &registry)?;
         let profiles = ClientProfiles::with_config(&config.clients);
         Ok(Self {
             profiles,
@@ -224,19 +230,46 @@ fn discover_skills(config: &Config, roots: Roots) -> (Arc<Skills>, Roots) {
     (skills, roots)
 }
 
-/// Registers the configured and imported MCP servers (toolgate's own config last).
-fn mount_servers(
-    config: &Config,
-    project_dir: &Path,
-    registry: &Arc<Registry>,
-) -> Result<Arc<Gateway>, ConfigError> {
+/// The configured and imported MCP servers (toolgate's own config last), with trust
+/// decided for those defined by project files.
+fn discover_servers(config: &Config, roots: &Roots) -> Result<Discovered, ConfigError> {
+    let project_dir = roots.primary();
     let mut options = ImportOptions::standard(project_dir.to_path_buf(), config.mcp.import);
     options.project_servers = config.project_servers.clone();
     let mut discovered = discover(&config.mcp_servers, &config.mcp_sources, &options);
-    // Servers from project files start only once the user trusted them.
+    // Servers from project files start only once the user trusted them, as they were then
+    // (command and the project files it runs).
     let trust = TrustStore::load(config.trust_file.clone())
         .map_err(|e| ConfigError::Invalid(format!("trusted MCP servers: {e}")))?;
-    trust.apply(project_dir, &mut discovered);
+    trust.apply(project_dir, &roots.roots(), &mut discovered);
+    Ok(discovered)
+}
+
+/// The files trusted project servers run, for the write tools to leave alone.
+fn launch_files(servers: &Discovered) -> Vec<LaunchFile> {
+    let mut files = Vec::new();
+    for spec in &servers.servers {
+        let Some(launch) = &spec.launch else { continue };
+        if !spec.enabled || !spec.trust.allows_start() {
+            continue;
+        }
+        let file = |path: &PathBuf, covers| LaunchFile {
+            path: path.clone(),
+            covers,
+            server: spec.name.clone(),
+        };
+        files.extend(launch.protect.iter().map(|p| file(p, Covers::File)));
+        files.extend(launch.protect_dirs.iter().map(|p| file(p, Covers::Folder)));
+    }
+    files
+}
+
+/// Registers the MCP servers in `registry` (nothing starts yet).
+fn mount_servers(
+    config: &Config,
+    discovered: Discovered,
+    registry: &Arc<Registry>,
+) -> Result<Arc<Gateway>, ConfigError> {
     let limits = GatewayLimits {
         max_list_pages: config.mcp.max_list_pages,
         max_tools_per_server: config.mcp.max_tools_per_server,

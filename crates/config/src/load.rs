@@ -125,8 +125,9 @@ pub struct PermissionsConfig {
     pub deny: Vec<String>,
     /// Let `write_file`, `edit_file` and other writing tools change toolgate's and its
     /// peers' control files (`.toolgate/`, `.mcp.json`, `.claude/settings*.json`,
-    /// `.codex/`, `.cursor/mcp.json`). Default false. Only the user's own config layers may
-    /// set it.
+    /// `.codex/`, `.cursor/mcp.json`) and the project files trusted MCP servers run (their
+    /// trust fingerprint still changes, so such a server asks for trust again). Default
+    /// false. Only the user's own config layers may set it.
     pub allow_control_files: bool,
     /// Make `read_file`, `edit_file` and `write_file` refuse regular files with more than
     /// one name (a hard link inside a root may be the same file as one outside it). Default

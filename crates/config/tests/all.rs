@@ -533,15 +533,19 @@ fn project_servers_start_only_once_trusted_and_again_after_a_change() {
     assert_eq!(trust_of(&runtime, "dotmcp"), Trust::Untrusted);
     let status = runtime.gateway.status();
     let repo = status.iter().find(|s| s.name == "repo").unwrap();
-    assert_eq!(
-        repo.state,
-        toolgate_gateway::ServerState::Untrusted("toolgate mcp trust repo".into())
+    assert!(
+        matches!(&repo.state, toolgate_gateway::ServerState::Untrusted { command, reason }
+            if command == "toolgate mcp trust repo" && reason.contains("not trusted yet")),
+        "{:?}",
+        repo.state
     );
 
     // `toolgate mcp trust repo dotmcp` records them.
     let mut store = TrustStore::load(opts.trust_file.clone()).unwrap();
     for spec in runtime.gateway.servers().filter(|s| s.trust.is_project()) {
-        store.trust(runtime.roots.primary(), spec);
+        store
+            .trust(runtime.roots.primary(), &runtime.roots.roots(), spec)
+            .unwrap();
     }
     store.save().unwrap();
     let runtime = Runtime::new(load(&opts).unwrap().config, dir.path()).unwrap();

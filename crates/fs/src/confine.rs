@@ -12,10 +12,12 @@
 //! anything is opened for reading.
 
 pub(crate) mod door;
+mod launch;
 mod links;
 mod spill;
 mod suggest;
 
+pub use launch::{Covers, LaunchFile};
 pub use links::HardLinks;
 pub(crate) use spill::Shown;
 use suggest::suggest;
@@ -108,6 +110,17 @@ pub enum PathError {
         /// As given.
         path: String,
     },
+    /// A file that a trusted MCP server runs (or a file in the package folder it runs
+    /// from): changing it would run the model's code at the server's next start.
+    #[error(
+        "`{path}` is run by the MCP server `{server}`, which the user trusted with `toolgate mcp trust`, so write_file and edit_file may not change it: the server would run it outside any sandbox at its next start. Ask the user; they can change it themselves (the server then asks for `toolgate mcp trust {server}` again), or allow it with `permissions.allow_control_files = true` in their user config (~/.config/toolgate/config.toml)"
+    )]
+    LaunchFile {
+        /// As given.
+        path: String,
+        /// The server that runs it.
+        server: String,
+    },
     /// Writing is not allowed there (a read-only root such as the spill folder).
     #[error("`{path}` is in a read-only location; write under the project roots instead")]
     ReadOnly {
@@ -150,6 +163,7 @@ pub struct Roots {
     spill: Option<PathBuf>,
     control_files: ControlFiles,
     hard_links: HardLinks,
+    launch_files: Arc<Vec<LaunchFile>>,
 }
 
 /// Whether tools may write toolgate's and its peers' control files.
@@ -238,7 +252,17 @@ impl Roots {
             spill: None,
             control_files: ControlFiles::Protected,
             hard_links: HardLinks::Allowed,
+            launch_files: Arc::new(Vec::new()),
         })
+    }
+
+    /// Adds files trusted MCP servers run to the control files (refused unless
+    /// [`ControlFiles::Writable`]).
+    pub fn with_launch_files(mut self, files: Vec<LaunchFile>) -> Self {
+        let mut all = (*self.launch_files).clone();
+        all.extend(files);
+        self.launch_files = Arc::new(all);
+        self
     }
 
     /// Sets whether tools may write control files (default: [`ControlFiles::Protected`]).
@@ -325,6 +349,12 @@ impl Roots {
                         return Err(PathError::Protected {
                             path: input.to_owned(),
                             rule,
+                        });
+                    }
+                    if let Some(file) = self.launch_files.iter().find(|f| f.guards(&real)) {
+                        return Err(PathError::LaunchFile {
+                            path: input.to_owned(),
+                            server: file.server.clone(),
                         });
                     }
                 }

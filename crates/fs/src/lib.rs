@@ -24,7 +24,7 @@ mod tools;
 mod write;
 
 pub use confine::door::{is_swapped, open_file_no_symlinks};
-pub use confine::{Access, ControlFiles, HardLinks, PathError, Roots};
+pub use confine::{Access, ControlFiles, Covers, HardLinks, LaunchFile, PathError, Roots};
 pub use edit::{EditFileArgs, EditFileTool};
 pub use find::{SearchFilesArgs, SearchFilesTool};
 pub use grep::{GrepArgs, GrepTool};

@@ -150,6 +150,7 @@ mod tests {
             log_like: false,
             source: "test".to_owned(),
             trust: crate::trust::Trust::User,
+            launch: None,
         }
     }
 

@@ -191,6 +191,9 @@ pub struct ServerSpec {
     /// Whether it needs (and has) the user's trust: servers from project files start only
     /// once trusted (`toolgate mcp trust`).
     pub trust: crate::trust::Trust,
+    /// For a server defined by a project file: the project files its launch runs and what
+    /// trust found (set by [`TrustStore::apply`](crate::TrustStore::apply)); `None` otherwise.
+    pub launch: Option<crate::trust::LaunchTrust>,
 }
 
 impl ServerSpec {
@@ -242,6 +245,7 @@ impl ServerSpec {
             log_like: entry.log_like.unwrap_or(false),
             source,
             trust: crate::trust::Trust::User,
+            launch: None,
         }
     }
 

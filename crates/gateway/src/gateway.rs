@@ -56,6 +56,9 @@ pub struct ServerStatus {
     pub startup_timeout: Duration,
     /// Tools left out and why (caps, malformed definitions).
     pub notes: Vec<String>,
+    /// For a server defined by a project file: the project files its launch runs, which
+    /// its trust fingerprint covers (display names, relative to the project).
+    pub files: Vec<String>,
 }
 
 /// A server's lifecycle state, for display.
@@ -72,9 +75,14 @@ pub enum ServerState {
     Ready,
     /// Not serving; the reason says why and what to do.
     Failed(String),
-    /// Defined by a project file and not trusted (or changed since it was trusted): not
-    /// started. Carries the command that trusts it.
-    Untrusted(String),
+    /// Defined by a project file and not trusted, or changed since it was trusted (its
+    /// command, or a file it runs): not started.
+    Untrusted {
+        /// What is not trusted: "`server.sh` changed since it was trusted", ….
+        reason: String,
+        /// The command that trusts it.
+        command: String,
+    },
 }
 
 pub(crate) struct Inner {
@@ -193,11 +201,12 @@ impl Gateway {
             tracing::warn!(%problem, "MCP server config skipped");
         }
         for mount in &inner.mounts {
-            if !mount.spec.trust.allows_start() {
+            if let Phase::Untrusted(reason) = &mount.state().phase {
                 tracing::warn!(
                     server = %mount.spec.name,
                     source = %mount.spec.source,
-                    "MCP server from a project file is not trusted (new, or its command changed since it was trusted), so it was not started; after checking its command with `toolgate mcp list`, run `{}`",
+                    %reason,
+                    "MCP server from a project file is not trusted, so it was not started; after checking its command and the files it runs with `toolgate mcp list`, run `{}`",
                     crate::trust::trust_command(&mount.spec.name)
                 );
             }
@@ -308,9 +317,10 @@ impl Gateway {
                 let settling = m.is_settling();
                 let st = m.state();
                 let state = match &st.phase {
-                    Phase::Disabled if !m.spec.trust.allows_start() => {
-                        ServerState::Untrusted(crate::trust::trust_command(&m.spec.name))
-                    }
+                    Phase::Untrusted(reason) => ServerState::Untrusted {
+                        reason: reason.clone(),
+                        command: crate::trust::trust_command(&m.spec.name),
+                    },
                     Phase::Disabled => ServerState::Disabled,
                     Phase::Idle if settling => ServerState::Starting,
                     Phase::Idle => ServerState::NotStarted,
@@ -327,6 +337,12 @@ impl Gateway {
                     startup: st.startup,
                     startup_timeout: m.spec.startup_timeout,
                     notes: st.notes.clone(),
+                    files: m
+                        .spec
+                        .launch
+                        .as_ref()
+                        .map(|l| l.files.keys().cloned().collect())
+                        .unwrap_or_default(),
                 }
             })
             .collect()

@@ -29,6 +29,7 @@ mod convert;
 mod gateway;
 mod handler;
 mod import;
+mod launch;
 mod list;
 mod mount;
 mod naming;
@@ -43,4 +44,4 @@ pub use config::{
 pub use gateway::{Gateway, GatewayLimits, ServerState, ServerStatus, describe_transport};
 pub use import::{Discovered, ImportOptions, ImportProblem, NESTED_ENV, discover};
 pub use naming::{MAX_NAME_LEN, assign_names, sanitize, server_prefix};
-pub use trust::{Trust, TrustError, TrustStore, fingerprint, trust_command};
+pub use trust::{LaunchTrust, Trust, TrustError, TrustStore, fingerprint, trust_command};

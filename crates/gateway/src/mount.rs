@@ -39,6 +39,7 @@ use crate::handler::{Handler, ProgressRoutes};
 use crate::list::list_all;
 
 mod call;
+mod trust;
 pub(crate) use call::MountProvider;
 
 /// A connection that lived this long resets the restart backoff.
@@ -50,6 +51,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Phase {
     Disabled,
+    /// Defined by a project file and not trusted, or a file it runs changed since it was
+    /// trusted (found at assembly or before a restart): never started; the reason says why.
+    Untrusted(String),
     Idle,
     Starting,
     Ready,
@@ -140,10 +144,16 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Mount {
     pub(crate) fn new(spec: ServerSpec, inner: Weak<Inner>) -> Self {
-        let phase = if spec.enabled && spec.trust.allows_start() {
-            Phase::Idle
-        } else {
+        let phase = if !spec.enabled {
             Phase::Disabled
+        } else if !spec.trust.allows_start() {
+            let reason = spec.launch.as_ref().and_then(|l| l.untrusted.clone());
+            Phase::Untrusted(
+                reason
+                    .unwrap_or_else(|| "defined by a project file and not trusted yet".to_owned()),
+            )
+        } else {
+            Phase::Idle
         };
         Self {
             spec,
@@ -260,6 +270,10 @@ impl Mount {
             let st = self.state();
             (!st.ever_ready, st.from_cache)
         };
+        if let Err(reason) = self.recheck_trust().await {
+            self.distrust(reason);
+            return;
+        }
         self.set_phase(Phase::Starting);
         self.requested.store(false, Ordering::SeqCst);
         if first && !from_cache {

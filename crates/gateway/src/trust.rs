@@ -5,8 +5,11 @@
 //! write one too. Such a server starts only after the user ran `toolgate mcp trust`, which
 //! records, in the user's config folder, the project, the server's name and a SHA-256
 //! fingerprint of how it is started (command, args, env and working folder; or URL, headers
-//! and token variable). A changed command is a different fingerprint, so it needs trusting
-//! again. Servers from user-level files (`~/.codex/config.toml`, `~/.claude/settings.json`,
+//! and token variable) and of every project file its launch runs (`server.sh`, the script
+//! named by `node server.js`, the `node_modules/.bin/x` that `npx -y x` would take: see
+//! `launch.rs`), with each file's own hash so a change can be named. A changed command or
+//! file is a different fingerprint, so it needs trusting again; the check is repeated
+//! before every start and restart, not only when toolgate starts. Servers from user-level files (`~/.codex/config.toml`, `~/.claude/settings.json`,
 //! the user's toolgate config, an explicit `--config FILE`) need no trust.
 
 use std::collections::BTreeMap;
@@ -17,6 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::config::{ServerSpec, Transport};
 use crate::import::Discovered;
+use crate::launch::Launch;
 
 /// Whether a server may start as far as trust goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,9 +47,21 @@ impl Trust {
     }
 }
 
-/// The fingerprint of how `spec` is started: `sha256:` and 64 hex digits.
-pub fn fingerprint(spec: &ServerSpec) -> String {
-    let canonical = match &spec.transport {
+/// The fingerprint a trust record holds: `sha256:` over how `spec` is started (command,
+/// args, env and cwd; or URL, headers and token variable) and `files`, the per-file hashes
+/// of what its launch runs from the project (see [`LaunchTrust::files`]).
+pub fn fingerprint(spec: &ServerSpec, files: &BTreeMap<String, String>) -> String {
+    let canonical = serde_json::json!({ "launch": launch_json(spec), "files": files });
+    hex_digest(&Sha256::digest(canonical.to_string().as_bytes()))
+}
+
+/// What records written before issue 22 hold: how the server is started, no files.
+fn launch_fingerprint(spec: &ServerSpec) -> String {
+    hex_digest(&Sha256::digest(launch_json(spec).to_string().as_bytes()))
+}
+
+fn launch_json(spec: &ServerSpec) -> serde_json::Value {
+    match &spec.transport {
         Transport::Stdio {
             command,
             args,
@@ -62,8 +78,11 @@ pub fn fingerprint(spec: &ServerSpec) -> String {
             "http": { "url": url, "headers": headers, "bearer_token_env": bearer_token_env },
         }),
         Transport::Invalid(reason) => serde_json::json!({ "invalid": reason }),
-    };
-    let digest = Sha256::digest(canonical.to_string().as_bytes());
+    }
+}
+
+/// `sha256:` and the digest in hex.
+pub(crate) fn hex_digest(digest: &[u8]) -> String {
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
 }
@@ -75,6 +94,10 @@ struct Entry {
     project: PathBuf,
     name: String,
     fingerprint: String,
+    /// The per-file hashes the fingerprint covers; absent in records written before the
+    /// fingerprint covered files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    files: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -84,16 +107,147 @@ struct File {
     trusted: Vec<Entry>,
 }
 
+/// What the user trusted for one server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Record {
+    fingerprint: String,
+    /// `None` for a record from before the fingerprint covered files.
+    files: Option<BTreeMap<String, String>>,
+}
+
+/// What trust found for a server defined by a project file (set by [`TrustStore::apply`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct LaunchTrust {
+    /// The project files its launch runs, display name (relative to the project when inside
+    /// it) → `sha256:…` or `symlink to …`: as trusted, or as found now when untrusted.
+    pub files: BTreeMap<String, String>,
+    /// Why it may not start (`None` when trusted): what changed, or that it never was.
+    pub untrusted: Option<String>,
+    /// Real paths inside the roots the write tools must leave alone while it is trusted:
+    /// the files it runs and where one would join its launch if created.
+    pub protect: Vec<PathBuf>,
+    /// Folders inside the roots nothing may be written in (its package folder).
+    pub protect_dirs: Vec<PathBuf>,
+    /// What each start checks again.
+    pin: Option<Pin>,
+}
+
+/// The trusted state of a server, re-checked before each (re)start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Pin {
+    roots: Vec<PathBuf>,
+    record: Record,
+}
+
+impl LaunchTrust {
+    /// Checks the server's files again (before a start or restart): `Err` says what changed
+    /// since it was trusted. Servers that need no trust always pass.
+    pub(crate) fn recheck(&self, spec: &ServerSpec) -> Result<(), String> {
+        let Some(pin) = &self.pin else {
+            return match &self.untrusted {
+                Some(reason) => Err(reason.clone()),
+                None => Ok(()),
+            };
+        };
+        let current = crate::launch::resolve(&spec.transport, &pin.roots);
+        verdict(Some(&pin.record), spec, &current).map(|_| ())
+    }
+}
+
+/// Whether `current` (the launch as it is now) matches `record`; `Ok` holds the record to
+/// re-check later, `Err` why the server may not start.
+fn verdict(
+    record: Option<&Record>,
+    spec: &ServerSpec,
+    current: &Result<Launch, String>,
+) -> Result<Record, String> {
+    let launch = match current {
+        Ok(launch) => launch,
+        Err(e) => return Err(format!("a file it runs cannot be fingerprinted: {e}")),
+    };
+    let now = fingerprint(spec, &launch.files);
+    let changed = "its command, args, env or working folder changed since it was trusted";
+    match record {
+        None => Err("defined by a project file and not trusted yet".to_owned()),
+        Some(Record {
+            fingerprint: old,
+            files: None,
+        }) => {
+            if *old != launch_fingerprint(spec) {
+                Err(changed.to_owned())
+            } else if launch.files.is_empty() {
+                // Nothing it runs lives in the project: the old fingerprint covered it all.
+                Ok(Record {
+                    fingerprint: now,
+                    files: Some(BTreeMap::new()),
+                })
+            } else {
+                Err(format!(
+                    "it was trusted by an earlier toolgate, whose fingerprint did not cover the project files it runs ({})",
+                    name_list(launch.files.keys())
+                ))
+            }
+        }
+        Some(Record {
+            fingerprint: old,
+            files: Some(files),
+        }) => {
+            if *old == now {
+                Ok(Record {
+                    fingerprint: now,
+                    files: Some(files.clone()),
+                })
+            } else if fingerprint(spec, files) == *old {
+                Err(describe_changes(files, &launch.files))
+            } else {
+                Err(changed.to_owned())
+            }
+        }
+    }
+}
+
+/// "`server.sh` changed since it was trusted", "`node_modules/.bin/x` appeared …".
+fn describe_changes(before: &BTreeMap<String, String>, now: &BTreeMap<String, String>) -> String {
+    let mut parts = Vec::new();
+    for (name, hash) in now {
+        match before.get(name) {
+            Some(old) if old == hash => {}
+            Some(_) => parts.push(format!("`{name}` changed")),
+            None => parts.push(format!("`{name}` appeared")),
+        }
+    }
+    for name in before.keys().filter(|n| !now.contains_key(*n)) {
+        parts.push(format!("`{name}` is gone"));
+    }
+    let shown = parts.len().min(3);
+    let mut text = parts[..shown].join(", ");
+    if parts.len() > shown {
+        text.push_str(&format!(" and {} more", parts.len() - shown));
+    }
+    format!("{text} since it was trusted")
+}
+
+/// "`a`, `b` and 3 more".
+fn name_list<'a>(names: impl Iterator<Item = &'a String>) -> String {
+    let names: Vec<String> = names.map(|n| format!("`{n}`")).collect();
+    let mut text = names.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+    if names.len() > 3 {
+        text.push_str(&format!(" and {} more", names.len() - 3));
+    }
+    text
+}
+
 /// The trust records, kept in the user's config folder (`trusted_servers.toml` beside
 /// `config.toml`).
 #[derive(Debug, Clone, Default)]
 pub struct TrustStore {
     path: Option<PathBuf>,
-    /// (project, name) → fingerprint.
-    entries: BTreeMap<(PathBuf, String), String>,
+    /// (project, name) → what was trusted.
+    entries: BTreeMap<(PathBuf, String), Record>,
 }
 
-/// A trust file that could not be read or written.
+/// A trust file that could not be read or written, or a server that cannot be trusted.
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: {reason}")]
 pub struct TrustError {
@@ -111,7 +265,8 @@ impl TrustStore {
             .map(|dir| dir.join("toolgate").join("trusted_servers.toml"))
     }
 
-    /// The records in `path` (none when it does not exist).
+    /// The records in `path` (none when it does not exist). Records written before the
+    /// fingerprint covered files load too; see [`TrustStore::check`].
     pub fn load(path: Option<PathBuf>) -> Result<Self, TrustError> {
         let mut store = Self {
             path: path.clone(),
@@ -138,26 +293,73 @@ impl TrustStore {
             ),
         })?;
         for entry in file.trusted {
-            store
-                .entries
-                .insert((entry.project, entry.name), entry.fingerprint);
+            let record = Record {
+                fingerprint: entry.fingerprint,
+                files: entry.files,
+            };
+            store.entries.insert((entry.project, entry.name), record);
         }
         Ok(store)
     }
 
-    /// Whether `spec` (defined by the project at `project`) is trusted as it is now.
-    pub fn is_trusted(&self, project: &Path, spec: &ServerSpec) -> bool {
-        self.entries
-            .get(&(project.to_path_buf(), spec.name.clone()))
-            .is_some_and(|f| *f == fingerprint(spec))
+    /// What trust says about `spec`, defined by the project at `project` whose roots are
+    /// `roots` (canonical, the project first): the files its launch runs, hashed now, and
+    /// whether they and its command are what the user trusted.
+    pub fn check(&self, project: &Path, roots: &[PathBuf], spec: &ServerSpec) -> LaunchTrust {
+        let current = crate::launch::resolve(&spec.transport, roots);
+        let record = self
+            .entries
+            .get(&(project.to_path_buf(), spec.name.clone()));
+        let files = current
+            .as_ref()
+            .map(|l| l.files.clone())
+            .unwrap_or_default();
+        match verdict(record, spec, &current) {
+            Ok(record) => {
+                let launch = current.unwrap_or_default();
+                LaunchTrust {
+                    files,
+                    untrusted: None,
+                    protect: launch.protect.into_iter().collect(),
+                    protect_dirs: launch.protect_dirs.into_iter().collect(),
+                    pin: Some(Pin {
+                        roots: roots.to_vec(),
+                        record,
+                    }),
+                }
+            }
+            Err(reason) => LaunchTrust {
+                files,
+                untrusted: Some(reason),
+                ..LaunchTrust::default()
+            },
+        }
     }
 
-    /// Records `spec` (defined by the project at `project`) as trusted.
-    pub fn trust(&mut self, project: &Path, spec: &ServerSpec) {
-        self.entries.insert(
-            (project.to_path_buf(), spec.name.clone()),
-            fingerprint(spec),
-        );
+    /// Records `spec` (defined by the project at `project`, with `roots`) as trusted with
+    /// the files its launch runs as they are now; returns those files (display name →
+    /// hash). Fails when a file cannot be fingerprinted (unreadable, over 1 GiB).
+    pub fn trust(
+        &mut self,
+        project: &Path,
+        roots: &[PathBuf],
+        spec: &ServerSpec,
+    ) -> Result<BTreeMap<String, String>, TrustError> {
+        let launch =
+            crate::launch::resolve(&spec.transport, roots).map_err(|reason| TrustError {
+                path: self.path.clone().unwrap_or_default(),
+                reason: format!(
+                    "`{}` cannot be trusted: a file it runs cannot be fingerprinted: {reason}",
+                    spec.name
+                ),
+            })?;
+        let record = Record {
+            fingerprint: fingerprint(spec, &launch.files),
+            files: Some(launch.files.clone()),
+        };
+        self.entries
+            .insert((project.to_path_buf(), spec.name.clone()), record);
+        Ok(launch.files)
     }
 
     /// Writes the records back (atomically: a temporary file renamed over the old one).
@@ -176,10 +378,11 @@ impl TrustStore {
             trusted: self
                 .entries
                 .iter()
-                .map(|((project, name), fingerprint)| Entry {
+                .map(|((project, name), record)| Entry {
                     project: project.clone(),
                     name: name.clone(),
-                    fingerprint: fingerprint.clone(),
+                    fingerprint: record.fingerprint.clone(),
+                    files: record.files.clone(),
                 })
                 .collect(),
         };
@@ -188,7 +391,7 @@ impl TrustStore {
             reason: e.to_string(),
         })?;
         let text = format!(
-            "# MCP servers from project files that the user trusted (`toolgate mcp trust`).\n# A server whose command, args, env or URL change needs trusting again.\n{body}"
+            "# MCP servers from project files that the user trusted (`toolgate mcp trust`).\n# A server whose command, args, env or URL change, or any project file it runs\n# (listed under `files`), needs trusting again.\n{body}"
         );
         if let Some(dir) = path.parent() {
             fs_err::create_dir_all(dir).map_err(err)?;
@@ -198,15 +401,18 @@ impl TrustStore {
         fs_err::rename(&tmp, path).map_err(err)
     }
 
-    /// Marks each project-defined server of `discovered` trusted or untrusted.
-    pub fn apply(&self, project: &Path, discovered: &mut Discovered) {
+    /// Marks each project-defined server of `discovered` trusted or untrusted, recording
+    /// what its launch runs ([`ServerSpec::launch`]). `roots` as for [`TrustStore::check`].
+    pub fn apply(&self, project: &Path, roots: &[PathBuf], discovered: &mut Discovered) {
         for spec in &mut discovered.servers {
             if spec.trust.is_project() {
-                spec.trust = if self.is_trusted(project, spec) {
+                let launch = self.check(project, roots, spec);
+                spec.trust = if launch.untrusted.is_none() {
                     Trust::Trusted
                 } else {
                     Trust::Untrusted
                 };
+                spec.launch = Some(launch);
             }
         }
     }
@@ -216,3 +422,6 @@ impl TrustStore {
 pub fn trust_command(name: &str) -> String {
     format!("toolgate mcp trust {name}")
 }
+
+#[cfg(test)]
+mod tests;

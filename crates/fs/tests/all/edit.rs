@@ -530,3 +530,84 @@ async fn control_files_are_writable_when_the_user_allows_it() {
         "{}\n"
     );
 }
+
+#[tokio::test]
+async fn files_a_trusted_mcp_server_runs_are_refused_unless_the_user_allows_it() {
+    // Issue 22: after `toolgate mcp trust`, rewriting the server's script (or planting the
+    // package an `npx -y x` server would take) ran the model's code at the next start.
+    let p = Project::new();
+    p.write("server.sh", "exec srv\n");
+    std::os::unix::fs::symlink(p.root.join("server.sh"), p.root.join("alias.sh")).unwrap();
+    let launch = |path: &str, covers| toolgate_fs::LaunchFile {
+        path: p.root.join(path),
+        covers,
+        server: "srv".to_owned(),
+    };
+    let files = vec![
+        launch("server.sh", toolgate_fs::Covers::File),
+        launch("node_modules/.bin/x", toolgate_fs::Covers::File),
+        launch("node_modules/x", toolgate_fs::Covers::Folder),
+    ];
+    let roots = |control| {
+        std::sync::Arc::new(
+            toolgate_fs::Roots::new([&p.root])
+                .unwrap()
+                .with_control_files(control)
+                .with_launch_files(files.clone()),
+        )
+    };
+    let s = crate::support::Session::new(
+        &roots(toolgate_fs::ControlFiles::Protected),
+        toolgate_fs::SearchLimits::default(),
+    );
+    for path in [
+        "server.sh",
+        "./alias.sh",
+        "node_modules/.bin/x",
+        "node_modules/x/dist/index.js",
+    ] {
+        let err = s
+            .err(
+                "write_file",
+                json!({ "path": path, "content": "touch pwned\n" }),
+            )
+            .await;
+        assert!(
+            err.contains(&format!("`{path}` is run by the MCP server `srv`"))
+                && err.contains("toolgate mcp trust srv"),
+            "{path}: {err}"
+        );
+    }
+    let err = s
+        .err(
+            "edit_file",
+            json!({ "path": "server.sh", "old_string": "exec", "new_string": "touch pwned; exec" }),
+        )
+        .await;
+    assert!(err.contains("is run by the MCP server"), "{err}");
+    assert_eq!(
+        fs_err::read_to_string(p.root.join("server.sh")).unwrap(),
+        "exec srv\n"
+    );
+    assert!(!p.root.join("node_modules").exists());
+    // Neighbours are ordinary files.
+    s.ok(
+        "write_file",
+        json!({ "path": "node_modules/xy/index.js", "content": "x\n" }),
+    )
+    .await;
+
+    let s = crate::support::Session::new(
+        &roots(toolgate_fs::ControlFiles::Writable),
+        toolgate_fs::SearchLimits::default(),
+    );
+    s.ok(
+        "edit_file",
+        json!({ "path": "server.sh", "old_string": "exec", "new_string": "echo hi; exec" }),
+    )
+    .await;
+    assert_eq!(
+        fs_err::read_to_string(p.root.join("server.sh")).unwrap(),
+        "echo hi; exec srv\n"
+    );
+}

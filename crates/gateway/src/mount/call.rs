@@ -43,6 +43,13 @@ impl Mount {
                             self.spec.source
                         ));
                     }
+                    Phase::Untrusted(reason) => {
+                        return Err(format!(
+                            "MCP server `{name}` was not started: {reason}. It is defined by a project file ({}), so it runs only as the user trusted it; ask the user to check it and run `{}`",
+                            self.spec.source,
+                            crate::trust::trust_command(name)
+                        ));
+                    }
                     Phase::Idle => true,
                     Phase::Starting => false,
                     Phase::Failed { reason, retry_at } => match retry_at {
