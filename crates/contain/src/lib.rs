@@ -28,6 +28,9 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(target_os = "linux")]
 mod linux;
+mod sandbox;
+
+pub use sandbox::{Sandbox, SandboxError, SandboxMode, landlock_abi, seccomp_available};
 
 /// What the user asked for (`[shell] containment`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -142,7 +145,7 @@ pub fn contain(cmd: &mut tokio::process::Command) {
 pub fn visible_pid(leader: i32) -> i32 {
     #[cfg(target_os = "linux")]
     if matches!(current(), Containment::Namespace { .. })
-        && let Some(inner) = linux::inner_pid_of_child(leader)
+        && let Some(inner) = linux::inner_pid_of_command(leader)
     {
         return inner;
     }

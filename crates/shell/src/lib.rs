@@ -29,7 +29,6 @@ mod limits;
 mod process;
 mod render;
 mod run;
-mod sandbox;
 mod tools;
 mod view;
 
@@ -41,7 +40,7 @@ pub use job_tools::{
 pub use jobs::JobTable;
 pub use limits::ShellLimits;
 pub use render::JobStatus;
-pub use sandbox::{Sandbox, SandboxMode, landlock_abi};
+pub use toolgate_contain::{Sandbox, SandboxMode, landlock_abi};
 pub use tools::{
     RunShellArgs, RunShellOutput, RunShellTool, Shown, StreamInfo, builtin_shell_tools,
 };
