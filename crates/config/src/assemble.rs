@@ -151,7 +151,7 @@ impl Runtime {
         let render = RenderOptions {
             description_budget: config.render.description_budget,
         };
-        let gateway = mount_servers(&config, roots.primary(), &registry)?;
+        let gateway = mount_servers(&config, &roots, &registry)?;
         let profiles = ClientProfiles::with_config(&config.clients);
         Ok(Self {
             profiles,
@@ -219,9 +219,10 @@ fn discover_skills(config: &Config, roots: Roots) -> (Arc<Skills>, Roots) {
 /// Registers the configured and imported MCP servers (toolgate's own config last).
 fn mount_servers(
     config: &Config,
-    project_dir: &Path,
+    roots: &Roots,
     registry: &Arc<Registry>,
 ) -> Result<Arc<Gateway>, ConfigError> {
+    let project_dir = roots.primary();
     let mut options = ImportOptions::standard(project_dir.to_path_buf(), config.mcp.import);
     options.project_servers = config.project_servers.clone();
     let mut discovered = discover(&config.mcp_servers, &config.mcp_sources, &options);
@@ -233,6 +234,7 @@ fn mount_servers(
         max_list_pages: config.mcp.max_list_pages,
         max_tools_per_server: config.mcp.max_tools_per_server,
         max_inline_chars: config.budget.per_result_chars,
+        sandbox: Arc::new(mcp_sandbox(config, roots)),
     };
     let gateway = Gateway::new(discovered, limits, registry)
         .map_err(|e| ConfigError::Invalid(format!("mcp_servers: {e}")))?;
@@ -242,6 +244,18 @@ fn mount_servers(
         gateway.use_catalog(CatalogCache::new(dir));
     }
     Ok(Arc::new(gateway))
+}
+
+/// The sandbox of mounted stdio servers (`[mcp] sandbox`): the modes of `[shell] sandbox`,
+/// writing where commands may write.
+pub fn mcp_sandbox(config: &Config, roots: &Roots) -> toolgate_contain::Sandbox {
+    toolgate_contain::Sandbox::new(
+        config.mcp.sandbox,
+        config.mcp.sandbox_network,
+        &roots.roots(),
+        &config.shell.sandbox_writable,
+    )
+    .for_section("mcp")
 }
 
 /// Refuses a spill folder inside a root with a symlink anywhere between the root and it

@@ -285,7 +285,9 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, ConfigError> {
     if let Some(project) = project {
         config.mcp.import = user_import(&user_side) && project.import.unwrap_or(true);
         config.skills.enabled = user_skills(&user_side) && project.skills_enabled.unwrap_or(true);
-        project.isolation.apply(&user_side, &mut config.shell);
+        project
+            .isolation
+            .apply(&user_side, &mut config.shell, &mut config.mcp);
         config.project_permissions = project.permissions;
         config.project_servers = project.servers;
     }
