@@ -12,6 +12,8 @@ mod cli;
 mod disclosure;
 #[path = "all/mcp.rs"]
 mod mcp;
+#[path = "all/sandbox.rs"]
+mod sandbox;
 #[path = "all/schedule.rs"]
 mod schedule;
 #[path = "all/skills.rs"]
