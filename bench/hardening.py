@@ -7,11 +7,15 @@ a PID namespace where the system allows one) and off (`shell.containment = "proc
    `setsid` grandchild run (7 processes; goal 0);
 2. exit time after SIGTERM, SIGINT and SIGHUP with stdin still open and commands running
    (goal <= 2 s);
-3. the cost of containment per command: `run_shell` of `true` over stdio, median of 200;
+3. the cost of containment per command: `run_shell` of `true` over stdio, median of 200,
+   also under each `[shell] sandbox` mode and `sandbox_network = false` (issue 22);
 4. a 1 MB glob given to `search_files` over stdio: the call's time and the server's peak
    RSS (goal <= 1 s, <= 64 MB).
 
-Usage: python3 bench/hardening.py [--bin target/release/toolgate]
+Usage: python3 bench/hardening.py [--bin target/release/toolgate] [--cost-only] [--rounds N]
+
+--cost-only measures only figure 3 (several rounds, alternating configurations, so two
+builds measured one after the other in the same sitting compare fairly).
 """
 import argparse, json, os, signal, statistics, subprocess, tempfile, time
 
@@ -111,13 +115,15 @@ def exit_times(tg, mode):
     return times
 
 
-def per_command(tg, mode, n=200):
+def per_command(tg, mode, extra="", n=200):
     with tempfile.TemporaryDirectory() as d:
-        s = Serve(tg, d, mode_config(mode))
+        s = Serve(tg, d, mode_config(mode, extra))
         lat = []
         for _ in range(n):
             t = time.perf_counter()
-            s.call("run_shell", {"command": "true"})
+            reply = s.call("run_shell", {"command": "true"})
+            if reply["result"].get("isError"):
+                raise RuntimeError(f"run_shell failed: {reply}")
             lat.append((time.perf_counter() - t) * 1000)
         s.p.stdin.close()
         s.p.wait()
@@ -151,11 +157,37 @@ def big_glob(tg):
         return wall, before, after, text
 
 
+SANDBOXES = [
+    ("off", ""),
+    ("read-only", 'sandbox = "read-only"\n'),
+    ("workspace-write", 'sandbox = "workspace-write"\n'),
+    ("sandbox_network = false", "sandbox_network = false\n"),
+]
+
+
+def costs(tg, rounds):
+    """Figure 3 for every sandbox setting, `rounds` times, alternating; the medians."""
+    got = {name: [] for name, _ in SANDBOXES}
+    for _ in range(rounds):
+        for name, extra in SANDBOXES:
+            got[name].append(per_command(tg, "auto", extra))
+    for name, values in got.items():
+        shown = ", ".join(f"{v:.2f}" for v in values)
+        print(f"  run_shell `true`, sandbox {name}: median of 200 = "
+              f"{statistics.median(values):.2f} ms (rounds: {shown})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="target/release/toolgate")
+    ap.add_argument("--cost-only", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
     tg = os.path.abspath(a.bin)
+    if a.cost_only:
+        print(f"== {tg}")
+        costs(tg, a.rounds)
+        return
     for mode in ("auto", "process-group"):
         print(f"== containment = {mode}")
         print(f"  survivors after kill -9: {survivors(tg, mode)} of 7")

@@ -181,10 +181,10 @@ impl Sandbox {
             "no sockets but unix socketpairs"
         };
         match self.check() {
-            Ok(()) => format!(
-                "{fs}, {net} (Landlock ABI {}, seccomp)",
-                landlock_abi().unwrap_or(0)
-            ),
+            Ok(()) => match landlock_abi() {
+                Some(abi) => format!("{fs}, {net} (Landlock ABI {abi}, seccomp)"),
+                None => format!("{fs}, {net} (seccomp; no Landlock on this kernel)"),
+            },
             Err(e) => format!("{fs}, {net} — NOT AVAILABLE, nothing will start: {e}"),
         }
     }
