@@ -12,10 +12,11 @@ a PID namespace where the system allows one) and off (`shell.containment = "proc
 4. a 1 MB glob given to `search_files` over stdio: the call's time and the server's peak
    RSS (goal <= 1 s, <= 64 MB).
 
-Usage: python3 bench/hardening.py [--bin target/release/toolgate] [--cost-only] [--rounds N]
+Usage: python3 bench/hardening.py [--bin target/release/toolgate]
+                                 [--cost-only [--rounds N] [--baseline OTHER_BIN]]
 
---cost-only measures only figure 3 (several rounds, alternating configurations, so two
-builds measured one after the other in the same sitting compare fairly).
+--cost-only measures only figure 3, in rounds; with --baseline OTHER_BIN both builds are
+measured alternately in each round, so they compare fairly on a loaded machine.
 """
 import argparse, json, os, signal, statistics, subprocess, tempfile, time
 
@@ -165,16 +166,23 @@ SANDBOXES = [
 ]
 
 
-def costs(tg, rounds):
-    """Figure 3 for every sandbox setting, `rounds` times, alternating; the medians."""
-    got = {name: [] for name, _ in SANDBOXES}
+def costs(bins, rounds):
+    """Figure 3 for every sandbox setting and binary, `rounds` times, alternating binaries
+    within each round (a loaded machine slows both alike); per binary and setting, the
+    median and the lowest of the rounds' medians."""
+    got = {(tg, name): [] for tg in bins for name, _ in SANDBOXES}
     for _ in range(rounds):
         for name, extra in SANDBOXES:
-            got[name].append(per_command(tg, "auto", extra))
-    for name, values in got.items():
-        shown = ", ".join(f"{v:.2f}" for v in values)
-        print(f"  run_shell `true`, sandbox {name}: median of 200 = "
-              f"{statistics.median(values):.2f} ms (rounds: {shown})")
+            for tg in bins:
+                got[(tg, name)].append(per_command(tg, "auto", extra))
+    for tg in bins:
+        print(f"== {tg}")
+        for name, _ in SANDBOXES:
+            values = got[(tg, name)]
+            shown = ", ".join(f"{v:.2f}" for v in values)
+            print(f"  run_shell `true`, sandbox {name}: median of 200, median of rounds "
+                  f"{statistics.median(values):.2f} ms, lowest {min(values):.2f} ms "
+                  f"(rounds: {shown})")
 
 
 def main():
@@ -182,11 +190,12 @@ def main():
     ap.add_argument("--bin", default="target/release/toolgate")
     ap.add_argument("--cost-only", action="store_true")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--baseline", help="another build to measure alternately (--cost-only)")
     a = ap.parse_args()
     tg = os.path.abspath(a.bin)
     if a.cost_only:
-        print(f"== {tg}")
-        costs(tg, a.rounds)
+        bins = [os.path.abspath(a.baseline)] if a.baseline else []
+        costs(bins + [tg], a.rounds)
         return
     for mode in ("auto", "process-group"):
         print(f"== containment = {mode}")

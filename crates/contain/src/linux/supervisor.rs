@@ -72,7 +72,10 @@ pub(super) fn supervise(status_fd: libc::c_int) -> io::Result<()> {
         }
         close_from(1);
         let status = wait_command(command);
-        while kill_escaped(true) > 0 {}
+        // Most commands leave nothing behind: no child at all means nothing to look for.
+        if has_children() {
+            while kill_escaped(true) > 0 {}
+        }
         let bytes = status.to_le_bytes();
         libc::write(0, bytes.as_ptr().cast(), bytes.len());
         libc::close(0);
@@ -93,6 +96,20 @@ unsafe fn wait_command(command: libc::pid_t) -> libc::c_int {
         if pid < 0 && errno() != libc::EINTR {
             // No child at all: the command is gone without a status.
             return libc::SIGKILL;
+        }
+    }
+}
+
+/// Whether any child is left (reaping those already dead).
+unsafe fn has_children() -> bool {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid with a valid status pointer.
+        match unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) } {
+            pid if pid > 0 => {}
+            0 => return true,
+            _ if errno() == libc::EINTR => {}
+            _ => return false,
         }
     }
 }
