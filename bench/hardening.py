@@ -15,8 +15,8 @@ a PID namespace where the system allows one) and off (`shell.containment = "proc
 Usage: python3 bench/hardening.py [--bin target/release/toolgate]
                                  [--cost-only [--rounds N] [--baseline OTHER_BIN]]
 
---cost-only measures only figure 3, in rounds; with --baseline OTHER_BIN both builds are
-measured alternately in each round, so they compare fairly on a loaded machine.
+--cost-only measures only figure 3, in rounds; with --baseline OTHER_BIN both builds serve
+at once and their calls alternate, so they compare fairly on a loaded machine.
 """
 import argparse, json, os, signal, statistics, subprocess, tempfile, time
 
@@ -167,14 +167,32 @@ SANDBOXES = [
 
 
 def costs(bins, rounds):
-    """Figure 3 for every sandbox setting and binary, `rounds` times, alternating binaries
-    within each round (a loaded machine slows both alike); per binary and setting, the
-    median and the lowest of the rounds' medians."""
+    """Figure 3 for every sandbox setting and binary. With two binaries both servers run at
+    once and their calls alternate one by one, so every moment of a loaded machine's noise
+    falls on both alike. Per binary and setting: the median of the rounds' medians of 200
+    calls, and the lowest."""
     got = {(tg, name): [] for tg in bins for name, _ in SANDBOXES}
     for _ in range(rounds):
         for name, extra in SANDBOXES:
-            for tg in bins:
-                got[(tg, name)].append(per_command(tg, "auto", extra))
+            with tempfile.TemporaryDirectory() as d:
+                servers = []
+                for i, tg in enumerate(bins):
+                    project = os.path.join(d, str(i))
+                    os.makedirs(project)
+                    servers.append(Serve(tg, project, mode_config("auto", extra)))
+                lat = [[] for _ in bins]
+                for _ in range(200):
+                    for i, s in enumerate(servers):
+                        t = time.perf_counter()
+                        reply = s.call("run_shell", {"command": "true"})
+                        lat[i].append((time.perf_counter() - t) * 1000)
+                        if reply["result"].get("isError"):
+                            raise RuntimeError(f"run_shell failed: {reply}")
+                for s in servers:
+                    s.p.stdin.close()
+                    s.p.wait()
+                for tg, values in zip(bins, lat):
+                    got[(tg, name)].append(statistics.median(values))
     for tg in bins:
         print(f"== {tg}")
         for name, _ in SANDBOXES:
