@@ -66,12 +66,12 @@ async fn the_namespace_applies_here_and_commands_see_their_own_proc() {
 /// Host pids of live (non-zombie) processes whose command line contains `marker`.
 fn alive_with(marker: &str) -> Vec<i32> {
     let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+    for entry in fs_err::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
             continue;
         };
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let cmdline = fs_err::read(entry.path().join("cmdline")).unwrap_or_default();
+        let stat = fs_err::read_to_string(entry.path().join("stat")).unwrap_or_default();
         let zombie = stat
             .rfind(')')
             .is_some_and(|at| stat[at + 1..].trim_start().starts_with(['Z', 'X']));
@@ -106,7 +106,7 @@ async fn nothing_that_left_the_group_outlives_its_command() {
     let outside: Vec<String> = left
         .iter()
         .filter(|&&pid| group_of(pid) != Some(group))
-        .map(|pid| std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default())
+        .map(|pid| fs_err::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default())
         .collect();
     let _ = std::process::Command::new("kill")
         .args(["-KILL", "--", &format!("-{group}")])
@@ -123,7 +123,7 @@ async fn nothing_that_left_the_group_outlives_its_command() {
 
 /// The process group of host pid `pid`.
 fn group_of(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = fs_err::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat[stat.rfind(')')? + 1..]
         .split_ascii_whitespace()
         .nth(2)?
