@@ -75,10 +75,10 @@ impl fmt::Display for Containment {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Namespace { user: true } => f.write_str(
-                "PID namespace (in a user namespace): started processes die with toolgate, setsid cannot leave",
+                "PID namespace (in a user namespace): started processes die with their command and with toolgate, setsid cannot leave",
             ),
             Self::Namespace { user: false } => f.write_str(
-                "PID namespace: started processes die with toolgate, setsid cannot leave",
+                "PID namespace: started processes die with their command and with toolgate, setsid cannot leave",
             ),
             Self::ProcessGroup { reason } => write!(
                 f,
