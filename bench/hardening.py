@@ -7,11 +7,16 @@ a PID namespace where the system allows one) and off (`shell.containment = "proc
    `setsid` grandchild run (7 processes; goal 0);
 2. exit time after SIGTERM, SIGINT and SIGHUP with stdin still open and commands running
    (goal <= 2 s);
-3. the cost of containment per command: `run_shell` of `true` over stdio, median of 200;
+3. the cost of containment per command: `run_shell` of `true` over stdio, median of 200,
+   also under each `[shell] sandbox` mode and `sandbox_network = false` (issue 22);
 4. a 1 MB glob given to `search_files` over stdio: the call's time and the server's peak
    RSS (goal <= 1 s, <= 64 MB).
 
 Usage: python3 bench/hardening.py [--bin target/release/toolgate]
+                                 [--cost-only [--rounds N] [--baseline OTHER_BIN]]
+
+--cost-only measures only figure 3, in rounds; with --baseline OTHER_BIN both builds serve
+at once and their calls alternate, so they compare fairly on a loaded machine.
 """
 import argparse, json, os, signal, statistics, subprocess, tempfile, time
 
@@ -111,13 +116,15 @@ def exit_times(tg, mode):
     return times
 
 
-def per_command(tg, mode, n=200):
+def per_command(tg, mode, extra="", n=200):
     with tempfile.TemporaryDirectory() as d:
-        s = Serve(tg, d, mode_config(mode))
+        s = Serve(tg, d, mode_config(mode, extra))
         lat = []
         for _ in range(n):
             t = time.perf_counter()
-            s.call("run_shell", {"command": "true"})
+            reply = s.call("run_shell", {"command": "true"})
+            if reply["result"].get("isError"):
+                raise RuntimeError(f"run_shell failed: {reply}")
             lat.append((time.perf_counter() - t) * 1000)
         s.p.stdin.close()
         s.p.wait()
@@ -151,11 +158,63 @@ def big_glob(tg):
         return wall, before, after, text
 
 
+SANDBOXES = [
+    ("off", ""),
+    ("read-only", 'sandbox = "read-only"\n'),
+    ("workspace-write", 'sandbox = "workspace-write"\n'),
+    ("sandbox_network = false", "sandbox_network = false\n"),
+]
+
+
+def costs(bins, rounds):
+    """Figure 3 for every sandbox setting and binary. With two binaries both servers run at
+    once and their calls alternate one by one, so every moment of a loaded machine's noise
+    falls on both alike. Per binary and setting: the median of the rounds' medians of 200
+    calls, and the lowest."""
+    got = {(tg, name): [] for tg in bins for name, _ in SANDBOXES}
+    for _ in range(rounds):
+        for name, extra in SANDBOXES:
+            with tempfile.TemporaryDirectory() as d:
+                servers = []
+                for i, tg in enumerate(bins):
+                    project = os.path.join(d, str(i))
+                    os.makedirs(project)
+                    servers.append(Serve(tg, project, mode_config("auto", extra)))
+                lat = [[] for _ in bins]
+                for _ in range(200):
+                    for i, s in enumerate(servers):
+                        t = time.perf_counter()
+                        reply = s.call("run_shell", {"command": "true"})
+                        lat[i].append((time.perf_counter() - t) * 1000)
+                        if reply["result"].get("isError"):
+                            raise RuntimeError(f"run_shell failed: {reply}")
+                for s in servers:
+                    s.p.stdin.close()
+                    s.p.wait()
+                for tg, values in zip(bins, lat):
+                    got[(tg, name)].append(statistics.median(values))
+    for tg in bins:
+        print(f"== {tg}")
+        for name, _ in SANDBOXES:
+            values = got[(tg, name)]
+            shown = ", ".join(f"{v:.2f}" for v in values)
+            print(f"  run_shell `true`, sandbox {name}: median of 200, median of rounds "
+                  f"{statistics.median(values):.2f} ms, lowest {min(values):.2f} ms "
+                  f"(rounds: {shown})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="target/release/toolgate")
+    ap.add_argument("--cost-only", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--baseline", help="another build to measure alternately (--cost-only)")
     a = ap.parse_args()
     tg = os.path.abspath(a.bin)
+    if a.cost_only:
+        bins = [os.path.abspath(a.baseline)] if a.baseline else []
+        costs(bins + [tg], a.rounds)
+        return
     for mode in ("auto", "process-group"):
         print(f"== containment = {mode}")
         print(f"  survivors after kill -9: {survivors(tg, mode)} of 7")

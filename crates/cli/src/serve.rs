@@ -127,6 +127,8 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
         &shell.sandbox_writable,
     );
     tracing::info!("run_shell sandbox: {}", sandbox.describe());
+    let mcp_sandbox = toolgate_config::mcp_sandbox(&runtime.config, &runtime.roots);
+    tracing::info!("mounted stdio servers' sandbox: {}", mcp_sandbox.describe());
     match &runtime.config.server.http {
         None => {
             if std::io::stdin().is_terminal() {

@@ -18,6 +18,8 @@ mod lifecycle_http;
 mod mcp;
 #[path = "all/provider_bounds.rs"]
 mod provider_bounds;
+#[path = "all/sandbox.rs"]
+mod sandbox;
 #[path = "all/schedule.rs"]
 mod schedule;
 #[path = "all/sessions.rs"]

@@ -165,7 +165,7 @@ impl Runtime {
         let render = RenderOptions {
             description_budget: config.render.description_budget,
         };
-        let gateway = mount_servers(&config, servers, &registry)?;
+        let gateway = mount_servers(&config, servers, &roots, &registry)?;
         let profiles = ClientProfiles::with_config(&config.clients);
         Ok(Self {
             profiles,
@@ -268,12 +268,14 @@ fn launch_files(servers: &Discovered) -> Vec<LaunchFile> {
 fn mount_servers(
     config: &Config,
     discovered: Discovered,
+    roots: &Roots,
     registry: &Arc<Registry>,
 ) -> Result<Arc<Gateway>, ConfigError> {
     let limits = GatewayLimits {
         max_list_pages: config.mcp.max_list_pages,
         max_tools_per_server: config.mcp.max_tools_per_server,
         max_inline_chars: config.budget.per_result_chars,
+        sandbox: Arc::new(mcp_sandbox(config, roots)),
     };
     let gateway = Gateway::new(discovered, limits, registry)
         .map_err(|e| ConfigError::Invalid(format!("mcp_servers: {e}")))?;
@@ -283,6 +285,18 @@ fn mount_servers(
         gateway.use_catalog(CatalogCache::new(dir));
     }
     Ok(Arc::new(gateway))
+}
+
+/// The sandbox of mounted stdio servers (`[mcp] sandbox`): the modes of `[shell] sandbox`,
+/// writing where commands may write.
+pub fn mcp_sandbox(config: &Config, roots: &Roots) -> toolgate_contain::Sandbox {
+    toolgate_contain::Sandbox::new(
+        config.mcp.sandbox,
+        config.mcp.sandbox_network,
+        &roots.roots(),
+        &config.shell.sandbox_writable,
+    )
+    .for_section("mcp")
 }
 
 /// Refuses a spill folder inside a root or the user's cache folder with a symlink anywhere

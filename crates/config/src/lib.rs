@@ -12,7 +12,7 @@ mod assemble;
 mod load;
 mod project;
 
-pub use assemble::Runtime;
+pub use assemble::{Runtime, mcp_sandbox};
 pub use load::{
     Config, ConfigError, DisclosureFlag, DispatchConfig, Flags, LoadOptions, Loaded,
     PermissionsConfig, RenderConfig, ServerConfig, load,

@@ -287,10 +287,17 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, ConfigError> {
         .extract()
         .map_err(|e| ConfigError::Invalid(describe(&e)))?;
     config.mcp_sources = mcp_sources(&figment, &config);
+    // `~/` in sandbox_writable is the home folder, by the same rule as every user folder.
+    let dirs = toolgate_core::UserDirs::from_env();
+    for path in &mut config.shell.sandbox_writable {
+        *path = dirs.expand_tilde(path);
+    }
     if let Some(project) = project {
         config.mcp.import = user_import(&user_side) && project.import.unwrap_or(true);
         config.skills.enabled = user_skills(&user_side) && project.skills_enabled.unwrap_or(true);
-        project.isolation.apply(&user_side, &mut config.shell);
+        project
+            .isolation
+            .apply(&user_side, &mut config.shell, &mut config.mcp);
         config.project_permissions = project.permissions;
         config.project_servers = project.servers;
     }

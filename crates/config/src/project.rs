@@ -22,7 +22,8 @@
 //! - `[shell]` process isolation: `sandbox`, `sandbox_network` and `containment` may only
 //!   be made stricter than the user's (read-only > workspace-write > off; no network >
 //!   network; namespace > auto > process-group); `sandbox_writable` may not be set at all
-//!   (it widens what a sandboxed command may write).
+//!   (it widens what a sandboxed command may write). The same holds for `[mcp] sandbox` and
+//!   `sandbox_network`, the sandbox of mounted stdio servers.
 //! - `[mcp_servers]`: allowed, but each server the project sets or adjusts starts only once
 //!   the user trusted it (`toolgate mcp trust`).
 
@@ -34,6 +35,7 @@ use figment::{Figment, Metadata, Profile, Provider};
 use serde::Deserialize;
 
 use toolgate_contain::Setting;
+use toolgate_gateway::GatewayConfig;
 use toolgate_shell::{SandboxMode, ShellLimits};
 
 use crate::load::{ConfigError, PermissionsConfig};
@@ -57,31 +59,49 @@ pub(crate) struct ProjectLayer {
     pub(crate) isolation: Isolation,
 }
 
-/// The project's `shell.sandbox`, `shell.sandbox_network` and `shell.containment`, taken
-/// out of the merge: each may only make the user's setting stricter.
+/// The project's `shell.sandbox`, `shell.sandbox_network`, `shell.containment`,
+/// `mcp.sandbox` and `mcp.sandbox_network`, taken out of the merge: each may only make the
+/// user's setting stricter.
 #[derive(Debug, Default)]
 pub(crate) struct Isolation {
     sandbox: Option<SandboxMode>,
     network: Option<bool>,
     containment: Option<Setting>,
+    mcp_sandbox: Option<SandboxMode>,
+    mcp_network: Option<bool>,
 }
 
 impl Isolation {
-    /// The stricter of the user's settings (`user_side`) and the project's, into `shell`.
-    pub(crate) fn apply(&self, user_side: &Figment, shell: &mut ShellLimits) {
-        let user = |key: &str| user_side.find_value(&format!("shell.{key}")).ok();
-        let user_sandbox = user("sandbox")
-            .and_then(|v| v.deserialize::<SandboxMode>().ok())
-            .unwrap_or_default();
-        shell.sandbox = match self.sandbox {
-            Some(project) => strictest_sandbox(user_sandbox, project),
-            None => user_sandbox,
+    /// The stricter of the user's settings (`user_side`) and the project's, into `shell`
+    /// and `mcp`.
+    pub(crate) fn apply(
+        &self,
+        user_side: &Figment,
+        shell: &mut ShellLimits,
+        mcp: &mut GatewayConfig,
+    ) {
+        let user = |key: &str| user_side.find_value(key).ok();
+        let user_sandbox = |key: &str| {
+            user(key)
+                .and_then(|v| v.deserialize::<SandboxMode>().ok())
+                .unwrap_or_default()
         };
-        let user_network = user("sandbox_network")
-            .and_then(|v| v.deserialize::<bool>().ok())
-            .unwrap_or(true);
-        shell.sandbox_network = user_network && self.network.unwrap_or(true);
-        let user_containment = user("containment")
+        let user_network = |key: &str| {
+            user(key)
+                .and_then(|v| v.deserialize::<bool>().ok())
+                .unwrap_or(true)
+        };
+        let tightened = |user: SandboxMode, project: Option<SandboxMode>| match project {
+            Some(project) => strictest_sandbox(user, project),
+            None => user,
+        };
+        shell.sandbox = tightened(user_sandbox("shell.sandbox"), self.sandbox);
+        shell.sandbox_network =
+            user_network("shell.sandbox_network") && self.network.unwrap_or(true);
+        mcp.sandbox = tightened(user_sandbox("mcp.sandbox"), self.mcp_sandbox);
+        mcp.sandbox_network =
+            user_network("mcp.sandbox_network") && self.mcp_network.unwrap_or(true);
+        let user_containment = user("shell.containment")
             .and_then(|v| v.deserialize::<Setting>().ok())
             .unwrap_or_default();
         shell.containment = match self.containment {
@@ -109,36 +129,53 @@ fn strictest_containment(a: Setting, b: Setting) -> Setting {
     if rank(b) > rank(a) { b } else { a }
 }
 
-/// Takes the project's `[shell]` isolation settings out of `table` (see [`Isolation`]);
-/// `sandbox_writable` is refused.
+/// Takes the project's `[shell]` and `[mcp]` isolation settings out of `table` (see
+/// [`Isolation`]); `shell.sandbox_writable` is refused.
 fn isolation_rules(table: &mut toml::Table, shown: &str) -> Result<Isolation, ConfigError> {
+    let (mcp_sandbox, mcp_network) = match table.get_mut("mcp").and_then(toml::Value::as_table_mut)
+    {
+        Some(mcp) => (
+            take(mcp, "mcp", "sandbox", shown)?,
+            take(mcp, "mcp", "sandbox_network", shown)?,
+        ),
+        None => (None, None),
+    };
     let Some(shell) = table.get_mut("shell").and_then(toml::Value::as_table_mut) else {
-        return Ok(Isolation::default());
+        return Ok(Isolation {
+            mcp_sandbox,
+            mcp_network,
+            ..Isolation::default()
+        });
     };
     if shell.contains_key("sandbox_writable") {
         return Err(ConfigError::Invalid(format!(
             "{shown} sets `shell.sandbox_writable`, which a project file may not set (it widens what a sandboxed command may write); set it in your user config (~/.config/toolgate/config.toml) or with --config FILE instead, or remove it from the project file"
         )));
     }
-    fn take<T: serde::de::DeserializeOwned>(
-        shell: &mut toml::Table,
-        key: &str,
-        shown: &str,
-    ) -> Result<Option<T>, ConfigError> {
-        shell
-            .remove(key)
-            .map(|v| {
-                T::deserialize(v).map_err(|e| {
-                    ConfigError::Invalid(format!("{shown}: `shell.{key}`: {}", e.message()))
-                })
-            })
-            .transpose()
-    }
     Ok(Isolation {
-        sandbox: take(shell, "sandbox", shown)?,
-        network: take(shell, "sandbox_network", shown)?,
-        containment: take(shell, "containment", shown)?,
+        sandbox: take(shell, "shell", "sandbox", shown)?,
+        network: take(shell, "shell", "sandbox_network", shown)?,
+        containment: take(shell, "shell", "containment", shown)?,
+        mcp_sandbox,
+        mcp_network,
     })
+}
+
+/// Removes `section.key` from `table` and reads it.
+fn take<T: serde::de::DeserializeOwned>(
+    table: &mut toml::Table,
+    section: &str,
+    key: &str,
+    shown: &str,
+) -> Result<Option<T>, ConfigError> {
+    table
+        .remove(key)
+        .map(|v| {
+            T::deserialize(v).map_err(|e| {
+                ConfigError::Invalid(format!("{shown}: `{section}.{key}`: {}", e.message()))
+            })
+        })
+        .transpose()
 }
 
 impl ProjectLayer {

@@ -457,6 +457,37 @@ fn a_project_may_tighten_the_shell_sandbox_and_containment_but_not_loosen_them()
 }
 
 #[test]
+fn a_project_may_tighten_the_mcp_sandbox_but_not_loosen_it() {
+    use toolgate_shell::SandboxMode;
+    // Default: mounted servers run unsandboxed, with network.
+    let (_dir, opts) = user_and_project("", "");
+    let mcp = load(&opts).unwrap().config.mcp;
+    assert_eq!(mcp.sandbox, SandboxMode::Off);
+    assert!(mcp.sandbox_network);
+    // A repository turning the user's server sandbox off or the network back on.
+    let (_dir, opts) = user_and_project(
+        "[mcp]\nsandbox = \"read-only\"\nsandbox_network = false\n",
+        "[mcp]\nsandbox = \"off\"\nsandbox_network = true\n",
+    );
+    let mcp = load(&opts).unwrap().config.mcp;
+    assert_eq!(mcp.sandbox, SandboxMode::ReadOnly);
+    assert!(!mcp.sandbox_network);
+    // A stricter project setting applies; `import` is still read beside it.
+    let (_dir, opts) = user_and_project(
+        "[mcp]\nsandbox = \"workspace-write\"\n",
+        "[mcp]\nsandbox = \"read-only\"\nsandbox_network = false\nimport = false\n",
+    );
+    let mcp = load(&opts).unwrap().config.mcp;
+    assert_eq!(mcp.sandbox, SandboxMode::ReadOnly);
+    assert!(!mcp.sandbox_network);
+    assert!(!mcp.import);
+    // A bad value names the key.
+    let (_dir, opts) = user_and_project("", "[mcp]\nsandbox = \"maybe\"\n");
+    let err = load(&opts).unwrap_err().to_string();
+    assert!(err.contains("mcp.sandbox"), "{err}");
+}
+
+#[test]
 fn a_symlinked_spill_folder_is_refused_with_a_clear_error() {
     // Issue 12: a repository shipping `.toolgate/spill -> /elsewhere` made /elsewhere
     // readable through read_file and received the spill files.

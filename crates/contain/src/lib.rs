@@ -10,13 +10,24 @@
 //! - The keeper dies with the thread that forked it (`PR_SET_PDEATHSIG`), the init dies with
 //!   the keeper, and when a namespace's init dies the kernel kills everything in it.
 //! - Each command is spawned through a small *relay*: the forked child joins the namespace
-//!   (`setns`) and forks the real command inside it, then waits and exits with the
-//!   command's status (re-raising its signal). The relay ignores catchable signals, so a
-//!   SIGTERM to the process group reaches the command's own handlers as before.
+//!   (`setns`) and forks a *supervisor* inside it, which forks the real command, then exits
+//!   with the command's status (re-raising its signal). The relay ignores catchable
+//!   signals, so a SIGTERM to the process group reaches the command's own handlers as
+//!   before.
+//! - The supervisor is a child subreaper (issue 22): whatever the command starts comes to
+//!   it when orphaned, `setsid` and double forks included. When the command exits it kills
+//!   everything that left the process group before reporting the status, and stays until
+//!   its last adopted process is gone; what is still in the group is the caller's to stop
+//!   (toolgate stops the group). So nothing a command starts outlives it.
 //!
 //! Where namespaces are not available (not Linux, user namespaces disabled, a `/proc` that
 //! cannot be mounted), commands fall back to their own process group with a parent-death
-//! signal: a `setsid` grandchild can then outlive toolgate. [`current`] says which applies.
+//! signal and no supervisor (it would have to outlive its parent, the only process toolgate
+//! can watch, without dying with toolgate): a `setsid` grandchild can then outlive its
+//! command and toolgate. [`current`] says which applies.
+//!
+//! The optional sandbox (Landlock, seccomp and a read-only mount view; [`Sandbox`]) lives
+//! here too: commands and mounted servers both start through this crate.
 
 #![allow(unsafe_code)]
 
@@ -28,6 +39,9 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(target_os = "linux")]
 mod linux;
+mod sandbox;
+
+pub use sandbox::{Sandbox, SandboxError, SandboxMode, landlock_abi, seccomp_available};
 
 /// What the user asked for (`[shell] containment`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -61,10 +75,10 @@ impl fmt::Display for Containment {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Namespace { user: true } => f.write_str(
-                "PID namespace (in a user namespace): started processes die with toolgate, setsid cannot leave",
+                "PID namespace (in a user namespace): started processes die with their command and with toolgate, setsid cannot leave",
             ),
             Self::Namespace { user: false } => f.write_str(
-                "PID namespace: started processes die with toolgate, setsid cannot leave",
+                "PID namespace: started processes die with their command and with toolgate, setsid cannot leave",
             ),
             Self::ProcessGroup { reason } => write!(
                 f,
@@ -142,7 +156,7 @@ pub fn contain(cmd: &mut tokio::process::Command) {
 pub fn visible_pid(leader: i32) -> i32 {
     #[cfg(target_os = "linux")]
     if matches!(current(), Containment::Namespace { .. })
-        && let Some(inner) = linux::inner_pid_of_child(leader)
+        && let Some(inner) = linux::inner_pid_of_command(leader)
     {
         return inner;
     }

@@ -1,4 +1,4 @@
-//! The Linux namespace: keeper, init and relay (see the crate docs).
+//! The Linux namespace: keeper, init, relay and supervisor (see the crate docs).
 //!
 //! Everything that runs in a forked child (keeper, init, relay, the command before exec)
 //! makes only raw, async-signal-safe system calls: toolgate is multi-threaded, and after
@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::Containment;
+
+mod supervisor;
 
 /// Descriptors of the namespace's init, joined by every relay.
 struct Namespace {
@@ -454,8 +456,9 @@ fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
     Ok(())
 }
 
-/// In the forked child: join the namespace, fork the command inside it (which returns to
-/// exec), and stay behind as its relay, exiting with its status.
+/// In the forked child: join the namespace, fork the supervisor inside it (which forks the
+/// command, which returns to exec), and stay behind as the relay, exiting with the
+/// command's status once the supervisor reports it.
 fn relay(parent: libc::pid_t, user: i32, mnt: i32, pid: i32, cwd: Option<&CStr>) -> io::Result<()> {
     let last = || io::Error::from_raw_os_error(errno());
     die_with_parent(parent)?;
@@ -474,29 +477,40 @@ fn relay(parent: libc::pid_t, user: i32, mnt: i32, pid: i32, cwd: Option<&CStr>)
             return Err(last());
         }
         ignore_signals();
-        let command = libc::fork();
-        if command < 0 {
+        let mut status_pipe = [0; 2];
+        if libc::pipe2(status_pipe.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
             return Err(last());
         }
-        if command == 0 {
-            reset_signals();
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(last());
-            }
-            // The relay is outside the namespace: its pid shows as 0 here while it lives.
-            if libc::getppid() != 0 {
-                return Err(io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            return Ok(());
+        let [read, write] = status_pipe;
+        let supervisor = libc::fork();
+        if supervisor < 0 {
+            return Err(last());
         }
+        if supervisor == 0 {
+            libc::close(read);
+            // Returns in the command only.
+            return supervisor::supervise(write);
+        }
+        libc::close(write);
         name(c"toolgate-relay");
-        close_from(0);
-        let mut status = 0;
-        while libc::waitpid(command, &mut status, 0) == -1 {
-            if errno() != libc::EINTR {
-                libc::_exit(127);
+        libc::dup2(read, 0);
+        close_from(1);
+        let mut bytes = [0u8; 4];
+        let mut got = 0;
+        while got < bytes.len() {
+            let n = libc::read(0, bytes[got..].as_mut_ptr().cast(), bytes.len() - got);
+            match n {
+                n if n > 0 => got += n as usize,
+                n if n < 0 && errno() == libc::EINTR => {}
+                _ => break,
             }
         }
+        // No report: the supervisor was killed, and the command with it.
+        let status = if got == bytes.len() {
+            i32::from_le_bytes(bytes)
+        } else {
+            libc::SIGKILL
+        };
         if libc::WIFEXITED(status) {
             libc::_exit(libc::WEXITSTATUS(status));
         }
@@ -516,20 +530,25 @@ fn relay(parent: libc::pid_t, user: i32, mnt: i32, pid: i32, cwd: Option<&CStr>)
     }
 }
 
-/// The inner pid of `leader`'s (the relay's) only child.
-pub(crate) fn inner_pid_of_child(leader: i32) -> Option<i32> {
-    let listed = fs_err::read_to_string(format!("/proc/{leader}/task/{leader}/children"))
+/// The inner pid of the command under `leader` (the relay): relay → supervisor → command.
+pub(crate) fn inner_pid_of_command(leader: i32) -> Option<i32> {
+    let supervisor = first_child(leader)?;
+    inner_pid(first_child(supervisor)?)
+}
+
+/// The first child of host pid `pid` (the oldest: adopted orphans come after it).
+fn first_child(pid: i32) -> Option<i32> {
+    let listed = fs_err::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
         .ok()
         .and_then(|children| children.split_ascii_whitespace().next()?.parse().ok());
-    // Without CONFIG_PROC_CHILDREN: the process whose parent is the relay.
-    let child = listed.or_else(|| {
+    // Without CONFIG_PROC_CHILDREN: a process whose parent is `pid`.
+    listed.or_else(|| {
         fs_err::read_dir("/proc")
             .ok()?
             .flatten()
             .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-            .find(|&pid| parent_of(pid) == Some(leader))
-    })?;
-    inner_pid(child)
+            .find(|&child| parent_of(child) == Some(pid))
+    })
 }
 
 /// The parent pid of host pid `pid`.

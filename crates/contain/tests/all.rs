@@ -62,3 +62,71 @@ async fn the_namespace_applies_here_and_commands_see_their_own_proc() {
     // init, this shell, ls, grep and the like: not the host's hundreds of processes.
     assert!(visible < 20, "the command sees the host's /proc: {text}");
 }
+
+/// Host pids of live (non-zombie) processes whose command line contains `marker`.
+fn alive_with(marker: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in fs_err::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = fs_err::read(entry.path().join("cmdline")).unwrap_or_default();
+        let stat = fs_err::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rfind(')')
+            .is_some_and(|at| stat[at + 1..].trim_start().starts_with(['Z', 'X']));
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(marker) && !zombie {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn nothing_that_left_the_group_outlives_its_command() {
+    // Regression (issue 22, finding 7): `setsid -f sleep` left a process running after
+    // its command returned, adopted by the namespace's init.
+    let marker = format!("1{}.75", std::process::id());
+    let script = format!(
+        "setsid -f sleep {marker}1; (setsid sleep {marker}2 &); (set -m; sleep {marker}3 &); \
+         sh -c 'sleep {marker}4 & exec setsid sleep {marker}5' & \
+         sleep {marker}6 & \
+         until [ $(ps -e -o args | grep -c '^sleep {marker}') -ge 6 ]; do sleep 0.01; done"
+    );
+    let mut cmd = command(&script);
+    toolgate_contain::contain(&mut cmd);
+    let mut child = cmd.spawn().unwrap();
+    let group = child.id().unwrap() as i32;
+    let status = child.wait().await.unwrap();
+    assert!(status.success(), "{status:?}");
+    // Whatever left the process group was killed and reaped before the status came back;
+    // what is still in it is the caller's to stop (toolgate stops the group).
+    let left = alive_with(&format!("sleep {marker}"));
+    let outside: Vec<String> = left
+        .iter()
+        .filter(|&&pid| group_of(pid) != Some(group))
+        .map(|pid| fs_err::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default())
+        .collect();
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", "--", &format!("-{group}")])
+        .status();
+    assert!(
+        outside.is_empty(),
+        "left running outside the group: {outside:?}"
+    );
+    assert!(
+        !left.is_empty(),
+        "the in-group sleeps are the caller's to stop"
+    );
+}
+
+/// The process group of host pid `pid`.
+fn group_of(pid: i32) -> Option<i32> {
+    let stat = fs_err::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..]
+        .split_ascii_whitespace()
+        .nth(2)?
+        .parse()
+        .ok()
+}

@@ -125,6 +125,14 @@ pub struct GatewayConfig {
     /// still starting and not in the catalog cache, in milliseconds (counted from startup).
     /// Default 5,000: clients such as Codex list tools once per session and never refetch.
     pub first_list_grace_ms: u64,
+    /// The sandbox mounted stdio servers run in: `"off"` (default), `"read-only"` or
+    /// `"workspace-write"`, the modes of `[shell] sandbox` (writable folders: the roots, the
+    /// temp folders and `[shell] sandbox_writable`). A project file may only tighten it.
+    pub sandbox: toolgate_contain::SandboxMode,
+    /// Whether sandboxed servers may open sockets. Default true (servers that fetch or
+    /// call an API need it); false takes every socket away but unix socket pairs. A
+    /// project file may only set it to false.
+    pub sandbox_network: bool,
 }
 
 impl Default for GatewayConfig {
@@ -135,6 +143,8 @@ impl Default for GatewayConfig {
             max_tools_per_server: 10_000,
             catalog_cache: true,
             first_list_grace_ms: 5_000,
+            sandbox: toolgate_contain::SandboxMode::Off,
+            sandbox_network: true,
         }
     }
 }

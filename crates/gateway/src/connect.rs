@@ -183,14 +183,16 @@ pub(crate) struct Spawned {
     pub(crate) guard: ChildGuard,
 }
 
-/// Starts `command` in its own process group with piped stdio. Its stderr is drained into
-/// `diag` (and the debug log) for as long as it runs.
+/// Starts `command` contained like a `run_shell` command (its own process group, inside
+/// toolgate's PID namespace, under a supervisor) and in `sandbox`, with piped stdio. Its
+/// stderr is drained into `diag` (and the debug log) for as long as it runs.
 pub(crate) fn spawn_stdio(
     server: &str,
     command: &str,
     args: &[String],
     env: &BTreeMap<String, String>,
     cwd: &std::path::Path,
+    sandbox: &toolgate_contain::Sandbox,
     diag: &Arc<Diagnostics>,
 ) -> Result<Spawned, String> {
     let depth = std::env::var(NESTED_ENV)
@@ -207,6 +209,9 @@ pub(crate) fn spawn_stdio(
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     toolgate_contain::contain(&mut cmd);
+    sandbox
+        .apply(&mut cmd)
+        .map_err(|e| format!("cannot start `{command}` in its sandbox: {e}"))?;
     let mut child = cmd.spawn().map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             format!(

@@ -24,6 +24,8 @@ pub struct GatewayLimits {
     /// budget; larger ones are moved into the text, where the budget spills them. Default
     /// 50,000 characters, the per-result budget (SPEC "Output budget").
     pub max_inline_chars: usize,
+    /// The sandbox stdio servers start in (`[mcp] sandbox`). Default off.
+    pub sandbox: Arc<toolgate_contain::Sandbox>,
 }
 
 impl Default for GatewayLimits {
@@ -33,6 +35,7 @@ impl Default for GatewayLimits {
             max_list_pages: config.max_list_pages,
             max_tools_per_server: config.max_tools_per_server,
             max_inline_chars: 50_000,
+            sandbox: Arc::default(),
         }
     }
 }

@@ -354,7 +354,15 @@ impl Mount {
                 env,
                 cwd,
             } => {
-                let spawned = spawn_stdio(&self.spec.name, command, args, env, cwd, &diag)?;
+                let spawned = spawn_stdio(
+                    &self.spec.name,
+                    command,
+                    args,
+                    env,
+                    cwd,
+                    &limits.sandbox,
+                    &diag,
+                )?;
                 let mut guard = spawned.guard;
                 let result = tokio::time::timeout(
                     timeout,

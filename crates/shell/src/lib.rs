@@ -5,7 +5,8 @@
 //!   group, with `PR_SET_PDEATHSIG` so the shell dies with toolgate. On timeout,
 //!   cancellation, `job_kill` or the end of the session the *whole group* gets SIGTERM and,
 //!   after a short grace, SIGKILL; whatever the command leaves running when it exits is
-//!   stopped too. Nothing of the group survives ([`ShellLimits::kill_grace_ms`]).
+//!   stopped too. Nothing of the group survives ([`ShellLimits::kill_grace_ms`]), and what
+//!   left the group (`setsid`) is killed by the command's supervisor (`toolgate-contain`).
 //! - Memory stays bounded whatever the command prints: each stream is pumped by its own
 //!   thread into a spill file as it arrives, and only its first and last
 //!   [`ShellLimits::payload_bytes`]` / 2` bytes stay in memory for the excerpt.
@@ -29,7 +30,6 @@ mod limits;
 mod process;
 mod render;
 mod run;
-mod sandbox;
 mod tools;
 mod view;
 
@@ -41,7 +41,7 @@ pub use job_tools::{
 pub use jobs::JobTable;
 pub use limits::ShellLimits;
 pub use render::JobStatus;
-pub use sandbox::{Sandbox, SandboxMode, landlock_abi};
+pub use toolgate_contain::{Sandbox, SandboxMode, landlock_abi};
 pub use tools::{
     RunShellArgs, RunShellOutput, RunShellTool, Shown, StreamInfo, builtin_shell_tools,
 };

@@ -47,14 +47,16 @@ pub struct ShellLimits {
     /// by default a PID namespace that dies with toolgate where the system allows one,
     /// else process groups. Applies to mounted stdio MCP servers too.
     pub containment: toolgate_contain::Setting,
-    /// Landlock sandbox of every command: `"off"` (default), `"read-only"` or
-    /// `"workspace-write"` (writes only inside the roots, temp folders and
-    /// `sandbox_writable`).
+    /// Sandbox of every command (Landlock, seccomp, a read-only mount view): `"off"`
+    /// (default), `"read-only"` (no write, no metadata change) or `"workspace-write"`
+    /// (writes and metadata changes only inside the roots, temp folders and
+    /// `sandbox_writable`). See `toolgate_contain::Sandbox`.
     pub sandbox: crate::SandboxMode,
-    /// Whether sandboxed commands may open TCP connections (`false` denies connect and bind;
-    /// Landlock ABI 4, Linux 6.7). Default true.
+    /// Whether commands may open sockets (`false`: seccomp refuses every socket family,
+    /// unix included, and allows only connected unix socket pairs). Default true.
     pub sandbox_network: bool,
-    /// More folders a `workspace-write` command may write (e.g. `~/.cargo`, `~/.npm`).
+    /// More folders a `workspace-write` command (and a `workspace-write` mounted server,
+    /// `[mcp] sandbox`) may write (e.g. `~/.cargo`, `~/.npm`).
     pub sandbox_writable: Vec<std::path::PathBuf>,
 }
 

@@ -47,7 +47,9 @@ pub(crate) fn spawn(
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     toolgate_contain::contain(&mut cmd);
-    sandbox.apply(&mut cmd)?;
+    sandbox
+        .apply(&mut cmd)
+        .map_err(|e| ShellError::Sandbox(e.to_string()))?;
     let mut child = cmd.spawn().map_err(|source| spawn_error(shell, source))?;
     let pid = child.id().and_then(|id| Pid::from_raw(id as i32));
     let (Some(pid), Some(stdout), Some(stderr)) = (pid, child.stdout.take(), child.stderr.take())

@@ -727,3 +727,111 @@ fn stateless_requests_after_initialize_are_judged_by_their_own_meta() {
     );
     assert_eq!(bad["error"]["code"], -32602, "{bad}");
 }
+
+/// Live (non-zombie) processes whose command line contains `marker`.
+fn alive_with(marker: &str) -> Vec<u32> {
+    processes_with(marker)
+        .into_iter()
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            stat.rfind(')')
+                .is_some_and(|at| !stat[at + 1..].trim_start().starts_with(['Z', 'X']))
+        })
+        .collect()
+}
+
+#[test]
+fn nothing_a_foreground_command_starts_outlives_it() {
+    // Regression (issue 22, finding 7): 100 foreground `setsid -f sleep 600` left 100
+    // processes running after their commands returned (not jobs, no timeout, gone only
+    // when `serve` exited).
+    let marker = "42.0625";
+    let mut server = Server::start();
+    server.initialize("2025-06-18");
+    for id in 1..=20 {
+        let result = server.call(
+            id,
+            "run_shell",
+            json!({"command": format!("setsid -f sleep {marker}1 && echo started")}),
+        );
+        assert_eq!(result["isError"], false, "{result}");
+    }
+    // A double fork that leaves the group, and a command stopped by its timeout.
+    let result = server.call(
+        21,
+        "run_shell",
+        json!({"command": format!("(setsid sleep {marker}2 &); (set -m; sleep {marker}3 &); echo started")}),
+    );
+    assert_eq!(result["isError"], false, "{result}");
+    let result = server.call(
+        22,
+        "run_shell",
+        json!({"command": format!("setsid -f sleep {marker}4; sleep 1000"), "timeout_ms": 1000}),
+    );
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("command failed (timeout)"),
+        "{result}"
+    );
+    assert_eq!(
+        alive_with(&format!("sleep {marker}")),
+        Vec::<u32>::new(),
+        "processes outlived their commands"
+    );
+}
+
+#[test]
+fn a_background_jobs_processes_end_with_the_job() {
+    // Issue 22, finding 7: a job's `setsid` child outlived `job_kill` and the job's end.
+    let marker = "42.125";
+    let mut server = Server::start();
+    server.initialize("2025-06-18");
+    let job = server.call(
+        1,
+        "run_shell",
+        json!({"command": format!("setsid -f sleep {marker}1; sleep {marker}2"), "background": true}),
+    );
+    assert_eq!(job["isError"], false, "{job}");
+    let id = job["structuredContent"]["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let deadline = Instant::now() + WAIT;
+    while alive_with(&format!("sleep {marker}")).len() < 2 {
+        assert!(Instant::now() < deadline, "the job's processes start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let killed = server.call(2, "job_kill", json!({"job_id": id}));
+    assert_eq!(killed["isError"], false, "{killed}");
+    assert_eq!(
+        alive_with(&format!("sleep {marker}")),
+        Vec::<u32>::new(),
+        "{killed}"
+    );
+
+    // A job whose shell ends by itself: its setsid child goes with it.
+    let job = server.call(
+        3,
+        "run_shell",
+        json!({"command": format!("setsid -f sleep {marker}3; echo started"), "background": true}),
+    );
+    let id = job["structuredContent"]["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let deadline = Instant::now() + WAIT;
+    let mut n = 4;
+    loop {
+        let page = server.call(n, "job_output", json!({"job_id": id}));
+        n += 1;
+        if page["structuredContent"]["status"] != "running" {
+            assert_eq!(page["structuredContent"]["status"], "exited", "{page}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the job ends");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(alive_with(&format!("sleep {marker}")), Vec::<u32>::new());
+}
