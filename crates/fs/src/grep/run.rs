@@ -4,9 +4,10 @@
 //! can show, no further file is started: files are taken in path order, so everything the
 //! page needs lies before the ones not yet started.
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use grep_regex::RegexMatcher;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
@@ -56,48 +57,70 @@ pub(crate) struct Outcome {
     pub(crate) walk: WalkEnd,
 }
 
-/// A file to search: its full path, its path below the walk's root, the line to resume after.
-type Queued = (PathBuf, PathBuf, u64);
+/// A file to search: the folder holding it (open, when the walk kept it open), its path
+/// below the walk's root, and the line to resume after.
+type Queued = (Option<Arc<OwnedFd>>, PathBuf, u64);
+
+/// Files the walk queues at a time: one lock per batch rather than per file.
+const BATCH: usize = 32;
+
+/// Files queued and not yet taken past which the walking thread searches them itself until
+/// fewer are left: with no more threads than CPUs, a walk running ahead would leave a CPU
+/// idle; and each queued file keeps its folder's descriptor open, so the queue stays short.
+const MAX_BACKLOG: usize = 256;
 
 struct Queue {
     files: Vec<Queued>,
     next: usize,
     done: bool,
+    /// Workers asleep on `ready`: the walk wakes one only when one sleeps.
+    waiting: usize,
 }
 
-struct Results {
-    slots: Vec<Option<FileHits>>,
-    matches: usize,
-    bytes: usize,
+/// What the walking thread and the workers share.
+struct Shared<'a> {
+    job: &'a Job<'a>,
+    queue: Mutex<Queue>,
+    ready: Condvar,
+    /// Matches and bytes kept so far, over all finished files.
+    matches: AtomicUsize,
+    bytes: AtomicUsize,
+    /// The page is full: no further file is started.
+    full: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Runs `job`.
+/// Runs `job`. The calling thread walks and searches; `threads - 1` more search, so the call
+/// keeps as many threads busy as it has CPUs (ripgrep's walker does the same).
 pub(crate) fn run(job: &Job<'_>) -> Outcome {
-    let queue = Mutex::new(Queue {
-        files: Vec::new(),
-        next: 0,
-        done: false,
-    });
-    let ready = Condvar::new();
-    let results = Mutex::new(Results {
-        slots: Vec::new(),
-        matches: 0,
-        bytes: 0,
-    });
-    let full = AtomicBool::new(false);
+    let shared = Shared {
+        job,
+        queue: Mutex::new(Queue {
+            files: Vec::new(),
+            next: 0,
+            done: false,
+            waiting: 0,
+        }),
+        ready: Condvar::new(),
+        matches: AtomicUsize::new(0),
+        bytes: AtomicUsize::new(0),
+        full: AtomicBool::new(false),
+    };
     let threads = job.limits.search_threads().max(1);
 
-    let walk_end = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| s.spawn(|| worker(job, &queue, &ready, &results, &full)))
+    let (walk_end, finished) = std::thread::scope(|s| {
+        let workers: Vec<_> = (1..threads)
+            .map(|_| s.spawn(|| shared.work(&mut searcher(job))))
             .collect();
+        let mut searcher = searcher(job);
+        let mut finished = Vec::new();
+        let mut batch: Vec<Queued> = Vec::with_capacity(BATCH);
         let scope = job.scope;
         let end = walk(&scope.walk, job.stop, |v| {
-            if full.load(Ordering::Relaxed) {
+            if shared.full.load(Ordering::Relaxed) {
                 return false;
             }
             // A single file searched as `path` has an empty relative path: its glob check
@@ -117,38 +140,57 @@ pub(crate) fn run(job: &Job<'_>) -> Outcome {
             } else {
                 0
             };
-            lock(&queue)
-                .files
-                .push((v.path.to_path_buf(), v.rel.to_path_buf(), after_line));
-            ready.notify_one();
+            batch.push((v.dir.cloned(), v.rel.to_path_buf(), after_line));
+            if batch.len() >= BATCH {
+                let mut backlog = shared.push(&mut batch);
+                while backlog > MAX_BACKLOG && !shared.full.load(Ordering::Relaxed) {
+                    backlog = shared.help(&mut searcher, &mut finished);
+                }
+            }
             true
         });
-        lock(&queue).done = true;
-        ready.notify_all();
+        shared.push(&mut batch);
+        {
+            let mut q = lock(&shared.queue);
+            q.done = true;
+        }
+        shared.ready.notify_all();
+        // The walk is done: this thread searches what is left, with the others.
+        finished.extend(shared.work(&mut searcher));
         // Joined one by one, not only at the scope's end: the scope waits for the closures
         // to return, a join for the threads to be gone, so nothing of them outlives the
         // call (LeakSanitizer flagged the exiting threads' memory). A worker's panic
         // resumes here as it would at the scope's end.
         for handle in workers {
-            if let Err(panic) = handle.join() {
-                std::panic::resume_unwind(panic);
+            match handle.join() {
+                Ok(done) => finished.extend(done),
+                Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-        end
+        (end, finished)
     });
 
-    let queue = queue.into_inner().unwrap_or_else(PoisonError::into_inner);
-    let mut results = results.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let queue = shared
+        .queue
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    let mut slots: Vec<Option<(PathBuf, FileHits)>> = Vec::new();
+    slots.resize_with(queue.files.len(), || None);
+    for (index, rel, hits) in finished {
+        if let Some(slot) = slots.get_mut(index) {
+            *slot = Some((rel, hits));
+        }
+    }
     let mut files = Vec::new();
     let mut all_searched = true;
-    for (i, (path, _, after_line)) in queue.files.into_iter().enumerate() {
-        let Some(hits) = results.slots.get_mut(i).and_then(Option::take) else {
+    for ((_, _, after_line), slot) in queue.files.into_iter().zip(slots) {
+        let Some((rel, hits)) = slot else {
             all_searched = false;
             break;
         };
         let partial = hits.partial;
         files.push(Searched {
-            path,
+            path: job.scope.walk.root.join(rel),
             after_line,
             hits,
         });
@@ -160,61 +202,112 @@ pub(crate) fn run(job: &Job<'_>) -> Outcome {
     Outcome {
         files,
         all_searched,
-        page_full: full.load(Ordering::Relaxed),
+        page_full: shared.full.load(Ordering::Relaxed),
         walk: walk_end,
     }
 }
 
-fn worker(
-    job: &Job<'_>,
-    queue: &Mutex<Queue>,
-    ready: &Condvar,
-    results: &Mutex<Results>,
-    full: &AtomicBool,
-) {
-    let mut searcher = SearcherBuilder::new()
+/// A searcher configured for `job`.
+fn searcher(job: &Job<'_>) -> Searcher {
+    SearcherBuilder::new()
         .line_number(true)
         .binary_detection(BinaryDetection::quit(0))
         .before_context(job.context)
         .after_context(job.context)
         .heap_limit(Some(HEAP_LIMIT))
-        .build();
-    loop {
-        let (index, rel, after_line) = {
-            let mut q = lock(queue);
-            loop {
-                // The first file is searched even past the deadline (progress, see `Stop`).
-                if full.load(Ordering::Relaxed)
-                    || job.stop.cancelled()
-                    || (q.next > 0 && job.stop.stopped())
-                {
-                    return;
-                }
-                if q.next < q.files.len() {
-                    let i = q.next;
-                    q.next += 1;
-                    let (_, rel, after) = q.files[i].clone();
-                    break (i, rel, after);
-                }
-                if q.done {
-                    return;
-                }
-                q = ready.wait(q).unwrap_or_else(PoisonError::into_inner);
-            }
+        .build()
+}
+
+impl Shared<'_> {
+    /// Queues `batch` (emptying it), waking a sleeping worker; returns the files queued and
+    /// not yet taken.
+    fn push(&self, batch: &mut Vec<Queued>) -> usize {
+        if batch.is_empty() {
+            return 0;
+        }
+        let mut q = lock(&self.queue);
+        q.files.append(batch);
+        let backlog = q.files.len() - q.next;
+        let wake = q.waiting > 0;
+        drop(q);
+        if wake {
+            self.ready.notify_all();
+        }
+        backlog
+    }
+
+    /// Searches one queued file into `out` (the walking thread lending a hand); returns the
+    /// files still queued, 0 when nothing could be taken.
+    fn help(&self, searcher: &mut Searcher, out: &mut Vec<(usize, PathBuf, FileHits)>) -> usize {
+        let Some((index, dir, rel, after_line)) = self.take(false) else {
+            return 0;
         };
-        let hits = search_file(&mut searcher, job, &rel, after_line, index == 0);
-        let mut r = lock(results);
-        if r.slots.len() <= index {
-            r.slots.resize_with(index + 1, || None);
+        let hits = self.search(searcher, index, dir.as_deref(), &rel, after_line);
+        out.push((index, rel, hits));
+        let q = lock(&self.queue);
+        q.files.len() - q.next
+    }
+
+    /// Searches queued files until the walk is done and the queue empty (or the page full,
+    /// or the call stopped); returns the finished files by index.
+    fn work(&self, searcher: &mut Searcher) -> Vec<(usize, PathBuf, FileHits)> {
+        let mut done = Vec::new();
+        while let Some((index, dir, rel, after_line)) = self.take(true) {
+            let hits = self.search(searcher, index, dir.as_deref(), &rel, after_line);
+            done.push((index, rel, hits));
         }
-        r.matches += hits.matches;
-        r.bytes += hits.bytes;
-        r.slots[index] = Some(hits);
-        if r.matches > job.limit || r.bytes > job.limits.max_payload_bytes {
-            full.store(true, Ordering::Relaxed);
-            drop(r);
-            ready.notify_all();
+        done
+    }
+
+    /// The next queued file; `wait`: sleep until one is queued or the walk is done.
+    fn take(&self, wait: bool) -> Option<(usize, Option<Arc<OwnedFd>>, PathBuf, u64)> {
+        let job = self.job;
+        let mut q = lock(&self.queue);
+        loop {
+            // The first file is searched even past the deadline (progress, see `Stop`).
+            if self.full.load(Ordering::Relaxed)
+                || job.stop.cancelled()
+                || (q.next > 0 && job.stop.stopped())
+            {
+                return None;
+            }
+            if q.next < q.files.len() {
+                let i = q.next;
+                q.next += 1;
+                // Taken, not cloned: the folder's descriptor closes with its last file.
+                let (dir, rel, after) = &mut q.files[i];
+                return Some((i, dir.take(), std::mem::take(rel), *after));
+            }
+            if q.done || !wait {
+                return None;
+            }
+            q.waiting += 1;
+            q = self.ready.wait(q).unwrap_or_else(PoisonError::into_inner);
+            q.waiting -= 1;
         }
+    }
+
+    /// Searches one file and counts what it kept towards the page.
+    fn search(
+        &self,
+        searcher: &mut Searcher,
+        index: usize,
+        dir: Option<&OwnedFd>,
+        rel: &Path,
+        after_line: u64,
+    ) -> FileHits {
+        let job = self.job;
+        let hits = search_file(searcher, job, dir, rel, after_line, index == 0);
+        let matches = self.matches.fetch_add(hits.matches, Ordering::Relaxed) + hits.matches;
+        let bytes = self.bytes.fetch_add(hits.bytes, Ordering::Relaxed) + hits.bytes;
+        if matches > job.limit || bytes > job.limits.max_payload_bytes {
+            self.full.store(true, Ordering::Relaxed);
+            // Taken under the lock, so no worker misses the wake-up between its check of
+            // `full` and its wait.
+            drop(lock(&self.queue));
+            self.ready.notify_all();
+        }
+        hits
     }
 }
 
@@ -222,6 +315,7 @@ fn worker(
 fn search_file(
     searcher: &mut Searcher,
     job: &Job<'_>,
+    dir: Option<&OwnedFd>,
     rel: &Path,
     after_line: u64,
     first: bool,
@@ -229,7 +323,7 @@ fn search_file(
     // Opened through the walk's descriptor without following symlinks: a folder on the way
     // swapped for a symlink since the walk saw the file fails the open instead of leading
     // out of the root.
-    let file = match job.scope.walk.open_file(rel) {
+    let file = match job.scope.walk.open_file(dir, rel) {
         Ok(file) => file,
         Err(_) => {
             return FileHits {

@@ -15,7 +15,8 @@ use std::sync::OnceLock;
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
-use crate::confine::door::{self, Entry, Kind};
+use super::walk::Listing;
+use crate::confine::door::{self, Kind};
 
 /// Largest ignore file read (a bigger one is skipped rather than held in memory).
 const MAX_IGNORE_FILE: u64 = 4 * 1024 * 1024;
@@ -55,15 +56,11 @@ impl Rules {
         rules
     }
 
-    /// Enters the folder `dir` (open as `fd`, holding `entries`).
-    pub(crate) fn push(&mut self, dir: &Path, fd: BorrowedFd<'_>, entries: &[Entry]) {
-        let has = |name: &[u8], kind: Option<Kind>| {
-            entries
-                .iter()
-                .any(|e| e.name == name && kind.is_none_or(|k| e.kind == k))
-        };
-        let wanted =
-            has(b".ignore", None) || has(b".gitignore", None) || has(b".git", Some(Kind::Dir));
+    /// Enters the folder `dir` (open as `fd`, holding `listing`).
+    pub(crate) fn push(&mut self, dir: &Path, fd: BorrowedFd<'_>, listing: &Listing) {
+        let wanted = listing.has(b".ignore", None)
+            || listing.has(b".gitignore", None)
+            || listing.has(b".git", Some(Kind::Dir));
         if !wanted {
             self.levels.push(Level::default());
             return;

@@ -14,8 +14,9 @@
 
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -25,7 +26,7 @@ use toolgate_core::TruncationReason;
 use super::rules::Rules;
 use super::{Stop, is_skipped_dir};
 use crate::confine::Shown;
-use crate::confine::door::{self, Entry, Kind};
+use crate::confine::door::{self, Kind};
 
 /// Folders deeper than this keep no descriptor open while their subtree is walked; their
 /// children are opened from the walk's top descriptor instead (still beneath it, still
@@ -66,16 +67,22 @@ pub(crate) struct WalkSpec {
 }
 
 impl WalkSpec {
-    /// Opens the regular file at `rel` (as a visit gave it) for reading, through the walk's
-    /// descriptor and without following symlinks: what the walk saw is what is read, or
-    /// nothing.
-    pub(crate) fn open_file(&self, rel: &Path) -> io::Result<fs_err::File> {
+    /// Opens the regular file at `rel` (as a visit gave it, with the visit's `dir`) for
+    /// reading, relative to the folder the walk listed it in and without following symlinks:
+    /// what the walk saw is what is read, or nothing.
+    pub(crate) fn open_file(&self, dir: Option<&OwnedFd>, rel: &Path) -> io::Result<fs_err::File> {
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK;
         let file = match (&*self.top, rel.as_os_str().is_empty()) {
             (Top::File(file), true) => file.try_clone()?,
-            (Top::Dir(dir), false) => door::file(
-                door::open_beneath(dir.as_fd(), rel, OFlags::RDONLY | OFlags::NONBLOCK)?,
-                self.root.join(rel),
-            ),
+            (Top::Dir(top), false) => {
+                let single = rel.components().nth(1).is_none();
+                let fd = match (dir, rel.file_name()) {
+                    (Some(dir), Some(name)) => door::open_child(dir.as_fd(), name, flags)?,
+                    (None, Some(name)) if single => door::open_child(top.as_fd(), name, flags)?,
+                    _ => door::open_beneath(top.as_fd(), rel, flags)?,
+                };
+                door::file(fd, self.root.join(rel))
+            }
             _ => {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
@@ -83,6 +90,7 @@ impl WalkSpec {
                 ));
             }
         };
+        // A FIFO or device swapped in since the folder was read is not read.
         if !file.metadata()?.is_file() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -104,6 +112,9 @@ pub(crate) struct Visit<'a> {
     pub(crate) is_file: bool,
     /// A symlink (never followed).
     pub(crate) is_symlink: bool,
+    /// The folder holding it, open (`None`: the walk's top, or a folder too deep to keep
+    /// open): [`WalkSpec::open_file`] opens the entry relative to it.
+    pub(crate) dir: Option<&'a Arc<OwnedFd>>,
 }
 
 /// How a walk ended.
@@ -134,16 +145,107 @@ impl WalkEnd {
     }
 }
 
+/// One folder's entries, sorted by name, their names in one buffer (one allocation per
+/// folder rather than one per entry).
+#[derive(Debug, Default)]
+pub(crate) struct Listing {
+    names: Vec<u8>,
+    entries: Vec<Slot>,
+}
+
+/// One entry of a [`Listing`]: where its name lies in the buffer, and its type.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    start: usize,
+    end: usize,
+    kind: Kind,
+}
+
+impl Listing {
+    /// Reads the folder `fd` (a descriptor opened for this read: its position moves) with
+    /// the getdents buffer `buf`, sorted by name.
+    fn read(fd: BorrowedFd<'_>, buf: &mut [MaybeUninit<u8>]) -> io::Result<Self> {
+        let mut listing = Self::default();
+        door::each_entry(fd, buf, |name, kind| {
+            let start = listing.names.len();
+            listing.names.extend_from_slice(name);
+            listing.entries.push(Slot {
+                start,
+                end: listing.names.len(),
+                kind,
+            });
+        })?;
+        let names = &listing.names;
+        listing
+            .entries
+            .sort_unstable_by(|a, b| names[a.start..a.end].cmp(&names[b.start..b.end]));
+        Ok(listing)
+    }
+
+    fn name(&self, slot: &Slot) -> &[u8] {
+        &self.names[slot.start..slot.end]
+    }
+
+    /// Whether the folder holds `name` (of type `kind`, when given).
+    pub(crate) fn has(&self, name: &[u8], kind: Option<Kind>) -> bool {
+        self.entries
+            .iter()
+            .any(|e| self.name(e) == name && kind.is_none_or(|k| e.kind == k))
+    }
+}
+
 /// One open folder of the walk.
 struct Frame {
-    /// Its descriptor (`None` past [`MAX_HELD_DIRS`]).
-    fd: Option<OwnedFd>,
-    /// Its path relative to the walk's root.
-    rel: PathBuf,
-    /// Its entries, sorted by name.
-    entries: Vec<Entry>,
+    /// Its descriptor (`None` for the walk's top, whose descriptor is `spec.top`, and past
+    /// [`MAX_HELD_DIRS`]); shared with the files queued for searching, which are opened
+    /// relative to it.
+    fd: Option<Arc<OwnedFd>>,
+    /// Length of its path relative to the walk's root, in the walk's path buffer.
+    rel_len: usize,
+    /// Its entries.
+    listing: Listing,
     /// The next entry to visit.
     next: usize,
+}
+
+/// A path built in place: the walk's root, then the entry's path below it. Entries reuse
+/// one buffer instead of joining a new `PathBuf` each.
+struct PathBuffer {
+    bytes: Vec<u8>,
+    /// Where the part below the root starts.
+    rel_start: usize,
+}
+
+impl PathBuffer {
+    fn new(root: &Path) -> Self {
+        let mut bytes = root.as_os_str().as_bytes().to_vec();
+        if !bytes.ends_with(b"/") {
+            bytes.push(b'/');
+        }
+        let rel_start = bytes.len();
+        Self { bytes, rel_start }
+    }
+
+    /// Sets the relative part to the folder prefix of length `rel_len` plus `name`.
+    fn set(&mut self, rel_len: usize, name: &[u8]) {
+        self.bytes.truncate(self.rel_start + rel_len);
+        if rel_len > 0 {
+            self.bytes.push(b'/');
+        }
+        self.bytes.extend_from_slice(name);
+    }
+
+    fn rel_len(&self) -> usize {
+        self.bytes.len() - self.rel_start
+    }
+
+    fn rel(&self) -> &Path {
+        Path::new(OsStr::from_bytes(&self.bytes[self.rel_start..]))
+    }
+
+    fn full(&self) -> &Path {
+        Path::new(OsStr::from_bytes(&self.bytes))
+    }
 }
 
 /// Walks `spec.root` in sorted path order, calling `visit` for every entry until it returns
@@ -166,6 +268,7 @@ pub(crate) fn walk(
                 rel,
                 is_file: true,
                 is_symlink: false,
+                dir: None,
             }) {
                 end.last = Some(rel.to_path_buf());
             }
@@ -176,20 +279,32 @@ pub(crate) fn walk(
     let mut rules = spec
         .use_ignore_files
         .then(|| Rules::above(&spec.root, spec.base.as_fd(), &spec.base_path));
+    let mut buf = vec![MaybeUninit::<u8>::uninit(); door::DIR_BUF_BYTES];
     let mut stack: Vec<Frame> = Vec::new();
-    match enter(top, &spec.root, PathBuf::new(), rules.as_mut()) {
-        Ok(frame) => stack.push(frame),
+    // The top is read through a descriptor of its own: `spec.top` stays at its start.
+    let first = door::open_beneath(top.as_fd(), Path::new(""), OFlags::RDONLY | OFlags::DIRECTORY)
+        .and_then(|reader| enter(reader.as_fd(), &spec.root, rules.as_mut(), &mut buf));
+    match first {
+        Ok(listing) => stack.push(Frame {
+            fd: None,
+            rel_len: 0,
+            listing,
+            next: 0,
+        }),
         Err(_) => {
             end.errors += 1;
             return end;
         }
     }
+    let mut path = PathBuffer::new(&spec.root);
+    // The last entry fully visited, relative to the root (a buffer reused per entry).
+    let mut last: Option<Vec<u8>> = None;
     // Whether an entry after the cursor was visited. Folders on the way down to the cursor
     // come first and are not progress; until one that is, only a cancellation stops the walk,
     // so that paging with a passed deadline always moves forward.
     let mut moved = false;
     while let Some(frame) = stack.last_mut() {
-        let Some(entry) = frame.entries.get_mut(frame.next) else {
+        let Some(slot) = frame.listing.entries.get(frame.next).copied() else {
             stack.pop();
             if let Some(rules) = rules.as_mut() {
                 rules.pop();
@@ -197,31 +312,31 @@ pub(crate) fn walk(
             continue;
         };
         frame.next += 1;
+        let depth = stack.len();
+        let frame = &stack[depth - 1];
         if stop.cancelled() || (moved && stop.stopped()) {
             end.cut = Some(TruncationReason::Timeout);
             break;
         }
-        // Each entry is visited once: take its name rather than copy it.
-        let name_bytes = std::mem::take(&mut entry.name);
-        let kind = entry.kind;
-        let rel = frame.rel.join(OsStr::from_bytes(&name_bytes));
-        let name = OsStr::from_bytes(&name_bytes);
+        let kind = slot.kind;
         let is_dir = kind == Kind::Dir;
-        if stack.len() == 1 && !spec.shown.keeps(&name_bytes, kind) {
+        let name_bytes = frame.listing.name(&slot);
+        if depth == 1 && !spec.shown.keeps(name_bytes, kind) {
             continue;
         }
-        if spec.skip_heavy && is_dir && is_skipped_dir(name) {
+        if spec.skip_heavy && is_dir && is_skipped_dir(OsStr::from_bytes(name_bytes)) {
             continue;
         }
+        path.set(frame.rel_len, name_bytes);
+        let rel = path.rel();
         // Prune what lies wholly before the cursor: a folder sorts before everything in it,
         // so its subtree is before the cursor unless the cursor is inside it.
         if let Some(after) = &spec.after
-            && !(rel.as_path() >= after.as_path() || after.starts_with(&rel))
+            && !(rel >= after.as_path() || after.starts_with(rel))
         {
             continue;
         }
-        let path = spec.root.join(&rel);
-        if rules.as_ref().is_some_and(|r| r.ignored(&path, is_dir)) {
+        if rules.as_ref().is_some_and(|r| r.ignored(path.full(), is_dir)) {
             continue;
         }
         if end.scanned >= spec.max_scanned {
@@ -230,60 +345,59 @@ pub(crate) fn walk(
         }
         end.scanned += 1;
         let keep_going = visit(&Visit {
-            path: &path,
-            rel: &rel,
+            path: path.full(),
+            rel,
             is_file: kind == Kind::File,
             is_symlink: kind == Kind::Symlink,
+            dir: frame.fd.as_ref(),
         });
         if !keep_going {
             break;
         }
-        moved |= spec
-            .after
-            .as_deref()
-            .is_none_or(|after| rel.as_path() > after);
-        end.last = Some(rel.clone());
+        moved |= spec.after.as_deref().is_none_or(|after| rel > after);
+        let kept = last.get_or_insert_with(Vec::new);
+        kept.clear();
+        kept.extend_from_slice(rel.as_os_str().as_bytes());
         if !is_dir {
             continue;
         }
         // The folder is opened relative to its parent's descriptor without following a
-        // symlink: if it was swapped for one since it was listed, the open fails.
-        let depth = stack.len();
-        let opened = match stack.last().and_then(|f| f.fd.as_ref()) {
-            Some(parent) => door::open_beneath(
-                parent.as_fd(),
-                Path::new(name),
-                OFlags::RDONLY | OFlags::DIRECTORY,
-            ),
-            None => door::open_beneath(top.as_fd(), &rel, OFlags::RDONLY | OFlags::DIRECTORY),
+        // symlink: if it was swapped for one since it was listed, the open fails. The fresh
+        // descriptor is read directly (its position is at the start).
+        let name = OsStr::from_bytes(frame.listing.name(&slot));
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY;
+        let opened = match frame.fd.as_ref() {
+            Some(parent) => door::open_child(parent.as_fd(), name, flags),
+            None if depth == 1 => door::open_child(top.as_fd(), name, flags),
+            None => door::open_beneath(top.as_fd(), rel, flags),
         };
-        let child =
-            opened.and_then(|fd| enter(&fd, &path, rel, rules.as_mut()).map(|frame| (frame, fd)));
+        let child = opened.and_then(|fd| {
+            enter(fd.as_fd(), path.full(), rules.as_mut(), &mut buf).map(|listing| (listing, fd))
+        });
         match child {
-            Ok((mut frame, fd)) => {
-                if depth < MAX_HELD_DIRS {
-                    frame.fd = Some(fd);
-                }
-                stack.push(frame);
-            }
+            Ok((listing, fd)) => stack.push(Frame {
+                fd: (depth < MAX_HELD_DIRS).then(|| Arc::new(fd)),
+                rel_len: path.rel_len(),
+                listing,
+                next: 0,
+            }),
             Err(_) => end.errors += 1,
         }
     }
+    end.last = last.map(|bytes| PathBuf::from(std::ffi::OsString::from_vec(bytes)));
     end
 }
 
-/// Reads the folder `fd` (at `path`, `rel` below the walk's root), sorted, and enters its
-/// ignore rules.
-fn enter(fd: &OwnedFd, path: &Path, rel: PathBuf, rules: Option<&mut Rules>) -> io::Result<Frame> {
-    let (mut entries, _) = door::read_entries(fd, usize::MAX)?;
-    entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+/// Reads the folder `fd` (at `path`), sorted, and enters its ignore rules.
+fn enter(
+    fd: BorrowedFd<'_>,
+    path: &Path,
+    rules: Option<&mut Rules>,
+    buf: &mut [MaybeUninit<u8>],
+) -> io::Result<Listing> {
+    let listing = Listing::read(fd, buf)?;
     if let Some(rules) = rules {
-        rules.push(path, fd.as_fd(), &entries);
+        rules.push(path, fd, &listing);
     }
-    Ok(Frame {
-        fd: None,
-        rel,
-        entries,
-        next: 0,
-    })
+    Ok(listing)
 }
