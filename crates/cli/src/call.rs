@@ -44,6 +44,40 @@ pub struct CallArgs {
     client: Option<String>,
 }
 
+impl CallArgs {
+    /// The tool called.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Built-in tools that start no process (the file tools): a one-shot call of one of them
+/// needs no process containment.
+const SPAWNS_NOTHING: [&str; 6] = [
+    "read_file",
+    "list_dir",
+    "search_files",
+    "grep",
+    "write_file",
+    "edit_file",
+];
+
+/// Trims what a one-shot command (`call`, `tools`) would start for nothing (issue 27):
+/// - the skill folders are read once, not watched (no watcher thread, no inotify): the
+///   process ends before a change could matter;
+/// - a call of a file tool ([`SPAWNS_NOTHING`]) makes no process namespace (a keeper and an
+///   init process, forked and killed again): nothing in this process runs a command, so
+///   containment is recorded as process groups and never used. Any other tool — `run_shell`,
+///   the job tools, a mounted server's tool, `run_tool`, `skill` — gets the configured
+///   containment as `serve` would.
+pub fn one_shot_config(config: &mut toolgate_config::Config, tool: Option<&str>) {
+    config.skills.watch = false;
+    config.skills.rescan_secs = 0;
+    if tool.is_some_and(|t| SPAWNS_NOTHING.contains(&t)) {
+        config.shell.containment = toolgate_contain::Setting::ProcessGroup;
+    }
+}
+
 /// Lists the tools, mounted MCP servers' included (started and stopped for the purpose).
 pub async fn tools(runtime: &Runtime, args: &ToolsArgs) -> ExitCode {
     runtime.gateway.start_all().await;

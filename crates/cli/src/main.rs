@@ -139,9 +139,21 @@ fn main() -> ExitCode {
         Command::Run(args) => agent::run(loaded.config, args),
         Command::Chat(args) => agent::chat(loaded.config, args),
         command => {
+            let mut config = loaded.config;
+            let one_shot = match &command {
+                Command::Call(args) => {
+                    call::one_shot_config(&mut config, Some(args.name()));
+                    true
+                }
+                Command::Tools(_) => {
+                    call::one_shot_config(&mut config, None);
+                    true
+                }
+                _ => false,
+            };
             let runtime = match std::env::current_dir()
                 .map_err(|e| e.to_string())
-                .and_then(|cwd| Runtime::new(loaded.config, &cwd).map_err(|e| e.to_string()))
+                .and_then(|cwd| Runtime::new(config, &cwd).map_err(|e| e.to_string()))
             {
                 Ok(rt) => rt,
                 Err(e) => {
@@ -149,10 +161,15 @@ fn main() -> ExitCode {
                     return ExitCode::from(USAGE_ERROR);
                 }
             };
-            let tokio = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
+            // A one-shot command runs its call on this thread (blocking work still gets the
+            // blocking pool): no worker threads to start and stop for one call.
+            let tokio = match one_shot {
+                true => tokio::runtime::Builder::new_current_thread(),
+                false => tokio::runtime::Builder::new_multi_thread(),
+            }
+            .enable_all()
+            .build();
+            let tokio = match tokio {
                 Ok(rt) => rt,
                 Err(e) => {
                     eprintln!("toolgate: cannot start the async runtime: {e}");
