@@ -24,7 +24,7 @@ mod stream;
 
 pub use clean::clean as clean_terminal;
 pub use kind::{LogKind, detect as detect_kind};
-pub use stream::{CompressedLog, LogCompressor, LogOptions, compress_file};
+pub use stream::{CompressedLog, LogCompressor, LogOptions, compress_file, feed_file};
 
 use classify::{Class, Rank};
 use fit::{Piece, PieceKind};

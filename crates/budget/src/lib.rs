@@ -22,6 +22,6 @@ pub use budget::{
 };
 pub use compress::{
     CompressOptions, Compressed, CompressedLog, LogCompressor, LogKind, LogOptions, clean_terminal,
-    compress_file, compress_log, detect_kind,
+    compress_file, compress_log, detect_kind, feed_file,
 };
 pub use spill::{SpillFile, SpillStore, SpillStream, is_spill_name};

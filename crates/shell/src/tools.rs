@@ -264,11 +264,13 @@ impl Tool for RunShellTool {
         }
 
         let store = shared.budget.store();
+        let sizes = StreamSizes::new(limits.inline_chars, shared.budget.sizes(&ctx.session));
         let lazy = |name: &str| {
             (
                 Sink::Lazy {
                     store: Arc::clone(store),
                     label: format!("run_shell-{name}"),
+                    compress: Some(sizes.log_options()),
                 },
                 Arc::new(StreamProgress::default()),
             )
@@ -283,7 +285,6 @@ impl Tool for RunShellTool {
             stop,
         )?;
         let finished = running.wait().await;
-        let sizes = StreamSizes::new(limits.inline_chars, shared.budget.sizes(&ctx.session));
         let failed = finished.ending.failed();
         // The compressor reads the whole of each stream: give it what is left of the call's
         // time (a command stopped at its timeout still has the dispatcher's short grace).

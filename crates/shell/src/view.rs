@@ -7,11 +7,11 @@
 use std::time::Instant;
 
 use toolgate_budget::{
-    CompressedLog, LogCompressor, LogOptions, OutputSizes, clean_terminal, compress_file,
-    detect_kind, excerpt,
+    CompressedLog, LogCompressor, LogOptions, OutputSizes, clean_terminal, detect_kind, excerpt,
+    feed_file,
 };
 
-use crate::capture::Captured;
+use crate::capture::{Captured, LogWait};
 use crate::clean::show;
 
 /// The sizes one stream is shown within.
@@ -34,6 +34,18 @@ impl StreamSizes {
             inline_chars: inline_chars.min(third),
             excerpt_chars: sizes.excerpt_chars.min(third),
             log_chars: sizes.log_chars.min(third),
+        }
+    }
+}
+
+impl StreamSizes {
+    /// The options a stream's log is compressed with, while it is captured or afterwards:
+    /// the most characters any one stream's log may get bounds what is kept along the way;
+    /// the log is cut to its actual share when the result is put together.
+    pub fn log_options(&self) -> LogOptions {
+        LogOptions {
+            cap_chars: self.log_chars.max(self.excerpt_chars),
+            ..LogOptions::default()
         }
     }
 }
@@ -167,10 +179,7 @@ fn view(
     if let Some(text) = whole_text {
         return View::Whole(text);
     }
-    let options = LogOptions {
-        cap_chars: log_chars,
-        ..LogOptions::default()
-    };
+    let options = sizes.log_options();
     if let Some(whole) = c.whole() {
         let text = String::from_utf8_lossy(&whole);
         let clean = clean_terminal(&text);
@@ -178,7 +187,7 @@ fn view(
         if failed || kind.is_some() {
             let mut compressor = LogCompressor::new(options);
             compressor.push(&whole);
-            let log = compressor.finish();
+            let log = compressor.finish_within(log_chars);
             if is_log(&log, failed) {
                 return View::Log(log);
             }
@@ -193,7 +202,13 @@ fn view(
         && c.error.is_none()
         && let Some(file) = &c.file
     {
-        match compress_file(&file.path, options, deadline) {
+        // Compressed while it was captured, when it was; else read back from its file.
+        let fed = match c.log.as_ref().map(|log| log.wait(deadline)) {
+            Some(LogWait::Ready(compressor)) => Ok(Some(compressor)),
+            Some(LogWait::TooLate) => Ok(None),
+            Some(LogWait::Gone) | None => feed_file(&file.path, options, deadline),
+        };
+        match fed.map(|c| c.map(|c| c.finish_within(log_chars))) {
             Ok(Some(log)) if is_log(&log, failed) => return View::Log(log),
             Ok(_) => {}
             Err(e) => {
@@ -208,4 +223,108 @@ fn view(
 /// warning or error lines to show.
 fn is_log(log: &CompressedLog, failed: bool) -> bool {
     log.kind.is_some() || failed && log.anchors > 0
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::Arc;
+
+    use toolgate_budget::SpillStore;
+
+    use super::*;
+    use crate::capture::{Pump, PumpConfig, Sink, StreamProgress};
+
+    /// A failing build log of about `lines` lines: chatter with errors and warnings here and
+    /// there, and a summary at the end.
+    fn failing_log(lines: usize) -> Vec<u8> {
+        let mut log = Vec::new();
+        for i in 0..lines {
+            let line = match i % 997 {
+                0 => format!("error[E0308]: mismatched types in module_{i}\n"),
+                500 => format!("warning: unused variable `x{i}`\n"),
+                _ => format!("   Compiling crate_{i} v0.{}.0 (/src/crate_{i})\n", i % 13),
+            };
+            log.extend_from_slice(line.as_bytes());
+        }
+        log.extend_from_slice(b"error: could not compile `app` due to 12 previous errors\n");
+        log
+    }
+
+    /// Pumps `bytes` through a real pipe as a foreground stream (compressed while captured
+    /// with `sizes`' options), in pieces of `piece` bytes.
+    async fn capture(store: &Arc<SpillStore>, bytes: Vec<u8>, sizes: StreamSizes) -> Captured {
+        let (rx, tx) = rustix::pipe::pipe().unwrap();
+        let writer = std::thread::spawn(move || {
+            let mut tx = std::fs::File::from(tx);
+            for piece in bytes.chunks(10_000) {
+                tx.write_all(piece).unwrap();
+            }
+        });
+        let sink = Sink::Lazy {
+            store: Arc::clone(store),
+            label: "test".to_owned(),
+            compress: Some(sizes.log_options()),
+        };
+        let config = PumpConfig {
+            head: 32 * 1024,
+            tail: 32 * 1024,
+            max_bytes: u64::MAX,
+        };
+        let pump = Pump::start(
+            rx,
+            sink,
+            config,
+            Arc::new(StreamProgress::default()),
+            Box::new(|| {}),
+        );
+        writer.join().unwrap();
+        pump.finish(std::time::Duration::from_secs(60)).await
+    }
+
+    fn text(view: &View) -> String {
+        match view {
+            View::Whole(t) | View::Excerpt(t) => format!("whole/excerpt: {t}"),
+            View::Log(log) => format!("log: {log:?}"),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_log_compressed_while_captured_equals_the_one_read_back_from_the_spill_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SpillStore::new(dir.path(), 1 << 40));
+        let sizes = StreamSizes::new(
+            16_000,
+            OutputSizes {
+                excerpt_chars: 4_000,
+                log_chars: 12_000,
+                result_chars: 60_000,
+            },
+        );
+        // 12 MB: several of the compressor's 4 MiB chunks, and more kept than 16 caps, so
+        // the log is fitted along the way too.
+        let log = failing_log(220_000);
+        let out = capture(&store, log.clone(), sizes).await;
+        let err = Captured::default();
+        assert_eq!(out.total, log.len() as u64);
+        assert!(out.log.is_some(), "a stream that outgrew memory is compressed as it runs");
+        assert_eq!(fs_err::read(&out.file.as_ref().unwrap().path).unwrap(), log);
+        let live = views([&out, &err], true, sizes, None);
+        // The same stream without its live log: the log is read back from the spill file,
+        // as before.
+        let read_back = Captured {
+            log: None,
+            head: out.head.clone(),
+            tail: out.tail.clone(),
+            total: out.total,
+            newlines: out.newlines,
+            open_line: out.open_line,
+            file: out.file.clone(),
+            ..Captured::default()
+        };
+        let old = views([&read_back, &err], true, sizes, None);
+        assert!(matches!(live[0], View::Log(_)), "{}", text(&live[0]));
+        assert_eq!(text(&live[0]), text(&old[0]));
+        assert!(text(&live[0]).contains("error: could not compile `app`"));
+    }
 }

@@ -65,6 +65,8 @@ pub struct LogCompressor {
     kept_chars: usize,
     votes: KindVotes,
     bytes: u64,
+    /// Bytes already compressed (handed to `compress_chunk`).
+    compressed: u64,
     lines: u64,
     last: Option<u8>,
     anchors: u64,
@@ -81,6 +83,7 @@ impl LogCompressor {
             kept_chars: 0,
             votes: KindVotes::default(),
             bytes: 0,
+            compressed: 0,
             lines: 0,
             last: None,
             anchors: 0,
@@ -108,13 +111,23 @@ impl LogCompressor {
         }
     }
 
-    /// The compressed log of everything fed.
-    pub fn finish(mut self) -> CompressedLog {
+    /// The compressed log of everything fed, within the options' `cap_chars`.
+    pub fn finish(self) -> CompressedLog {
+        let cap = self.options.cap_chars;
+        self.finish_within(cap)
+    }
+
+    /// The compressed log of everything fed, within `cap_chars` (at most the options'): for a
+    /// stream compressed while it was captured, before its share of the result was known.
+    /// The options' `cap_chars` bounds what is kept along the way, so the same options and
+    /// bytes give the same log whichever way they were fed.
+    pub fn finish_within(mut self, cap_chars: usize) -> CompressedLog {
+        let cap_chars = cap_chars.min(self.options.cap_chars);
         let rest = std::mem::take(&mut self.pending);
         if !rest.is_empty() {
             self.compress_chunk(&rest, Ending::Kept);
         }
-        let (pieces, fitted) = fit::fit(std::mem::take(&mut self.pieces), self.options.cap_chars);
+        let (pieces, fitted) = fit::fit(std::mem::take(&mut self.pieces), cap_chars);
         self.folded += fitted.anchors_folded as u64;
         CompressedLog {
             text: fit::render(&pieces),
@@ -128,8 +141,12 @@ impl LogCompressor {
 
     fn compress_chunk(&mut self, bytes: &[u8], ending: Ending) {
         let text = String::from_utf8_lossy(bytes);
-        // Line-start signatures need the line break before the first line.
-        if self.votes.kind().is_none() || self.bytes <= bytes.len() as u64 {
+        let first = self.compressed == 0;
+        self.compressed += bytes.len() as u64;
+        // Line-start signatures need the line break before the first line. (Whether this is
+        // the first chunk goes by what was compressed, not by what was fed: the log must not
+        // depend on the sizes of the pieces it was fed in.)
+        if self.votes.kind().is_none() || first {
             self.votes.scan(&format!(
                 "\n{}",
                 text.get(..256.min(text.len())).unwrap_or("")
@@ -190,6 +207,16 @@ pub fn compress_file(
     options: LogOptions,
     deadline: Option<Instant>,
 ) -> std::io::Result<Option<CompressedLog>> {
+    Ok(feed_file(path, options, deadline)?.map(LogCompressor::finish))
+}
+
+/// A compressor fed the whole file at `path`, not yet finished (see
+/// [`LogCompressor::finish_within`]). `None` when `deadline` passed first.
+pub fn feed_file(
+    path: &Path,
+    options: LogOptions,
+    deadline: Option<Instant>,
+) -> std::io::Result<Option<LogCompressor>> {
     let mut file = fs_err::File::open(path)?;
     let mut compressor = LogCompressor::new(options);
     let mut buf = vec![0u8; 1 << 20];
@@ -205,7 +232,7 @@ pub fn compress_file(
             return Ok(None);
         }
     }
-    Ok(Some(compressor.finish()))
+    Ok(Some(compressor))
 }
 
 #[cfg(test)]
@@ -245,6 +272,38 @@ mod tests {
             assert_eq!(c.kind, Some(LogKind::CargoTest));
             assert!(c.text.len() < 2_000, "{chunk}: {}", c.text.len());
         }
+    }
+
+    #[test]
+    fn the_log_does_not_depend_on_the_pieces_it_was_fed_in() {
+        // A capture feeds 64 KiB reads, the read-back path 1 MiB ones; with chunks of 4 KiB
+        // and a log that spans many, both must give the same log, whatever cap it ends in.
+        let mut log = String::from("Compiling app v0.1.0\n");
+        for i in 0..3_000 {
+            log.push_str(&format!("note: step {i} of the build went fine\n"));
+            if i % 700 == 0 {
+                log.push_str(&format!("error[E0{i:03}]: mismatched types at step {i}\n"));
+            }
+        }
+        let feed = |piece: usize, cap: usize| {
+            let mut c = LogCompressor::new(LogOptions {
+                cap_chars: 4_000,
+                chunk_bytes: 4_096,
+                ..LogOptions::default()
+            });
+            for p in log.as_bytes().chunks(piece) {
+                c.push(p);
+            }
+            c.finish_within(cap)
+        };
+        for cap in [4_000, 1_500] {
+            let whole = feed(log.len(), cap);
+            assert!(whole.text.contains("error[E0700]"), "{}", whole.text);
+            for piece in [1, 100, 4_095, 4_096, 65_536] {
+                assert_eq!(feed(piece, cap), whole, "pieces of {piece}, cap {cap}");
+            }
+        }
+        assert!(feed(100, 1_500).text.chars().count() <= 1_500);
     }
 
     #[test]
