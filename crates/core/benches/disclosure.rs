@@ -25,10 +25,39 @@ struct Outcome {
     misses: Vec<String>,
 }
 
+/// Which queries a row counts: all, one kind, or one half of the held-out split.
+#[derive(Clone, Copy)]
+enum Subset<'a> {
+    All,
+    Kind(&'a str),
+    Tuning,
+    HeldOut,
+}
+
+impl Subset<'_> {
+    fn has(self, q: &catalog::Query) -> bool {
+        match self {
+            Self::All => true,
+            Self::Kind(k) => q.kind == k,
+            Self::Tuning => !q.held_out(),
+            Self::HeldOut => q.held_out(),
+        }
+    }
+
+    fn label(self) -> String {
+        match self {
+            Self::All => "all".to_owned(),
+            Self::Kind(k) => k.to_owned(),
+            Self::Tuning => "tuning half".to_owned(),
+            Self::HeldOut => "held-out half".to_owned(),
+        }
+    }
+}
+
 fn measure(
     queries: &[catalog::Query],
     names: &[String],
-    kind: Option<&str>,
+    subset: Subset<'_>,
     mut search: impl FnMut(&str) -> Vec<usize>,
 ) -> Outcome {
     let mut out = Outcome {
@@ -37,15 +66,16 @@ fn measure(
         latencies_ns: Vec::new(),
         misses: Vec::new(),
     };
-    for q in queries.iter().filter(|q| kind.is_none_or(|k| q.kind == k)) {
+    for q in queries.iter().filter(|q| subset.has(q)) {
         let hits = search(&q.text);
         let ok = |d: &usize| q.expected.contains(&names[*d]);
         if hits.first().is_some_and(ok) {
             out.r1 += 1;
         } else {
             let got: Vec<&str> = hits.iter().take(3).map(|d| names[*d].as_str()).collect();
+            let half = if q.held_out() { "held" } else { "tune" };
             out.misses
-                .push(format!("{:>4}  {}  →  {:?}", q.kind, q.text, got));
+                .push(format!("{half} {:>4}  {}  →  {:?}", q.kind, q.text, got));
         }
         if hits.iter().take(5).any(ok) {
             out.r5 += 1;
@@ -120,18 +150,23 @@ fn main() {
         "| ranker | queries | Recall@1 | Recall@5 | p50 latency | p99 latency |\n|---|---|---|---|---|---|"
     );
     let mut all_misses = Vec::new();
-    for kind in [None, Some("en"), Some("name"), Some("zh")] {
-        let n = queries
-            .iter()
-            .filter(|q| kind.is_none_or(|k| q.kind == k))
-            .count() as f64;
-        let ours = measure(&queries, &names, kind, |q| {
+    let subsets = [
+        Subset::All,
+        Subset::Kind("en"),
+        Subset::Kind("name"),
+        Subset::Kind("zh"),
+        Subset::Tuning,
+        Subset::HeldOut,
+    ];
+    for subset in subsets {
+        let n = queries.iter().filter(|q| subset.has(q)).count() as f64;
+        let ours = measure(&queries, &names, subset, |q| {
             index.search(q, 5).into_iter().map(|h| h.doc).collect()
         });
-        let plain = measure(&queries, &names, kind, |q| bm25.search(q, 5));
-        let label = kind.unwrap_or("all");
+        let plain = measure(&queries, &names, subset, |q| bm25.search(q, 5));
+        let label = subset.label();
         for (ranker, o) in [("toolgate", &ours), ("plain BM25", &plain)] {
-            let latency = if kind.is_none() {
+            let latency = if matches!(subset, Subset::All) {
                 (
                     format!("{:.0} µs", percentile(&o.latencies_ns, 0.5)),
                     format!("{:.0} µs", percentile(&o.latencies_ns, 0.99)),
@@ -147,7 +182,7 @@ fn main() {
                 latency.1
             );
         }
-        if kind.is_none() {
+        if matches!(subset, Subset::All) {
             all_misses = ours.misses;
             all_misses.push("— plain BM25 —".into());
             all_misses.extend(plain.misses);

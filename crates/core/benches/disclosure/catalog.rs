@@ -23,6 +23,23 @@ pub struct Query {
     pub text: String,
 }
 
+impl Query {
+    /// Whether the query is in the held-out half (issue 27): fixed once by a stable hash of
+    /// its text — FNV-1a, 64 bits, over the UTF-8 bytes; odd hashes are held out — so the
+    /// split does not move when queries are added or reordered. Ranking changes are chosen
+    /// by looking at the other half (the tuning half) only, and judged on this one.
+    pub fn held_out(&self) -> bool {
+        fnv1a(self.text.as_bytes()) % 2 == 1
+    }
+}
+
+/// FNV-1a, 64 bits.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
 fn entry(name: String, tool: &Value) -> IndexEntry {
     IndexEntry {
         name,
