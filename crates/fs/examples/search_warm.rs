@@ -28,7 +28,12 @@ fn cpu() -> Duration {
         .map_or("", |at| &stat[at + 2..])
         .split(' ')
         .collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     Duration::from_millis((ticks(11) + ticks(12)) * 10)
 }
 

@@ -256,7 +256,7 @@ mod tests {
     async fn capture(store: &Arc<SpillStore>, bytes: Vec<u8>, sizes: StreamSizes) -> Captured {
         let (rx, tx) = rustix::pipe::pipe().unwrap();
         let writer = std::thread::spawn(move || {
-            let mut tx = std::fs::File::from(tx);
+            let mut tx = std::io::PipeWriter::from(tx);
             for piece in bytes.chunks(10_000) {
                 tx.write_all(piece).unwrap();
             }
@@ -307,7 +307,10 @@ mod tests {
         let out = capture(&store, log.clone(), sizes).await;
         let err = Captured::default();
         assert_eq!(out.total, log.len() as u64);
-        assert!(out.log.is_some(), "a stream that outgrew memory is compressed as it runs");
+        assert!(
+            out.log.is_some(),
+            "a stream that outgrew memory is compressed as it runs"
+        );
         assert_eq!(fs_err::read(&out.file.as_ref().unwrap().path).unwrap(), log);
         let live = views([&out, &err], true, sizes, None);
         // The same stream without its live log: the log is read back from the spill file,

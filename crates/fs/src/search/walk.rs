@@ -282,8 +282,12 @@ pub(crate) fn walk(
     let mut buf = vec![MaybeUninit::<u8>::uninit(); door::DIR_BUF_BYTES];
     let mut stack: Vec<Frame> = Vec::new();
     // The top is read through a descriptor of its own: `spec.top` stays at its start.
-    let first = door::open_beneath(top.as_fd(), Path::new(""), OFlags::RDONLY | OFlags::DIRECTORY)
-        .and_then(|reader| enter(reader.as_fd(), &spec.root, rules.as_mut(), &mut buf));
+    let first = door::open_beneath(
+        top.as_fd(),
+        Path::new(""),
+        OFlags::RDONLY | OFlags::DIRECTORY,
+    )
+    .and_then(|reader| enter(reader.as_fd(), &spec.root, rules.as_mut(), &mut buf));
     match first {
         Ok(listing) => stack.push(Frame {
             fd: None,
@@ -336,7 +340,10 @@ pub(crate) fn walk(
         {
             continue;
         }
-        if rules.as_ref().is_some_and(|r| r.ignored(path.full(), is_dir)) {
+        if rules
+            .as_ref()
+            .is_some_and(|r| r.ignored(path.full(), is_dir))
+        {
             continue;
         }
         if end.scanned >= spec.max_scanned {
