@@ -14,6 +14,7 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -29,9 +30,13 @@ const CIMD_URL: &str = "https://conformance-test.local/client-metadata.json";
 /// Where the pre-registered client's secret is handed to the re-executed runner.
 const SECRET_VAR: &str = "TOOLGATE_CONFORMANCE_CLIENT_SECRET";
 
+/// Most logins in one run: a server that keeps asking for more scopes is given up on.
+const MAX_LOGINS: u32 = 3;
+
 /// Logs in the way `toolgate mcp login` does, when a call finds the server needs it.
 struct Login {
     store: TokenStore,
+    count: AtomicU32,
 }
 
 impl LoginHandler for Login {
@@ -41,6 +46,9 @@ impl LoginHandler for Login {
         _challenge: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
+            if self.count.fetch_add(1, Ordering::SeqCst) >= MAX_LOGINS {
+                return Err(format!("gave up after {MAX_LOGINS} logins"));
+            }
             let options = LoginOptions {
                 timeout: Duration::from_secs(20),
                 ..LoginOptions::default()
@@ -131,11 +139,13 @@ async fn run(context: &Value) -> Result<(), String> {
     let store = TokenStore::in_dir(dir.path().join("tokens"), CredentialStoreMode::File)
         .map_err(|e| e.to_string())?;
     gateway.use_token_store(store.clone());
-    gateway.use_login_handler(Arc::new(Login {
-        store: store.clone(),
-    }));
+    let login = Arc::new(Login {
+        store,
+        count: AtomicU32::new(0),
+    });
+    gateway.use_login_handler(Arc::clone(&login) as Arc<dyn LoginHandler>);
 
-    let outcome = drive(&gateway, &spec, &store, &scenario).await;
+    let outcome = drive(&gateway, &spec, &login, &scenario).await;
     gateway.shutdown().await;
     outcome
 }
@@ -143,20 +153,15 @@ async fn run(context: &Value) -> Result<(), String> {
 async fn drive(
     gateway: &Gateway,
     spec: &ServerSpec,
-    store: &TokenStore,
+    login: &Login,
     scenario: &str,
 ) -> Result<(), String> {
     gateway.start_all().await;
-    let state = status(gateway);
-    if let ServerState::NeedsLogin(reason) = &state {
+    while let ServerState::NeedsLogin(reason) = status(gateway) {
         // What a user does on `needs login`: `toolgate mcp login test`, then the running
         // gateway picks the tokens up.
         eprintln!("conformance_client: needs login ({reason}); logging in");
-        Login {
-            store: store.clone(),
-        }
-        .login(spec, None)
-        .await?;
+        login.login(spec, None).await?;
         gateway.start_all().await;
     }
     match status(gateway) {

@@ -537,6 +537,19 @@ impl Mount {
         }
     }
 
+    /// `needs login` for a `401`/`403` challenge, remembering the scopes a step-up asks for.
+    fn challenged(&self, reason: &str, challenge: &str) -> Failure {
+        if let (Some(store), Transport::Http { url, .. }) =
+            (self.token_store(), &self.spec.transport)
+        {
+            crate::auth::remember_step_up(&store, url, challenge);
+        }
+        Failure::NeedsLogin(crate::auth::NeedsLogin {
+            reason: reason.to_owned(),
+            challenge: Some(challenge.to_owned()),
+        })
+    }
+
     /// `initialize`, then the whole tool list; `stage` says which is running.
     async fn handshake<T, E, A>(
         &self,
@@ -553,24 +566,22 @@ impl Mount {
         let service = crate::lifecycle::negotiate(handler.clone(), transport, lifecycle)
             .await
             .map_err(|e| match e.auth_challenge() {
-                Some(challenge) => {
-                    if let (Some(store), Transport::Http { url, .. }) =
-                        (self.token_store(), &self.spec.transport)
-                    {
-                        crate::auth::remember_step_up(&store, url, challenge);
-                    }
-                    Failure::NeedsLogin(crate::auth::NeedsLogin {
-                        reason: "the server requires a login".to_owned(),
-                        challenge: Some(challenge.to_owned()),
-                    })
-                }
+                Some(challenge) => self.challenged("the server requires a login", challenge),
                 None => Failure::Failed(format!(
                     "`initialize` failed: {}",
                     call::tidy(&crate::auth::describe(&e))
                 )),
             })?;
         *lock(stage) = "tools/list";
-        let (tools, notes) = list_all(service.peer(), &self.spec, limits).await?;
+        let (tools, notes) = list_all(service.peer(), &self.spec, limits)
+            .await
+            .map_err(|f| match f {
+                Failure::NeedsLogin(crate::auth::NeedsLogin {
+                    reason,
+                    challenge: Some(challenge),
+                }) => self.challenged(&reason, &challenge),
+                other => other,
+            })?;
         Ok((service, tools, notes))
     }
 

@@ -33,6 +33,12 @@ impl Failure {
     }
 }
 
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason())
+    }
+}
+
 impl From<String> for Failure {
     fn from(reason: String) -> Self {
         Self::Failed(reason)
