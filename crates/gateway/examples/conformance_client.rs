@@ -43,7 +43,7 @@ impl LoginHandler for Login {
     fn login<'a>(
         &'a self,
         spec: &'a ServerSpec,
-        _challenge: Option<&'a str>,
+        challenge: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
             if self.count.fetch_add(1, Ordering::SeqCst) >= MAX_LOGINS {
@@ -51,6 +51,7 @@ impl LoginHandler for Login {
             }
             let options = LoginOptions {
                 timeout: Duration::from_secs(20),
+                challenge: challenge.map(str::to_owned),
                 ..LoginOptions::default()
             };
             toolgate_gateway::login(spec, &self.store, &options, &|line| eprintln!("{line}"))
@@ -145,7 +146,7 @@ async fn run(context: &Value) -> Result<(), String> {
     });
     gateway.use_login_handler(Arc::clone(&login) as Arc<dyn LoginHandler>);
 
-    let outcome = drive(&gateway, &spec, &login, &scenario).await;
+    let outcome = drive(&gateway, &spec, &login, &scenario, context).await;
     gateway.shutdown().await;
     outcome
 }
@@ -155,6 +156,7 @@ async fn drive(
     spec: &ServerSpec,
     login: &Login,
     scenario: &str,
+    context: &Value,
 ) -> Result<(), String> {
     gateway.start_all().await;
     while let ServerState::NeedsLogin(reason) = status(gateway) {
@@ -179,11 +181,11 @@ async fn drive(
     let call = |suffix: &str, args: Value| {
         let tool = tools
             .iter()
-            .find(|t| t.spec().name.ends_with(suffix))
+            .find(|t| t.spec().name.rsplit("__").next() == Some(suffix))
             .cloned();
         let suffix = suffix.to_owned();
         async move {
-            let tool = tool.ok_or_else(|| format!("no tool named *{suffix}"))?;
+            let tool = tool.ok_or_else(|| format!("no tool named {suffix}"))?;
             let output = tool
                 .call(args, CallContext::default())
                 .await
@@ -192,24 +194,58 @@ async fn drive(
             Ok::<(), String>(())
         }
     };
+    if let Some(calls) = context.get("toolCalls").and_then(Value::as_array) {
+        // The scenario names the calls to make.
+        for c in calls {
+            let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
+            let args = c.get("arguments").cloned().unwrap_or_else(|| json!({}));
+            call(name, args).await?;
+        }
+        return Ok(());
+    }
     match scenario {
+        "initialize" => Ok(()),
         "tools_call" => call("add_numbers", json!({"a": 5, "b": 3})).await,
         s if s.starts_with("auth/") => call("test-tool", json!({})).await,
-        "elicitation-sep1034-client-defaults" => {
-            call("test_client_elicitation_defaults", json!({})).await
-        }
-        // initialize, sse-retry and the header scenarios: connect and list.
+        // Every tool the server offers, at once, with arguments its schema requires.
         _ => {
-            if let Some(first) = tools.first() {
-                let name = first.spec().name.clone();
-                let suffix = name.rsplit("__").next().unwrap_or(&name).to_owned();
-                if scenario.starts_with("http-") || scenario.starts_with("sep-") {
-                    return call(&suffix, json!({})).await;
-                }
-            }
-            Ok(())
+            let calls = tools.iter().map(|t| {
+                let name = t
+                    .spec()
+                    .name
+                    .rsplit("__")
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
+                let args = arguments_for(&Value::Object((*t.spec().input_schema).clone()));
+                let call = &call;
+                async move { call(&name, args).await }
+            });
+            let results = futures::future::join_all(calls).await;
+            results.into_iter().find(Result::is_err).unwrap_or(Ok(()))
         }
     }
+}
+
+/// Arguments that satisfy a schema's required properties (strings, numbers, booleans).
+fn arguments_for(schema: &Value) -> Value {
+    let mut args = serde_json::Map::new();
+    let required = schema.get("required").and_then(Value::as_array);
+    for name in required.into_iter().flatten().filter_map(Value::as_str) {
+        let kind = schema
+            .pointer(&format!("/properties/{name}/type"))
+            .and_then(Value::as_str)
+            .unwrap_or("string");
+        let value = match kind {
+            "number" | "integer" => json!(1),
+            "boolean" => json!(true),
+            "object" => json!({}),
+            "array" => json!([]),
+            _ => json!("us-west1"),
+        };
+        args.insert(name.to_owned(), value);
+    }
+    Value::Object(args)
 }
 
 fn status(gateway: &Gateway) -> ServerState {

@@ -124,6 +124,8 @@ pub(crate) async fn authorized_client(
     if record.issuers.is_empty() {
         return Ok(None);
     }
+    // rmcp's OAuth client is a reqwest client, which needs rustls' provider first.
+    crate::connect::tls_provider();
     let mut manager = AuthorizationManager::new(url)
         .await
         .map_err(|e| Failure::Failed(describe(&e)))?;
@@ -176,20 +178,25 @@ pub(crate) async fn authorized_client(
     Ok(Some(AuthClient::new(reqwest::Client::new(), manager)))
 }
 
-/// Remembers scopes a server asked for with `insufficient_scope`, so the next login asks
-/// for them too (step-up across processes).
-pub(crate) fn remember_step_up(store: &TokenStore, url: &str, challenge: &str) {
+/// Remembers the scopes of a server's challenge for the next login, which may run in
+/// another process (`toolgate mcp login`): those of an `insufficient_scope` step-up are
+/// added to what was granted; those of a plain `401` are what the server wants.
+pub(crate) fn remember_challenge(store: &TokenStore, url: &str, challenge: &str) {
     let params = parse_challenge(url, challenge);
-    if !params.is_insufficient_scope() {
-        return;
-    }
-    let Some(scope) = params.scope else {
+    let Some(scope) = params.scope.clone() else {
         return;
     };
+    let step_up = params.is_insufficient_scope();
     let _ = store.update(url, |record| {
+        let list = if step_up {
+            &mut record.pending_scopes
+        } else {
+            record.challenge_scopes.clear();
+            &mut record.challenge_scopes
+        };
         for s in scope.split_whitespace() {
-            if !record.pending_scopes.iter().any(|p| p == s) {
-                record.pending_scopes.push(s.to_owned());
+            if !list.iter().any(|p| p == s) {
+                list.push(s.to_owned());
             }
         }
     });

@@ -542,7 +542,7 @@ impl Mount {
         if let (Some(store), Transport::Http { url, .. }) =
             (self.token_store(), &self.spec.transport)
         {
-            crate::auth::remember_step_up(&store, url, challenge);
+            crate::auth::remember_challenge(&store, url, challenge);
         }
         Failure::NeedsLogin(crate::auth::NeedsLogin {
             reason: reason.to_owned(),
@@ -573,15 +573,16 @@ impl Mount {
                 )),
             })?;
         *lock(stage) = "tools/list";
-        let (tools, notes) = list_all(service.peer(), &self.spec, limits)
-            .await
-            .map_err(|f| match f {
-                Failure::NeedsLogin(crate::auth::NeedsLogin {
-                    reason,
-                    challenge: Some(challenge),
-                }) => self.challenged(&reason, &challenge),
-                other => other,
-            })?;
+        let (tools, notes) =
+            list_all(service.peer(), &self.spec, limits)
+                .await
+                .map_err(|f| match f {
+                    Failure::NeedsLogin(crate::auth::NeedsLogin {
+                        reason,
+                        challenge: Some(challenge),
+                    }) => self.challenged(&reason, &challenge),
+                    other => other,
+                })?;
         Ok((service, tools, notes))
     }
 

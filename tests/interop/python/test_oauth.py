@@ -154,19 +154,19 @@ async def test_login_serve_refresh_revoke_logout(
         names = [t.name for t in (await client.list_tools()).tools]
         assert TOOL in names, names
         result = await client.call_tool(TOOL, {})
-        assert not result.isError and text_of(result) == "hello ada", text_of(result)
+        assert not result.is_error and text_of(result) == "hello ada", text_of(result)
 
         # The server stops accepting the access token: rmcp refreshes once and retries.
         provider.admin_call("reject-access-tokens")
         result = await client.call_tool(TOOL, {})
-        assert not result.isError and text_of(result) == "hello ada", text_of(result)
+        assert not result.is_error and text_of(result) == "hello ada", text_of(result)
         assert provider.admin_call("stats")["refreshGrants"] == 1
 
         # The grant is revoked: the refresh fails and the server needs a login, which the
         # model is told it cannot do itself.
         provider.admin_call("revoke-grants")
         result = await client.call_tool(TOOL, {})
-        assert result.isError, text_of(result)
+        assert result.is_error, text_of(result)
         message = text_of(result)
         assert "toolgate mcp login guarded" in message and "human" in message, message
 
@@ -174,7 +174,7 @@ async def test_login_serve_refresh_revoke_logout(
         again = run(env, project, "mcp", "login", "guarded")
         assert again.returncode == 0, again.stdout + again.stderr
         result = await client.call_tool(TOOL, {})
-        assert not result.isError and text_of(result) == "hello ada", text_of(result)
+        assert not result.is_error and text_of(result) == "hello ada", text_of(result)
         assert provider.admin_call("stats")["codeGrants"] == 2
 
     # Tokens never reach the log.
@@ -194,6 +194,6 @@ async def test_login_serve_refresh_revoke_logout(
         names = [t.name for t in (await client.list_tools()).tools]
         assert TOOL in names, names
         result = await client.call_tool(TOOL, {})
-        assert result.isError
+        assert result.is_error
         assert "toolgate mcp login guarded" in text_of(result), text_of(result)
     assert listed(env, project)["status"] == "needs login"

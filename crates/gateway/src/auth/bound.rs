@@ -94,6 +94,7 @@ impl CredentialStore for ServerCredentials {
                 record.issuers.insert(key.clone(), entry);
                 record.current = Some(key);
                 record.pending_scopes.clear();
+                record.challenge_scopes.clear();
             })
             .map_err(store_error)?;
         *self.issuer.lock().unwrap_or_else(PoisonError::into_inner) = bound;

@@ -35,6 +35,10 @@ pub struct LoginOptions {
     pub timeout: Duration,
     /// The client name sent with a dynamic registration.
     pub client_name: String,
+    /// The server's `WWW-Authenticate` challenge that made the login necessary, when the
+    /// caller has it (a call refused with `401`/`403`); otherwise the login asks the server
+    /// for one.
+    pub challenge: Option<String>,
 }
 
 impl Default for LoginOptions {
@@ -43,6 +47,7 @@ impl Default for LoginOptions {
             open_browser: true,
             timeout: Duration::from_secs(300),
             client_name: "toolgate".to_owned(),
+            challenge: None,
         }
     }
 }
@@ -119,7 +124,11 @@ pub async fn login(
             "`client_secret_env` is set without `client_id`; a client secret belongs to a pre-registered client".to_owned(),
         ));
     }
-    let challenge = super::probe_challenge(url, headers).await;
+    crate::connect::tls_provider();
+    let challenge = match &options.challenge {
+        Some(c) => Some(c.clone()),
+        None => super::probe_challenge(url, headers).await,
+    };
     let callback = Callback::bind(oauth.callback_port).await.map_err(|e| {
         LoginError::Config(format!(
             "cannot listen for the login callback on 127.0.0.1:{}: {e}; free the port or change `callback_port`",
@@ -161,10 +170,16 @@ pub async fn login(
                 .and_then(|c| parse_challenge(url, c).scope)
                 .map(|s| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
                 .unwrap_or_default();
-            if challenged.is_empty() {
-                manager.select_initial_scopes(&[]).await
-            } else {
+            // The scopes of the caller's challenge, else those a real request was
+            // challenged with (kept by `serve`), else the probe's, else the advertised ones.
+            if !challenged.is_empty() && options.challenge.is_some() {
                 challenged
+            } else if !record.challenge_scopes.is_empty() {
+                record.challenge_scopes.clone()
+            } else if !challenged.is_empty() {
+                challenged
+            } else {
+                manager.select_initial_scopes(&[]).await
             }
         }
     };

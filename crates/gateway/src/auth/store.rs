@@ -94,6 +94,9 @@ pub(crate) struct Record {
     /// Scopes a server asked for with `insufficient_scope`, for the next login (step-up).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) pending_scopes: Vec<String>,
+    /// The scopes of the server's last `401` challenge to a real request, for the next login.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) challenge_scopes: Vec<String>,
 }
 
 impl Record {
@@ -244,7 +247,10 @@ impl TokenStore {
         let out = change(&mut record);
         record.format = FORMAT;
         record.url = url.to_owned();
-        if record.issuers.is_empty() && record.pending_scopes.is_empty() {
+        if record.issuers.is_empty()
+            && record.pending_scopes.is_empty()
+            && record.challenge_scopes.is_empty()
+        {
             self.delete(url)?;
         } else {
             self.write(url, &record)?;
@@ -279,6 +285,7 @@ impl TokenStore {
             let had = !record.issuers.is_empty();
             record.issuers.clear();
             record.pending_scopes.clear();
+            record.challenge_scopes.clear();
             had
         })
     }

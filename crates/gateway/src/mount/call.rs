@@ -141,7 +141,7 @@ impl Mount {
         if let (Some(store), crate::config::Transport::Http { url, .. }) =
             (self.token_store(), &self.spec.transport)
         {
-            crate::auth::remember_step_up(&store, url, challenge);
+            crate::auth::remember_challenge(&store, url, challenge);
         }
         *super::lock(&live.refused) = Some(crate::auth::NeedsLogin {
             reason: challenge_summary(challenge),
