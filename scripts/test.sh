@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The test command (README "Quick start"): Rust tests, then interop tests with real MCP
 # peers (Python SDK, MCP Inspector CLI, the official conformance suite) and real clients
-# (Claude Code, Codex CLI), which this script installs itself.
+# (Claude Code, Codex CLI), which this script installs itself. tests/interop/*.sh includes
+# the conformance suite's server leg and its client leg (conformance-client.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-peers.sh
+# Pinned: the conformance suite's client leg and a real OpenID provider (OAuth tests).
+bash scripts/install-oauth-peers.sh
 cargo build --workspace --all-targets --quiet
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --no-fail-fast

@@ -29,6 +29,7 @@ macro_rules! out {
 mod agent;
 mod call;
 mod disclosure;
+mod login;
 mod mcp;
 mod serve;
 mod skills;

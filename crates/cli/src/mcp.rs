@@ -1,4 +1,5 @@
-//! `toolgate mcp list` and `toolgate mcp tools NAME`: the mounted MCP servers, for humans.
+//! `toolgate mcp list` and `toolgate mcp tools NAME`: the mounted MCP servers, for humans
+//! (`toolgate mcp login` and `logout` are in `login.rs`).
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -23,6 +24,13 @@ pub enum McpCommand {
     /// files it runs (scripts, project-local package bins) in your user config folder; a
     /// server whose command or files change needs trusting again.
     Trust(TrustArgs),
+    /// Log in to a remote MCP server that needs OAuth: prints the authorization URL,
+    /// opens it with `$BROWSER` (or the platform opener) and waits for the browser to
+    /// come back to a loopback callback; keeps the tokens in the OS credential store
+    /// (else a 0600 file in your user config folder).
+    Login(crate::login::LoginArgs),
+    /// Forget the OAuth tokens kept for a remote MCP server.
+    Logout(crate::login::LogoutArgs),
 }
 
 /// Arguments of `toolgate mcp trust`.
@@ -56,6 +64,8 @@ pub async fn run(runtime: &Runtime, command: McpCommand) -> ExitCode {
         McpCommand::List(args) => list(runtime, &args).await,
         McpCommand::Tools(args) => tools(runtime, &args).await,
         McpCommand::Trust(args) => trust(runtime, &args),
+        McpCommand::Login(args) => crate::login::login(runtime, &args).await,
+        McpCommand::Logout(args) => crate::login::logout(runtime, &args),
     };
     runtime.gateway.shutdown().await;
     code
@@ -196,6 +206,13 @@ async fn tools(runtime: &Runtime, args: &ServerToolsArgs) -> ExitCode {
             );
             return ExitCode::FAILURE;
         }
+        Some(ServerState::NeedsLogin(reason)) if tools.is_empty() => {
+            eprintln!(
+                "toolgate: `{}` needs login ({reason}); run `toolgate mcp login {}`",
+                args.name, args.name
+            );
+            return ExitCode::FAILURE;
+        }
         Some(ServerState::Failed(reason)) if tools.is_empty() => {
             eprintln!("toolgate: `{}` failed: {reason}", args.name);
             return ExitCode::FAILURE;
@@ -230,6 +247,7 @@ fn state_word(state: &ServerState) -> &'static str {
         ServerState::Ready => "ready",
         ServerState::Failed(_) => "failed",
         ServerState::Untrusted { .. } => "untrusted",
+        ServerState::NeedsLogin(_) => "needs login",
         _ => "unknown",
     }
 }
@@ -257,7 +275,7 @@ fn table(status: &[ServerStatus]) -> String {
         .unwrap_or(4)
         .max(4);
     let mut out = format!(
-        "{:<name_w$}  {:<8}  {:>5}  {:>8}  SOURCE\n",
+        "{:<name_w$}  {:<11}  {:>5}  {:>8}  SOURCE\n",
         "NAME", "STATUS", "TOOLS", "STARTUP"
     );
     for s in status {
@@ -267,7 +285,7 @@ fn table(status: &[ServerStatus]) -> String {
             "-".to_owned()
         };
         out.push_str(&format!(
-            "{:<name_w$}  {:<8}  {:>5}  {:>8}  {}\n",
+            "{:<name_w$}  {:<11}  {:>5}  {:>8}  {}\n",
             s.name,
             state_word(&s.state),
             tools,
@@ -282,6 +300,14 @@ fn table(status: &[ServerStatus]) -> String {
         ));
         if let ServerState::Failed(reason) = &s.state {
             out.push_str(&format!("{:<name_w$}  reason: {reason}\n", ""));
+        }
+        if let ServerState::NeedsLogin(reason) = &s.state {
+            out.push_str(&format!(
+                "{:<name_w$}  needs login ({reason}): run `toolgate mcp login {}`\n",
+                "", s.name
+            ));
+        } else if let Some(auth) = s.auth.as_ref().and_then(crate::login::describe_status) {
+            out.push_str(&format!("{:<name_w$}  auth: {auth}\n", ""));
         }
         if !s.files.is_empty() {
             out.push_str(&format!(
@@ -316,6 +342,13 @@ fn status_json(s: &ServerStatus) -> Value {
     });
     if let ServerState::Failed(reason) = &s.state {
         v["reason"] = json!(reason);
+    }
+    if let ServerState::NeedsLogin(reason) = &s.state {
+        v["reason"] = json!(reason);
+        v["login_command"] = json!(format!("toolgate mcp login {}", s.name));
+    }
+    if let Some(auth) = s.auth.as_ref().and_then(crate::login::describe_status) {
+        v["auth"] = json!(auth);
     }
     if !s.files.is_empty() {
         v["files"] = json!(s.files);

@@ -284,6 +284,7 @@ fn mount_servers(
     {
         gateway.use_catalog(CatalogCache::new(dir));
     }
+    gateway.use_token_store_mode(config.mcp.oauth_credentials_store);
     Ok(Arc::new(gateway))
 }
 

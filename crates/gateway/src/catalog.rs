@@ -148,6 +148,7 @@ mod tests {
             enabled_tools: None,
             disabled_tools: Vec::new(),
             log_like: false,
+            oauth: Default::default(),
             source: "test".to_owned(),
             trust: crate::trust::Trust::User,
             launch: None,

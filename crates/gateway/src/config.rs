@@ -66,6 +66,10 @@ pub struct McpServerConfig {
     /// hide data in JSON or tables (the original is spilled either way).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_like: Option<bool>,
+    /// Streamable HTTP: how toolgate logs in to a server that needs OAuth
+    /// (`[mcp_servers.NAME.oauth]`); see [`OAuthConfig`](crate::OAuthConfig).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<crate::auth::OAuthConfig>,
 }
 
 impl McpServerConfig {
@@ -97,7 +101,8 @@ impl McpServerConfig {
             tool_timeout_sec,
             enabled_tools,
             disabled_tools,
-            log_like
+            log_like,
+            oauth
         );
         self
     }
@@ -133,6 +138,10 @@ pub struct GatewayConfig {
     /// call an API need it); false takes every socket away but unix socket pairs. A
     /// project file may only set it to false.
     pub sandbox_network: bool,
+    /// Where OAuth tokens of servers that need a login are kept: `"auto"` (default: the OS
+    /// credential store when one answers, else a 0600 file under the user config folder),
+    /// `"keyring"` or `"file"`.
+    pub oauth_credentials_store: crate::auth::CredentialStoreMode,
 }
 
 impl Default for GatewayConfig {
@@ -145,6 +154,7 @@ impl Default for GatewayConfig {
             first_list_grace_ms: 5_000,
             sandbox: toolgate_contain::SandboxMode::Off,
             sandbox_network: true,
+            oauth_credentials_store: crate::auth::CredentialStoreMode::Auto,
         }
     }
 }
@@ -196,6 +206,8 @@ pub struct ServerSpec {
     pub disabled_tools: Vec<String>,
     /// Whether results are compressed as logs.
     pub log_like: bool,
+    /// How to log in when the server needs OAuth (`[mcp_servers.NAME.oauth]`).
+    pub oauth: crate::auth::OAuthConfig,
     /// Where it was configured: a file path, with the file that adjusted it if any.
     pub source: String,
     /// Whether it needs (and has) the user's trust: servers from project files start only
@@ -253,6 +265,7 @@ impl ServerSpec {
             enabled_tools: entry.enabled_tools.clone(),
             disabled_tools: entry.disabled_tools.clone().unwrap_or_default(),
             log_like: entry.log_like.unwrap_or(false),
+            oauth: entry.oauth.clone().unwrap_or_default(),
             source,
             trust: crate::trust::Trust::User,
             launch: None,

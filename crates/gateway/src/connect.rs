@@ -359,7 +359,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for Tap<R> {
 
 /// Installs rustls' process-wide crypto provider (ring) once; reqwest's TLS needs one
 /// before any client is built, `http://` included.
-fn tls_provider() {
+pub(crate) fn tls_provider() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         // Err means another part of the process installed one first, which is as good.
@@ -373,6 +373,21 @@ pub(crate) fn http_transport(
     headers: &BTreeMap<String, String>,
     bearer_token_env: Option<&str>,
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+    tls_provider();
+    http_transport_with(reqwest::Client::default(), url, headers, bearer_token_env)
+}
+
+/// A Streamable HTTP transport for `url` over `client` (plain reqwest, or rmcp's
+/// `AuthClient` for a server that needs OAuth).
+pub(crate) fn http_transport_with<C>(
+    client: C,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    bearer_token_env: Option<&str>,
+) -> Result<StreamableHttpClientTransport<C>, String>
+where
+    C: rmcp::transport::streamable_http_client::StreamableHttpClient,
+{
     tls_provider();
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
     if let Some(var) = bearer_token_env {
@@ -394,7 +409,7 @@ pub(crate) fn http_transport(
         custom.insert(header, value);
     }
     config = config.custom_headers(custom);
-    Ok(StreamableHttpClientTransport::from_config(config))
+    Ok(StreamableHttpClientTransport::with_client(client, config))
 }
 
 #[cfg(test)]

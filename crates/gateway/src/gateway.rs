@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use toolgate_core::{DynTool, Registry, RegistryError};
 
+use crate::auth::{LoginHandler, TokenStore};
 use crate::catalog::CatalogCache;
 use crate::config::{GatewayConfig, ServerSpec, Transport};
 use crate::import::{Discovered, ImportProblem};
@@ -62,6 +63,9 @@ pub struct ServerStatus {
     /// For a server defined by a project file: the project files its launch runs, which
     /// its trust fingerprint covers (display names, relative to the project).
     pub files: Vec<String>,
+    /// For a remote server: its OAuth login, as kept in the token store (`None` for a
+    /// stdio server, or when the store cannot be read).
+    pub auth: Option<crate::auth::AuthStatus>,
 }
 
 /// A server's lifecycle state, for display.
@@ -78,6 +82,9 @@ pub enum ServerState {
     Ready,
     /// Not serving; the reason says why and what to do.
     Failed(String),
+    /// A remote server that needs a human to run `toolgate mcp login NAME`; the reason
+    /// says what happened. It starts by itself after the login.
+    NeedsLogin(String),
     /// Defined by a project file and not trusted, or changed since it was trusted (its
     /// command, or a file it runs): not started.
     Untrusted {
@@ -95,9 +102,28 @@ pub(crate) struct Inner {
     naming: Mutex<()>,
     /// Where each server's last tool list is kept between runs, when enabled.
     pub(crate) catalog: Mutex<Option<CatalogCache>>,
+    /// Where OAuth tokens are kept: set by [`Gateway::use_token_store`], else the standard
+    /// store of `token_mode`, opened on first use (a toolgate that mounts no remote
+    /// server never touches the OS credential store).
+    tokens: Mutex<Option<TokenStore>>,
+    token_mode: Mutex<crate::auth::CredentialStoreMode>,
+    /// Who logs a human in when a server needs it (none in `serve`).
+    pub(crate) login: Mutex<Option<Arc<dyn LoginHandler>>>,
 }
 
 impl Inner {
+    /// The token store, opening the standard one on first use.
+    pub(crate) fn token_store(&self) -> Option<TokenStore> {
+        let mut tokens = lock(&self.tokens);
+        if tokens.is_none() {
+            match TokenStore::standard(*lock(&self.token_mode)) {
+                Ok(store) => *tokens = Some(store),
+                Err(e) => tracing::warn!(%e, "no OAuth token store"),
+            }
+        }
+        tokens.clone()
+    }
+
     pub(crate) fn invalidate(&self) {
         if let Some(registry) = self.registry.upgrade() {
             registry.invalidate();
@@ -192,6 +218,9 @@ impl Gateway {
             limits,
             naming: Mutex::new(()),
             catalog: Mutex::new(None),
+            tokens: Mutex::new(None),
+            token_mode: Mutex::new(crate::auth::CredentialStoreMode::Auto),
+            login: Mutex::new(None),
         });
         for mount in &inner.mounts {
             let provider = MountProvider {
@@ -234,6 +263,30 @@ impl Gateway {
             self.inner.publish();
         }
         loaded
+    }
+
+    /// Keeps and reads OAuth tokens in `store` (call before [`Gateway::start`]).
+    pub fn use_token_store(&self, store: TokenStore) {
+        *lock(&self.inner.tokens) = Some(store);
+    }
+
+    /// Opens the standard token store in `mode` (`[mcp] oauth_credentials_store`) when a
+    /// server first needs it.
+    pub fn use_token_store_mode(&self, mode: crate::auth::CredentialStoreMode) {
+        *lock(&self.inner.token_mode) = mode;
+    }
+
+    /// The token store in use (the standard one unless [`Gateway::use_token_store`] set
+    /// another).
+    pub fn token_store(&self) -> Option<TokenStore> {
+        self.inner.token_store()
+    }
+
+    /// Lets servers that need a login ask `handler` to log a human in, instead of waiting
+    /// for `toolgate mcp login` (for terminal commands and test harnesses; `serve` has
+    /// none).
+    pub fn use_login_handler(&self, handler: Arc<dyn LoginHandler>) {
+        *lock(&self.inner.login) = Some(handler);
     }
 
     /// Whether any enabled server is still starting (its tools not known yet, and not in
@@ -312,6 +365,16 @@ impl Gateway {
 
     /// Every server's status, in name order.
     pub fn status(&self) -> Vec<ServerStatus> {
+        let remote = self
+            .inner
+            .mounts
+            .iter()
+            .any(|m| matches!(m.spec.transport, Transport::Http { .. }));
+        let tokens = if remote {
+            self.inner.token_store()
+        } else {
+            None
+        };
         self.inner
             .mounts
             .iter()
@@ -330,6 +393,11 @@ impl Gateway {
                     Phase::Starting => ServerState::Starting,
                     Phase::Ready => ServerState::Ready,
                     Phase::Failed { reason, .. } => ServerState::Failed(reason.clone()),
+                    Phase::NeedsLogin(needs) => ServerState::NeedsLogin(needs.reason.clone()),
+                };
+                let auth = match (&m.spec.transport, &tokens) {
+                    (Transport::Http { url, .. }, Some(store)) => store.status(url).ok(),
+                    _ => None,
                 };
                 ServerStatus {
                     name: m.spec.name.clone(),
@@ -346,6 +414,7 @@ impl Gateway {
                         .as_ref()
                         .map(|l| l.files.keys().cloned().collect())
                         .unwrap_or_default(),
+                    auth,
                 }
             })
             .collect()

@@ -331,6 +331,16 @@ struct ClaudeEntry {
     url: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
+    /// `"oauth": {"clientId", "callbackPort"}` of a server that needs a login.
+    oauth: Option<ClaudeOAuth>,
+}
+
+/// Claude Code's `oauth` of a remote server.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ClaudeOAuth {
+    client_id: Option<String>,
+    callback_port: Option<u16>,
 }
 
 fn parse_claude(
@@ -385,6 +395,11 @@ fn claude_entry(entry: ClaudeEntry, env: &dyn Fn(&str) -> Option<String>) -> Res
         env: Some(map(&entry.env)?),
         url: entry.url.as_deref().map(x).transpose()?,
         headers: Some(map(&entry.headers)?),
+        oauth: entry.oauth.map(|o| crate::auth::OAuthConfig {
+            client_id: o.client_id,
+            callback_port: o.callback_port,
+            ..Default::default()
+        }),
         ..Default::default()
     }))
 }
@@ -437,6 +452,17 @@ struct CodexEntry {
     tool_timeout_sec: Option<f64>,
     enabled_tools: Option<Vec<String>>,
     disabled_tools: Option<Vec<String>>,
+    /// OAuth scopes to ask for at login.
+    scopes: Option<Vec<String>>,
+    /// `[mcp_servers.NAME.oauth]`: `client_id`, `callback_port`.
+    oauth: Option<CodexOAuth>,
+}
+
+/// Codex's `[mcp_servers.NAME.oauth]`.
+#[derive(Deserialize)]
+struct CodexOAuth {
+    client_id: Option<String>,
+    callback_port: Option<u16>,
 }
 
 fn parse_codex(text: &str) -> Result<Vec<(String, Entry)>, String> {
@@ -450,11 +476,16 @@ fn parse_codex(text: &str) -> Result<Vec<(String, Entry)>, String> {
     let Some(servers) = servers.as_table() else {
         return Err("`mcp_servers` is not a table of named servers".to_owned());
     };
+    // Codex's default callback port for every server's login.
+    let callback_port = root
+        .get("mcp_oauth_callback_port")
+        .and_then(toml::Value::as_integer)
+        .and_then(|p| u16::try_from(p).ok());
     Ok(servers
         .iter()
         .map(|(name, raw)| {
             let entry = match raw.clone().try_into::<CodexEntry>() {
-                Ok(e) => Entry::Config(codex_entry(e)),
+                Ok(e) => Entry::Config(codex_entry(e, callback_port)),
                 Err(e) => Entry::Invalid(format!(
                     "malformed entry `{name}`: {}",
                     e.to_string().trim()
@@ -465,7 +496,18 @@ fn parse_codex(text: &str) -> Result<Vec<(String, Entry)>, String> {
         .collect())
 }
 
-fn codex_entry(e: CodexEntry) -> McpServerConfig {
+fn codex_entry(e: CodexEntry, callback_port: Option<u16>) -> McpServerConfig {
+    let remote = e.url.is_some();
+    let oauth = crate::auth::OAuthConfig {
+        client_id: e.oauth.as_ref().and_then(|o| o.client_id.clone()),
+        callback_port: e
+            .oauth
+            .as_ref()
+            .and_then(|o| o.callback_port)
+            .or(callback_port),
+        scopes: e.scopes.clone(),
+        ..Default::default()
+    };
     let mut headers = e.http_headers.unwrap_or_default();
     for (header, var) in e.env_http_headers.unwrap_or_default() {
         if let Ok(value) = std::env::var(&var) {
@@ -488,6 +530,7 @@ fn codex_entry(e: CodexEntry) -> McpServerConfig {
         enabled_tools: e.enabled_tools,
         disabled_tools: e.disabled_tools,
         log_like: None,
+        oauth: (remote && !oauth.is_empty()).then_some(oauth),
     }
 }
 
@@ -551,6 +594,49 @@ mod tests {
         };
         assert_eq!(remote.bearer_token_env.as_deref(), Some("TOKEN"));
         assert!(matches!(&by_name["broken"], Entry::Invalid(r) if r.contains("broken")));
+    }
+
+    #[test]
+    fn login_settings_are_imported_from_claude_and_codex() {
+        let claude = r#"{"mcpServers": {
+            "linear": {"type": "http", "url": "https://mcp.linear.app/mcp",
+                       "oauth": {"clientId": "cid", "callbackPort": 8976}},
+            "plain": {"type": "http", "url": "https://x.invalid/mcp"}
+        }}"#;
+        let entries: BTreeMap<_, _> = parse_claude(claude, &vars).unwrap().into_iter().collect();
+        let Entry::Config(linear) = &entries["linear"] else {
+            panic!("linear is valid")
+        };
+        let oauth = linear.oauth.as_ref().unwrap();
+        assert_eq!(oauth.client_id.as_deref(), Some("cid"));
+        assert_eq!(oauth.callback_port, Some(8976));
+        let Entry::Config(plain) = &entries["plain"] else {
+            panic!("plain is valid")
+        };
+        assert_eq!(plain.oauth, None);
+
+        let codex = r#"
+            mcp_oauth_callback_port = 5555
+            [mcp_servers.notion]
+            url = "https://mcp.notion.com/mcp"
+            scopes = ["read"]
+            [mcp_servers.notion.oauth]
+            client_id = "n-cid"
+            [mcp_servers.local]
+            command = "srv"
+        "#;
+        let entries: BTreeMap<_, _> = parse_codex(codex).unwrap().into_iter().collect();
+        let Entry::Config(notion) = &entries["notion"] else {
+            panic!("notion is valid")
+        };
+        let oauth = notion.oauth.as_ref().unwrap();
+        assert_eq!(oauth.client_id.as_deref(), Some("n-cid"));
+        assert_eq!(oauth.callback_port, Some(5555));
+        assert_eq!(oauth.scopes.as_deref(), Some(&["read".to_owned()][..]));
+        let Entry::Config(local) = &entries["local"] else {
+            panic!("local is valid")
+        };
+        assert_eq!(local.oauth, None, "a stdio server has no login");
     }
 
     #[test]

@@ -17,11 +17,15 @@
 //!   never blocks the others or `tools/list`; a crashed one fails its calls in flight at once
 //!   and restarts with backoff on its next call. Every stdio server runs in its own process
 //!   group, killed with it whatever happens.
+//! - [`login`], [`TokenStore`]: MCP authorization (OAuth 2.1) for remote servers that need
+//!   a login (`toolgate mcp login NAME`); such a server is `needs login` until a human has
+//!   logged in, and starts by itself afterwards.
 //! - Mounted tools are ordinary registry tools: the dispatcher validates their arguments
 //!   against the server's schema, applies permissions by name (`mcp__github__*`) and by
 //!   action (`mcp.read`, `mcp.write`), times them out (sending `notifications/cancelled`
 //!   downstream), forwards progress, and passes their results through the output budget.
 
+mod auth;
 mod catalog;
 mod config;
 mod connect;
@@ -30,12 +34,17 @@ mod gateway;
 mod handler;
 mod import;
 mod launch;
+mod lifecycle;
 mod list;
 mod mount;
 mod naming;
 mod proxy;
 mod trust;
 
+pub use auth::{
+    AuthStatus, CredentialStoreMode, LoginError, LoginHandler, LoginOptions, OAuthConfig,
+    StoreError, TokenStore, login,
+};
 pub use catalog::CatalogCache;
 pub use config::{
     DEFAULT_STARTUP_TIMEOUT_SEC, DEFAULT_TOOL_TIMEOUT_SEC, GatewayConfig, McpServerConfig,

@@ -15,7 +15,7 @@ pub(crate) async fn list_all(
     peer: &Peer<RoleClient>,
     spec: &ServerSpec,
     limits: &GatewayLimits,
-) -> Result<(Vec<Tool>, Vec<String>), String> {
+) -> Result<(Vec<Tool>, Vec<String>), crate::mount::Failure> {
     let mut tools: Vec<Tool> = Vec::new();
     let mut notes = Vec::new();
     let mut cursor: Option<String> = None;
@@ -30,7 +30,15 @@ pub(crate) async fn list_all(
         let page = peer
             .list_tools(params)
             .await
-            .map_err(|e| format!("`tools/list` failed: {e}"))?;
+            .map_err(|e| match e.auth_challenge() {
+                // A server that answers `initialize` without a login and wants one for
+                // everything else.
+                Some(challenge) => crate::mount::Failure::NeedsLogin(crate::auth::NeedsLogin {
+                    reason: "the server requires a login to list its tools".to_owned(),
+                    challenge: Some(challenge.to_owned()),
+                }),
+                None => crate::mount::Failure::Failed(format!("`tools/list` failed: {e}")),
+            })?;
         pages += 1;
         tools.extend(page.tools);
         if tools.len() >= limits.max_tools_per_server {

@@ -26,21 +26,24 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use rmcp::service::RunningService;
-use rmcp::{Peer, RoleClient, ServiceExt};
+use rmcp::{Peer, RoleClient};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use toolgate_core::DynTool;
 
 use crate::catalog::CatalogCache;
 use crate::config::{ServerSpec, Transport};
-use crate::connect::{ChildGuard, Diagnostics, http_transport, spawn_stdio};
+use crate::connect::{ChildGuard, Diagnostics, http_transport, http_transport_with, spawn_stdio};
 use crate::gateway::Inner;
 use crate::handler::{Handler, ProgressRoutes};
+use crate::lifecycle::Lifecycle;
 use crate::list::list_all;
 
 mod call;
+mod login;
 mod trust;
 pub(crate) use call::MountProvider;
+pub(crate) use login::Failure;
 
 /// A connection that lived this long resets the restart backoff.
 const STABLE_AFTER: Duration = Duration::from_secs(60);
@@ -62,6 +65,9 @@ pub(crate) enum Phase {
         reason: String,
         retry_at: Option<Instant>,
     },
+    /// A remote server that needs a human to run `toolgate mcp login NAME`; it starts by
+    /// itself once tokens appear in the store.
+    NeedsLogin(crate::auth::NeedsLogin),
 }
 
 pub(crate) struct State {
@@ -74,6 +80,11 @@ pub(crate) struct State {
     /// Whether the tools shown came from the catalog cache before the server first
     /// answered (they are listed, and calls start the server, as after a crash).
     pub(crate) from_cache: bool,
+    /// The token record's stamp when the server was found to need a login: a different
+    /// stamp means someone logged in (or refreshed) since.
+    login_stamp: Option<String>,
+    /// Whether a task watches the token store for a login.
+    login_watch: bool,
 }
 
 /// One open connection.
@@ -87,6 +98,9 @@ pub(crate) struct Live {
     /// the monitor then closes it, so the next call reconnects instead of timing out.
     abandon: CancellationToken,
     broken: Mutex<Option<String>>,
+    /// Set by a call the server refused for want of a (better) login: the monitor then
+    /// leaves the server `needs login` instead of failed.
+    refused: Mutex<Option<crate::auth::NeedsLogin>>,
     end: Mutex<Option<String>>,
     opened: Instant,
 }
@@ -166,6 +180,8 @@ impl Mount {
                 startup: None,
                 notes: Vec::new(),
                 from_cache: false,
+                login_stamp: None,
+                login_watch: false,
             }),
             listed: Mutex::new(Arc::new(Vec::new())),
             published: Mutex::new(Vec::new()),
@@ -253,6 +269,10 @@ impl Mount {
 
     async fn attempt_start(self: &Arc<Self>) {
         let _attempt = self.start_lock.lock().await;
+        // A server that needed a login starts again once tokens for it appeared.
+        if matches!(self.state().phase, Phase::NeedsLogin(_)) && self.logged_in_since() {
+            self.login_arrived();
+        }
         let allowed = match &self.state().phase {
             Phase::Idle => true,
             Phase::Failed {
@@ -284,9 +304,9 @@ impl Mount {
         let outcome = tokio::select! {
             // A panic in a transport (rmcp, reqwest) must not leave the server "starting".
             r = AssertUnwindSafe(self.connect()).catch_unwind() => r.unwrap_or_else(|_| {
-                Err("toolgate failed internally while starting it (a panic; see the log)".to_owned())
+                Err(Failure::Failed("toolgate failed internally while starting it (a panic; see the log)".to_owned()))
             }),
-            () = self.shutdown.cancelled() => Err("stopped: toolgate is shutting down".to_owned()),
+            () = self.shutdown.cancelled() => Err(Failure::Failed("stopped: toolgate is shutting down".to_owned())),
         };
         match outcome {
             Ok(connected) => {
@@ -318,7 +338,14 @@ impl Mount {
                     connected.list_changed,
                 ));
             }
-            Err(reason) => {
+            Err(Failure::NeedsLogin(needs)) => {
+                self.state().startup = None;
+                self.needs_login(needs);
+                if first && !from_cache {
+                    self.invalidate();
+                }
+            }
+            Err(Failure::Failed(reason)) => {
                 tracing::warn!(server = %self.spec.name, %reason, "MCP server failed to start");
                 let retry_at = {
                     let mut st = self.state();
@@ -340,14 +367,16 @@ impl Mount {
 
     /// Spawns or dials the server, initialises it and lists its tools, within the startup
     /// timeout. On failure nothing is left running.
-    async fn connect(&self) -> Result<Connected, String> {
+    async fn connect(&self) -> Result<Connected, Failure> {
         let handler = Handler::new(&self.spec.name);
         let diag = Arc::new(Diagnostics::default());
         let timeout = self.spec.startup_timeout;
         let limits = self.limits();
         let stage = Mutex::new("initialize");
         let (result, guard) = match &self.spec.transport {
-            Transport::Invalid(reason) => return Err(format!("cannot be started: {reason}")),
+            Transport::Invalid(reason) => {
+                return Err(format!("cannot be started: {reason}").into());
+            }
             Transport::Stdio {
                 command,
                 args,
@@ -366,7 +395,13 @@ impl Mount {
                 let mut guard = spawned.guard;
                 let result = tokio::time::timeout(
                     timeout,
-                    self.handshake(&handler, (spawned.stdout, spawned.stdin), &stage, &limits),
+                    self.handshake(
+                        &handler,
+                        (spawned.stdout, spawned.stdin),
+                        &stage,
+                        &limits,
+                        Lifecycle::Initialize,
+                    ),
                 )
                 .await;
                 match result {
@@ -380,8 +415,9 @@ impl Mount {
                                 lock(&stage),
                                 diag.describe()
                             ),
-                            None => format!("{e}{}", diag.describe()),
-                        });
+                            None => format!("{}{}", e.reason(), diag.describe()),
+                        }
+                        .into());
                     }
                     Err(_) => {
                         guard.kill().await;
@@ -390,7 +426,8 @@ impl Mount {
                             lock(&stage),
                             secs(timeout),
                             diag.describe()
-                        ));
+                        )
+                        .into());
                     }
                 }
             }
@@ -399,17 +436,51 @@ impl Mount {
                 headers,
                 bearer_token_env,
             } => {
-                let transport = http_transport(url, headers, bearer_token_env.as_deref())?;
-                let handshake = self.handshake(&handler, transport, &stage, &limits);
+                let handshake = async {
+                    let first = self
+                        .dial(
+                            &handler,
+                            url,
+                            headers,
+                            bearer_token_env,
+                            &stage,
+                            &limits,
+                            Lifecycle::Discover,
+                        )
+                        .await;
+                    match first {
+                        // A server that refused `server/discover` outside JSON-RPC (an HTTP
+                        // 400 for a request without a session): dial again, `initialize`.
+                        Err(Failure::Failed(reason)) if *lock(&stage) == "initialize" => {
+                            tracing::debug!(server = %self.spec.name, %reason, "server/discover failed; trying initialize");
+                            *lock(&stage) = "initialize";
+                            self.dial(
+                                &handler,
+                                url,
+                                headers,
+                                bearer_token_env,
+                                &stage,
+                                &limits,
+                                Lifecycle::Initialize,
+                            )
+                            .await
+                        }
+                        other => other,
+                    }
+                };
                 match tokio::time::timeout(timeout, handshake).await {
                     Ok(Ok(ok)) => (ok, None),
-                    Ok(Err(e)) => return Err(format!("{e} (at {url})")),
+                    Ok(Err(Failure::Failed(e))) => {
+                        return Err(format!("{e} (at {url})").into());
+                    }
+                    Ok(Err(needs)) => return Err(needs),
                     Err(_) => {
                         return Err(format!(
                             "did not finish `{}` within {} (startup_timeout_sec) at {url}",
                             lock(&stage),
                             secs(timeout)
-                        ));
+                        )
+                        .into());
                     }
                 }
             }
@@ -422,6 +493,7 @@ impl Mount {
             closed: CancellationToken::new(),
             abandon: CancellationToken::new(),
             broken: Mutex::new(None),
+            refused: Mutex::new(None),
             end: Mutex::new(None),
             opened: Instant::now(),
         });
@@ -435,6 +507,49 @@ impl Mount {
         })
     }
 
+    /// Dials a Streamable HTTP server (with its OAuth tokens, when it has a login) and
+    /// runs the handshake.
+    #[allow(clippy::too_many_arguments)]
+    async fn dial(
+        &self,
+        handler: &Handler,
+        url: &str,
+        headers: &std::collections::BTreeMap<String, String>,
+        bearer_token_env: &Option<String>,
+        stage: &Mutex<&'static str>,
+        limits: &crate::GatewayLimits,
+        lifecycle: Lifecycle,
+    ) -> Result<Handshaken, Failure> {
+        match self
+            .oauth_client(url, headers, bearer_token_env.is_some())
+            .await?
+        {
+            Some(client) => {
+                let transport = http_transport_with(client, url, headers, None)?;
+                self.handshake(handler, transport, stage, limits, lifecycle)
+                    .await
+            }
+            None => {
+                let transport = http_transport(url, headers, bearer_token_env.as_deref())?;
+                self.handshake(handler, transport, stage, limits, lifecycle)
+                    .await
+            }
+        }
+    }
+
+    /// `needs login` for a `401`/`403` challenge, remembering the scopes a step-up asks for.
+    fn challenged(&self, reason: &str, challenge: &str) -> Failure {
+        if let (Some(store), Transport::Http { url, .. }) =
+            (self.token_store(), &self.spec.transport)
+        {
+            crate::auth::remember_challenge(&store, url, challenge);
+        }
+        Failure::NeedsLogin(crate::auth::NeedsLogin {
+            reason: reason.to_owned(),
+            challenge: Some(challenge.to_owned()),
+        })
+    }
+
     /// `initialize`, then the whole tool list; `stage` says which is running.
     async fn handshake<T, E, A>(
         &self,
@@ -442,18 +557,32 @@ impl Mount {
         transport: T,
         stage: &Mutex<&'static str>,
         limits: &crate::GatewayLimits,
-    ) -> Result<Handshaken, String>
+        lifecycle: Lifecycle,
+    ) -> Result<Handshaken, Failure>
     where
         T: rmcp::transport::IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        let service = handler
-            .clone()
-            .serve(transport)
+        let service = crate::lifecycle::negotiate(handler.clone(), transport, lifecycle)
             .await
-            .map_err(|e| format!("`initialize` failed: {}", call::tidy(&e.to_string())))?;
+            .map_err(|e| match e.auth_challenge() {
+                Some(challenge) => self.challenged("the server requires a login", challenge),
+                None => Failure::Failed(format!(
+                    "`initialize` failed: {}",
+                    call::tidy(&crate::auth::describe(&e))
+                )),
+            })?;
         *lock(stage) = "tools/list";
-        let (tools, notes) = list_all(service.peer(), &self.spec, limits).await?;
+        let (tools, notes) =
+            list_all(service.peer(), &self.spec, limits)
+                .await
+                .map_err(|f| match f {
+                    Failure::NeedsLogin(crate::auth::NeedsLogin {
+                        reason,
+                        challenge: Some(challenge),
+                    }) => self.challenged(&reason, &challenge),
+                    other => other,
+                })?;
         Ok((service, tools, notes))
     }
 
@@ -545,7 +674,10 @@ impl Mount {
             }
             current.then_some(st.failures)
         };
-        if let Some(failures) = current {
+        let refused = lock(&live.refused).take();
+        if let (Some(_), Some(needs), false) = (current, refused, stopping) {
+            self.needs_login(needs);
+        } else if let Some(failures) = current {
             let phase = if stopping {
                 Phase::Failed {
                     reason,

@@ -74,9 +74,17 @@ fn launch_json(spec: &ServerSpec) -> serde_json::Value {
             url,
             headers,
             bearer_token_env,
-        } => serde_json::json!({
-            "http": { "url": url, "headers": headers, "bearer_token_env": bearer_token_env },
-        }),
+        } => {
+            let mut http = serde_json::json!({
+                "url": url, "headers": headers, "bearer_token_env": bearer_token_env,
+            });
+            // The login settings decide where a client secret is sent; absent, the
+            // fingerprint is what it was before they existed.
+            if !spec.oauth.is_empty() {
+                http["oauth"] = serde_json::json!(spec.oauth);
+            }
+            serde_json::json!({ "http": http })
+        }
         Transport::Invalid(reason) => serde_json::json!({ "invalid": reason }),
     }
 }

@@ -13,6 +13,7 @@ use rmcp::model::{
 use rmcp::service::PeerRequestOptions;
 use toolgate_core::{CallContext, DynTool, ProviderError, ToolError, ToolOutput, ToolProvider};
 
+use super::login::MAX_LOGINS_PER_CALL;
 use super::{Live, Mount, Phase, secs};
 use crate::convert::to_output;
 
@@ -22,12 +23,14 @@ impl Mount {
         let name = &self.spec.name;
         let mut changed = self.changed.subscribe();
         let mut attempted = false;
+        let mut logins = 0;
         loop {
             if self.shutdown.is_cancelled() {
                 return Err(format!(
                     "MCP server `{name}` is stopped: toolgate is shutting down"
                 ));
             }
+            let mut login = None;
             let start = {
                 let st = self.state();
                 match &st.phase {
@@ -52,6 +55,10 @@ impl Mount {
                     }
                     Phase::Idle => true,
                     Phase::Starting => false,
+                    Phase::NeedsLogin(needs) => {
+                        login = Some(needs.clone());
+                        false
+                    }
                     Phase::Failed { reason, retry_at } => match retry_at {
                         Some(at) if !attempted && Instant::now() >= *at => true,
                         Some(at) => {
@@ -69,6 +76,26 @@ impl Mount {
                     },
                 }
             };
+            if let Some(needs) = login {
+                // A login made since (by `toolgate mcp login` in another process) is
+                // picked up now rather than at the watcher's next look.
+                if self.logged_in_since() && self.login_arrived() {
+                    attempted = false;
+                    continue;
+                }
+                if logins < MAX_LOGINS_PER_CALL
+                    && self
+                        .interactive_login(needs.challenge.as_deref())
+                        .await
+                        .map_err(|e| format!("logging in to MCP server `{name}` failed: {e}"))?
+                {
+                    logins += 1;
+                    self.login_arrived();
+                    attempted = false;
+                    continue;
+                }
+                return Err(self.login_message(&needs));
+            }
             if start && !attempted {
                 attempted = true;
                 self.start().await;
@@ -79,12 +106,82 @@ impl Mount {
     }
 
     /// Calls `tool` on the server. Errors are recoverable results that say what happened.
+    ///
+    /// A server that refuses the token (`401`, after rmcp's own refresh and retry) or asks
+    /// for more scopes (`403 insufficient_scope`) turns `needs login`; with a login handler
+    /// the call logs in and is sent again, at most [`MAX_LOGINS_PER_CALL`] times.
     pub(crate) async fn call(
         self: &Arc<Self>,
         tool: &str,
         args: JsonObject,
         ctx: CallContext,
     ) -> Result<ToolOutput, ToolError> {
+        let mut challenges = 0;
+        loop {
+            match self.call_once(tool, args.clone(), &ctx).await {
+                Attempt::Done(result) => return result,
+                Attempt::Challenged(live, challenge) => {
+                    challenges += 1;
+                    self.refused(&live, &challenge).await;
+                    if challenges > MAX_LOGINS_PER_CALL {
+                        return Err(ToolError::recoverable(format!(
+                            "MCP server `{}` still refuses `{tool}` after {MAX_LOGINS_PER_CALL} logins ({}); ask the user to check the account's permissions",
+                            self.spec.name,
+                            challenge_summary(&challenge)
+                        )));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Drops a connection whose token the server refused; its monitor marks the server
+    /// `needs login`. The scopes a step-up asks for are remembered for the next login.
+    async fn refused(&self, live: &Live, challenge: &str) {
+        if let (Some(store), crate::config::Transport::Http { url, .. }) =
+            (self.token_store(), &self.spec.transport)
+        {
+            crate::auth::remember_challenge(&store, url, challenge);
+        }
+        *super::lock(&live.refused) = Some(crate::auth::NeedsLogin {
+            reason: challenge_summary(challenge),
+            challenge: Some(challenge.to_owned()),
+        });
+        let mut changed = self.changed.subscribe();
+        live.abandon("the server refused the login".to_owned());
+        live.closed.cancelled().await;
+        // The monitor forgets the connection, then sets the phase: wait for both.
+        while self
+            .state()
+            .live
+            .as_ref()
+            .is_some_and(|l| std::ptr::eq(Arc::as_ptr(l), live))
+        {
+            if changed.changed().await.is_err() {
+                break;
+            }
+        }
+    }
+
+    async fn call_once(
+        self: &Arc<Self>,
+        tool: &str,
+        args: JsonObject,
+        ctx: &CallContext,
+    ) -> Attempt {
+        match self.call_live(tool, args, ctx).await {
+            Ok(output) => Attempt::Done(Ok(output)),
+            Err(Refusal::Error(e)) => Attempt::Done(Err(e)),
+            Err(Refusal::Challenged(live, challenge)) => Attempt::Challenged(live, challenge),
+        }
+    }
+
+    async fn call_live(
+        self: &Arc<Self>,
+        tool: &str,
+        args: JsonObject,
+        ctx: &CallContext,
+    ) -> Result<ToolOutput, Refusal> {
         let name = &self.spec.name;
         // A (re)start may take the whole startup timeout; a cancelled call stops waiting
         // for it (the start itself carries on: see `Mount::start`).
@@ -93,7 +190,7 @@ impl Mount {
             () = ctx.cancel.cancelled() => {
                 return Err(ToolError::recoverable(format!(
                     "`{tool}` was cancelled while MCP server `{name}` was starting"
-                )));
+                )).into());
             }
         };
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
@@ -105,8 +202,11 @@ impl Mount {
         {
             Ok(handle) => handle,
             Err(e) => {
+                if let Some(challenge) = e.auth_challenge() {
+                    return Err(Refusal::Challenged(live, challenge.to_owned()));
+                }
                 live.abandon(format!("the connection failed: {}", tidy(&e.to_string())));
-                return Err(self.lost(&live, tool).await);
+                return Err(self.lost(&live, tool).await.into());
             }
         };
         let _route = ctx
@@ -116,7 +216,7 @@ impl Mount {
         let id = handle.id.clone();
         let response = handle.await_response();
         tokio::pin!(response);
-        tokio::select! {
+        let outcome: Result<ToolOutput, ToolError> = tokio::select! {
             r = &mut response => match r {
                 Ok(ServerResult::CallToolResult(result)) => {
                     Ok(to_output(result, self.limits().max_inline_chars))
@@ -131,6 +231,10 @@ impl Mount {
                     "MCP server `{name}` rejected `{tool}`: {} (JSON-RPC error {}); check the arguments against the tool's description",
                     e.message, e.code.0
                 ))),
+                Err(e) if e.auth_challenge().is_some() => {
+                    let challenge = e.auth_challenge().unwrap_or_default().to_owned();
+                    return Err(Refusal::Challenged(Arc::clone(&live), challenge));
+                }
                 Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
                     live.abandon(format!("the connection failed: {}", tidy(&e.to_string())));
                     Err(self.lost(&live, tool).await)
@@ -149,7 +253,8 @@ impl Mount {
                 Err(ToolError::recoverable(format!("`{tool}` was cancelled")))
             }
             () = live.closed.cancelled() => Err(self.lost(&live, tool).await),
-        }
+        };
+        outcome.map_err(Refusal::Error)
     }
 
     /// The error for a call whose connection ended under it.
@@ -161,6 +266,40 @@ impl Mount {
             self.spec.name,
             live.end_reason()
         ))
+    }
+}
+
+/// How one attempt at a call ended.
+enum Attempt {
+    Done(Result<ToolOutput, ToolError>),
+    /// The server refused the token; the challenge (`WWW-Authenticate`) says why.
+    Challenged(Arc<Live>, String),
+}
+
+/// Why a call on a live connection did not return a result.
+enum Refusal {
+    Error(ToolError),
+    Challenged(Arc<Live>, String),
+}
+
+impl From<ToolError> for Refusal {
+    fn from(e: ToolError) -> Self {
+        Self::Error(e)
+    }
+}
+
+/// `needs more permissions (scope "a b")`, or `the login was refused`, from a challenge.
+fn challenge_summary(challenge: &str) -> String {
+    let lower = challenge.to_ascii_lowercase();
+    if lower.contains("insufficient_scope") {
+        let scope = challenge
+            .split("scope=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or("more");
+        format!("it needs more permissions (scope \"{scope}\")")
+    } else {
+        "the server refused the stored login (expired or revoked)".to_owned()
     }
 }
 

@@ -1,0 +1,261 @@
+//! `toolgate mcp login NAME`: the authorization-code flow with PKCE, run by a human.
+//!
+//! 1. An unauthenticated request to the server: its `401`'s `WWW-Authenticate` challenge
+//!    seeds discovery (`resource_metadata`) and the scopes (`scope`).
+//! 2. rmcp's [`AuthorizationManager`] discovers the protected-resource metadata (RFC 9728,
+//!    from the challenge or the well-known paths) and the authorization server's metadata
+//!    (RFC 8414 / OpenID, with their path fallbacks), checking `resource` and `issuer`.
+//! 3. The client: pre-registered (`client_id`), else a Client ID Metadata Document
+//!    (`client_metadata_url`, when the server supports it), else dynamic registration.
+//! 4. Scopes: `scopes` from the config, else the ones a server asked for with
+//!    `insufficient_scope` plus those already granted (step-up), else the challenge's, else
+//!    the resource's `scopes_supported`; `offline_access` is added where offered.
+//! 5. The browser (`$BROWSER URL`, else the platform opener) goes to the authorization URL
+//!    (PKCE S256, `resource` per RFC 8707); the loopback callback receives `code`, `state`
+//!    and `iss` (checked per RFC 9207); the code is exchanged and the tokens stored.
+
+use std::time::Duration;
+
+use rmcp::transport::AuthorizationManager;
+use rmcp::transport::auth::{AuthError, OAuthClientConfig, WWWAuthenticateParams};
+use serde_json::Value;
+
+use super::bound::ServerCredentials;
+use super::callback::Callback;
+use super::store::{AuthStatus, TokenStore};
+use crate::config::{ServerSpec, Transport};
+
+/// How `login` talks to the human.
+#[derive(Debug, Clone)]
+pub struct LoginOptions {
+    /// Open the browser (`$BROWSER`, else the platform opener); false only prints the URL
+    /// (`--no-browser`, for a remote shell).
+    pub open_browser: bool,
+    /// How long to wait for the browser to come back to the callback. Default 5 minutes.
+    pub timeout: Duration,
+    /// The client name sent with a dynamic registration.
+    pub client_name: String,
+    /// The server's `WWW-Authenticate` challenge that made the login necessary, when the
+    /// caller has it (a call refused with `401`/`403`); otherwise the login asks the server
+    /// for one.
+    pub challenge: Option<String>,
+}
+
+impl Default for LoginOptions {
+    fn default() -> Self {
+        Self {
+            open_browser: true,
+            timeout: Duration::from_secs(300),
+            client_name: "toolgate".to_owned(),
+            challenge: None,
+        }
+    }
+}
+
+/// Why a login failed, with what to do next.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoginError {
+    /// The server is not a remote one.
+    #[error("`{0}` is not a remote (url) server; only servers reached over HTTP log in")]
+    NotRemote(String),
+    /// Something the user must fix in the config.
+    #[error("{0}")]
+    Config(String),
+    /// The OAuth exchange failed.
+    #[error("{0}")]
+    OAuth(String),
+    /// The token store failed.
+    #[error(transparent)]
+    Store(#[from] super::store::StoreError),
+}
+
+impl From<AuthError> for LoginError {
+    fn from(e: AuthError) -> Self {
+        Self::OAuth(describe(&e))
+    }
+}
+
+/// An rmcp auth error with its causes, which carry the useful part.
+pub(crate) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Runs the authorization-code flow for `spec` and stores the tokens. `say` gets the lines a
+/// human should read (the URL to open).
+pub async fn login(
+    spec: &ServerSpec,
+    store: &TokenStore,
+    options: &LoginOptions,
+    say: &(dyn Fn(&str) + Send + Sync),
+) -> Result<AuthStatus, LoginError> {
+    let Transport::Http { url, headers, .. } = &spec.transport else {
+        return Err(LoginError::NotRemote(spec.name.clone()));
+    };
+    if !spec.trust.allows_start() {
+        return Err(LoginError::Config(format!(
+            "`{}` is defined by a project file ({}) and not trusted; check its url and `oauth` settings with `toolgate mcp list`, then run `{}` before logging in",
+            spec.name,
+            spec.source,
+            crate::trust::trust_command(&spec.name)
+        )));
+    }
+    let oauth = &spec.oauth;
+    let secret = match &oauth.client_secret_env {
+        Some(var) => Some(std::env::var(var).ok().filter(|s| !s.is_empty()).ok_or_else(|| {
+            LoginError::Config(format!(
+                "`client_secret_env` names `{var}`, which is not set; export it and run the login again"
+            ))
+        })?),
+        None => None,
+    };
+    if secret.is_some() && oauth.client_id.is_none() {
+        return Err(LoginError::Config(
+            "`client_secret_env` is set without `client_id`; a client secret belongs to a pre-registered client".to_owned(),
+        ));
+    }
+    crate::connect::tls_provider();
+    let challenge = match &options.challenge {
+        Some(c) => Some(c.clone()),
+        None => super::probe_challenge(url, headers).await,
+    };
+    let callback = Callback::bind(oauth.callback_port).await.map_err(|e| {
+        LoginError::Config(format!(
+            "cannot listen for the login callback on 127.0.0.1:{}: {e}; free the port or change `callback_port`",
+            oauth.callback_port.unwrap_or(0)
+        ))
+    })?;
+    let redirect_uri = callback.redirect_uri();
+
+    let mut manager = AuthorizationManager::new(url.as_str()).await?;
+    let credentials = std::sync::Arc::new(ServerCredentials::new(store.clone(), url, None));
+    manager.set_credential_store(super::Shared(std::sync::Arc::clone(&credentials)));
+    let resolution = manager
+        .resolve_metadata_from_challenge(challenge.as_deref())
+        .await?;
+    let metadata = resolution.metadata;
+    manager.set_metadata(metadata.clone());
+
+    let offered = |s: &str| {
+        metadata
+            .scopes_supported
+            .as_ref()
+            .is_some_and(|l| l.iter().any(|x| x == s))
+    };
+    let record = store.load(url)?;
+    let mut scopes: Vec<String> = match &oauth.scopes {
+        Some(scopes) => scopes.clone(),
+        None if !record.pending_scopes.is_empty() => {
+            // Step-up: what was granted, plus what the server asked for.
+            let mut s: Vec<String> = record
+                .current_entry()
+                .map(|e| e.credentials.granted_scopes.clone())
+                .unwrap_or_default();
+            s.extend(record.pending_scopes.iter().cloned());
+            s
+        }
+        None => {
+            let challenged = challenge
+                .as_deref()
+                .and_then(|c| parse_challenge(url, c).scope)
+                .map(|s| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+                .unwrap_or_default();
+            // The scopes of the caller's challenge, else those a real request was
+            // challenged with (kept by `serve`), else the probe's, else the advertised ones.
+            if !challenged.is_empty() && options.challenge.is_some() {
+                challenged
+            } else if !record.challenge_scopes.is_empty() {
+                record.challenge_scopes.clone()
+            } else if !challenged.is_empty() {
+                challenged
+            } else {
+                manager.select_initial_scopes(&[]).await
+            }
+        }
+    };
+    dedup(&mut scopes);
+    if !scopes.is_empty()
+        && offered("offline_access")
+        && !scopes.iter().any(|s| s == "offline_access")
+    {
+        scopes.push("offline_access".to_owned());
+    }
+    let scope_refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+
+    let cimd_supported = metadata
+        .additional_fields
+        .get("client_id_metadata_document_supported")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if let Some(client_id) = &oauth.client_id {
+        let mut config = OAuthClientConfig::new(client_id.clone(), redirect_uri.clone())
+            .with_scopes(scopes.clone());
+        if let Some(secret) = &secret {
+            config = config.with_client_secret(secret.clone());
+        }
+        manager.configure_client(config)?;
+    } else if let Some(document) = oauth
+        .client_metadata_url
+        .as_ref()
+        .filter(|_| cimd_supported)
+    {
+        manager.configure_client(
+            OAuthClientConfig::new(document.clone(), redirect_uri.clone())
+                .with_scopes(scopes.clone()),
+        )?;
+    } else if metadata.registration_endpoint.is_some() {
+        let config = manager
+            .register_client(&options.client_name, &redirect_uri, &scope_refs)
+            .await?;
+        credentials.keep_client_secret(config.client_secret.clone());
+    } else {
+        return Err(LoginError::Config(format!(
+            "the authorization server of `{}` does not allow dynamic client registration; register toolgate with it (redirect URI {redirect_uri}) and set `[mcp_servers.{}.oauth] client_id` (and `client_secret_env` for a confidential client)",
+            spec.name, spec.name
+        )));
+    }
+    let auth_url = manager.get_authorization_url(&scope_refs).await?;
+
+    say(&format!(
+        "To log in to `{}`, open this URL in a browser:\n\n  {auth_url}\n",
+        spec.name
+    ));
+    if options.open_browser {
+        if let Err(e) = super::browser::open(&auth_url) {
+            say(&format!(
+                "(could not open a browser: {e}; open the URL yourself)"
+            ));
+        }
+    }
+    let reply = callback
+        .wait(options.timeout)
+        .await
+        .map_err(LoginError::OAuth)?;
+    manager
+        .exchange_code_for_token_with_issuer(&reply.code, &reply.state, reply.issuer.as_deref())
+        .await?;
+    Ok(store.status(url)?)
+}
+
+/// The challenge's parameters (scope, error), with `resource_metadata` resolved.
+pub(crate) fn parse_challenge(url: &str, challenge: &str) -> WWWAuthenticateParams {
+    match url::Url::parse(url) {
+        Ok(base) => WWWAuthenticateParams::parse(challenge, &base),
+        Err(_) => WWWAuthenticateParams::default(),
+    }
+}
+
+fn dedup(scopes: &mut Vec<String>) {
+    let mut seen = std::collections::HashSet::new();
+    scopes.retain(|s| !s.is_empty() && seen.insert(s.clone()));
+}

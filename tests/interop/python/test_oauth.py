@@ -1,0 +1,199 @@
+"""MCP authorization end to end, against a real OpenID provider.
+
+`oidc-provider` (installed by scripts/install-oauth-peers.sh) guards a small MCP server
+(tests/interop/oauth/provider.mjs). The server is configured as a user would have it, in
+`~/.claude.json` with Claude Code's `"oauth": {"callbackPort": …}`. The test drives the real
+binary: `toolgate mcp list` shows `needs login`; `toolgate mcp login` registers toolgate
+dynamically, opens `$BROWSER` (curl following the provider's redirects, with the provider
+approving at once, as a user clicking "Allow") and stores the tokens in a 0600 file; `serve`
+uses them, refreshes on a 401, turns `needs login` when the grant is revoked, and picks up a
+new login made meanwhile without a restart; `toolgate mcp logout` forgets the tokens, after
+which a call (the tool listed from the catalog cache) tells the model a human must log in.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import stat
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import REPO, stdio_connection, toolgate_bin
+
+PEERS = REPO / ".cache" / "conformance-client" / "node_modules"
+NODE = PEERS / "node" / "bin" / "node"
+OIDC_PROVIDER = PEERS / "oidc-provider"
+PROVIDER_SCRIPT = REPO / "tests" / "interop" / "oauth" / "provider.mjs"
+TOOL = "mcp__guarded__whoami"
+
+
+@dataclass
+class Provider:
+    issuer: str
+    mcp: str
+    admin: str
+
+    def admin_call(self, what: str) -> dict:
+        with urllib.request.urlopen(f"{self.admin}/{what}", timeout=30) as r:
+            return json.load(r)
+
+
+@pytest.fixture
+def provider() -> Iterator[Provider]:
+    if not NODE.exists() or not (OIDC_PROVIDER / "package.json").exists():
+        pytest.fail(
+            f"oidc-provider or Node 22 missing under {PEERS}: run scripts/install-oauth-peers.sh",
+            pytrace=False,
+        )
+    proc = subprocess.Popen(
+        [str(NODE), str(PROVIDER_SCRIPT), str(OIDC_PROVIDER)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line, "the provider script printed nothing"
+        urls = json.loads(line)
+        yield Provider(urls["issuer"], urls["mcp"], urls["admin"])
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(env: dict[str, str], root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [toolgate_bin(), "--root", str(root), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def listed(env: dict[str, str], root: Path) -> dict:
+    out = run(env, root, "mcp", "list", "--json")
+    assert out.returncode == 0, out.stderr
+    servers = json.loads(out.stdout)["servers"]
+    return next(s for s in servers if s["name"] == "guarded")
+
+
+def text_of(result) -> str:
+    return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+@pytest.mark.anyio
+async def test_login_serve_refresh_revoke_logout(
+    provider: Provider, project: Path, server_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = dict(server_env)
+    home = Path(env["HOME"])
+    config = Path(env["XDG_CONFIG_HOME"]) / "toolgate" / "config.toml"
+    config.write_text(config.read_text() + '\n[mcp]\noauth_credentials_store = "file"\n')
+    port = free_port()
+    (home / ".claude.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "guarded": {
+                        "type": "http",
+                        "url": provider.mcp,
+                        "oauth": {"callbackPort": port},
+                    }
+                }
+            }
+        )
+    )
+    jar = tmp_path / "browser-cookies"
+    env["BROWSER"] = f"curl -sS -L -c {jar} -b {jar} -o /dev/null"
+
+    # Before any login: a clear state, not a failure.
+    before = listed(env, project)
+    assert before["status"] == "needs login", before
+    assert before["login_command"] == "toolgate mcp login guarded"
+
+    login = run(env, project, "mcp", "login", "guarded")
+    assert login.returncode == 0, login.stdout + login.stderr
+    assert f"{provider.issuer}/auth?" in login.stdout, login.stdout
+    assert f"redirect_uri=http%3A%2F%2Flocalhost%3A{port}%2Fcallback" in login.stdout
+    assert "code_challenge_method=S256" in login.stdout
+    assert "resource=" in login.stdout
+    assert "logged in to `guarded`" in login.stdout
+    stats = provider.admin_call("stats")
+    assert stats["registrations"] == 1 and stats["codeGrants"] == 1, stats
+
+    store = Path(env["XDG_CONFIG_HOME"]) / "toolgate" / "mcp-oauth"
+    records = [p for p in store.iterdir() if p.suffix == ".json"]
+    assert len(records) == 1, list(store.iterdir())
+    assert stat.S_IMODE(records[0].stat().st_mode) == 0o600
+    record = json.loads(records[0].read_text())
+    access = record["issuers"][provider.issuer]["credentials"]["token_response"]["access_token"]
+    assert "refresh_token" in record["issuers"][provider.issuer]["credentials"]["token_response"]
+    assert not any(access in p.read_text(errors="replace") for p in project.rglob("*") if p.is_file())
+
+    after = listed(env, project)
+    assert after["status"] == "ready", after
+    assert after["auth"].startswith("logged in"), after
+    assert "expires" in after["auth"]
+
+    errlog = tmp_path / "serve.stderr"
+    async with stdio_connection(project, env, "legacy", errlog) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        assert TOOL in names, names
+        result = await client.call_tool(TOOL, {})
+        assert not result.is_error and text_of(result) == "hello ada", text_of(result)
+
+        # The server stops accepting the access token: rmcp refreshes once and retries.
+        provider.admin_call("reject-access-tokens")
+        result = await client.call_tool(TOOL, {})
+        assert not result.is_error and text_of(result) == "hello ada", text_of(result)
+        assert provider.admin_call("stats")["refreshGrants"] == 1
+
+        # The grant is revoked: the refresh fails and the server needs a login, which the
+        # model is told it cannot do itself.
+        provider.admin_call("revoke-grants")
+        result = await client.call_tool(TOOL, {})
+        assert result.is_error, text_of(result)
+        message = text_of(result)
+        assert "toolgate mcp login guarded" in message and "human" in message, message
+
+        # A login in another terminal; the running serve picks it up, no restart.
+        again = run(env, project, "mcp", "login", "guarded")
+        assert again.returncode == 0, again.stdout + again.stderr
+        result = await client.call_tool(TOOL, {})
+        assert not result.is_error and text_of(result) == "hello ada", text_of(result)
+        assert provider.admin_call("stats")["codeGrants"] == 2
+
+    # Tokens never reach the log.
+    new_access = json.loads(records[0].read_text())["issuers"][provider.issuer]["credentials"][
+        "token_response"
+    ]["access_token"]
+    log = errlog.read_text(errors="replace")
+    assert access not in log and new_access not in log
+
+    out = run(env, project, "mcp", "logout", "guarded")
+    assert out.returncode == 0 and "logged out of `guarded`" in out.stdout, out.stdout + out.stderr
+    assert not records[0].exists()
+
+    # After the logout: the tool is still listed from the catalog cache, and a call says
+    # how to log in instead of failing obscurely or hanging.
+    async with stdio_connection(project, env, "legacy", errlog) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        assert TOOL in names, names
+        result = await client.call_tool(TOOL, {})
+        assert result.is_error
+        assert "toolgate mcp login guarded" in text_of(result), text_of(result)
+    assert listed(env, project)["status"] == "needs login"
