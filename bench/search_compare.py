@@ -99,7 +99,8 @@ def hyperfine(commands, rounds, runs, shell):
     for _ in range(rounds):
         loads.append(load())
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
-            argv = ["hyperfine", "--warmup", "1", "--runs", str(runs), "--export-json", out.name,
+            # -i: rg exits 1 when nothing matches (the counts were checked to agree).
+            argv = ["hyperfine", "-i", "--warmup", "1", "--runs", str(runs), "--export-json", out.name,
                     "--style", "none"]
             if not shell:
                 argv.append("-N")
@@ -196,8 +197,11 @@ def main():
                          f"{rg} --hidden -g {quote(SKIP)} --files {tree} | {rg} -i {a.name}", True))
         for tool, args, theirs_cmd, shell in searches:
             for _ in range(2):
-                s.call(tool, args)
+                sc = s.call(tool, args).get("structuredContent") or {}
                 subprocess.run(theirs_cmd, shell=shell, capture_output=True)
+            # The session answers whole too (its client profile is raised by the config).
+            if sc.get("truncated") is not False:
+                sys.exit(f"{label}: the serve session's {tool} {args} was cut: {sc.get('reason')}")
             tg_t, rg_t, tg_cpu, rg_cpu, loads = [], [], 0.0, 0.0, [load()]
             for _ in range(a.warm_runs):
                 c0, t0 = s.cpu(), time.perf_counter()

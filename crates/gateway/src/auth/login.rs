@@ -230,12 +230,12 @@ pub async fn login(
         "To log in to `{}`, open this URL in a browser:\n\n  {auth_url}\n",
         spec.name
     ));
-    if options.open_browser {
-        if let Err(e) = super::browser::open(&auth_url) {
-            say(&format!(
-                "(could not open a browser: {e}; open the URL yourself)"
-            ));
-        }
+    if options.open_browser
+        && let Err(e) = super::browser::open(&auth_url)
+    {
+        say(&format!(
+            "(could not open a browser: {e}; open the URL yourself)"
+        ));
     }
     let reply = callback
         .wait(options.timeout)

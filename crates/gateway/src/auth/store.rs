@@ -336,8 +336,7 @@ impl TokenStore {
             .truncate(false)
             .write(true)
             .open(&path)?;
-        let file = file.into_parts().0;
-        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+        rustix::fs::flock(file.file(), rustix::fs::FlockOperation::LockExclusive)
             .map_err(|e| std::io::Error::other(format!("cannot lock {}: {e}", path.display())))?;
         Ok(FileLock { _file: file })
     }
@@ -346,7 +345,7 @@ impl TokenStore {
 /// A held lock file.
 #[derive(Debug)]
 pub(crate) struct FileLock {
-    _file: std::fs::File,
+    _file: fs_err::File,
 }
 
 fn ensure_private_dir(dir: &Path) -> Result<(), StoreError> {

@@ -148,6 +148,10 @@ fn the_stamp_changes_when_someone_logs_in() {
 #[cfg(target_os = "linux")]
 #[test]
 fn keyutils_keyring_round_trips() {
+    // keyring's keyutils backend uses the session keyring without creating one; a test
+    // process (nextest, CI) may have none.
+    linux_keyutils::KeyRing::from_special_id(linux_keyutils::KeyRingIdentifier::Session, true)
+        .expect("the kernel keyutils keyring answers (a session keyring could be made)");
     keyring_probe(KeyringKind::Keyutils).expect("the kernel keyutils keyring answers");
     let dir = tempfile::tempdir().unwrap();
     let url = format!("https://keyring-test.invalid/{}", std::process::id());
