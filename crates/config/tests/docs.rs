@@ -182,3 +182,88 @@ fn every_toml_example_in_the_docs_loads() {
     // The reference block and the examples of mounting servers, agents and clients at least.
     assert!(checked >= 5, "only {checked} config examples found");
 }
+
+/// GitHub's anchor for a heading: lowercase, punctuation dropped, spaces as `-`.
+fn anchor_of(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == '-' || *c == '_' || *c == ' ')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+#[test]
+fn every_link_between_the_docs_leads_to_a_page_and_heading_that_exist() {
+    let files = doc_files();
+    let anchors = |text: &str| -> Vec<String> {
+        let mut found: Vec<String> = text
+            .lines()
+            .filter(|l| l.starts_with('#') && l.contains("# "))
+            .map(|l| anchor_of(l.trim_start_matches('#')))
+            .collect();
+        for part in text.split("<a id=\"").skip(1) {
+            found.extend(part.split('"').next().map(str::to_owned));
+        }
+        found
+    };
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for part in text.split("](").skip(1) {
+            let Some(link) = part.split(')').next() else {
+                continue;
+            };
+            if link.starts_with("http") || link.contains(' ') {
+                continue;
+            }
+            let (path, anchor) = link.split_once('#').unwrap_or((link, ""));
+            let target = if path.is_empty() {
+                file.clone()
+            } else {
+                file.parent().unwrap().join(path)
+            };
+            checked += 1;
+            if !target.exists() {
+                broken.push(format!("{}: {link} (no such file)", file.display()));
+            } else if !anchor.is_empty()
+                && target.extension().is_some_and(|e| e == "md")
+                && !anchors(&std::fs::read_to_string(&target).unwrap()).contains(&anchor.to_owned())
+            {
+                broken.push(format!("{}: {link} (no such heading)", file.display()));
+            }
+        }
+    }
+    assert!(checked > 20, "only {checked} links found");
+    assert!(
+        broken.is_empty(),
+        "broken links:\n  {}",
+        broken.join("\n  ")
+    );
+}
+
+#[test]
+fn the_readme_stays_short_and_the_user_docs_name_no_internal_documents() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    assert!(
+        readme.len() <= 20 * 1024,
+        "README.md is {} bytes; move details into docs/ (at most 20 KiB)",
+        readme.len()
+    );
+    for file in doc_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let lower = line.to_lowercase();
+            for word in ["seed 0", "issue 1", "issue 2", "station ", "spec \""] {
+                assert!(
+                    !lower.contains(word),
+                    "{}:{}: `{word}` names an internal document: {line}",
+                    file.display(),
+                    n + 1
+                );
+            }
+        }
+    }
+}

@@ -21,18 +21,36 @@ fn version_names_the_version_and_the_commit() {
     let shown = stdout_of(&["--version"]);
     let expected_start = format!("toolgate {} (", env!("CARGO_PKG_VERSION"));
     assert!(shown.starts_with(&expected_start), "{shown}");
-    // The commit this binary was built from, when the source is a git checkout.
-    let head = Command::new("git")
-        .args(["log", "-1", "--format=%h %cs"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8(o.stdout).unwrap().trim().to_owned());
-    match head {
-        Some(head) => assert_eq!(shown.trim_end(), format!("{expected_start}{head})")),
-        None => assert_eq!(shown.trim_end(), format!("{expected_start}commit unknown)")),
+    let inside = shown
+        .trim_end()
+        .strip_prefix(&expected_start)
+        .and_then(|rest| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{shown}"));
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+    };
+    if git(&["rev-parse", "HEAD"]).is_none() {
+        assert_eq!(inside, "commit unknown", "built outside a git checkout");
+        return;
     }
+    // `<short hash> <commit date>`, the commit this binary was built from: HEAD or, when a
+    // commit was made after the build, one of its ancestors.
+    let (hash, date) = inside.split_once(' ').unwrap_or_else(|| panic!("{shown}"));
+    assert!(
+        hash.len() >= 7 && hash.chars().all(|c| c.is_ascii_hexdigit()),
+        "{shown}"
+    );
+    assert!(
+        git(&["merge-base", "--is-ancestor", hash, "HEAD"]).is_some(),
+        "{hash} is not HEAD or one of its ancestors"
+    );
+    let committed = git(&["log", "-1", "--format=%cs", hash]).unwrap();
+    assert_eq!(String::from_utf8(committed.stdout).unwrap().trim(), date);
 }
 
 #[test]
