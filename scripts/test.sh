@@ -1,33 +1,100 @@
 #!/usr/bin/env bash
-# The test command (README "Quick start"): Rust tests, then interop tests with real MCP
-# peers (Python SDK, MCP Inspector CLI, the official conformance suite) and real clients
-# (Claude Code, Codex CLI), which this script installs itself. tests/interop/*.sh includes
-# the conformance suite's server leg and its client leg (conformance-client.sh).
-set -euo pipefail
+# The test command (README "Quick start"): Rust tests, doctests, then interop tests with real
+# MCP peers (Python SDK, MCP Inspector CLI, the official conformance suite), real clients
+# (Claude Code, Codex CLI; installed by this script) and fault injection. tests/interop/*.sh
+# includes the conformance suite's server leg and its client leg (conformance-client.sh).
+#
+# Every suite runs even when an earlier one failed; a summary of each suite's result and
+# time comes last, and the script exits non-zero when any suite failed.
+#
+#   bash scripts/test.sh              # everything
+#   ONLY="rust doc" bash scripts/test.sh   # some suites, by the names the summary uses
+set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-peers.sh
+
+NAMES=()
+RESULTS=()
+TIMES=()
+FAILED=0
+
+wanted() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
+
+# suite NAME COMMAND...: runs one suite, records pass/fail and wall time, never stops.
+suite() {
+  local name=$1
+  shift
+  wanted "$name" || return 0
+  echo
+  echo "== $name: $*"
+  local start=$SECONDS
+  "$@"
+  local rc=$?
+  NAMES+=("$name")
+  TIMES+=($((SECONDS - start)))
+  if [ "$rc" -eq 0 ]; then
+    RESULTS+=("passed")
+  else
+    RESULTS+=("FAILED (exit $rc)")
+    FAILED=$((FAILED + 1))
+  fi
+}
+
+summary() {
+  echo
+  echo "== summary"
+  local i
+  for i in "${!NAMES[@]}"; do
+    printf '  %-14s %-18s %5ss\n' "${NAMES[$i]}" "${RESULTS[$i]}" "${TIMES[$i]}"
+  done
+  local total=${#NAMES[@]} failed_names="" i2
+  for i2 in "${!NAMES[@]}"; do
+    [ "${RESULTS[$i2]}" = passed ] || failed_names+=" ${NAMES[$i2]}"
+  done
+  if [ "$FAILED" -eq 0 ]; then
+    echo "all $total suites passed"
+  else
+    echo "$FAILED of $total suites failed:$failed_names"
+  fi
+}
+trap summary EXIT
+
+rust_tests() {
+  if cargo nextest --version >/dev/null 2>&1; then
+    cargo nextest run --workspace --no-fail-fast
+  else
+    cargo test --workspace --no-fail-fast
+  fi
+}
+
+interop_sh() {
+  local rc=0 t
+  for t in tests/interop/*.sh; do
+    [ -e "$t" ] || continue
+    echo "-- $t"
+    bash "$t" || rc=1
+  done
+  return "$rc"
+}
+
+BIN="$PWD/target/debug/toolgate"
+PY=.cache/peers/venv/bin/python
+
+suite peers bash scripts/install-peers.sh
 # Pinned: the conformance suite's client leg and a real OpenID provider (OAuth tests).
-bash scripts/install-oauth-peers.sh
-cargo build --workspace --all-targets --quiet
-if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --workspace --no-fail-fast
-else
-  cargo test --workspace --no-fail-fast
-fi
-cargo test --workspace --doc --quiet
-for t in tests/interop/*.sh; do
-  [ -e "$t" ] || continue
-  echo "== $t"
-  bash "$t"
-done
+suite oauth-peers bash scripts/install-oauth-peers.sh
+# The build shows its progress: on a fresh clone it is the longest step.
+suite build cargo build --workspace --all-targets
+suite rust rust_tests
+suite doc cargo test --workspace --doc
+suite interop interop_sh
 if ls tests/interop/python/test_*.py >/dev/null 2>&1; then
-  TOOLGATE_BIN="$PWD/target/debug/toolgate" .cache/peers/venv/bin/python -m pytest -q tests/interop/python
+  suite python env TOOLGATE_BIN="$BIN" "$PY" -m pytest -q tests/interop/python
 fi
 # The last hop: the real Claude Code and Codex CLIs against scripted model endpoints. A
 # missing client fails these tests; they never skip.
-TOOLGATE_BIN="$PWD/target/debug/toolgate" .cache/peers/venv/bin/python -m pytest -q tests/interop/clients
-# Fault injection under load (issue 15): 50 HTTP clients, 10,000 calls while a mounted
-# server is killed, hung and prints garbage; every call answered, RSS flat, nothing leaked.
-echo "== tests/fault/fault_injection.py"
-.cache/peers/venv/bin/python tests/fault/fault_injection.py \
-  --bin target/debug/toolgate --fake target/debug/fake_server
+suite clients env TOOLGATE_BIN="$BIN" "$PY" -m pytest -q tests/interop/clients
+# Fault injection under load: 50 HTTP clients, 10,000 calls while a mounted server is
+# killed, hung and prints garbage; every call answered, RSS flat, nothing leaked.
+suite fault "$PY" tests/fault/fault_injection.py --bin target/debug/toolgate --fake target/debug/fake_server
+
+[ "$FAILED" -eq 0 ]

@@ -52,6 +52,14 @@ pub fn project_sessions_dir(project: &Path, dirs: &UserDirs) -> Result<PathBuf, 
 
 /// `<name>-<hash>`: the project folder's name (letters, digits, `.`, `-`, `_`; at most 40)
 /// and the first 16 hex digits of the SHA-256 of its canonical path.
+///
+/// ```
+/// let key = toolgate_agent::project_key(std::path::Path::new("/nowhere/my-app"));
+/// assert!(key.starts_with("my-app-"));
+/// assert_eq!(key.len(), "my-app-".len() + 16);
+/// // The same folder always gets the same key.
+/// assert_eq!(key, toolgate_agent::project_key(std::path::Path::new("/nowhere/my-app")));
+/// ```
 pub fn project_key(project: &Path) -> String {
     let real = fs_err::canonicalize(project).unwrap_or_else(|_| project.to_path_buf());
     let name: String = real

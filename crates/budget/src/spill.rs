@@ -80,6 +80,21 @@ impl SpillStore {
     }
 
     /// Writes `content` verbatim as a new spill file (temp file + rename).
+    ///
+    /// ```
+    /// # fn main() -> std::io::Result<()> {
+    /// use toolgate_budget::SpillStore;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let store = SpillStore::new(dir.path().join("spill"), 1024 * 1024);
+    /// let file = store.write("run_shell", b"line one\nline two\n")?;
+    /// assert_eq!((file.bytes, file.lines), (18, 2));
+    /// assert!(store.contains(&file.path));
+    /// assert_eq!(std::fs::read_to_string(&file.path)?, "line one\nline two\n");
+    /// assert_eq!(store.used_bytes(), 18);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn write(&self, label: &str, content: &[u8]) -> std::io::Result<SpillFile> {
         let path = self.new_path(label)?;
         let tmp = path.with_extension("partial");

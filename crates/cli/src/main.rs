@@ -29,7 +29,9 @@ macro_rules! out {
 mod agent;
 mod call;
 mod disclosure;
+mod doctor;
 mod login;
+mod manual;
 mod mcp;
 mod serve;
 mod skills;
@@ -40,9 +42,17 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use toolgate_config::{Flags, LoadOptions, Loaded, Runtime};
 
+/// `toolgate --version`: the version and the commit it was built from (see build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("TOOLGATE_COMMIT"),
+    ")"
+);
+
 /// A bounded, safe tool runtime and MCP server for LLM agents.
 #[derive(Debug, Parser)]
-#[command(name = "toolgate", version, about, propagate_version = true)]
+#[command(name = "toolgate", version = VERSION, about, propagate_version = true)]
 struct Cli {
     #[command(flatten)]
     global: GlobalArgs,
@@ -88,6 +98,14 @@ enum Command {
     /// Inspect the skills: where they come from, their flags, what failed to load.
     #[command(subcommand)]
     Skills(skills::SkillsCommand),
+    /// Check the setup: config files, mounted servers, sandbox, spill space, caches; each
+    /// problem says what to do. Exits 1 when there is one.
+    Doctor(doctor::DoctorArgs),
+    /// Print a shell completion script: `toolgate completions bash > ~/.local/share/bash-completion/completions/toolgate`.
+    Completions(manual::CompletionsArgs),
+    /// Print the manual page (`toolgate man | man -l -`), or write one page per command
+    /// with --out-dir.
+    Man(manual::ManArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -114,6 +132,13 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(500
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // These work whatever the configuration holds: doctor reports its problems itself.
+    match &cli.command {
+        Command::Completions(args) => return manual::completions(args),
+        Command::Man(args) => return manual::man(args),
+        Command::Doctor(args) => return doctor::run(&cli.global, args),
+        _ => {}
+    }
     let loaded = match load_config(
         &cli.global,
         cli_http(&cli.command),
@@ -185,7 +210,12 @@ fn main() -> ExitCode {
                     Command::Mcp(command) => mcp::run(&runtime, command).await,
                     Command::Disclosure(command) => disclosure::run(&runtime, command).await,
                     Command::Skills(command) => skills::run(&runtime, command),
-                    Command::Config(_) | Command::Run(_) | Command::Chat(_) => ExitCode::SUCCESS,
+                    Command::Config(_)
+                    | Command::Run(_)
+                    | Command::Chat(_)
+                    | Command::Doctor(_)
+                    | Command::Completions(_)
+                    | Command::Man(_) => ExitCode::SUCCESS,
                 }
             });
             // Dropping the runtime would wait for its blocking threads, and one of them may

@@ -10,10 +10,14 @@ mod agent_tty;
 mod cli;
 #[path = "all/disclosure.rs"]
 mod disclosure;
+#[path = "all/doctor.rs"]
+mod doctor;
 #[path = "all/hard_links.rs"]
 mod hard_links;
 #[path = "all/lifecycle_http.rs"]
 mod lifecycle_http;
+#[path = "all/manual.rs"]
+mod manual;
 #[path = "all/mcp.rs"]
 mod mcp;
 #[path = "all/provider_bounds.rs"]

@@ -9,11 +9,13 @@
 //! they are rendered; runtime settings (timeouts, limits) never enter a model request.
 
 mod assemble;
+mod check;
 mod load;
 mod project;
 
 pub use assemble::{Runtime, mcp_sandbox};
+pub use check::{FileKind, FileReport, check_files};
 pub use load::{
     Config, ConfigError, DisclosureFlag, DispatchConfig, Flags, LoadOptions, Loaded,
-    PermissionsConfig, RenderConfig, ServerConfig, load,
+    PermissionsConfig, RenderConfig, SECRET_KEYS, ServerConfig, load,
 };

@@ -234,7 +234,9 @@ pub enum ConfigError {
     #[error("config file `{0}` does not exist; check the --config path")]
     Missing(PathBuf),
     /// A value has the wrong type or a key is unknown.
-    #[error("invalid configuration: {0}; fix or remove that value (see `toolgate config show`)")]
+    #[error(
+        "invalid configuration: {0}; fix or remove that value (`toolgate doctor` lists every problem of every config file)"
+    )]
     Invalid(String),
 }
 
@@ -270,17 +272,31 @@ pub struct Loaded {
 /// Loads and merges every layer. The project layer is read from the first root the other
 /// layers name (the current folder when none does) and can only tighten them
 /// (see [`crate::project`]).
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use toolgate_config::{Flags, LoadOptions, load};
+///
+/// let project = tempfile::tempdir()?;
+/// std::fs::create_dir(project.path().join(".toolgate"))?;
+/// std::fs::write(project.path().join(".toolgate/config.toml"), "[read]\nmax_lines = 500\n")?;
+/// let options = LoadOptions {
+///     user_file: None,
+///     use_env: false,
+///     ..LoadOptions::standard(project.path().to_path_buf(), None, Flags::default())
+/// };
+/// let loaded = load(&options)?;
+/// assert_eq!(loaded.config.read.max_lines, 500);
+/// assert_eq!(loaded.config.server.http, None, "stdio unless asked");
+/// // Every value remembers the layer it came from.
+/// let (_, _, source) = loaded.provenance().into_iter().find(|(k, _, _)| k == "read.max_lines").unwrap();
+/// assert!(source.contains(".toolgate/config.toml"), "{source}");
+/// # Ok(())
+/// # }
+/// ```
 pub fn load(options: &LoadOptions) -> Result<Loaded, ConfigError> {
     let user_side = layers(options, None)?;
-    let first_root = user_side
-        .extract_inner::<Vec<PathBuf>>("roots")
-        .ok()
-        .and_then(|roots| roots.into_iter().next());
-    let project_dir = match first_root {
-        Some(root) => options.project_dir.join(root),
-        None => options.project_dir.clone(),
-    };
-    let project_dir = project_dir.canonicalize().unwrap_or(project_dir);
+    let project_dir = project_dir(options, &user_side);
     let project = ProjectLayer::read(&project_dir)?;
     let figment = layers(options, project.as_ref())?;
     let mut config: Config = figment
@@ -306,8 +322,25 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, ConfigError> {
     Ok(Loaded { config, figment })
 }
 
+/// The project whose `.toolgate/config.toml` is the project layer: the first root the user's
+/// own layers (`user_side`) name, else the current folder.
+pub(crate) fn project_dir(options: &LoadOptions, user_side: &Figment) -> PathBuf {
+    let first_root = user_side
+        .extract_inner::<Vec<PathBuf>>("roots")
+        .ok()
+        .and_then(|roots| roots.into_iter().next());
+    let project_dir = match first_root {
+        Some(root) => options.project_dir.join(root),
+        None => options.project_dir.clone(),
+    };
+    project_dir.canonicalize().unwrap_or(project_dir)
+}
+
 /// Every layer in order, with `project` (checked) as the project layer.
-fn layers(options: &LoadOptions, project: Option<&ProjectLayer>) -> Result<Figment, ConfigError> {
+pub(crate) fn layers(
+    options: &LoadOptions,
+    project: Option<&ProjectLayer>,
+) -> Result<Figment, ConfigError> {
     let mut figment = Figment::from(Named::new(
         "default",
         Serialized::defaults(Config::default()),
@@ -485,23 +518,20 @@ impl Loaded {
     }
 }
 
-/// Whether `config show` must mask the value at `key`: a mounted server's environment and
-/// headers (API keys, `Authorization`), and anything named like a credential. Names of
-/// variables holding a token (`token_env`, `bearer_token_env`) are not secrets.
+/// The keys whose values are secrets, which `config show` masks: `*` stands for any one part
+/// of the dotted key (a server name, a variable or header name). Declared with the fields
+/// that hold secrets, never guessed from a key's name: `agent.context_tokens` is a number and
+/// `bearer_token_env` names a variable. A new secret-bearing field (an OAuth client secret,
+/// say) is added here in the same change.
+pub const SECRET_KEYS: &[&str] = &["mcp_servers.*.env.*", "mcp_servers.*.headers.*"];
+
+/// Whether `config show` must mask the value at `key` (see [`SECRET_KEYS`]).
 fn is_secret(key: &str) -> bool {
     let parts: Vec<&str> = key.split('.').collect();
-    let last = parts
-        .last()
-        .map_or(String::new(), |p| p.to_ascii_lowercase());
-    if last.ends_with("_env") {
-        return false;
-    }
-    let in_server_map = parts.first() == Some(&"mcp_servers")
-        && parts.iter().any(|p| *p == "env" || *p == "headers");
-    in_server_map
-        || ["token", "secret", "password", "api_key", "apikey"]
-            .iter()
-            .any(|w| last.contains(w))
+    SECRET_KEYS.iter().any(|pattern| {
+        let want: Vec<&str> = pattern.split('.').collect();
+        want.len() == parts.len() && want.iter().zip(&parts).all(|(w, p)| *w == "*" || w == p)
+    })
 }
 
 #[cfg(test)]
@@ -509,12 +539,15 @@ mod tests {
     use super::is_secret;
 
     #[test]
-    fn credentials_are_masked_and_variable_names_are_not() {
+    fn declared_secrets_are_masked_and_names_that_merely_look_secret_are_not() {
         assert!(is_secret("mcp_servers.github.env.GITHUB_TOKEN"));
         assert!(is_secret("mcp_servers.api.headers.Authorization"));
         assert!(is_secret("mcp_servers.x.env.PLAIN"));
-        assert!(is_secret("something.api_key"));
         assert!(!is_secret("mcp_servers.api.bearer_token_env"));
+        // Named like a credential, but a number and a variable name: shown.
+        assert!(!is_secret("agent.context_tokens"));
+        assert!(!is_secret("providers.openai.max_tokens"));
+        assert!(!is_secret("providers.openai.api_key_env"));
         assert!(!is_secret("server.token_env"));
         assert!(!is_secret("read.max_lines"));
         assert!(!is_secret("mcp_servers.github.command"));

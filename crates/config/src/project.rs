@@ -188,8 +188,18 @@ impl ProjectLayer {
         let shown = path.display().to_string();
         let text = fs_err::read_to_string(&path)
             .map_err(|e| ConfigError::Invalid(format!("{shown}: cannot be read: {e}")))?;
-        let mut table: toml::Table = toml::from_str(&text)
+        let table: toml::Table = toml::from_str(&text)
             .map_err(|e| ConfigError::Invalid(format!("{shown}: {}", e.message().trim())))?;
+        Self::from_table(path, dir, table).map(Some)
+    }
+
+    /// Checks the parsed project file `path` of the project `dir` (see the module docs).
+    pub(crate) fn from_table(
+        path: PathBuf,
+        dir: &Path,
+        mut table: toml::Table,
+    ) -> Result<Self, ConfigError> {
+        let shown = path.display().to_string();
         let refuse = |key: &str, why: &str| {
             ConfigError::Invalid(format!(
                 "{shown} sets `{key}`, which a project file may not set ({why}); set it in your user config (~/.config/toolgate/config.toml) or with --config FILE instead, or remove it from the project file"
@@ -314,7 +324,7 @@ impl ProjectLayer {
             .and_then(toml::Value::as_table)
             .map(|t| t.keys().cloned().collect())
             .unwrap_or_default();
-        Ok(Some(Self {
+        Ok(Self {
             path,
             table,
             permissions,
@@ -322,7 +332,7 @@ impl ProjectLayer {
             import,
             skills_enabled,
             isolation,
-        }))
+        })
     }
 }
 

@@ -160,6 +160,22 @@ impl Sandbox {
     }
 
     /// No restriction at all.
+    ///
+    /// ```
+    /// use toolgate_contain::{Sandbox, SandboxMode};
+    ///
+    /// let off = Sandbox::new(SandboxMode::Off, true, &[], &[]);
+    /// assert!(off.is_off());
+    /// assert!(off.check().is_ok(), "nothing to enforce");
+    ///
+    /// let strict = Sandbox::new(SandboxMode::ReadOnly, false, &[], &[]);
+    /// assert!(!strict.is_off());
+    /// // Whether this kernel can enforce it; when not, the error names what is missing and
+    /// // the setting to change.
+    /// if let Err(e) = strict.check() {
+    ///     assert!(e.to_string().contains("sandbox"), "{e}");
+    /// }
+    /// ```
     pub fn is_off(&self) -> bool {
         self.mode == SandboxMode::Off && self.network
     }

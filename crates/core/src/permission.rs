@@ -114,6 +114,22 @@ impl Policy {
     }
 
     /// A policy from the three rule lists of config.
+    ///
+    /// ```
+    /// use toolgate_core::{Decision, Policy};
+    ///
+    /// let deny = ["mcp__github__*".to_owned(), "fs.write".to_owned()];
+    /// let policy = Policy::from_lists(&[], &[], &deny).unwrap();
+    /// // A glob matches tool names, a dotted word the tool's permission action.
+    /// assert_eq!(policy.decide("mcp__github__create_issue", "mcp.write").decision, Decision::Deny);
+    /// assert_eq!(policy.decide("write_file", "fs.write").decision, Decision::Deny);
+    /// assert_eq!(policy.decide("read_file", "fs.read").decision, Decision::Allow);
+    /// // The verdict names the rule that decided, as written in config.
+    /// assert_eq!(
+    ///     policy.decide("write_file", "fs.write").rule.as_deref(),
+    ///     Some(r#"deny = ["fs.write"]"#)
+    /// );
+    /// ```
     pub fn from_lists(
         allow: &[String],
         ask: &[String],

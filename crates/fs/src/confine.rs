@@ -215,6 +215,22 @@ pub(crate) struct Parent {
 
 impl Roots {
     /// Roots from folders; each is canonicalised, must exist and is opened once.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use toolgate_fs::{Access, Roots};
+    ///
+    /// let project = tempfile::tempdir()?;
+    /// let roots = Roots::new([project.path()])?;
+    /// // Relative paths are taken from the first root; they need not exist yet.
+    /// let path = roots.resolve("src/new.rs", Access::Write)?;
+    /// assert!(path.starts_with(project.path().canonicalize()?));
+    /// // Nothing outside the roots is reachable, `..` included.
+    /// assert!(roots.resolve("../outside.txt", Access::Read).is_err());
+    /// assert!(roots.resolve("/etc/passwd", Access::Read).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new<I, P>(dirs: I) -> Result<Self, PathError>
     where
         I: IntoIterator<Item = P>,

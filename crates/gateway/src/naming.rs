@@ -15,6 +15,10 @@ pub const MAX_NAME_LEN: usize = 64;
 const PREFIX: &str = "mcp__";
 
 /// Replaces every character outside `[A-Za-z0-9_-]` with `_`.
+///
+/// ```
+/// assert_eq!(toolgate_gateway::sanitize("my server.v2"), "my_server_v2");
+/// ```
 pub fn sanitize(text: &str) -> String {
     text.chars()
         .map(|c| {
@@ -61,6 +65,19 @@ fn hashed(server: &str, tool: &str) -> String {
 
 /// Names for `(server, tool)` pairs, in the same order. A pair whose plain name is unchanged,
 /// short enough and unique keeps it; every other pair gets a hashed name.
+///
+/// ```
+/// use toolgate_gateway::{MAX_NAME_LEN, assign_names};
+///
+/// let long = "describe_".repeat(10);
+/// let names = assign_names(&[("github", "create_issue"), ("docs", &long)]);
+/// assert_eq!(names[0], "mcp__github__create_issue");
+/// // Too long for the model APIs: cut to 64 characters, with a stable hash at the end,
+/// // so the same tool has the same name in every run.
+/// assert_eq!(names[1].len(), MAX_NAME_LEN);
+/// assert!(names[1].starts_with("mcp__docs__describe_"));
+/// assert_eq!(names[1], assign_names(&[("docs", &long)])[0]);
+/// ```
 pub fn assign_names(pairs: &[(&str, &str)]) -> Vec<String> {
     let plains: Vec<String> = pairs.iter().map(|(s, t)| plain(s, t)).collect();
     let mut count: HashMap<&str, usize> = HashMap::new();

@@ -31,6 +31,13 @@ impl Kind {
     }
 
     /// The environment variable holding the key when config names none.
+    ///
+    /// ```
+    /// use toolgate_providers::Kind;
+    ///
+    /// assert_eq!(Kind::OpenAi.default_key_env(), "OPENAI_API_KEY");
+    /// assert_eq!(Kind::Anthropic.default_key_env(), "ANTHROPIC_API_KEY");
+    /// ```
     pub fn default_key_env(self) -> &'static str {
         match self {
             Self::OpenAi => "OPENAI_API_KEY",

@@ -87,6 +87,14 @@ impl ShellLimits {
     /// grace, and a margin for reaping and reading the last output. The dispatcher's own
     /// deadline for the tool should sit at or above this so the tool's timeout fires first
     /// and the model sees the output gathered so far.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let limits = toolgate_shell::ShellLimits::default();
+    /// // The 600 s longest timeout, 1 s between SIGTERM and SIGKILL, and 5 s to finish up.
+    /// assert_eq!(limits.call_deadline(), Duration::from_secs(606));
+    /// ```
     pub fn call_deadline(&self) -> Duration {
         Duration::from_millis(self.max_timeout_ms + self.kill_grace_ms) + Duration::from_secs(5)
     }

@@ -39,6 +39,18 @@ pub struct Frontmatter {
 
 /// Splits `text` into its checked frontmatter and its body (what follows the closing
 /// `---`). The error says what is wrong and how to fix it.
+///
+/// ```
+/// let text = "---\nname: deploy\ndescription: Deploy the site.\n---\nRun `make deploy`.\n";
+/// let (front, body) = toolgate_skills::parse_skill(text).unwrap();
+/// assert_eq!(front.name, "deploy");
+/// assert_eq!(front.description, "Deploy the site.");
+/// assert!(front.model_invocable);
+/// assert_eq!(body.trim(), "Run `make deploy`.");
+///
+/// // A file without frontmatter is no skill, and the error says what to add.
+/// assert!(toolgate_skills::parse_skill("just text").is_err());
+/// ```
 pub fn parse_skill(text: &str) -> Result<(Frontmatter, &str), String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let (yaml, body) = split(text)?;
