@@ -19,7 +19,7 @@ use crate::error::ShellError;
 use crate::job_tools::{JobKillTool, JobOutputTool};
 use crate::jobs::{Job, JobStream, JobTable};
 use crate::limits::ShellLimits;
-use crate::render::{JobStatus, human, notes, status_line, status_of};
+use crate::render::{JobStatus, TimeLimit, human, notes, status_line, status_of};
 use crate::run::{Finished, RunConfig, Running, StopSignal};
 use crate::view::{StreamSizes, View, views};
 
@@ -293,7 +293,11 @@ impl Tool for RunShellTool {
             (finished, shown)
         })
         .await?;
-        Ok(self.render(&finished, views, timeout, cwd_shown, extra))
+        let limit = TimeLimit {
+            given_ms: timeout_ms,
+            applied: timeout,
+        };
+        Ok(self.render(&finished, views, limit, cwd_shown, extra))
     }
 }
 
@@ -302,7 +306,7 @@ impl RunShellTool {
         &self,
         finished: &Finished,
         views: [View; 2],
-        timeout: Duration,
+        limit: TimeLimit,
         cwd: String,
         extra: Vec<String>,
     ) -> ToolOutput {
@@ -310,7 +314,7 @@ impl RunShellTool {
         let failed = finished.ending.failed();
         let mut text = status_line(
             finished,
-            timeout,
+            limit,
             limits.kill_grace(),
             limits.max_stream_bytes,
         );

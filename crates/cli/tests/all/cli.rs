@@ -303,3 +303,28 @@ fn a_closed_stdout_ends_the_command_quietly_instead_of_a_panic() {
         assert_eq!(out.status.code(), Some(141), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn a_run_shell_timeout_is_reported_as_given() {
+    // Regression: `timeout_ms: 1000` came back as "timeout_ms 999" (3000 as 2999): the
+    // result printed the milliseconds left of the call's deadline, not the number given.
+    let dir = project();
+    for ms in [1000, 1234] {
+        let args = format!(r#"{{"command": "sleep 120", "timeout_ms": {ms}}}"#);
+        let out = toolgate(dir.path())
+            .args(["call", "run_shell", &args])
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        // `(timeout_ms 1000); ` — or, when dispatch took notably long on a loaded machine,
+        // `(timeout_ms 1000, 0.12 s of it spent waiting …); `.
+        let given = format!("(timeout_ms {ms}");
+        let after = err.find(&given).map(|i| &err[i + given.len()..]);
+        assert!(
+            after.is_some_and(|rest| rest.starts_with(')') || rest.starts_with(',')),
+            "timeout_ms {ms}: {err}"
+        );
+    }
+}
+
