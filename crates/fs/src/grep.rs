@@ -3,6 +3,7 @@
 //! line. Output is ripgrep's heading style: the file's path, then `N:line` for matches and
 //! `N-line` for context, `--` between groups that are not adjacent.
 
+mod count;
 mod run;
 mod sink;
 
@@ -332,17 +333,25 @@ fn finish(
         None if long_only => Some(TruncationReason::PayloadLimit),
         other => other,
     };
-    // Counts: exact when every file was searched to its end without the page filling up
-    // (whether it did depends only on the tree, so the count is the same on every call). A
-    // lower bound otherwise: one more than shown when the page was cut at a further match,
-    // else what the searched files held.
-    let exact = complete
+    // Counts: exact when every file was searched to its end, or counted after the page
+    // filled up within the counting budget (whether either happened depends only on the
+    // tree, so the count is the same on every call). A lower bound otherwise: what was
+    // counted, and at least one more than shown when the page was cut at a further match.
+    let searched_whole = complete
         && !outcome
             .files
             .iter()
             .any(|f| f.hits.capped || f.hits.partial || f.hits.line_too_long);
-    let searched: u64 = outcome.files.iter().map(|f| f.hits.matches as u64).sum();
-    let searched_files = outcome.files.iter().filter(|f| f.hits.matches > 0).count() as u64;
+    let (searched, searched_files) = match outcome.tally {
+        Some(t) if t.exact => (t.matches, t.files),
+        _ => (
+            outcome.files.iter().map(|f| f.hits.matches as u64).sum(),
+            outcome.files.iter().filter(|f| f.hits.matches > 0).count() as u64,
+        ),
+    };
+    let exact = searched_whole || outcome.tally.is_some_and(|t| t.exact) && long.is_empty();
+    // Which files the threads searched past a cut page varies from call to call: a lower
+    // bound there is what the page itself shows.
     let (found, found_files) = match (exact, page.cut) {
         (false, Some(_)) => (page.emitted + 1, page.files_matched),
         _ => (

@@ -11,6 +11,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use grep_regex::RegexMatcher;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 
+use super::count::{self, Tally};
 use super::sink::{FileHits, FileSink, StopReader};
 use crate::find::NameFilter;
 use crate::search::walk::{WalkEnd, walk};
@@ -37,6 +38,8 @@ pub(crate) struct Job<'a> {
 pub(crate) struct Searched {
     /// Full path.
     pub(crate) path: PathBuf,
+    /// Path below the walk's root.
+    pub(crate) rel: PathBuf,
     /// Lines up to this one were skipped (the cursor's line in the cursor's file).
     pub(crate) after_line: u64,
     /// What it yielded.
@@ -54,10 +57,12 @@ pub(crate) struct Outcome {
     pub(crate) page_full: bool,
     /// How the walk ended.
     pub(crate) walk: WalkEnd,
+    /// The match count past the page, when the page filled up (see [`super::count`]).
+    pub(crate) tally: Option<Tally>,
 }
 
 /// A file to search: its full path, its path below the walk's root, the line to resume after.
-type Queued = (PathBuf, PathBuf, u64);
+pub(crate) type Queued = (PathBuf, PathBuf, u64);
 
 struct Queue {
     files: Vec<Queued>,
@@ -89,6 +94,8 @@ pub(crate) fn run(job: &Job<'_>) -> Outcome {
         bytes: 0,
     });
     let full = AtomicBool::new(false);
+    // Whether the visitor ended the walk (the page was full) rather than the walk's end.
+    let mut walk_stopped = false;
     let threads = job.limits.search_threads().max(1);
 
     let walk_end = std::thread::scope(|s| {
@@ -98,6 +105,7 @@ pub(crate) fn run(job: &Job<'_>) -> Outcome {
         let scope = job.scope;
         let end = walk(&scope.walk, job.stop, |v| {
             if full.load(Ordering::Relaxed) {
+                walk_stopped = true;
                 return false;
             }
             // A single file searched as `path` has an empty relative path: its glob check
@@ -140,15 +148,20 @@ pub(crate) fn run(job: &Job<'_>) -> Outcome {
     let queue = queue.into_inner().unwrap_or_else(PoisonError::into_inner);
     let mut results = results.into_inner().unwrap_or_else(PoisonError::into_inner);
     let mut files = Vec::new();
+    let mut rest = Vec::new();
     let mut all_searched = true;
-    for (i, (path, _, after_line)) in queue.files.into_iter().enumerate() {
+    let mut queued = queue.files.into_iter();
+    for (i, (path, rel, after_line)) in queued.by_ref().enumerate() {
         let Some(hits) = results.slots.get_mut(i).and_then(Option::take) else {
             all_searched = false;
+            // Not searched for the page: counted below.
+            rest.push((path, rel, after_line));
             break;
         };
         let partial = hits.partial;
         files.push(Searched {
             path,
+            rel,
             after_line,
             hits,
         });
@@ -157,11 +170,24 @@ pub(crate) fn run(job: &Job<'_>) -> Outcome {
             break;
         }
     }
+    rest.extend(queued);
+    let page_full = full.load(Ordering::Relaxed);
+    // A full page is not the end of the count: the files it did not need are counted (no
+    // lines kept) while that stays cheap, so the total can be exact.
+    let tally = (page_full && walk_end.cut.is_none() && !job.stop.stopped()).then(|| {
+        let resume = walk_stopped.then(|| {
+            walk_end
+                .resume_after(&job.scope.walk)
+                .map(Path::to_path_buf)
+        });
+        count::tally(job, &files, rest, resume, walk_end.scanned)
+    });
     Outcome {
         files,
         all_searched,
-        page_full: full.load(Ordering::Relaxed),
+        page_full,
         walk: walk_end,
+        tally,
     }
 }
 
