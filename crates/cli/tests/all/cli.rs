@@ -328,3 +328,42 @@ fn a_run_shell_timeout_is_reported_as_given() {
     }
 }
 
+#[test]
+fn an_unknown_tool_suggests_only_tools_that_tools_lists() {
+    // Issue 26: `call nope` offered run_tool and search_tool, which `toolgate tools` does
+    // not show while disclosure is off.
+    let dir = project();
+    let listed = toolgate(dir.path()).args(["tools"]).output().unwrap();
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    assert!(!listed.contains("run_tool"), "{listed}");
+    let out = toolgate(dir.path())
+        .args(["call", "nope", "{}"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8(out.stderr).unwrap();
+    assert!(said.contains("unknown tool `nope`"), "{said}");
+    assert!(
+        !said.contains("run_tool") && !said.contains("search_tool"),
+        "{said}"
+    );
+}
+
+#[test]
+fn argument_errors_name_json_types_not_rust_ones() {
+    // Issue 26: "invalid type: string \"x\", expected u64".
+    let dir = project();
+    let out = toolgate(dir.path())
+        .args([
+            "call",
+            "read_file",
+            r#"{"path": "README.md", "offset": "x"}"#,
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        said.contains("field `offset`") && said.contains("expected a non-negative integer"),
+        "{said}"
+    );
+    assert!(!said.contains("u64"), "{said}");
+}
