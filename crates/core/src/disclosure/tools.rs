@@ -36,9 +36,9 @@ pub struct Forward {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct SearchArgs {
-    /// What you want to do ("create a github issue", "删除文件") or a tool name.
+    /// What you want to do, or a tool name.
     query: String,
-    /// How many tools to return (default 5, max 20).
+    /// Most tools (default 5, max 20).
     #[serde(default)]
     limit: Option<u64>,
 }
@@ -47,16 +47,16 @@ struct SearchArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RunArgs {
-    /// Exact name of the tool, as `search_tool` returned it.
+    /// Exact tool name from search_tool.
     name: String,
-    /// The tool's arguments, following the input schema `search_tool` returned.
+    /// Its arguments, per its input schema.
     #[serde(default)]
     input: Option<Map<String, Value>>,
 }
 
-const SEARCH_DESCRIPTION: &str = "Find tools that are not loaded yet and get their input schemas. Search by what you want to do (\"create a github issue\", \"删除文件\") or by a tool's name; results give each tool's description, full input schema and how to call it.";
+const SEARCH_DESCRIPTION: &str = "Find tools not loaded yet by what they do (\"create a github issue\") or by name; each result gives the tool's input schema and how to call it.";
 
-const RUN_DESCRIPTION: &str = "Call a tool found by search_tool: run_tool {\"name\": \"<exact tool name>\", \"input\": {<arguments per its schema>}}. Permissions, time limits and output budgets are those of the named tool.";
+const RUN_DESCRIPTION: &str = "Call a tool found by search_tool: {\"name\": \"<exact name>\", \"input\": {<arguments per its schema>}}.";
 
 fn read_only_meta(display: &str) -> ToolMeta {
     ToolMeta {
