@@ -100,8 +100,10 @@ pub struct Timing {
 pub struct Outcome {
     /// How it ended.
     pub status: Status,
-    /// Model requests made.
+    /// Model answers received (the turns counted against `max_turns`).
     pub turns: u32,
+    /// HTTP requests sent to the model, failed ones and retries included.
+    pub requests: u32,
     /// The model's last text.
     pub text: String,
     /// Every tool call, in order.
@@ -343,6 +345,7 @@ impl Agent {
         let mut outcome = Outcome {
             status: Status::Finished,
             turns: 0,
+            requests: 0,
             text: String::new(),
             tool_calls: Vec::new(),
             usage: Usage::default(),
@@ -367,6 +370,9 @@ impl Agent {
             self.record_unmasked();
             observer(Progress::Waiting);
             let request_started = Instant::now();
+            // One request now, one more per retry the provider reports.
+            outcome.requests += 1;
+            let requests = &mut outcome.requests;
             let response = {
                 let request = Request {
                     system: &self.system,
@@ -382,11 +388,14 @@ impl Agent {
                             attempt,
                             wait,
                             reason,
-                        } => Progress::Retrying {
-                            attempt,
-                            wait,
-                            reason,
-                        },
+                        } => {
+                            *requests += 1;
+                            Progress::Retrying {
+                                attempt,
+                                wait,
+                                reason,
+                            }
+                        }
                     });
                 };
                 self.provider

@@ -278,7 +278,7 @@ pub fn run(config: Config, args: RunArgs) -> ExitCode {
             if let Some(error) = &outcome.error {
                 eprintln!("toolgate: {error}");
             }
-            eprintln!("{}", usage_line(&outcome.usage, outcome.turns));
+            eprintln!("{}", usage_line(&outcome.usage, outcome.requests));
             if let Some(id) = agent.session_id() {
                 eprintln!("session {id} (continue with --resume {id})");
             }
@@ -297,6 +297,7 @@ fn report(agent: &Agent, outcome: &Outcome) -> serde_json::Value {
         "provider": agent.provider().name(),
         "model": agent.provider().model(),
         "turns": outcome.turns,
+        "requests": outcome.requests,
         "text": outcome.text,
         "tool_calls": outcome.tool_calls,
         "usage": outcome.usage,
@@ -305,7 +306,7 @@ fn report(agent: &Agent, outcome: &Outcome) -> serde_json::Value {
     })
 }
 
-fn usage_line(usage: &Usage, turns: u32) -> String {
+fn usage_line(usage: &Usage, requests: u32) -> String {
     let cached = if usage.cached_input_tokens > 0 {
         format!(
             " ({} cached)",
@@ -315,8 +316,8 @@ fn usage_line(usage: &Usage, turns: u32) -> String {
         String::new()
     };
     format!(
-        "[{turns} request{} · {} tokens in{cached} · {} out]",
-        if turns == 1 { "" } else { "s" },
+        "[{requests} request{} · {} tokens in{cached} · {} out]",
+        if requests == 1 { "" } else { "s" },
         toolgate_budget::group(usage.input_tokens),
         toolgate_budget::group(usage.output_tokens),
     )
@@ -394,7 +395,7 @@ pub fn chat(config: Config, args: ChatArgs) -> ExitCode {
             if let Some(error) = &outcome.error {
                 eprintln!("toolgate: {error}");
             }
-            eprintln!("{}", usage_line(&outcome.usage, outcome.turns));
+            eprintln!("{}", usage_line(&outcome.usage, outcome.requests));
             last = outcome.status;
         }
         agent.close();

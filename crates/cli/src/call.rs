@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use toolgate_config::Runtime;
 use toolgate_core::disclosure::Unmasked;
 use toolgate_core::{CallContext, Protocol, RawArgs, SessionProfile};
+use toolgate_gateway::ServerState;
 
 /// Arguments of `toolgate tools`.
 #[derive(Debug, Args)]
@@ -120,6 +121,13 @@ pub async fn tools(runtime: &Runtime, args: &ToolsArgs) -> ExitCode {
         eprintln!("warning: {problem}");
     }
     mcp_warnings(runtime);
+    let view = runtime.disclosure.view(&snapshot);
+    if view.plan.active && !view.plan.deferred.is_empty() && !args.json {
+        eprintln!(
+            "note: {} more tools are deferred (progressive disclosure): a model finds them with search_tool; `toolgate disclosure plan` lists them, `toolgate call NAME` runs any of them",
+            view.plan.deferred.len()
+        );
+    }
     runtime.gateway.shutdown().await;
     ExitCode::SUCCESS
 }
@@ -130,8 +138,15 @@ pub(crate) fn mcp_warnings(runtime: &Runtime) {
         eprintln!("warning: {problem}");
     }
     for status in runtime.gateway.status() {
-        if let toolgate_gateway::ServerState::Failed(reason) = &status.state {
-            eprintln!("warning: MCP server `{}` failed: {reason}", status.name);
+        match &status.state {
+            ServerState::Failed(reason) => {
+                eprintln!("warning: MCP server `{}` failed: {reason}", status.name);
+            }
+            ServerState::Untrusted { reason, command } => eprintln!(
+                "warning: MCP server `{}` ({}) is not trusted yet, so its tools are missing: {reason}; check its command with `toolgate mcp list`, then run `{command}`",
+                status.name, status.source
+            ),
+            _ => {}
         }
     }
 }
@@ -176,7 +191,15 @@ pub async fn call(runtime: &Runtime, args: CallArgs) -> ExitCode {
         .call(&args.name, RawArgs::Text(raw), ctx)
         .await;
     ctrl_c.abort();
-    if output.is_error && args.name.starts_with("mcp__") {
+    // A tool of an untrusted or failed server: the result says so already.
+    if output.is_error
+        && args.name.starts_with("mcp__")
+        && runtime
+            .dispatcher
+            .snapshot()
+            .absence_of(&args.name)
+            .is_none()
+    {
         mcp_warnings(runtime);
     }
     runtime.gateway.shutdown().await;

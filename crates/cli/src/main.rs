@@ -259,8 +259,14 @@ fn load_config(
 }
 
 fn init_logging(level: &str, serving: bool) {
+    // The MCP library logs its own internals (raw structs) at `info`: warnings only, unless
+    // the level asks for debug detail or names a target itself.
+    let level = match level.trim() {
+        plain @ ("warn" | "info") => format!("{plain},rmcp=warn"),
+        other => other.to_owned(),
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(&level))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // Outside `serve`, only warnings and worse unless asked: the result is the output.
     let filter = if serving || std::env::var_os("RUST_LOG").is_some() {

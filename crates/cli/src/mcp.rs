@@ -10,6 +10,8 @@ use toolgate_config::Runtime;
 use toolgate_core::{Protocol, render_tools};
 use toolgate_gateway::{ServerSpec, ServerState, ServerStatus, TrustStore};
 
+mod list;
+
 /// `toolgate mcp …`.
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
@@ -36,17 +38,32 @@ pub enum McpCommand {
 /// Arguments of `toolgate mcp trust`.
 #[derive(Debug, Args)]
 pub struct TrustArgs {
-    /// Servers to trust, as `toolgate mcp list` names them (default: every server defined
-    /// by the project's files).
+    /// Servers to trust, as `toolgate mcp list` names them. Without names: shows every
+    /// server the project's files define and asks before trusting them (on a terminal).
     names: Vec<String>,
+    /// Trust every server the project's files define without asking (for scripts).
+    #[arg(long, conflicts_with = "names")]
+    all: bool,
 }
 
 /// Arguments of `toolgate mcp list`.
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// Print JSON instead of a table.
+    /// Print JSON instead of a table (once every server is known).
     #[arg(long)]
     json: bool,
+    /// Stop waiting for servers after this many seconds (default: each server's own
+    /// startup timeout); the ones still starting are listed as `starting`.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    timeout: Option<Duration>,
+}
+
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .ok_or_else(|| format!("`{text}` is not a number of seconds above 0, such as 5 or 0.5"))
 }
 
 /// Arguments of `toolgate mcp tools`.
@@ -61,7 +78,7 @@ pub struct ServerToolsArgs {
 
 pub async fn run(runtime: &Runtime, command: McpCommand) -> ExitCode {
     let code = match command {
-        McpCommand::List(args) => list(runtime, &args).await,
+        McpCommand::List(args) => list::list(runtime, &args).await,
         McpCommand::Tools(args) => tools(runtime, &args).await,
         McpCommand::Trust(args) => trust(runtime, &args),
         McpCommand::Login(args) => crate::login::login(runtime, &args).await,
@@ -69,36 +86,6 @@ pub async fn run(runtime: &Runtime, command: McpCommand) -> ExitCode {
     };
     runtime.gateway.shutdown().await;
     code
-}
-
-async fn list(runtime: &Runtime, args: &ListArgs) -> ExitCode {
-    runtime.gateway.start_all().await;
-    let status = runtime.gateway.status();
-    if args.json {
-        let servers: Vec<Value> = status.iter().map(status_json).collect();
-        let problems: Vec<Value> = runtime
-            .gateway
-            .problems()
-            .iter()
-            .map(|p| json!({ "path": p.path, "reason": p.reason }))
-            .collect();
-        let body = json!({ "servers": servers, "problems": problems });
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&body).unwrap_or_default()
-        );
-    } else {
-        out!("{}", table(&status));
-        for problem in runtime.gateway.problems() {
-            eprintln!("warning: {problem}");
-        }
-        if status.is_empty() && runtime.gateway.problems().is_empty() {
-            eprintln!(
-                "no MCP servers configured; add [mcp_servers.NAME] to .toolgate/config.toml or a .mcp.json"
-            );
-        }
-    }
-    ExitCode::SUCCESS
 }
 
 fn trust(runtime: &Runtime, args: &TrustArgs) -> ExitCode {
@@ -137,6 +124,16 @@ fn trust(runtime: &Runtime, args: &TrustArgs) -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
+    if args.names.is_empty() && !args.all {
+        match confirm_all(&chosen) {
+            Ok(true) => {}
+            Ok(false) => {
+                eprintln!("toolgate: nothing trusted");
+                return ExitCode::FAILURE;
+            }
+            Err(code) => return code,
+        }
+    }
     let mut store = match TrustStore::load(runtime.config.trust_file.clone()) {
         Ok(store) => store,
         Err(e) => {
@@ -171,6 +168,53 @@ fn trust(runtime: &Runtime, args: &TrustArgs) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// Shows what `mcp trust` without names would trust and asks on a terminal; refuses
+/// without one (a script names the servers or passes `--all`).
+fn confirm_all(chosen: &[&ServerSpec]) -> Result<bool, ExitCode> {
+    use std::io::{BufRead, IsTerminal, Write};
+    let mut listing = format!(
+        "This project's files define {}:\n",
+        if chosen.len() == 1 {
+            "one MCP server".to_owned()
+        } else {
+            format!("{} MCP servers", chosen.len())
+        }
+    );
+    for spec in chosen {
+        listing.push_str(&format!(
+            "  {}  {}  ({})\n",
+            spec.name,
+            toolgate_gateway::describe_transport(&spec.transport),
+            spec.source
+        ));
+        if let Some(files) = spec
+            .launch
+            .as_ref()
+            .map(|l| l.files.keys().cloned().collect::<Vec<_>>())
+            && !files.is_empty()
+        {
+            listing.push_str(&format!("    runs: {}\n", short_list(&files)));
+        }
+    }
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() || !std::io::stderr().is_terminal() {
+        eprint!("{listing}");
+        eprintln!(
+            "toolgate: not trusting without asking: name the servers (`toolgate mcp trust NAME…`) or pass --all"
+        );
+        return Err(ExitCode::from(crate::USAGE_ERROR));
+    }
+    eprint!(
+        "{listing}Each one runs its command on your machine with your rights. Trust them all? [y/N] "
+    );
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    if stdin.lock().read_line(&mut answer).is_err() {
+        return Ok(false);
+    }
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES"))
 }
 
 async fn tools(runtime: &Runtime, args: &ServerToolsArgs) -> ExitCode {
@@ -266,65 +310,61 @@ fn seconds(d: Duration) -> String {
     }
 }
 
-/// The human table: one line per server, then indented reasons and notes.
-fn table(status: &[ServerStatus]) -> String {
-    let name_w = status
-        .iter()
-        .map(|s| s.name.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
-    let mut out = format!(
+/// The human table's header, for names `name_w` wide.
+fn header(name_w: usize) -> String {
+    format!(
         "{:<name_w$}  {:<11}  {:>5}  {:>8}  SOURCE\n",
         "NAME", "STATUS", "TOOLS", "STARTUP"
+    )
+}
+
+/// One server in the human table: its line, then indented reasons and notes.
+fn block(s: &ServerStatus, name_w: usize) -> String {
+    let tools = if matches!(s.state, ServerState::Ready) || s.tools > 0 {
+        s.tools.to_string()
+    } else {
+        "-".to_owned()
+    };
+    let mut out = format!(
+        "{:<name_w$}  {:<11}  {:>5}  {:>8}  {}\n",
+        s.name,
+        state_word(&s.state),
+        tools,
+        millis(s.startup),
+        s.source
     );
-    for s in status {
-        let tools = if matches!(s.state, ServerState::Ready) || s.tools > 0 {
-            s.tools.to_string()
-        } else {
-            "-".to_owned()
-        };
+    out.push_str(&format!(
+        "{:<name_w$}  {} (startup timeout {})\n",
+        "",
+        s.transport,
+        seconds(s.startup_timeout)
+    ));
+    if let ServerState::Failed(reason) = &s.state {
+        out.push_str(&format!("{:<name_w$}  reason: {reason}\n", ""));
+    }
+    if let ServerState::NeedsLogin(reason) = &s.state {
         out.push_str(&format!(
-            "{:<name_w$}  {:<11}  {:>5}  {:>8}  {}\n",
-            s.name,
-            state_word(&s.state),
-            tools,
-            millis(s.startup),
-            s.source
+            "{:<name_w$}  needs login ({reason}): run `toolgate mcp login {}`\n",
+            "", s.name
         ));
+    } else if let Some(auth) = s.auth.as_ref().and_then(crate::login::describe_status) {
+        out.push_str(&format!("{:<name_w$}  auth: {auth}\n", ""));
+    }
+    if !s.files.is_empty() {
         out.push_str(&format!(
-            "{:<name_w$}  {} (startup timeout {})\n",
+            "{:<name_w$}  covers: {}\n",
             "",
-            s.transport,
-            seconds(s.startup_timeout)
+            short_list(&s.files)
         ));
-        if let ServerState::Failed(reason) = &s.state {
-            out.push_str(&format!("{:<name_w$}  reason: {reason}\n", ""));
-        }
-        if let ServerState::NeedsLogin(reason) = &s.state {
-            out.push_str(&format!(
-                "{:<name_w$}  needs login ({reason}): run `toolgate mcp login {}`\n",
-                "", s.name
-            ));
-        } else if let Some(auth) = s.auth.as_ref().and_then(crate::login::describe_status) {
-            out.push_str(&format!("{:<name_w$}  auth: {auth}\n", ""));
-        }
-        if !s.files.is_empty() {
-            out.push_str(&format!(
-                "{:<name_w$}  covers: {}\n",
-                "",
-                short_list(&s.files)
-            ));
-        }
-        if let ServerState::Untrusted { reason, command } = &s.state {
-            out.push_str(&format!(
-                "{:<name_w$}  not started: {reason}; check the command and the files it runs, then run `{command}`\n",
-                ""
-            ));
-        }
-        for note in &s.notes {
-            out.push_str(&format!("{:<name_w$}  note: {note}\n", ""));
-        }
+    }
+    if let ServerState::Untrusted { reason, command } = &s.state {
+        out.push_str(&format!(
+            "{:<name_w$}  not started: {reason}; check the command and the files it runs, then run `{command}`\n",
+            ""
+        ));
+    }
+    for note in &s.notes {
+        out.push_str(&format!("{:<name_w$}  note: {note}\n", ""));
     }
     out
 }

@@ -179,11 +179,18 @@ fn show(runtime: &Runtime, args: &ShowArgs) -> ExitCode {
     let catalog = runtime.skills.catalog();
     let shown = |path: &Path| runtime.roots.display(path);
     let Some(skill) = catalog.get(&args.name) else {
-        let close: Vec<&str> = catalog
+        // Near names: within two edits (`helo` → `hello`), or one name inside the other.
+        let mut close: Vec<(usize, &str)> = catalog
             .skills
             .keys()
-            .filter(|n| n.contains(&args.name) || args.name.contains(n.as_str()))
-            .map(String::as_str)
+            .map(|n| (strsim::damerau_levenshtein(&args.name, n), n.as_str()))
+            .filter(|(d, n)| *d <= 2 || n.contains(&args.name) || args.name.contains(*n))
+            .collect();
+        close.sort();
+        let close: Vec<String> = close
+            .into_iter()
+            .take(3)
+            .map(|(_, n)| format!("`{n}`"))
             .collect();
         let hint = if close.is_empty() {
             String::new()

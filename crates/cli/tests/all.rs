@@ -28,6 +28,8 @@ mod sandbox;
 mod schedule;
 #[path = "all/sessions.rs"]
 mod sessions;
+#[path = "all/shutdown.rs"]
+mod shutdown;
 #[path = "all/skills.rs"]
 mod skills;
 #[path = "all/spill.rs"]

@@ -58,10 +58,11 @@ pub(crate) fn start() -> Result<bool, String> {
         .spawn(move || match fork_keeper(user) {
             Ok((keeper, init)) => {
                 let _ = tx.send(Ok(init));
-                wait_for(keeper);
+                let status = wait_for(keeper);
                 if ALIVE.swap(false, Ordering::AcqRel) {
                     tracing::error!(
-                        "the process namespace ended unexpectedly; new commands run in process groups only"
+                        "the process namespace ended unexpectedly ({}); new commands run in process groups only",
+                        ending(status)
                     );
                 }
                 loop {
@@ -98,10 +99,24 @@ pub(crate) fn start() -> Result<bool, String> {
     Ok(user)
 }
 
-fn wait_for(pid: libc::pid_t) {
+/// Reaps our child `pid`; returns its wait status.
+fn wait_for(pid: libc::pid_t) -> i32 {
     let mut status = 0;
     // SAFETY: waitpid on our own child with a valid status pointer.
     while unsafe { libc::waitpid(pid, &mut status, 0) } == -1 && errno() == libc::EINTR {}
+    status
+}
+
+/// How the keeper ended, as a clause.
+fn ending(status: i32) -> String {
+    if libc::WIFSIGNALED(status) {
+        format!("its keeper was killed by signal {}", libc::WTERMSIG(status))
+    } else {
+        format!(
+            "its keeper exited with status {}",
+            libc::WEXITSTATUS(status)
+        )
+    }
 }
 
 /// Forks the keeper and waits for its report; returns the keeper's and the init's pids.
@@ -298,7 +313,8 @@ unsafe fn reset_signals() {
     }
 }
 
-/// The relay lets the command decide about every catchable signal sent to the group.
+/// Ignores every catchable signal sent to the group (but SIGCHLD): the relay lets the
+/// command decide about them, and the keeper lives until toolgate ends.
 unsafe fn ignore_signals() {
     // SAFETY: signal is async-signal-safe.
     unsafe {
@@ -329,6 +345,12 @@ unsafe fn keeper_main(
         }
         name(c"toolgate-keeper");
         reset_signals();
+        // The keeper shares toolgate's process group, so a signal to the group (Ctrl-C in
+        // a terminal, a client stopping the server's group) reached it too and ended the
+        // namespace before toolgate's own handler ran its clean shutdown. It ends with
+        // toolgate through its parent-death signal (SIGKILL) instead; the init inherits
+        // the dispositions, and a namespace's init ignores such signals anyway.
+        ignore_signals();
         let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWNS;
         if user {
             flags |= libc::CLONE_NEWUSER;

@@ -494,6 +494,13 @@ enum Stop {
 }
 
 fn unknown_tool(name: &str, snapshot: &Snapshot) -> ToolOutput {
+    // A tool of a server that is not trusted, disabled or failed: say that, and what to do.
+    if let Some(absence) = snapshot.absence_of(name) {
+        return ToolOutput::error(format!(
+            "error: `{name}` is not available: {}",
+            absence.reason
+        ));
+    }
     let mut scored: Vec<(f64, &str)> = snapshot
         .tools
         .iter()
@@ -512,11 +519,14 @@ fn unknown_tool(name: &str, snapshot: &Snapshot) -> ToolOutput {
         .map(|(_, k)| format!("`{k}`"))
         .collect();
     let hint = if suggestions.is_empty() {
+        // Not the disclosure entry points: a client lists them only while disclosure is
+        // on, and then the model has them already.
         let all: Vec<String> = snapshot
             .tools
-            .keys()
+            .iter()
+            .filter(|(_, t)| t.meta().disclosure != DisclosureHint::EntryPoint)
             .take(20)
-            .map(|k| format!("`{k}`"))
+            .map(|(k, _)| format!("`{k}`"))
             .collect();
         format!("available tools: {}", all.join(", "))
     } else {

@@ -46,7 +46,7 @@ pub use profile::{
     SessionProfile,
 };
 pub use registry::{
-    ProviderError, Registry, RegistryError, Scope, Snapshot, StaticProvider, ToolProvider,
+    Absence, ProviderError, Registry, RegistryError, Scope, Snapshot, StaticProvider, ToolProvider,
     Visibility, validate_tool,
 };
 pub use render::{Protocol, RenderOptions, portable_schema, render_tools, render_tools_bytes};

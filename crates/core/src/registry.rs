@@ -20,6 +20,22 @@ pub trait ToolProvider: Send + Sync {
     fn name(&self) -> &str;
     /// The provider's current tools, in its own (local) order.
     fn tools(&self) -> Result<Vec<Arc<dyn DynTool>>, ProviderError>;
+
+    /// Why tools this provider would offer are missing now (an MCP server not trusted yet,
+    /// disabled or failed), for a call by one of their names; `None` when nothing is.
+    fn absence(&self) -> Option<Absence> {
+        None
+    }
+}
+
+/// Why a provider's tools are missing, for a call that names one of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Absence {
+    /// The names the provider's tools would have start with (`mcp__github__`).
+    pub prefix: String,
+    /// The sentence a caller reads: "server `github` is not trusted yet: the user must run
+    /// `toolgate mcp trust github`".
+    pub reason: String,
 }
 
 /// Why a provider could not list its tools.
@@ -151,6 +167,8 @@ pub struct Snapshot {
     /// `tools`, so no listing, rendering or search shows them, but [`Snapshot::get`] still
     /// finds them, so a call by name gets the denial message rather than "unknown tool".
     pub hidden: BTreeMap<String, Arc<dyn DynTool>>,
+    /// Providers whose tools are missing, with why (see [`ToolProvider::absence`]).
+    pub absent: Vec<Absence>,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -168,6 +186,14 @@ impl Snapshot {
     /// The tool named `name`, visible or hidden.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn DynTool>> {
         self.tools.get(name).or_else(|| self.hidden.get(name))
+    }
+
+    /// Why a tool named `name` is missing, when its provider says (the longest prefix wins).
+    pub fn absence_of(&self, name: &str) -> Option<&Absence> {
+        self.absent
+            .iter()
+            .filter(|a| name.starts_with(&a.prefix))
+            .max_by_key(|a| a.prefix.len())
     }
 }
 
@@ -336,6 +362,7 @@ impl Registry {
         let layers = read(&self.layers);
         let mut tools: BTreeMap<String, Arc<dyn DynTool>> = BTreeMap::new();
         let mut problems = Vec::new();
+        let mut absent = Vec::new();
         let mut chain: Vec<(&str, &Layer)> = vec![(GLOBAL, &layers.global)];
         for name in &scope.chain {
             if let Some(layer) = layers.presets.get(name) {
@@ -348,6 +375,7 @@ impl Registry {
             entries.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.seq.cmp(&b.seq)));
             let mut in_layer: BTreeMap<String, Arc<dyn DynTool>> = BTreeMap::new();
             for entry in entries {
+                absent.extend(entry.provider.absence());
                 let listed = entry.provider.tools().and_then(|list| {
                     for tool in &list {
                         validate_tool(entry.provider.name(), tool.as_ref())?;
@@ -388,6 +416,7 @@ impl Registry {
             incomplete: !problems.is_empty(),
             problems,
             hidden,
+            absent,
         }
     }
 }

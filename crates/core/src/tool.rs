@@ -181,7 +181,7 @@ fn parse_args<A: DeserializeOwned>(args: Value) -> Result<A, ToolError> {
     }
     serde_path_to_error::deserialize::<_, A>(args).map_err(|e| {
         let path = e.path().to_string();
-        let inner = e.into_inner().to_string();
+        let inner = json_words(&e.into_inner().to_string());
         if path == "." || path.is_empty() {
             ToolError::InvalidArguments(format!("{inner}; check the tool's input schema"))
         } else {
@@ -190,6 +190,51 @@ fn parse_args<A: DeserializeOwned>(args: Value) -> Result<A, ToolError> {
             ))
         }
     })
+}
+
+/// A serde message in JSON's words, not Rust's: "invalid type: string \"x\", expected u64"
+/// becomes "invalid type: string \"x\", expected a non-negative integer".
+pub(crate) fn json_words(message: &str) -> String {
+    const WORDS: [(&str, &str); 21] = [
+        ("expected usize", "expected a non-negative integer"),
+        ("expected u128", "expected a non-negative integer"),
+        ("expected u64", "expected a non-negative integer"),
+        ("expected u32", "expected a non-negative integer"),
+        ("expected u16", "expected a non-negative integer"),
+        ("expected u8", "expected a non-negative integer"),
+        ("expected isize", "expected an integer"),
+        ("expected i128", "expected an integer"),
+        ("expected i64", "expected an integer"),
+        ("expected i32", "expected an integer"),
+        ("expected i16", "expected an integer"),
+        ("expected i8", "expected an integer"),
+        ("expected f64", "expected a number"),
+        ("expected f32", "expected a number"),
+        ("expected a sequence", "expected an array"),
+        ("expected a map", "expected an object"),
+        ("expected a borrowed string", "expected a string"),
+        ("invalid type: sequence", "invalid type: array"),
+        ("invalid type: map", "invalid type: object"),
+        ("invalid type: floating point", "invalid type: number"),
+        ("invalid type: unit value", "invalid type: null"),
+    ];
+    let mut out = message.to_owned();
+    for (rust, json) in WORDS {
+        out = out.replace(rust, json);
+    }
+    // `expected struct ReadArgs`, `expected tuple struct X`: an object (or array) by name.
+    for (rust, json) in [
+        ("expected tuple struct ", "expected an array"),
+        ("expected struct ", "expected an object"),
+    ] {
+        while let Some(at) = out.find(rust) {
+            let name = out[at + rust.len()..]
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .map_or(out.len(), |end| at + rust.len() + end);
+            out.replace_range(at..name, json);
+        }
+    }
+    out
 }
 
 /// The JSON type name of a value, for error messages.
@@ -201,5 +246,36 @@ pub(crate) fn json_kind(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_words;
+
+    #[test]
+    fn serde_messages_name_json_types() {
+        // Regression (issue 26): "expected u64" reached models and users.
+        assert_eq!(
+            json_words("invalid type: string \"10\", expected u64"),
+            "invalid type: string \"10\", expected a non-negative integer"
+        );
+        assert_eq!(
+            json_words("invalid value: integer `-1`, expected usize"),
+            "invalid value: integer `-1`, expected a non-negative integer"
+        );
+        assert_eq!(
+            json_words("invalid type: floating point `1.5`, expected i64"),
+            "invalid type: number `1.5`, expected an integer"
+        );
+        assert_eq!(
+            json_words("invalid type: map, expected a sequence"),
+            "invalid type: object, expected an array"
+        );
+        assert_eq!(
+            json_words("invalid type: string \"x\", expected struct ReadArgs"),
+            "invalid type: string \"x\", expected an object"
+        );
+        assert_eq!(json_words("missing field `path`"), "missing field `path`");
     }
 }

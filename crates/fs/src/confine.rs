@@ -305,20 +305,15 @@ impl Roots {
         self.roots.iter().map(|r| r.path.clone()).collect()
     }
 
-    /// `real` shown relative to its root when it is inside one.
+    /// `real` shown relative to the project root (the first root) when it is inside it,
+    /// else in full: another root — a user skills folder, a second project — is never
+    /// shown as `.`, which reads as the project root.
     pub fn display(&self, real: &Path) -> String {
-        let roots = self.roots.iter().map(|r| &r.path);
-        for root in roots.chain(&self.read_only) {
-            if let Ok(rel) = real.strip_prefix(root) {
-                if rel.as_os_str().is_empty() {
-                    return ".".to_owned();
-                }
-                if root == self.primary() {
-                    return rel.to_string_lossy().into_owned();
-                }
-            }
+        match real.strip_prefix(self.primary()) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
+            Ok(rel) => rel.to_string_lossy().into_owned(),
+            Err(_) => real.to_string_lossy().into_owned(),
         }
-        real.to_string_lossy().into_owned()
     }
 
     /// Resolves `input` to a real path inside the roots. The path need not exist. This only

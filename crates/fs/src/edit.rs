@@ -35,14 +35,13 @@ const MAX_LINES_NAMED: usize = 20;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditFileArgs {
-    /// File to edit, relative to the project root (or absolute inside it).
+    /// File path, relative to the project root.
     pub path: String,
-    /// The exact text to replace, as it is in the file (from read_file, without the line
-    /// numbers), with enough surrounding lines to occur only once.
+    /// Exact text to replace, occurring once.
     pub old_string: String,
-    /// The text to put in its place (taken literally).
+    /// Its replacement, taken literally.
     pub new_string: String,
-    /// Replace every occurrence instead of requiring exactly one.
+    /// Replace every occurrence.
     #[serde(default)]
     pub replace_all: bool,
 }
@@ -79,7 +78,7 @@ impl Tool for EditFileTool {
     }
 
     fn description(&self) -> &str {
-        "Replace exact text in a file. old_string must match the file's text exactly (copy it from read_file without the line numbers) and occur exactly once: add surrounding lines until it is unique, or set replace_all to replace every occurrence. new_string is inserted literally. Files with CRLF line endings keep them. Refused if the file changed on disk since you last read it: read it again first. Returns a unified diff of the change. Use write_file to create files."
+        "Replace exact text in a file: old_string, copied from read_file without the line numbers, must occur once (add surrounding lines) unless replace_all. Returns a diff."
     }
 
     fn meta(&self) -> ToolMeta {

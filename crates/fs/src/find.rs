@@ -171,23 +171,21 @@ fn contains_ascii_ci(hay: &[u8], needle: &[u8]) -> bool {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchFilesArgs {
-    /// Part of a file name or path (`config`, `user test`: every word must occur, any case),
-    /// or a glob (`*.rs`, `src/**/*.test.ts`; without `/` it matches the file name).
+    /// Words of a path (`user test`), or a glob (`*.rs`, `src/**/*.test.ts`).
     pub query: String,
-    /// Folder to search, relative to the project root (default: the root).
+    /// Folder (default: the project root).
     #[serde(default)]
     pub path: Option<String>,
-    /// Most paths to return (default 100, at most 500).
+    /// Most paths (default 100, at most 500).
     #[serde(default)]
     pub limit: Option<u64>,
-    /// Also search folders skipped by default (.git, node_modules, target, dist, build, .venv,
-    /// …) and files that .gitignore excludes.
+    /// Also search skipped folders and .gitignored files.
     #[serde(default)]
     pub include_ignored: bool,
-    /// `cursor` from a cut result, to get the paths after it.
+    /// `cursor` of a cut result.
     #[serde(default)]
     pub cursor: Option<String>,
-    /// Deadline in milliseconds (default 15000, at most 30000).
+    /// Deadline (default 15000, at most 30000).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
 }
@@ -214,7 +212,7 @@ impl Tool for SearchFilesTool {
     }
 
     fn description(&self) -> &str {
-        "Find files by name. A plain query matches anywhere in the path, ignoring case (`config`, `user test` = both words); a query with * ? [ { is a glob (`*.rs` matches file names, `src/**/*.ts` whole paths). Returns paths in sorted order, 100 by default (limit up to 500). Skips .git, node_modules, target, dist, build, .venv and similar folders and .gitignored files unless include_ignored is true or path points inside one. A cut result says why and gives a cursor to continue. Use grep to search file contents."
+        "Find files by path words (`user test`, any case) or a glob (`*.rs`, `src/**/*.ts`). Skips .git, node_modules, target and .gitignored files unless include_ignored. A cut result gives a cursor."
     }
 
     fn meta(&self) -> ToolMeta {

@@ -3,6 +3,7 @@
 //! line. Output is ripgrep's heading style: the file's path, then `N:line` for matches and
 //! `N-line` for context, `--` between groups that are not adjacent.
 
+mod count;
 mod run;
 mod sink;
 
@@ -41,36 +42,33 @@ const REGEX_DFA_SIZE_LIMIT: usize = 10 << 20;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GrepArgs {
-    /// Regular expression (Rust/ripgrep syntax: `fn \w+_test`, `TODO|FIXME`), or plain text
-    /// with `literal: true`. Matches within one line.
+    /// Regex (ripgrep syntax: `fn \w+_test`, `TODO|FIXME`), matched within a line.
     pub pattern: String,
-    /// Folder or file to search, relative to the project root (default: the root).
+    /// Folder or file (default: the project root).
     #[serde(default)]
     pub path: Option<String>,
-    /// Only files matching this glob: `*.rs` (file names), `src/**/*.ts` (paths),
-    /// `!*.min.js` (all but these).
+    /// Files to search: `*.rs`, `src/**/*.ts`, `!*.min.js`.
     #[serde(default)]
     pub glob: Option<String>,
-    /// Treat `pattern` as plain text, not a regular expression.
+    /// `pattern` is plain text.
     #[serde(default)]
     pub literal: bool,
     /// Ignore case.
     #[serde(default)]
     pub case_insensitive: bool,
-    /// Lines of context to show before and after each match (default 0, at most 10).
+    /// Lines around each match (at most 10).
     #[serde(default)]
     pub context: Option<u64>,
-    /// Most matching lines to return (default 100, at most 500).
+    /// Most matching lines (default 100, at most 500).
     #[serde(default)]
     pub limit: Option<u64>,
-    /// Also search folders skipped by default (.git, node_modules, target, dist, build, .venv,
-    /// …) and files that .gitignore excludes.
+    /// Also search skipped folders and .gitignored files.
     #[serde(default)]
     pub include_ignored: bool,
-    /// `cursor` from a cut result, to get the matches after it.
+    /// `cursor` of a cut result.
     #[serde(default)]
     pub cursor: Option<String>,
-    /// Deadline in milliseconds (default 15000, at most 30000).
+    /// Deadline (default 15000, at most 30000).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
 }
@@ -97,7 +95,7 @@ impl Tool for GrepTool {
     }
 
     fn description(&self) -> &str {
-        "Search file contents with a regular expression (ripgrep syntax) or plain text (literal: true). Results are grouped by file in path order: the path, then `LINE:text` for matches and `LINE-text` for context lines. 100 matching lines by default (limit up to 500), lines over 2000 characters cut with a marker, binary files skipped. Filter files with glob (`*.rs`, `src/**/*.ts`). Skips .git, node_modules, target, dist, build, .venv and similar folders and .gitignored files unless include_ignored is true or path points inside one. A cut result says why and gives a cursor to continue. Use search_files to find files by name."
+        "Search file contents by regex (ripgrep syntax) or plain text (literal: true): each file's path, then `LINE:text`. Skips .git, node_modules, target and .gitignored files unless include_ignored. A cut result gives a cursor."
     }
 
     fn meta(&self) -> ToolMeta {
@@ -332,17 +330,25 @@ fn finish(
         None if long_only => Some(TruncationReason::PayloadLimit),
         other => other,
     };
-    // Counts: exact when every file was searched to its end without the page filling up
-    // (whether it did depends only on the tree, so the count is the same on every call). A
-    // lower bound otherwise: one more than shown when the page was cut at a further match,
-    // else what the searched files held.
-    let exact = complete
+    // Counts: exact when every file was searched to its end, or counted after the page
+    // filled up within the counting budget (whether either happened depends only on the
+    // tree, so the count is the same on every call). A lower bound otherwise: what was
+    // counted, and at least one more than shown when the page was cut at a further match.
+    let searched_whole = complete
         && !outcome
             .files
             .iter()
             .any(|f| f.hits.capped || f.hits.partial || f.hits.line_too_long);
-    let searched: u64 = outcome.files.iter().map(|f| f.hits.matches as u64).sum();
-    let searched_files = outcome.files.iter().filter(|f| f.hits.matches > 0).count() as u64;
+    let (searched, searched_files) = match outcome.tally {
+        Some(t) if t.exact => (t.matches, t.files),
+        _ => (
+            outcome.files.iter().map(|f| f.hits.matches as u64).sum(),
+            outcome.files.iter().filter(|f| f.hits.matches > 0).count() as u64,
+        ),
+    };
+    let exact = searched_whole || outcome.tally.is_some_and(|t| t.exact) && long.is_empty();
+    // Which files the threads searched past a cut page varies from call to call: a lower
+    // bound there is what the page itself shows.
     let (found, found_files) = match (exact, page.cut) {
         (false, Some(_)) => (page.emitted + 1, page.files_matched),
         _ => (

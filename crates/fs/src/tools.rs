@@ -90,12 +90,12 @@ const FS_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadFileArgs {
-    /// File path, relative to the project root (or absolute inside it).
+    /// File path, relative to the project root.
     pub path: String,
-    /// 1-based line number to start at (default 1). Use `next_offset` from a cut result.
+    /// 1-based line to start at; `next_offset` of a cut result.
     #[serde(default)]
     pub offset: Option<u64>,
-    /// Most lines to return (default and maximum 2000).
+    /// Most lines (default and maximum 2000).
     #[serde(default)]
     pub limit: Option<u64>,
 }
@@ -147,7 +147,7 @@ impl Tool for ReadFileTool {
     }
 
     fn description(&self) -> &str {
-        "Read a text file as numbered lines (cat -n style). Returns at most 2000 lines or 50 KiB per call, whichever comes first; when cut, the result says so and gives next_offset to continue. Lines over 2000 characters are cut with a visible marker. Images and PDFs come back as attachments; other binary files are refused. Use offset/limit to page through large files and spilled outputs instead of rerunning commands."
+        "Read a text file as numbered lines (at most 2000 lines or 50 KiB); a cut result gives next_offset. Images and PDFs come back as attachments. Page saved outputs instead of rerunning commands."
     }
 
     fn meta(&self) -> ToolMeta {
@@ -447,13 +447,13 @@ fn io_err(path: &str, e: &std::io::Error) -> ToolError {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListDirArgs {
-    /// Folder to list, relative to the project root (default: the root).
+    /// Folder (default: the project root).
     #[serde(default)]
     pub path: Option<String>,
-    /// 1-based entry number to start at (default 1). Use `next_offset` from a cut result.
+    /// 1-based entry to start at; `next_offset` of a cut result.
     #[serde(default)]
     pub offset: Option<u64>,
-    /// Most entries to return (default and maximum 2000).
+    /// Most entries (default and maximum 2000).
     #[serde(default)]
     pub limit: Option<u64>,
 }
@@ -473,7 +473,7 @@ impl Tool for ListDirTool {
     }
 
     fn description(&self) -> &str {
-        "List one folder's entries sorted by name: folders end in '/', files show their size, symlinks their target. Pages like read_file (offset/limit, next_offset only when cut). Use search_files or grep to find things across many folders."
+        "List a folder's entries: folders end in '/', files show their size. Pages like read_file."
     }
 
     fn meta(&self) -> ToolMeta {

@@ -136,10 +136,9 @@ pub(crate) fn path_error(e: PathError) -> ToolError {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteFileArgs {
-    /// File path, relative to the project root (or absolute inside it). Missing folders are
-    /// created.
+    /// File path, relative to the project root.
     pub path: String,
-    /// The complete new content of the file.
+    /// The whole new content.
     pub content: String,
 }
 
@@ -199,7 +198,7 @@ impl Tool for WriteFileTool {
     }
 
     fn description(&self) -> &str {
-        "Create a file or replace its whole content, atomically (a failed write leaves the old file intact); missing parent folders are created, and a replaced file keeps its permissions. To change part of an existing file, prefer edit_file."
+        "Create or overwrite a file atomically; missing folders are created. To change part of a file, use edit_file."
     }
 
     fn meta(&self) -> ToolMeta {

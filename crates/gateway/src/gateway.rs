@@ -233,8 +233,10 @@ impl Gateway {
             tracing::warn!(%problem, "MCP server config skipped");
         }
         for mount in &inner.mounts {
+            // `info`: commands print it themselves (`tools`, `call`, `mcp list`), and the
+            // model reads it in the result of a call to one of its tools.
             if let Phase::Untrusted(reason) = &mount.state().phase {
-                tracing::warn!(
+                tracing::info!(
                     server = %mount.spec.name,
                     source = %mount.spec.source,
                     %reason,
@@ -356,6 +358,20 @@ impl Gateway {
     /// Starts every enabled server and waits until each is ready or failed.
     pub async fn start_all(&self) {
         futures::future::join_all(self.inner.mounts.iter().map(|m| m.start())).await;
+    }
+
+    /// Starts every enabled server, as [`Gateway::start_all`] does, yielding each server's
+    /// name as soon as it is ready or failed (disabled and untrusted ones at once), so a
+    /// listing can show each as it is known.
+    pub fn start_each(&self) -> impl futures::Stream<Item = String> + '_ {
+        self.inner
+            .mounts
+            .iter()
+            .map(|m| async move {
+                m.start().await;
+                m.spec.name.clone()
+            })
+            .collect::<futures::stream::FuturesUnordered<_>>()
     }
 
     /// Waits until no server is starting.

@@ -110,6 +110,31 @@ pub enum ProviderError {
         /// What was wrong.
         message: String,
     },
+    /// No key for an endpoint that needs one: nothing was sent.
+    #[error(
+        "provider `{provider}` ({url}) needs an API key and {key_env} is not set, so nothing was sent; set it (`export {key_env}=…`), name another variable with api_key_env in [providers.{provider}], or use a local endpoint that needs none (--base-url http://localhost:11434/v1)"
+    )]
+    MissingKey {
+        /// Provider name.
+        provider: String,
+        /// Endpoint.
+        url: String,
+        /// The variable the key is read from.
+        key_env: String,
+    },
+    /// The endpoint could not be reached at all (connection refused, no such host): not
+    /// retried, since waiting rarely changes that.
+    #[error(
+        "cannot reach provider `{provider}` at {url}: {message}; check the network connection (and HTTPS_PROXY if one is needed), or point --base-url at a reachable endpoint"
+    )]
+    Unreachable {
+        /// Provider name.
+        provider: String,
+        /// Endpoint.
+        url: String,
+        /// What failed.
+        message: String,
+    },
     /// The settings cannot work (no base URL, a key that is not valid in a header).
     #[error("provider `{provider}`: {message}")]
     Config {

@@ -101,6 +101,15 @@ impl Provider {
             });
         }
         let timeouts = Timeouts::from_config(name, config)?;
+        // No key, no request: a cloud endpoint would only answer 401 (after retries, when
+        // offline) without saying which variable is missing.
+        if api_key.is_none() && !is_local(&base_url) {
+            return Err(ProviderError::MissingKey {
+                provider: name.to_owned(),
+                url: base_url,
+                key_env,
+            });
+        }
         tls_provider();
         let http = reqwest::Client::builder()
             .connect_timeout(timeouts.connect)
@@ -248,7 +257,8 @@ impl Provider {
                 Some(asked) => asked,
                 None => backoff(&self.retry, attempt).min(max),
             };
-            tracing::warn!(provider = %self.name, attempt, ?wait, %status, %message, "model request failed; retrying");
+            // `debug`: the caller shows the retry (the event below); a log line would say it twice.
+            tracing::debug!(provider = %self.name, attempt, ?wait, %status, %message, "model request failed; retrying");
             on_event(Event::Retrying {
                 attempt,
                 wait,
@@ -298,6 +308,15 @@ impl Provider {
                     },
                     false,
                 ));
+            }
+            // Nothing listening or no such host, at a cloud endpoint: said now, not after a
+            // quarter of a minute of retries (a local server may still be starting).
+            Ok(Err(e)) if e.is_connect() && !is_local(&self.base_url) => {
+                return Err(Failure::Fatal(ProviderError::Unreachable {
+                    provider: self.name.clone(),
+                    url: self.base_url.clone(),
+                    message: error_chain(&e),
+                }));
             }
             Ok(sent) => sent.map_err(|e| Failure::Retry {
                 status: "network".to_owned(),
@@ -614,6 +633,35 @@ fn clip(text: &str) -> String {
 }
 
 /// An error with its causes ("error sending request: connection refused").
+/// Whether `base_url` points at this machine or the local network (a model served by
+/// Ollama, llama.cpp, vLLM…), where no key is needed and a refused connection may be a
+/// server still starting.
+pub(crate) fn is_local(base_url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(base_url) else {
+        return false;
+    };
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_unspecified(),
+        Ok(std::net::IpAddr::V6(ip)) => {
+            ip.is_loopback() || ip.is_unspecified() || (ip.segments()[0] & 0xfe00) == 0xfc00
+        }
+        // `localhost`, `*.local` (mDNS), `*.internal`, and single-label names (a container
+        // or compose service such as `ollama`).
+        Err(_) => {
+            let host = host.trim_end_matches('.').to_ascii_lowercase();
+            host == "localhost"
+                || host.ends_with(".localhost")
+                || host.ends_with(".local")
+                || host.ends_with(".internal")
+                || !host.contains('.')
+        }
+    }
+}
+
 pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
@@ -641,6 +689,29 @@ fn tls_provider() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn local_endpoints_are_told_from_cloud_ones() {
+        for url in [
+            "http://localhost:11434/v1",
+            "http://127.0.0.1:8080",
+            "http://[::1]:8000/v1",
+            "http://192.168.1.20:11434/v1",
+            "http://10.0.0.5/v1",
+            "http://ollama:11434/v1",
+            "http://gpu-box.local:8000",
+        ] {
+            assert!(is_local(url), "{url}");
+        }
+        for url in [
+            "https://api.openai.com/v1",
+            "https://api.anthropic.com",
+            "https://8.8.8.8/v1",
+            "not a url",
+        ] {
+            assert!(!is_local(url), "{url}");
+        }
+    }
 
     #[test]
     fn retry_after_reads_seconds_milliseconds_and_dates() {

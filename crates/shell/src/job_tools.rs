@@ -24,10 +24,9 @@ use crate::tools::Shared;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StreamName {
-    /// Standard output.
+    // No doc comments on the variants: the schema stays a plain `enum` of two strings.
     #[default]
     Stdout,
-    /// Standard error.
     Stderr,
 }
 
@@ -44,16 +43,15 @@ impl From<StreamName> for Which {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JobOutputArgs {
-    /// The id run_shell returned, e.g. `job-1`.
+    /// From run_shell, e.g. `job-1`.
     pub job_id: String,
-    /// Byte offset to start at (default 0). Use `next_offset`, or `end_offset` to poll a
-    /// running job for new output.
+    /// Byte offset: `next_offset`, or `end_offset` to poll a running job.
     #[serde(default)]
     pub offset: Option<u64>,
-    /// Most bytes to return (default 32768, at most 49152).
+    /// Most bytes (default 32768, at most 49152).
     #[serde(default)]
     pub limit: Option<u64>,
-    /// `stdout` (default) or `stderr`.
+    /// Default `stdout`.
     #[serde(default)]
     pub stream: StreamName,
 }
@@ -116,7 +114,7 @@ impl Tool for JobOutputTool {
     }
 
     fn description(&self) -> &str {
-        "Read the output of a background job (started by run_shell with background: true) by byte offset, with the job's status (running, exited with exit_code, killed, timed_out). Returns up to limit bytes (default 32 KiB) of stdout, or of stderr with stream: \"stderr\", starting at offset (default 0). next_offset appears only when more output is already there; eof is true once the job has ended and the chunk reaches the end. While a job runs, poll again later with offset = end_offset for new output. The chunks are the raw output: put together they reproduce it exactly. For a finished job whose output is longer than a page, a call without offset returns the compressed log of the whole stream instead (every error, failure and summary line; shown: \"log\"), and offset: 0 pages the raw bytes."
+        "Read a background job's output and status by byte offset (stream: \"stderr\" for stderr); poll a running job with offset = end_offset. Without offset, a long finished stream comes back compressed."
     }
 
     fn meta(&self) -> ToolMeta {
@@ -357,7 +355,7 @@ fn status_fields(end: Option<&JobEnd>) -> (JobStatus, Option<i32>, Option<String
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JobKillArgs {
-    /// The id run_shell returned, e.g. `job-1`.
+    /// From run_shell, e.g. `job-1`.
     pub job_id: String,
 }
 
@@ -396,7 +394,7 @@ impl Tool for JobKillTool {
     }
 
     fn description(&self) -> &str {
-        "Stop a background job started by run_shell: SIGTERM to its whole process group, then SIGKILL after a short grace. Returns once nothing of it is left, with how it ended. Its output stays readable with job_output until the session ends."
+        "Stop a background job (SIGTERM to its process group, then SIGKILL). Its output stays readable with job_output."
     }
 
     fn meta(&self) -> ToolMeta {

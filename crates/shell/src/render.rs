@@ -96,10 +96,23 @@ fn teardown_words(teardown: Option<Teardown>, grace: Duration) -> String {
     }
 }
 
-/// The first line of a `run_shell` result (and of a finished job's summary).
+/// A foreground command's time limit: the `timeout_ms` it was given (after the maximum)
+/// and what was left of it when the command started (the call's deadline also counts the
+/// time spent waiting for this session's earlier calls).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TimeLimit {
+    pub given_ms: u64,
+    pub applied: Duration,
+}
+
+/// Waits shorter than this are dispatch overhead (a loaded machine included), not worth a
+/// clause.
+const NOTABLE_WAIT: Duration = Duration::from_millis(100);
+
+/// The first line of a `run_shell` result.
 pub(crate) fn status_line(
     finished: &Finished,
-    timeout: Duration,
+    limit: TimeLimit,
     grace: Duration,
     max_stream: u64,
 ) -> String {
@@ -111,11 +124,21 @@ pub(crate) fn status_line(
         Ending::Signaled(sig) => {
             format!("command failed: killed by {} · {took}", signal_name(sig))
         }
-        Ending::TimedOut => format!(
-            "command failed (timeout): still running after {} (timeout_ms {}); {down}. The output so far is below. Raise timeout_ms or start it with background: true",
-            human(timeout),
-            timeout.as_millis()
-        ),
+        Ending::TimedOut => {
+            // The number the caller gave, never the milliseconds left of it (which read as
+            // "timeout_ms 999" for 1000).
+            let waited = Duration::from_millis(limit.given_ms).saturating_sub(limit.applied);
+            let waited = if waited >= NOTABLE_WAIT {
+                format!(", {} of it spent waiting for earlier calls", human(waited))
+            } else {
+                String::new()
+            };
+            format!(
+                "command failed (timeout): still running after {} (timeout_ms {}{waited}); {down}. The output so far is below. Raise timeout_ms or start it with background: true",
+                human(limit.applied),
+                limit.given_ms
+            )
+        }
         Ending::Stopped(reason) => {
             format!("{} after {took}; {down}", stopped_words(reason, max_stream))
         }
@@ -181,5 +204,45 @@ mod tests {
         assert_eq!(human_bytes(1500), "1,500 bytes");
         assert_eq!(signal_name(9), "SIGKILL");
         assert_eq!(signal_name(63), "signal 63");
+    }
+
+    fn timed_out() -> Finished {
+        Finished {
+            ending: Ending::TimedOut,
+            elapsed: Duration::from_millis(1_001),
+            stdout: Default::default(),
+            stderr: Default::default(),
+            teardown: None,
+            leftovers: 0,
+        }
+    }
+
+    #[test]
+    fn a_timeout_is_the_number_given_not_the_milliseconds_left_of_it() {
+        // Regression: timeout_ms 1000 read "timeout_ms 999" (the deadline had started a
+        // moment before the command).
+        let limit = TimeLimit {
+            given_ms: 1_000,
+            applied: Duration::from_micros(999_400),
+        };
+        let line = status_line(&timed_out(), limit, Duration::from_secs(1), 1 << 20);
+        assert!(
+            line.starts_with(
+                "command failed (timeout): still running after 1.00 s (timeout_ms 1000); "
+            ),
+            "{line}"
+        );
+        // Time spent behind earlier calls of the session is said, not hidden.
+        let limit = TimeLimit {
+            given_ms: 3_000,
+            applied: Duration::from_millis(1_800),
+        };
+        let line = status_line(&timed_out(), limit, Duration::from_secs(1), 1 << 20);
+        assert!(
+            line.contains(
+                "still running after 1.80 s (timeout_ms 3000, 1.20 s of it spent waiting for earlier calls); "
+            ),
+            "{line}"
+        );
     }
 }

@@ -19,7 +19,7 @@ use crate::error::ShellError;
 use crate::job_tools::{JobKillTool, JobOutputTool};
 use crate::jobs::{Job, JobStream, JobTable};
 use crate::limits::ShellLimits;
-use crate::render::{JobStatus, human, notes, status_line, status_of};
+use crate::render::{JobStatus, TimeLimit, human, notes, status_line, status_of};
 use crate::run::{Finished, RunConfig, Running, StopSignal};
 use crate::view::{StreamSizes, View, views};
 
@@ -66,18 +66,15 @@ pub fn builtin_shell_tools(
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunShellArgs {
-    /// The command line, run by `bash -c` (`sh -c` where there is no bash).
+    /// Command line for `bash -c`.
     pub command: String,
-    /// Milliseconds before the command's whole process group is stopped. Default 120000
-    /// (background jobs 600000); at most 600000.
+    /// Default 120000 (background 600000), at most 600000.
     #[serde(default)]
     pub timeout_ms: Option<u64>,
-    /// Folder to run in, relative to the project root or absolute inside it. Default: the
-    /// project root.
+    /// Folder (default: the project root).
     #[serde(default)]
     pub cwd: Option<String>,
-    /// Start it as a background job and return its job_id at once; read its output with
-    /// job_output, stop it with job_kill.
+    /// Return a job_id at once (see job_output, job_kill).
     #[serde(default)]
     pub background: bool,
 }
@@ -172,7 +169,7 @@ impl Tool for RunShellTool {
     }
 
     fn description(&self) -> &str {
-        "Run a shell command (bash -c) in the project with stdin closed, in its own process group. Returns the exit code, the duration and the output: stdout and stderr in separate sections, each shown whole when short; a longer one is shown as its compressed log when it is one (a failure, a test run, a build: every error, failure, panic and warning line with its message, the summary, repeated lines folded with counts), else as a short excerpt (mostly the head on success, mostly the tail on failure), plus the path of a file holding every byte of that stream: page it with read_file instead of rerunning the command. Colors and progress-bar frames are removed from what you see; the files keep the raw bytes. To see both streams in the order they were printed, append 2>&1. On timeout (timeout_ms, default 120 s, at most 600 s) the whole process group is stopped (SIGTERM, then SIGKILL) and the output so far is returned; anything the command leaves running when it exits is stopped too. For servers, watchers and long builds use background: true, which returns a job_id at once: read its output with job_output, stop it with job_kill. Use the file tools rather than cat or sed to read and edit files."
+        "Run a shell command (bash -c) in the project, stdin closed. Long output comes back as an excerpt or compressed log plus a file with all of it: read that with read_file, do not rerun. For servers and long builds use background: true, then job_output and job_kill."
     }
 
     fn meta(&self) -> ToolMeta {
@@ -294,7 +291,11 @@ impl Tool for RunShellTool {
             (finished, shown)
         })
         .await?;
-        Ok(self.render(&finished, views, timeout, cwd_shown, extra))
+        let limit = TimeLimit {
+            given_ms: timeout_ms,
+            applied: timeout,
+        };
+        Ok(self.render(&finished, views, limit, cwd_shown, extra))
     }
 }
 
@@ -303,7 +304,7 @@ impl RunShellTool {
         &self,
         finished: &Finished,
         views: [View; 2],
-        timeout: Duration,
+        limit: TimeLimit,
         cwd: String,
         extra: Vec<String>,
     ) -> ToolOutput {
@@ -311,7 +312,7 @@ impl RunShellTool {
         let failed = finished.ending.failed();
         let mut text = status_line(
             finished,
-            timeout,
+            limit,
             limits.kill_grace(),
             limits.max_stream_bytes,
         );

@@ -18,6 +18,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -74,6 +75,9 @@ struct Shared {
     generation: watch::Sender<u64>,
     listeners: Mutex<Vec<Listener>>,
     watcher: Mutex<Option<Armed>>,
+    /// Set when watching failed (no watcher, or a folder that could not be watched): the
+    /// watch thread then rescans every [`watcher::FALLBACK_RESCAN`] at least.
+    degraded: AtomicBool,
 }
 
 #[derive(Default)]
@@ -104,6 +108,7 @@ impl Skills {
             generation: watch::channel(0).0,
             listeners: Mutex::new(Vec::new()),
             watcher: Mutex::new(None),
+            degraded: AtomicBool::new(false),
         });
         shared.track(&chain);
         let mut skills = Self {
@@ -126,26 +131,42 @@ impl Skills {
     }
 
     fn start(&mut self) {
+        let (tx, rx) = mpsc::channel();
+        let watcher = self.shared.config.watch.then(|| {
+            let events = tx.clone();
+            notify::recommended_watcher(move |event| {
+                let _ = events.send(Msg::Event(event));
+            })
+        });
+        self.run(tx, rx, watcher);
+    }
+
+    /// Arms `watcher` (when watching) and starts the watch thread: debounced events, and
+    /// the periodic rescan — also when the watcher could not be made.
+    fn run(
+        &mut self,
+        tx: mpsc::Sender<Msg>,
+        rx: mpsc::Receiver<Msg>,
+        watcher: Option<notify::Result<notify::RecommendedWatcher>>,
+    ) {
         let config = &self.shared.config;
         let rescan = (config.rescan_secs > 0).then(|| Duration::from_secs(config.rescan_secs));
-        if !config.watch && rescan.is_none() {
-            return;
-        }
-        let (tx, rx) = mpsc::channel();
-        if config.watch {
-            let events = tx.clone();
-            let handler = move |event| {
-                let _ = events.send(Msg::Event(event));
-            };
-            match notify::recommended_watcher(handler) {
-                Ok(watcher) => {
-                    *lock(&self.shared.watcher) = Some(Armed::new(watcher));
-                    self.shared.arm();
-                }
-                Err(e) => tracing::warn!(
+        match watcher {
+            None if rescan.is_none() => return,
+            None => {}
+            Some(Ok(watcher)) => {
+                *lock(&self.shared.watcher) = Some(Armed::new(watcher));
+                self.shared.arm();
+            }
+            // Many toolgate processes at once can run out of inotify instances ("Too many
+            // open files"): the periodic rescan stands in, with this one warning.
+            Some(Err(e)) => {
+                self.shared.degraded.store(true, Ordering::Relaxed);
+                tracing::warn!(
                     error = %e,
-                    "skills: cannot watch the skill folders; changes are seen at the next rescan"
-                ),
+                    "skills: cannot watch the skill folders; changes are picked up by a rescan every {} s instead",
+                    watcher::fallback_every(rescan).as_secs()
+                );
             }
         }
         let shared = Arc::clone(&self.shared);
@@ -293,6 +314,12 @@ impl Shared {
             if work.is_empty() && !self.watches_any(paths) {
                 return false;
             }
+            // Watches first, reads second: whatever changes after a folder is watched
+            // sends an event, and whatever changed before it is in the read. Reading first
+            // lost a SKILL.md written into a new folder between the read and the watch (the
+            // skills-watch tests failed that way on a loaded machine).
+            self.forget_watches(paths);
+            self.arm();
             // Read outside the state lock: readers never wait for the disk.
             let mut results: Vec<(SkillRoot, Update)> = Vec::new();
             for (root, touched) in work {
@@ -349,8 +376,6 @@ impl Shared {
             }
             changed
         };
-        self.forget_watches(paths);
-        self.arm();
         if changed {
             self.announce();
         }
@@ -378,11 +403,19 @@ impl Shared {
                 }
             }
             if !report.is_clean() {
-                tracing::warn!(
-                    count = report.differences.len(),
-                    differences = %report.differences.join("; "),
-                    "skills: the full rescan differs from the watched state (a change was missed); the rescan is kept"
-                );
+                // Without watches every change shows up here: that was warned about once.
+                if self.degraded.load(Ordering::Relaxed) {
+                    tracing::debug!(
+                        differences = %report.differences.join("; "),
+                        "skills: the rescan picked up changes"
+                    );
+                } else {
+                    tracing::warn!(
+                        count = report.differences.len(),
+                        differences = %report.differences.join("; "),
+                        "skills: the full rescan differs from the watched state (a change was missed); the rescan is kept"
+                    );
+                }
                 bump(&mut state, &self.generation);
             }
             report

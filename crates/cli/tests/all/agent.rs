@@ -112,6 +112,17 @@ async fn run_exits_non_zero_on_a_provider_error_and_on_max_turns() {
         report["error"].as_str().unwrap().contains("OPENAI_API_KEY"),
         "{report}"
     );
+    // Issue 26: after a 401 the closing line said `[0 requests]` after making one.
+    assert_eq!(report["requests"], 1, "{report}");
+    assert_eq!(report["turns"], 0, "{report}");
+    let fake = FakeServer::start(Kind::OpenAi, vec![step(Reply::status(401, "bad key"))]).await;
+    let mut args = vec!["run".to_owned()];
+    args.extend(provider_flags(Kind::OpenAi, &fake));
+    args.push("hi".into());
+    let out = run(dir.path(), args).await;
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("[1 request · "), "{said}");
+    assert_eq!(said.matches("refused the API key").count(), 1, "{said}");
 
     let fake = FakeServer::start(
         Kind::Anthropic,
@@ -607,4 +618,68 @@ async fn agent_config_sets_when_run_compacts_the_conversation() {
         "{deleted:?}"
     );
     assert!(!deleted.exists(), "{deleted:?}");
+}
+
+/// Issue 26: with no key `toolgate run` sent the request anyway, retried for ~15 s offline,
+/// printed each failure twice and never named the key.
+#[tokio::test(flavor = "multi_thread")]
+async fn no_key_for_a_cloud_endpoint_means_no_request_and_says_which_variable() {
+    let dir = project();
+    for (provider, var) in [
+        ("openai", "OPENAI_API_KEY"),
+        ("anthropic", "ANTHROPIC_API_KEY"),
+    ] {
+        // A cloud base URL that is never reached: the check comes first.
+        let args = vec![
+            "run".to_owned(),
+            "--provider".to_owned(),
+            provider.to_owned(),
+            "--base-url".to_owned(),
+            "https://api.example.invalid/v1".to_owned(),
+            "say hi".to_owned(),
+        ];
+        let out = run(dir.path(), args).await;
+        assert_eq!(out.status.code(), Some(2));
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains(&format!("{var} is not set, so nothing was sent"))
+                && said.contains(&format!("export {var}=")),
+            "{said}"
+        );
+        assert_eq!(said.lines().count(), 1, "{said}");
+    }
+}
+
+/// Issue 26: a refused connection to a cloud host was retried for ~15 s with "raise
+/// max_retries" as the advice.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_cloud_endpoint_fails_at_once_saying_what_failed() {
+    let dir = project();
+    // A name that cannot resolve (`.invalid` is reserved), with a key set.
+    let args = vec![
+        "run".to_owned(),
+        "--json".to_owned(),
+        "--base-url".to_owned(),
+        "https://api.example.invalid/v1".to_owned(),
+        "say hi".to_owned(),
+    ];
+    let dir_path = dir.path().to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        toolgate(&dir_path)
+            .args(&args)
+            .env("OPENAI_API_KEY", "sk-test")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report = json_of(&out);
+    let error = report["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("cannot reach provider `openai` at https://api.example.invalid/v1: ")
+            && !error.contains("max_retries"),
+        "{error}"
+    );
+    assert_eq!(report["requests"], 1, "{report}");
 }

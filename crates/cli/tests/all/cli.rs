@@ -303,3 +303,67 @@ fn a_closed_stdout_ends_the_command_quietly_instead_of_a_panic() {
         assert_eq!(out.status.code(), Some(141), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn a_run_shell_timeout_is_reported_as_given() {
+    // Regression: `timeout_ms: 1000` came back as "timeout_ms 999" (3000 as 2999): the
+    // result printed the milliseconds left of the call's deadline, not the number given.
+    let dir = project();
+    for ms in [1000, 1234] {
+        let args = format!(r#"{{"command": "sleep 120", "timeout_ms": {ms}}}"#);
+        let out = toolgate(dir.path())
+            .args(["call", "run_shell", &args])
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        // `(timeout_ms 1000); ` — or, when dispatch took notably long on a loaded machine,
+        // `(timeout_ms 1000, 0.12 s of it spent waiting …); `.
+        let given = format!("(timeout_ms {ms}");
+        let after = err.find(&given).map(|i| &err[i + given.len()..]);
+        assert!(
+            after.is_some_and(|rest| rest.starts_with(')') || rest.starts_with(',')),
+            "timeout_ms {ms}: {err}"
+        );
+    }
+}
+
+#[test]
+fn an_unknown_tool_suggests_only_tools_that_tools_lists() {
+    // Issue 26: `call nope` offered run_tool and search_tool, which `toolgate tools` does
+    // not show while disclosure is off.
+    let dir = project();
+    let listed = toolgate(dir.path()).args(["tools"]).output().unwrap();
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    assert!(!listed.contains("run_tool"), "{listed}");
+    let out = toolgate(dir.path())
+        .args(["call", "nope", "{}"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8(out.stderr).unwrap();
+    assert!(said.contains("unknown tool `nope`"), "{said}");
+    assert!(
+        !said.contains("run_tool") && !said.contains("search_tool"),
+        "{said}"
+    );
+}
+
+#[test]
+fn argument_errors_name_json_types_not_rust_ones() {
+    // Issue 26: "invalid type: string \"x\", expected u64".
+    let dir = project();
+    let out = toolgate(dir.path())
+        .args([
+            "call",
+            "read_file",
+            r#"{"path": "README.md", "offset": "x"}"#,
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        said.contains("field `offset`") && said.contains("expected a non-negative integer"),
+        "{said}"
+    );
+    assert!(!said.contains("u64"), "{said}");
+}

@@ -29,7 +29,7 @@ enabled = false
     .unwrap();
     std::fs::write(dir.path().join(".mcp.json"), "{ not json").unwrap();
     // Servers from a project file start only once trusted.
-    let out = run(&dir, &["mcp", "trust"]);
+    let out = run(&dir, &["mcp", "trust", "--all"]);
     assert!(
         out.status.success(),
         "{}",
@@ -167,6 +167,29 @@ fn an_untrusted_project_server_does_not_start_until_trusted_and_again_after_a_ch
         "{log}"
     );
 
+    // Issue 26: calling one of its tools said "unknown tool"; the result now says whose
+    // move it is, for the model as for the user.
+    let out = run(&dir, &["call", "mcp__probe__anything", "{}"]);
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("server `probe` is not trusted yet")
+            && said.contains("the user must run `toolgate mcp trust probe`")
+            && !said.contains("unknown tool"),
+        "{said}"
+    );
+    assert_eq!(said.matches("not trusted").count(), 1, "said once: {said}");
+    // `mcp trust` without names shows what it would trust; on a pipe it asks for names or
+    // --all instead of trusting everything unseen.
+    let out = run(&dir, &["mcp", "trust"]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("probe  stdio: sh -c touch ran_v1") && said.contains("--all"),
+        "{said}"
+    );
+    assert_eq!(listed(&dir)["servers"][0]["status"], "untrusted");
+
     let out = run(&dir, &["mcp", "trust", "nope"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("project servers: probe"));
@@ -225,4 +248,63 @@ fn denied_tools_are_not_listed_but_calling_one_gets_the_denial() {
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("deny = [\"write_file\"]"), "{text}");
     assert!(!dir.path().join("x.txt").exists());
+}
+
+/// Issue 26: with one hanging server `mcp list` printed nothing for its startup timeout
+/// (60 s), then everything at once.
+#[test]
+fn mcp_list_prints_each_server_as_it_is_known_and_stops_waiting_at_timeout() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = project();
+    std::fs::create_dir(dir.path().join(".toolgate")).unwrap();
+    std::fs::write(
+        dir.path().join(".toolgate/config.toml"),
+        r#"
+[mcp_servers.hangs]
+command = "sleep"
+args = ["600"]
+startup_timeout_sec = 600
+
+[mcp_servers.missing]
+command = "/no/such/mcp-server"
+"#,
+    )
+    .unwrap();
+    assert!(run(&dir, &["mcp", "trust", "--all"]).status.success());
+    let mut child = toolgate(dir.path())
+        .env("HOME", dir.path())
+        .env_remove("CODEX_HOME")
+        .args(["mcp", "list", "--timeout", "10"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen.push(line.clone());
+        if line.starts_with("missing") {
+            break;
+        }
+    }
+    // The failed server is printed while the hanging one still holds the command.
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "printed only at the end: {seen:#?}"
+    );
+    assert!(seen.last().unwrap().contains("failed"), "{seen:#?}");
+    seen.extend(lines.map(Result::unwrap));
+    assert!(child.wait().unwrap().success());
+    let table = seen.join("\n");
+    assert!(table.contains("\nhangs    starting"), "{table}");
+    assert!(
+        table.contains("note: no answer within --timeout 10 s; it may still start (its startup timeout is 600 s)"),
+        "{table}"
+    );
+    // Nothing decorative on a pipe: no spinner frames on stderr.
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!stderr.contains("starting 1 server"), "{stderr}");
 }

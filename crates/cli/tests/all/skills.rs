@@ -219,8 +219,20 @@ fn skills_show_prints_the_instructions_and_bundled_files() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
-        stderr.contains("no skill named `deplo` (did you mean deploy?)"),
+        stderr.contains("no skill named `deplo` (did you mean `deploy`?)"),
         "{stderr}"
+    );
+    // Issue 26: a near name two edits away was not offered.
+    let out = s.run(&["skills", "show", "relaes"]);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("(did you mean `release`?)"), "{stderr}");
+    // Issue 26: a user skill's folder read "source: user (.)", as if it were the project.
+    let out = s.run(&["skills", "show", "helper"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let source = text.lines().find(|l| l.starts_with("source: ")).unwrap();
+    assert!(
+        source.starts_with("source: user (/") && source.ends_with(".claude/skills)"),
+        "{text}"
     );
 }
 

@@ -36,9 +36,9 @@ pub struct Forward {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct SearchArgs {
-    /// What you want to do ("create a github issue", "删除文件") or a tool name.
+    /// What you want to do, or a tool name.
     query: String,
-    /// How many tools to return (default 5, max 20).
+    /// Most tools (default 5, max 20).
     #[serde(default)]
     limit: Option<u64>,
 }
@@ -47,16 +47,16 @@ struct SearchArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RunArgs {
-    /// Exact name of the tool, as `search_tool` returned it.
+    /// Exact tool name from search_tool.
     name: String,
-    /// The tool's arguments, following the input schema `search_tool` returned.
+    /// Its arguments, per its input schema.
     #[serde(default)]
     input: Option<Map<String, Value>>,
 }
 
-const SEARCH_DESCRIPTION: &str = "Find tools that are not loaded yet and get their input schemas. Search by what you want to do (\"create a github issue\", \"删除文件\") or by a tool's name; results give each tool's description, full input schema and how to call it.";
+const SEARCH_DESCRIPTION: &str = "Find tools not loaded yet by what they do (\"create a github issue\") or by name; each result gives the tool's input schema and how to call it.";
 
-const RUN_DESCRIPTION: &str = "Call a tool found by search_tool: run_tool {\"name\": \"<exact tool name>\", \"input\": {<arguments per its schema>}}. Permissions, time limits and output budgets are those of the named tool.";
+const RUN_DESCRIPTION: &str = "Call a tool found by search_tool: {\"name\": \"<exact name>\", \"input\": {<arguments per its schema>}}.";
 
 fn read_only_meta(display: &str) -> ToolMeta {
     ToolMeta {
@@ -136,15 +136,32 @@ impl DynTool for SearchTool {
                 .limit
                 .map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(MAX_LIMIT))
                 .clamp(1, MAX_LIMIT);
-            let hits = view.index().search(&args.query, limit);
-            let mut found: Vec<&Arc<dyn DynTool>> =
-                hits.iter().map(|h| &view.tools[h.doc]).collect();
+            // Tools already in the array (the direct ones) are named, not described: the
+            // model has their descriptions and schemas (they used to fill most of a result).
+            let direct = view.plan.direct.len();
+            let hits = view
+                .index()
+                .search(&args.query, limit.saturating_add(direct));
+            let mut found: Vec<&Arc<dyn DynTool>> = Vec::new();
+            let mut loaded: Vec<&str> = Vec::new();
+            for hit in &hits {
+                let tool = &view.tools[hit.doc];
+                if found.len() == limit {
+                    break;
+                }
+                if view.plan.is_deferred(&tool.spec().name) {
+                    found.push(tool);
+                } else {
+                    loaded.push(&tool.spec().name);
+                }
+            }
             // Fewer hits rather than a result the session's client would cut (or that the
             // budget would spill): drop the lowest-ranked ones until the text fits.
             let fits = crate::ClientLimits::of(&ctx.session).page_bytes(usize::MAX);
             let mut left_out = 0;
             while found.len() > 1
-                && format_results(&args.query, &found, &view, disclosure.exposure()).len() > fits
+                && format_results(&args.query, &found, &loaded, &view, disclosure.exposure()).len()
+                    > fits
             {
                 found.pop();
                 left_out += 1;
@@ -158,7 +175,7 @@ impl DynTool for SearchTool {
                     .collect();
                 ctx.session.get::<Unmasked>().unmask(&deferred);
             }
-            let mut text = format_results(&args.query, &found, &view, exposure);
+            let mut text = format_results(&args.query, &found, &loaded, &view, exposure);
             if left_out > 0 {
                 let _ = write!(
                     text,
@@ -170,21 +187,31 @@ impl DynTool for SearchTool {
     }
 }
 
-/// The model-facing text of a search: each tool's description, schema and how to call it.
+/// The model-facing text of a search: each found tool's description, schema and how to
+/// call it; the matching tools already in the array (`loaded`) by name only.
 pub(crate) fn format_results(
     query: &str,
     found: &[&Arc<dyn DynTool>],
+    loaded: &[&str],
     view: &View,
     exposure: ExposureMode,
 ) -> String {
     let total = view.tools.len();
+    let loaded_line = match loaded {
+        [] => String::new(),
+        names => format!(
+            "Already in your tool list, call directly: {}.\n",
+            names.join(", ")
+        ),
+    };
     if found.is_empty() {
+        let others = if loaded.is_empty() { "" } else { "other " };
         return format!(
-            "No tools match \"{query}\" among {total} tools. Search with other words: what the tool does (\"create issue\"), the service (\"github\"), or part of its name."
+            "{loaded_line}No {others}tools match \"{query}\" among {total} tools. Search with other words: what the tool does (\"create issue\"), the service (\"github\"), or part of its name."
         );
     }
     let mut out = format!(
-        "{} of {total} tools match \"{query}\", best first:\n",
+        "{} of {total} tools match \"{query}\", best first:\n{loaded_line}",
         found.len()
     );
     for tool in found {
@@ -192,15 +219,11 @@ pub(crate) fn format_results(
         let name = &spec.name;
         let description: String = spec.description.chars().take(RESULT_DESCRIPTION).collect();
         let schema = serde_json::to_string(&*spec.input_schema).unwrap_or_default();
-        let how = if !view.plan.is_deferred(name) {
-            format!("already in your tool list: call `{name}` directly")
-        } else {
-            let proxy = format!("run_tool {{\"name\": \"{name}\", \"input\": {{…}}}}");
-            match exposure {
-                ExposureMode::Proxy => proxy,
-                ExposureMode::Backfill => format!(
-                    "`{name}` directly (added to your tool list), or right now through {proxy}"
-                ),
+        let proxy = format!("run_tool {{\"name\": \"{name}\", \"input\": {{…}}}}");
+        let how = match exposure {
+            ExposureMode::Proxy => proxy,
+            ExposureMode::Backfill => {
+                format!("`{name}` directly (added to your tool list), or right now through {proxy}")
             }
         };
         let _ = write!(
@@ -295,7 +318,7 @@ fn parse<A: serde::de::DeserializeOwned>(args: Value) -> Result<A, ToolError> {
     };
     serde_path_to_error::deserialize::<_, A>(args).map_err(|e| {
         let path = e.path().to_string();
-        let inner = e.into_inner();
+        let inner = crate::tool::json_words(&e.into_inner().to_string());
         if path == "." || path.is_empty() {
             ToolError::InvalidArguments(format!("{inner}; check the tool's input schema"))
         } else {

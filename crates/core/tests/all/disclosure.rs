@@ -441,9 +441,26 @@ async fn search_tool_finds_by_chinese_query_and_exact_name() {
         "{text}"
     );
     assert!(text.contains("Input schema: {"), "{text}");
-    // A direct tool found by name says to call it directly.
+    // A direct tool found by name is named, not described again: its description and
+    // schema are already in the array (they used to take ~3,000 of a result's 3,929
+    // characters), and the results are the tools not loaded yet.
     let out = call(&s.dispatcher, SEARCH_TOOL, json!({"query": "read_file"})).await;
-    assert!(search_text(&out).contains("already in your tool list"));
+    let text = search_text(&out);
+    assert!(
+        text.contains("Already in your tool list, call directly: read_file"),
+        "{text}"
+    );
+    assert!(!text.contains("## read_file"), "{text}");
+    for found in text.split("\n## ").skip(1) {
+        let name = found.lines().next().unwrap_or_default();
+        assert!(
+            s.disclosure
+                .view(&s.dispatcher.snapshot())
+                .plan
+                .is_deferred(name),
+            "{name} is direct: {text}"
+        );
+    }
 }
 
 #[tokio::test]

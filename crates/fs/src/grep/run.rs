@@ -12,6 +12,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use grep_regex::RegexMatcher;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 
+use super::count::{self, Tally};
 use super::sink::{FileHits, FileSink, StopReader};
 use crate::find::NameFilter;
 use crate::search::walk::{WalkEnd, walk};
@@ -38,6 +39,8 @@ pub(crate) struct Job<'a> {
 pub(crate) struct Searched {
     /// Full path.
     pub(crate) path: PathBuf,
+    /// Path below the walk's root.
+    pub(crate) rel: PathBuf,
     /// Lines up to this one were skipped (the cursor's line in the cursor's file).
     pub(crate) after_line: u64,
     /// What it yielded.
@@ -55,11 +58,13 @@ pub(crate) struct Outcome {
     pub(crate) page_full: bool,
     /// How the walk ended.
     pub(crate) walk: WalkEnd,
+    /// The match count past the page, when the page filled up (see [`super::count`]).
+    pub(crate) tally: Option<Tally>,
 }
 
 /// A file to search: the folder holding it (open, when the walk kept it open), its path
 /// below the walk's root, and the line to resume after.
-type Queued = (Option<Arc<OwnedFd>>, PathBuf, u64);
+pub(crate) type Queued = (Option<Arc<OwnedFd>>, PathBuf, u64);
 
 /// Files the walk queues at a time: one lock per batch rather than per file.
 const BATCH: usize = 32;
@@ -110,6 +115,8 @@ pub(crate) fn run(job: &Job<'_>) -> Outcome {
         full: AtomicBool::new(false),
     };
     let threads = job.limits.search_threads().max(1);
+    // Whether the visitor ended the walk (the page was full) rather than the walk's end.
+    let mut walk_stopped = false;
 
     let (walk_end, finished) = std::thread::scope(|s| {
         let workers: Vec<_> = (1..threads)
@@ -121,6 +128,7 @@ pub(crate) fn run(job: &Job<'_>) -> Outcome {
         let scope = job.scope;
         let end = walk(&scope.walk, job.stop, |v| {
             if shared.full.load(Ordering::Relaxed) {
+                walk_stopped = true;
                 return false;
             }
             // A single file searched as `path` has an empty relative path: its glob check
@@ -182,16 +190,21 @@ pub(crate) fn run(job: &Job<'_>) -> Outcome {
         }
     }
     let mut files = Vec::new();
+    let mut rest = Vec::new();
     let mut all_searched = true;
-    for ((_, _, after_line), slot) in queue.files.into_iter().zip(slots) {
+    let mut queued = queue.files.into_iter().zip(slots);
+    for (entry, slot) in queued.by_ref() {
         let Some((rel, hits)) = slot else {
             all_searched = false;
+            // Not searched for the page: counted below.
+            rest.push(entry);
             break;
         };
         let partial = hits.partial;
         files.push(Searched {
-            path: job.scope.walk.root.join(rel),
-            after_line,
+            path: job.scope.walk.root.join(&rel),
+            rel,
+            after_line: entry.2,
             hits,
         });
         if partial {
@@ -199,11 +212,21 @@ pub(crate) fn run(job: &Job<'_>) -> Outcome {
             break;
         }
     }
+    rest.extend(queued.map(|(entry, _)| entry));
+    let page_full = shared.full.load(Ordering::Relaxed);
+    // A full page is not the end of the count: the files it did not need are counted (no
+    // lines kept) while that stays cheap, so the total can be exact.
+    let tally = (page_full && walk_end.cut.is_none() && !job.stop.stopped()).then(|| {
+        let resume = walk_stopped
+            .then(|| walk_end.resume_after(&job.scope.walk).map(Path::to_path_buf));
+        count::tally(job, &files, rest, resume, walk_end.scanned)
+    });
     Outcome {
         files,
         all_searched,
-        page_full: shared.full.load(Ordering::Relaxed),
+        page_full,
         walk: walk_end,
+        tally,
     }
 }
 

@@ -311,7 +311,8 @@ async fn result_limit_cursor_returns_exactly_the_rest() {
     assert_cut(&out, Some("result_limit"));
     assert_eq!(matches(&out.text), expected[..25]);
     assert_eq!(u64_field(&out, "returned"), Some(25));
-    assert_eq!(u64_field(&out, "total"), None);
+    // The rest is small: counted (issue 26).
+    assert_eq!(u64_field(&out, "total"), Some(210));
     // Match 25 is the 4th of the 4th file (src/m03.rs, line 12).
     assert_eq!(str_field(&out, "cursor").as_deref(), Some("src/m03.rs:12"));
     assert!(
@@ -416,9 +417,10 @@ async fn snapshot_of_a_cut_page_with_context() {
 }
 
 /// Issue 14 item 4: a cut grep said "limit of 25 results was reached" but not how many
-/// matches or files there were; `total` was simply absent.
+/// matches or files there were; `total` was simply absent. Issue 26: it then said "at least
+/// 26" even when counting the rest cost little; the rest is now counted.
 #[tokio::test]
-async fn result_limit_states_at_least_how_many_matches_and_files() {
+async fn result_limit_states_how_many_matches_and_files_there_are() {
     let p = Project::new();
     hits_tree(&p);
     let s = p.session();
@@ -426,17 +428,12 @@ async fn result_limit_states_at_least_how_many_matches_and_files() {
         .ok("grep", json!({ "pattern": "hit_", "limit": 25 }))
         .await;
     assert_cut(&out, Some("result_limit"));
-    assert_eq!(
-        u64_field(&out, "total"),
-        None,
-        "not exact: the limit stopped it"
-    );
-    assert_eq!(field(&out, "total_is_lower_bound"), Some(json!(true)));
-    assert_eq!(u64_field(&out, "total_at_least"), Some(26));
-    assert_eq!(u64_field(&out, "total_files"), Some(4));
+    assert_eq!(u64_field(&out, "total"), Some(210));
+    assert_eq!(field(&out, "total_is_lower_bound"), Some(json!(false)));
+    assert_eq!(field(&out, "total_at_least"), None);
+    assert_eq!(u64_field(&out, "total_files"), Some(30));
     assert!(
-        out.text
-            .contains("showing 25 of at least 26 matches in at least 4 files"),
+        out.text.contains("showing 25 of 210 matches in 30 files"),
         "{}",
         out.text
     );
@@ -447,6 +444,84 @@ async fn result_limit_states_at_least_how_many_matches_and_files() {
             .await;
         assert_eq!(again.text, out.text);
     }
+    // The next page counts from its own start.
+    let cursor = field(&out, "cursor").and_then(|c| c.as_str().map(str::to_owned));
+    let next = s
+        .ok(
+            "grep",
+            json!({ "pattern": "hit_", "limit": 25, "cursor": cursor.expect("a cursor") }),
+        )
+        .await;
+    assert_eq!(u64_field(&next, "total"), Some(185), "{}", next.text);
+}
+
+/// Issue 26: 2,000 matches in 20 files said "at least 101" and never the total.
+#[tokio::test]
+async fn a_full_page_still_counts_the_total_when_the_rest_is_small() {
+    let p = Project::new();
+    for f in 0..20 {
+        p.write(&format!("f{f:02}.txt"), "hit\n".repeat(100));
+    }
+    // A file with more matches than a page holds is counted to its end too.
+    p.write("g.txt", format!("{}other\n", "hit\n".repeat(3_000)));
+    let s = p.session();
+    let out = s.ok("grep", json!({ "pattern": "hit" })).await;
+    assert_cut(&out, Some("result_limit"));
+    assert_eq!(u64_field(&out, "total"), Some(5_000));
+    assert_eq!(u64_field(&out, "total_files"), Some(21));
+    assert!(
+        out.text
+            .contains("showing 100 of 5,000 matches in 21 files"),
+        "{}",
+        out.text
+    );
+    // A glob narrows the count as it narrows the page.
+    let out = s
+        .ok(
+            "grep",
+            json!({ "pattern": "hit", "glob": "f1*.txt", "limit": 10 }),
+        )
+        .await;
+    assert_eq!(u64_field(&out, "total"), Some(1_000), "{}", out.text);
+}
+
+/// The count after a full page resumes the walk where the page's stopped, and counted the
+/// file at that point twice when the walk had not finished before the page filled (seen
+/// as "2,100 matches in 21 files" for 2,000 in 20, 3 calls in 40).
+#[tokio::test]
+async fn the_count_after_a_full_page_counts_each_file_once() {
+    let p = Project::new();
+    for d in 0..20 {
+        for f in 0..100 {
+            p.write(&format!("d{d:02}/f{f:03}.txt"), "hit\n");
+        }
+    }
+    let s = p.session();
+    for _ in 0..5 {
+        let out = s.ok("grep", json!({ "pattern": "hit", "limit": 1 })).await;
+        assert_eq!(u64_field(&out, "total"), Some(2_000), "{}", out.text);
+        assert_eq!(u64_field(&out, "total_files"), Some(2_000), "{}", out.text);
+    }
+}
+
+/// Issue 26: past the counting budget the total stays a lower bound, and says so.
+#[tokio::test]
+async fn a_count_past_its_budget_is_a_lower_bound() {
+    let p = Project::new();
+    p.write("a.txt", "hit\n".repeat(200));
+    // 33 MiB after the page: more than the 32 MiB counted past a full page.
+    p.write("b.txt", "hit\n".repeat((33 << 20) / 4));
+    let s = p.session();
+    let out = s.ok("grep", json!({ "pattern": "hit" })).await;
+    assert_cut(&out, Some("result_limit"));
+    assert_eq!(u64_field(&out, "total"), None);
+    assert_eq!(field(&out, "total_is_lower_bound"), Some(json!(true)));
+    assert_eq!(u64_field(&out, "total_at_least"), Some(101));
+    assert!(
+        out.text.contains("showing 100 of at least 101 matches"),
+        "{}",
+        out.text
+    );
 }
 
 /// Issue 14 item 4: a finished search states its exact totals, in the footer of a cut page
@@ -464,8 +539,8 @@ async fn finished_search_states_exact_match_and_file_totals() {
     assert_eq!(u64_field(&out, "total_files"), Some(30));
     assert_eq!(field(&out, "total_is_lower_bound"), Some(json!(false)));
     assert_eq!(field(&out, "total_at_least"), None);
-    // A page cut by its size inside a file of 3,000 matches: the file was not searched to
-    // its end, so the count is a lower bound, and says so.
+    // A page cut by its size inside a file of 3,000 matches: the rest of the file is
+    // counted, so the total is exact.
     let p = Project::new();
     p.write("big.txt", "hit\n".repeat(3_000));
     let limits = SearchLimits {
@@ -477,14 +552,11 @@ async fn finished_search_states_exact_match_and_file_totals() {
         .ok("grep", json!({ "pattern": "hit", "limit": 500 }))
         .await;
     assert_cut(&out, Some("payload_limit"));
-    assert_eq!(u64_field(&out, "total"), None);
-    let at_least = u64_field(&out, "total_at_least").expect("a lower bound");
+    assert_eq!(u64_field(&out, "total"), Some(3_000));
     let shown = u64_field(&out, "returned").expect("returned");
-    assert_eq!(at_least, shown + 1);
     assert!(
-        out.text.contains(&format!(
-            "showing {shown} of at least {at_least} matches in at least 1 file"
-        )),
+        out.text
+            .contains(&format!("showing {shown} of 3,000 matches in 1 file")),
         "{}",
         out.text
     );

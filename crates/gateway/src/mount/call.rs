@@ -11,7 +11,9 @@ use rmcp::model::{
     ServerResult,
 };
 use rmcp::service::PeerRequestOptions;
-use toolgate_core::{CallContext, DynTool, ProviderError, ToolError, ToolOutput, ToolProvider};
+use toolgate_core::{
+    Absence, CallContext, DynTool, ProviderError, ToolError, ToolOutput, ToolProvider,
+};
 
 use super::login::MAX_LOGINS_PER_CALL;
 use super::{Live, Mount, Phase, secs};
@@ -343,6 +345,39 @@ impl ToolProvider for MountProvider {
             _ => Ok(Vec::new()),
         }
     }
+
+    fn absence(&self) -> Option<Absence> {
+        let name = &self.mount.spec.name;
+        let st = self.mount.state();
+        let reason = match &st.phase {
+            Phase::Untrusted(why) => untrusted_words(name, why),
+            Phase::Disabled => format!(
+                "MCP server `{name}` is disabled (`enabled = false` in {})",
+                self.mount.spec.source
+            ),
+            Phase::Failed { reason, .. } if !(st.ever_ready || st.from_cache) => {
+                format!("MCP server `{name}` failed to start: {reason}")
+            }
+            _ => return None,
+        };
+        Some(Absence {
+            prefix: crate::naming::server_prefix(name),
+            reason,
+        })
+    }
+}
+
+/// What a caller reads about an untrusted server: whose move it is, and the command.
+pub(crate) fn untrusted_words(name: &str, why: &str) -> String {
+    let command = crate::trust::trust_command(name);
+    // A new server's reason is "defined by a project file and not trusted yet": said once.
+    let why = match why.contains("not trusted yet") {
+        true => String::new(),
+        false => format!(" ({why})"),
+    };
+    format!(
+        "server `{name}` is not trusted yet{why}: the user must run `{command}`, then restart toolgate (reconnect its MCP server in the client)"
+    )
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -13,6 +14,14 @@ use super::{Shared, lock};
 /// Longest a burst of events may hold back an update, as a multiple of the debounce: a
 /// file written to without pause still reaches the catalog.
 const MAX_HOLD: u32 = 5;
+
+/// How often the store rescans when watching failed (and rescans are slower or off).
+pub(super) const FALLBACK_RESCAN: Duration = Duration::from_secs(10);
+
+/// The rescan period while watching has failed.
+pub(super) fn fallback_every(rescan: Option<Duration>) -> Duration {
+    rescan.map_or(FALLBACK_RESCAN, |every| every.min(FALLBACK_RESCAN))
+}
 
 /// The kernel watches and which folders they are on.
 pub(super) struct Armed {
@@ -51,6 +60,17 @@ pub(super) fn worker(
     let mut first_at: Option<Instant> = None;
     let mut next_rescan = rescan.map(|every| Instant::now() + every);
     loop {
+        // Watching failed (at start or for a folder since): rescans stand in for events.
+        let rescan = match shared.degraded.load(Ordering::Relaxed) {
+            true => Some(fallback_every(rescan)),
+            false => rescan,
+        };
+        if let Some(every) = rescan {
+            let due = Instant::now() + every;
+            if next_rescan.is_none_or(|at| at > due) {
+                next_rescan = Some(due);
+            }
+        }
         let deadline = [quiet_at, next_rescan].into_iter().flatten().min();
         let received = match deadline {
             Some(at) => rx.recv_timeout(at.saturating_duration_since(Instant::now())),
@@ -176,12 +196,13 @@ impl Shared {
                 // Gone since it was listed: the event that removed it re-arms.
                 Err(e) if matches!(e.kind, notify::ErrorKind::PathNotFound) => {}
                 Err(e) => {
+                    self.degraded.store(true, Ordering::Relaxed);
                     if !armed.warned {
                         armed.warned = true;
                         tracing::warn!(
                             path = %path.display(),
                             error = %e,
-                            "skills: cannot watch a skill folder (raise fs.inotify.max_user_watches?); its changes are seen at the next rescan"
+                            "skills: cannot watch a skill folder (raise fs.inotify.max_user_watches?); changes are picked up by a periodic rescan instead"
                         );
                     }
                 }
