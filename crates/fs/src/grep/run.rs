@@ -217,8 +217,11 @@ pub(crate) fn run(job: &Job<'_>) -> Outcome {
     // A full page is not the end of the count: the files it did not need are counted (no
     // lines kept) while that stays cheap, so the total can be exact.
     let tally = (page_full && walk_end.cut.is_none() && !job.stop.stopped()).then(|| {
-        let resume = walk_stopped
-            .then(|| walk_end.resume_after(&job.scope.walk).map(Path::to_path_buf));
+        let resume = walk_stopped.then(|| {
+            walk_end
+                .resume_after(&job.scope.walk)
+                .map(Path::to_path_buf)
+        });
         count::tally(job, &files, rest, resume, walk_end.scanned)
     });
     Outcome {
