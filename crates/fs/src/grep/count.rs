@@ -218,7 +218,7 @@ fn count_files(
 
 /// Counts the matching lines of one file after line `after_line`.
 fn count_file(searcher: &mut Searcher, job: &Job<'_>, rel: &Path, after_line: u64) -> Counted {
-    let Ok(file) = job.scope.walk.open_file(rel) else {
+    let Ok(file) = job.scope.walk.open_file(None, rel) else {
         // Unreadable files count nothing, on the page as here.
         return Counted::default();
     };
