@@ -57,10 +57,13 @@ const INSTRUCTIONS: &str = "toolgate gives bounded, safe file tools for this pro
 pub async fn run(runtime: Runtime, args: ServeArgs) -> ExitCode {
     // Mounted MCP servers start in the background; the built-ins are served at once and
     // each server's tools arrive with a `list_changed` when it is ready.
+    // The signal handlers are in place before anything is logged as started: a signal that
+    // arrives once "serving" is printed always stops the server cleanly.
+    let stop = terminated();
     runtime.gateway.start();
     let code = tokio::select! {
         code = serve(&runtime, args) => code,
-        signal = terminated() => {
+        signal = stop => {
             tracing::info!("stopping on {signal}");
             ExitCode::SUCCESS
         }
@@ -72,20 +75,24 @@ pub async fn run(runtime: Runtime, args: ServeArgs) -> ExitCode {
 
 /// Resolves on SIGTERM, SIGHUP or SIGINT, on any transport: the server stops at once
 /// (running calls are dropped, which kills their process groups; jobs and mounted servers are
-/// stopped) instead of waiting for a stdin or an HTTP stream that may never close.
-async fn terminated() -> &'static str {
+/// stopped) instead of waiting for a stdin or an HTTP stream that may never close. The
+/// handlers are installed when this is called, not when the future is first polled.
+fn terminated() -> impl Future<Output = &'static str> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut hup), Ok(mut int)) = (
+    let handlers = (
         signal(SignalKind::terminate()),
         signal(SignalKind::hangup()),
         signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = hup.recv() => "SIGHUP",
-        _ = int.recv() => "SIGINT",
+    );
+    async move {
+        let (Ok(mut term), Ok(mut hup), Ok(mut int)) = handlers else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = hup.recv() => "SIGHUP",
+            _ = int.recv() => "SIGINT",
+        }
     }
 }
 
