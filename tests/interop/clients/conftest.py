@@ -61,6 +61,23 @@ def mount_probe(project: Path, extra_tools: int = 0, delay: float = 0.0) -> None
     assert done.returncode == 0, f"toolgate mcp trust failed: {done.stderr}"
 
 
+def warm_catalog(project: Path) -> None:
+    """Lists the mounted servers once, as an earlier session would have: their tools go into
+    toolgate's catalog cache, so the next `serve` lists them at once. (A client that sends its
+    first model request before a cold server is ready, as Codex 0.169 does, otherwise starts
+    without them.)"""
+    env = {**os.environ, **toolgate_server(project)["env"]}
+    done = subprocess.run(
+        [toolgate_bin(), "--root", str(project), "mcp", "list"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, f"toolgate mcp list failed: {done.stdout}{done.stderr}"
+
+
 def drive(client: str, project: Path, steps: list[Step], env: dict[str, str] | None = None) -> Run:
     """Runs `client` with toolgate as its MCP server `tg`; the model follows `steps`."""
     model = FakeModel(steps)

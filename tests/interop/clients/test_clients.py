@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import CLIENTS, drive, mount_probe
+from conftest import CLIENTS, drive, mount_probe, warm_catalog
 from fake_models import Step
 
 # What each client puts in front of or after a result; not part of toolgate's text.
@@ -95,6 +95,9 @@ def test_no_schema_warnings_from_the_client(client, project):
 def test_a_mounted_tool_is_callable_through_search_tool_and_run_tool_in_turn_1(client, project):
     # 40 mounted tools: over the auto:15 threshold, so mounted tools are deferred.
     mount_probe(project, extra_tools=40, delay=1.0)
+    # A warm catalog, as from an earlier session: Codex 0.169 does not wait for a cold
+    # server's first list before its first model request (the cold start is a known gap).
+    warm_catalog(project)
     steps = [
         Step("search_tool", {"query": "emit text of a given size"}),
         Step("run_tool", {"name": "mcp__probe__emit", "input": {"chars": 300}}),
