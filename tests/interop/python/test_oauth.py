@@ -124,6 +124,11 @@ async def test_login_serve_refresh_revoke_logout(
     before = listed(env, project)
     assert before["status"] == "needs login", before
     assert before["login_command"] == "toolgate mcp login guarded"
+    # `toolgate doctor` calls it a problem and names the command, not "still starting".
+    doctor = run(env, project, "doctor")
+    assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+    assert "guarded: needs login" in doctor.stdout, doctor.stdout
+    assert "toolgate mcp login guarded" in doctor.stdout, doctor.stdout
 
     login = run(env, project, "mcp", "login", "guarded")
     assert login.returncode == 0, login.stdout + login.stderr
@@ -132,6 +137,8 @@ async def test_login_serve_refresh_revoke_logout(
     assert "code_challenge_method=S256" in login.stdout
     assert "resource=" in login.stdout
     assert "logged in to `guarded`" in login.stdout
+    doctor = run(env, project, "doctor")
+    assert "guarded: logged in" in doctor.stdout, doctor.stdout
     stats = provider.admin_call("stats")
     assert stats["registrations"] == 1 and stats["codeGrants"] == 1, stats
 

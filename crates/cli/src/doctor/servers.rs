@@ -1,7 +1,7 @@
 //! `toolgate doctor`: the mounted MCP servers and the catalog cache.
 
 use toolgate_config::Runtime;
-use toolgate_gateway::{CatalogCache, MAX_NAME_LEN, ServerSpec, ServerState, Trust};
+use toolgate_gateway::{CatalogCache, MAX_NAME_LEN, ServerState, Trust};
 
 use super::{Report, bytes, unwritable};
 
@@ -36,8 +36,8 @@ pub(super) async fn check(report: &mut Report, runtime: &Runtime, start: bool) {
         };
         let name = &status.name;
         let origin = format!("{}, {}", trust_word(spec.trust), status.source);
-        if let Some(login) = login_state(spec) {
-            report.line(login.0, &format!("{name}: {}", login.1));
+        if let Some(auth) = status.auth.as_ref().and_then(crate::login::describe_status) {
+            report.ok(&format!("{name}: {auth}"));
         }
         match &status.state {
             ServerState::Disabled => {
@@ -50,6 +50,9 @@ pub(super) async fn check(report: &mut Report, runtime: &Runtime, start: bool) {
             ServerState::Failed(reason) => report.problem(&format!(
                 "{name}: failed: {reason}; check its command or url ({}) and run `toolgate mcp tools {name}` to see it start ({origin})",
                 status.transport
+            )),
+            ServerState::NeedsLogin(reason) => report.problem(&format!(
+                "{name}: needs login ({reason}); run `toolgate mcp login {name}` ({origin})"
             )),
             ServerState::Ready => report.ok(&format!(
                 "{name}: ready, {} tool{}, started in {} ms ({origin})",
@@ -95,14 +98,6 @@ fn trust_word(trust: Trust) -> &'static str {
         Trust::Trusted => "project file, trusted",
         _ => "project file, not trusted",
     }
-}
-
-/// The login state of a server that signs in (an `oauth` entry): `None` for servers without
-/// one. Hook for OAuth support: when `McpServerConfig` gains its `oauth` settings, report
-/// here whether a token is stored and still valid (`Level::Ok`), expired or refused
-/// (`Level::Problem`, saying which command signs in again).
-fn login_state(_spec: &ServerSpec) -> Option<(super::Level, String)> {
-    None
 }
 
 /// The catalog cache: where, how many entries, how much disk.
