@@ -95,3 +95,73 @@ impl CallContext {
         }
     }
 }
+
+/// What a session's client may be asked for in the middle of a call — as a gateway asks on
+/// behalf of a mounted server that needs a user's answer, a model's completion or roots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAsk {
+    /// `elicitation/create` with a form (`requestedSchema`).
+    FormElicitation,
+    /// `elicitation/create` with a URL for the user to open.
+    UrlElicitation,
+    /// `sampling/createMessage`.
+    Sampling,
+    /// `roots/list`.
+    Roots,
+}
+
+impl ClientAsk {
+    /// The JSON-RPC method of the request.
+    pub fn method(self) -> &'static str {
+        match self {
+            Self::FormElicitation | Self::UrlElicitation => "elicitation/create",
+            Self::Sampling => "sampling/createMessage",
+            Self::Roots => "roots/list",
+        }
+    }
+}
+
+/// The way back to a session's client, for requests made while a call runs. Parameters and
+/// results are the protocol's JSON, passed through as they are.
+pub trait ClientLink: Send + Sync {
+    /// Whether the client said it handles `ask` and can be asked now (a client that speaks
+    /// only stateless requests cannot be asked mid-call).
+    fn supports(&self, ask: ClientAsk) -> bool;
+
+    /// Sends the request and returns the client's result; `Err` says why there is none.
+    fn request(
+        &self,
+        ask: ClientAsk,
+        params: serde_json::Value,
+    ) -> futures::future::BoxFuture<'static, Result<serde_json::Value, String>>;
+}
+
+/// The session's [`ClientLink`], in its [`SessionState`]; none outside a client session
+/// (`toolgate call`, the agent loop), where nobody can be asked.
+#[derive(Default)]
+pub struct SessionClient {
+    link: Mutex<Option<Arc<dyn ClientLink>>>,
+}
+
+impl SessionClient {
+    /// The link of the session `ctx` belongs to, if it has one.
+    pub fn of(ctx: &CallContext) -> Option<Arc<dyn ClientLink>> {
+        ctx.session.get::<Self>().get()
+    }
+
+    /// Sets the session's link (its front end does, once it knows its client).
+    pub fn set(&self, link: Arc<dyn ClientLink>) {
+        *self
+            .link
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(link);
+    }
+
+    /// The link, if set.
+    pub fn get(&self) -> Option<Arc<dyn ClientLink>> {
+        self.link
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}

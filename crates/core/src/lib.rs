@@ -34,7 +34,9 @@ mod spec;
 mod tool;
 mod user_dirs;
 
-pub use context::{CallContext, Progress, ProgressSink, SessionState};
+pub use context::{
+    CallContext, ClientAsk, ClientLink, Progress, ProgressSink, SessionClient, SessionState,
+};
 pub use disclosure::{Disclosure, DisclosureMode, DisclosureSettings, ExposureMode};
 pub use dispatch::{Call, DispatchLimits, Dispatcher, RawArgs};
 pub use output::{Media, SpillKind, SpillRef, ToolOutput, Truncation, TruncationReason};

@@ -19,7 +19,9 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use toolgate_core::{CallContext, Registry, ToolError};
+use toolgate_core::{
+    CallContext, ClientAsk, ClientLink, Registry, SessionClient, SessionState, ToolError,
+};
 use toolgate_gateway::{
     CredentialStoreMode, Discovered, Gateway, GatewayLimits, LoginHandler, LoginOptions,
     McpServerConfig, OAuthConfig, ServerSpec, ServerState, TokenStore,
@@ -178,7 +180,14 @@ async fn drive(
             .map(|t| t.spec().name.clone())
             .collect::<Vec<_>>()
     );
+    // The session the calls come from: its client is a user who accepts every form.
+    let session = Arc::new(SessionState::default());
+    session.get::<SessionClient>().set(Arc::new(AcceptingUser));
     let call = |suffix: &str, args: Value| {
+        let ctx = CallContext {
+            session: Arc::clone(&session),
+            ..CallContext::default()
+        };
         let tool = tools
             .iter()
             .find(|t| t.spec().name.rsplit("__").next() == Some(suffix))
@@ -187,7 +196,7 @@ async fn drive(
         async move {
             let tool = tool.ok_or_else(|| format!("no tool named {suffix}"))?;
             let output = tool
-                .call(args, CallContext::default())
+                .call(args, ctx)
                 .await
                 .map_err(|e: ToolError| format!("calling {suffix} failed: {e}"))?;
             eprintln!("conformance_client: {suffix}: {output:?}");
@@ -224,6 +233,21 @@ async fn drive(
             let results = futures::future::join_all(calls).await;
             results.into_iter().find(Result::is_err).unwrap_or(Ok(()))
         }
+    }
+}
+
+/// The user behind the client: accepts every form the server shows, as it is offered — the
+/// gateway completes the answer with the form's defaults (SEP-1034).
+struct AcceptingUser;
+
+impl ClientLink for AcceptingUser {
+    fn supports(&self, ask: ClientAsk) -> bool {
+        ask == ClientAsk::FormElicitation
+    }
+
+    fn request(&self, ask: ClientAsk, params: Value) -> BoxFuture<'static, Result<Value, String>> {
+        eprintln!("conformance_client: {}: {params}; accepting", ask.method());
+        Box::pin(async { Ok(json!({"action": "accept", "content": {}})) })
     }
 }
 

@@ -1,19 +1,29 @@
 //! The gateway's side of one connection: what it tells a server about itself, and what it
 //! does with the server's notifications — `tools/list_changed` wakes a refetch, progress
-//! goes to the call that asked for it, log messages go to toolgate's log.
+//! goes to the call that asked for it, log messages go to toolgate's log — and requests:
+//! elicitation and sampling go to the client of the call in flight (`relay.rs`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 #[allow(deprecated)]
 use rmcp::model::LoggingMessageNotificationParam;
+// Sampling is deprecated by SEP-2577 but 2025 servers still ask for it.
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
+    FormElicitationCapability, Implementation, ProgressNotificationParam, ProgressToken,
+    UrlElicitationCapability,
 };
-use rmcp::service::NotificationContext;
-use rmcp::{ClientHandler, RoleClient};
+#[allow(deprecated)]
+use rmcp::model::{CreateMessageRequestParams, CreateMessageResult};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
-use toolgate_core::{Progress, ProgressSink};
+use toolgate_core::{ClientAsk, Progress, ProgressSink};
+
+use crate::relay::{Callers, relay};
 
 /// Progress sinks of the calls in flight, by the progress token of their request.
 #[derive(Default)]
@@ -65,6 +75,7 @@ pub(crate) struct Handler {
     pub(crate) server: String,
     pub(crate) list_changed: Arc<Notify>,
     pub(crate) progress: Arc<ProgressRoutes>,
+    pub(crate) callers: Arc<Callers>,
 }
 
 impl Handler {
@@ -73,17 +84,65 @@ impl Handler {
             server: server.to_owned(),
             list_changed: Arc::new(Notify::new()),
             progress: Arc::new(ProgressRoutes::default()),
+            callers: Arc::new(Callers::default()),
         }
+    }
+
+    /// Relays a request of the server to the client of the call in flight.
+    async fn relay<P: Serialize, R: DeserializeOwned>(
+        &self,
+        ask: ClientAsk,
+        params: P,
+    ) -> Result<R, McpError> {
+        let params = serde_json::to_value(params)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let answer = relay(self.callers.only(), &self.server, ask, params)
+            .await
+            .map_err(|e| McpError::internal_error(e, None))?;
+        serde_json::from_value(answer).map_err(|e| {
+            McpError::internal_error(format!("the client's answer is not valid: {e}"), None)
+        })
     }
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
-        // No sampling, roots or elicitation: toolgate has no model or user of its own here.
+        // Elicitation and sampling are relayed to the client of the call that causes them.
+        // Roots are not offered: toolgate's roots are its own business, not the server's.
+        #[allow(deprecated)] // sampling: deprecated by SEP-2577, still used by 2025 servers
+        let capabilities = ClientCapabilities::builder()
+            .enable_sampling()
+            .enable_elicitation_with(
+                ElicitationCapability::new()
+                    .with_form(FormElicitationCapability::new())
+                    .with_url(UrlElicitationCapability::new()),
+            )
+            .build();
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("toolgate", env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, McpError> {
+        let ask = match &request {
+            ElicitRequestParams::UrlElicitationParams { .. } => ClientAsk::UrlElicitation,
+            _ => ClientAsk::FormElicitation,
+        };
+        self.relay(ask, request).await
+    }
+
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, McpError> {
+        self.relay(ClientAsk::Sampling, params).await
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

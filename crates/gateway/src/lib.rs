@@ -39,6 +39,7 @@ mod list;
 mod mount;
 mod naming;
 mod proxy;
+mod relay;
 mod trust;
 
 pub use auth::{

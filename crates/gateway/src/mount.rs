@@ -91,6 +91,8 @@ pub(crate) struct State {
 pub(crate) struct Live {
     peer: Peer<RoleClient>,
     routes: Arc<ProgressRoutes>,
+    /// The calls in flight and their sessions, for the server's requests to the client.
+    callers: Arc<crate::relay::Callers>,
     diag: Arc<Diagnostics>,
     /// Cancelled when the connection has ended and its process is gone.
     closed: CancellationToken,
@@ -489,6 +491,7 @@ impl Mount {
         let live = Arc::new(Live {
             peer: service.peer().clone(),
             routes: Arc::clone(&handler.progress),
+            callers: Arc::clone(&handler.callers),
             diag,
             closed: CancellationToken::new(),
             abandon: CancellationToken::new(),

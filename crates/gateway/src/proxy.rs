@@ -99,6 +99,54 @@ impl ProxyTool {
         Ok(proxy)
     }
 
+    /// Checks `args` against the server's input schema. A `null` given for an optional
+    /// argument whose schema does not allow `null` means "not given" (models write that
+    /// often): it is left out rather than refused.
+    fn prepare(&self, mut args: Value) -> Result<Value, ToolError> {
+        if let Err(refused) = self.check(&args) {
+            let dropped = self.drop_refused_nulls(&mut args);
+            if !dropped {
+                return Err(refused);
+            }
+            self.check(&args)?;
+        }
+        Ok(args)
+    }
+
+    /// Removes the top-level `null` arguments the schema refuses and does not require;
+    /// whether any were removed.
+    fn drop_refused_nulls(&self, args: &mut Value) -> bool {
+        let Some(validator) = self.validator.get().and_then(Option::as_ref) else {
+            return false;
+        };
+        let required: Vec<&str> = self
+            .spec
+            .input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let refused: Vec<String> = validator
+            .iter_errors(args)
+            .filter_map(|e| {
+                let pointer = e.instance_path().as_str().to_owned();
+                let key = pointer.strip_prefix('/')?;
+                (!key.contains('/')).then(|| key.replace("~1", "/").replace("~0", "~"))
+            })
+            .collect();
+        let Value::Object(map) = args else {
+            return false;
+        };
+        let mut dropped = false;
+        for key in refused {
+            if map.get(&key).is_some_and(Value::is_null) && !required.contains(&key.as_str()) {
+                map.remove(&key);
+                dropped = true;
+            }
+        }
+        dropped
+    }
+
     /// Checks `args` against the server's input schema.
     fn check(&self, args: &Value) -> Result<(), ToolError> {
         let validator = self.validator.get_or_init(|| {
@@ -185,11 +233,11 @@ impl DynTool for ProxyTool {
             Value::Null => Value::Object(Map::new()),
             other => other,
         };
-        let checked = self.check(&args);
+        let checked = self.prepare(args);
         let mount = Arc::clone(&self.mount);
         let tool = self.source.name.to_string();
         Box::pin(async move {
-            checked?;
+            let args = checked?;
             let Value::Object(args) = args else {
                 return Err(ToolError::InvalidArguments(
                     "expected a JSON object of named arguments".to_owned(),

@@ -7,9 +7,11 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use rmcp::{Peer, RoleServer};
+use futures::future::BoxFuture;
+use rmcp::model::ServerRequest;
+use rmcp::{Peer, RoleServer, ServiceError};
 use serde_json::Value;
-use toolgate_core::CallContext;
+use toolgate_core::{CallContext, ClientAsk, ClientLink, SessionClient, SessionState};
 
 /// Severity of a log message, lowest first (RFC 5424 levels, as MCP uses them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -127,12 +129,66 @@ impl McpClient {
         sent.is_ok()
     }
 
+    /// A fresh session state whose [`SessionClient`] link is this session's MCP client, so
+    /// that a tool (a mounted server's proxy) can ask the client while it runs.
+    pub(crate) fn new_session() -> Arc<SessionState> {
+        let session = Arc::new(SessionState::default());
+        let link: Arc<dyn ClientLink> = session.get::<Self>();
+        session.get::<SessionClient>().set(link);
+        session
+    }
+
     pub(crate) fn attach(&self, peer: &Peer<RoleServer>) {
         *lock(&self.peer) = Some(peer.clone());
     }
 
     pub(crate) fn set_min_level(&self, level: LogLevel) {
         *lock(&self.min_level) = Some(level);
+    }
+}
+
+impl ClientLink for McpClient {
+    fn supports(&self, ask: ClientAsk) -> bool {
+        let Some(info) = self.peer().and_then(|peer| peer.peer_info()) else {
+            return false;
+        };
+        // A 2026-07-28 client is asked through `input_required` results only, never by a
+        // request of the server's own in the middle of a call.
+        if !info.protocol_version.has_initialize() {
+            return false;
+        }
+        let caps = &info.capabilities;
+        #[allow(deprecated)] // sampling and roots: deprecated by SEP-2577, used by 2025 clients
+        match ask {
+            // An empty `elicitation: {}` means forms (the 2025-06-18 meaning).
+            ClientAsk::FormElicitation => caps
+                .elicitation
+                .as_ref()
+                .is_some_and(|e| e.form.is_some() || e.url.is_none()),
+            ClientAsk::UrlElicitation => caps.elicitation.as_ref().is_some_and(|e| e.url.is_some()),
+            ClientAsk::Sampling => caps.sampling.is_some(),
+            ClientAsk::Roots => caps.roots.is_some(),
+        }
+    }
+
+    fn request(&self, ask: ClientAsk, params: Value) -> BoxFuture<'static, Result<Value, String>> {
+        let peer = self.peer();
+        Box::pin(async move {
+            let peer = peer.ok_or("the client is not connected")?;
+            let mut message = serde_json::json!({"method": ask.method()});
+            if !params.is_null() {
+                message["params"] = params;
+            }
+            let request: ServerRequest = serde_json::from_value(message)
+                .map_err(|e| format!("not a valid `{}` request: {e}", ask.method()))?;
+            let result = peer.send_request(request).await.map_err(|e| match e {
+                ServiceError::McpError(e) => {
+                    format!("the client refused `{}`: {}", ask.method(), e.message)
+                }
+                other => format!("the client did not answer `{}`: {other}", ask.method()),
+            })?;
+            serde_json::to_value(result).map_err(|e| e.to_string())
+        })
     }
 }
 

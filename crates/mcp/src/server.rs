@@ -98,7 +98,7 @@ impl ToolgateServer {
             resources: None,
             resource_updates: false,
             disclosure: None,
-            session: Arc::new(SessionState::default()),
+            session: McpClient::new_session(),
         }
     }
 
@@ -218,7 +218,7 @@ impl ToolgateServer {
     /// state.
     pub fn new_session(&self) -> Self {
         Self {
-            session: Arc::new(SessionState::default()),
+            session: McpClient::new_session(),
             ..self.clone()
         }
     }

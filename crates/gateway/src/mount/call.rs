@@ -7,12 +7,13 @@ use std::time::{Duration, Instant};
 
 use rmcp::ServiceError;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, JsonObject,
-    ServerResult,
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
+    InputRequiredResult, JsonObject, ServerResult,
 };
 use rmcp::service::PeerRequestOptions;
 use toolgate_core::{
-    Absence, CallContext, DynTool, ProviderError, ToolError, ToolOutput, ToolProvider,
+    Absence, CallContext, DynTool, ProviderError, SessionClient, ToolError, ToolOutput,
+    ToolProvider,
 };
 
 use super::login::MAX_LOGINS_PER_CALL;
@@ -195,7 +196,66 @@ impl Mount {
                 )).into());
             }
         };
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        let caller = SessionClient::of(ctx);
+        // The server's own requests while the call runs (2025) go to this caller's client.
+        let _caller = live.callers.enter(caller.clone());
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        // A 2026-07-28 server asks for input by answering `input_required`: the requests
+        // are fulfilled through the caller's client and the call is sent again, with the
+        // answers and the server's `requestState` as it was, a bounded number of times.
+        let mut state_only = 0u32;
+        for _round in 0..MAX_INPUT_ROUNDS {
+            match self.call_round(&live, tool, params.clone(), ctx).await? {
+                Round::Done(output) => return Ok(output),
+                Round::InputRequired(input) => {
+                    let requests = input.input_requests.unwrap_or_default();
+                    let answers = if requests.is_empty() {
+                        // State only: the server is working on it. Back off as rmcp's own
+                        // client does (50, 100, 200, 250 ms).
+                        let pause = Duration::from_millis((50 << state_only.min(3)).min(250));
+                        state_only += 1;
+                        tokio::select! {
+                            () = tokio::time::sleep(pause) => {}
+                            () = ctx.cancel.cancelled() => {
+                                return Err(ToolError::recoverable(format!("`{tool}` was cancelled")).into());
+                            }
+                        }
+                        None
+                    } else {
+                        state_only = 0;
+                        let answers = tokio::select! {
+                            answers = crate::relay::fulfil(caller.clone(), name, requests) => answers,
+                            () = ctx.cancel.cancelled() => {
+                                return Err(ToolError::recoverable(format!("`{tool}` was cancelled")).into());
+                            }
+                        };
+                        Some(answers.map_err(|e| {
+                            ToolError::recoverable(format!(
+                                "`{tool}` of MCP server `{name}` needs input this session cannot give: {e}"
+                            ))
+                        })?)
+                    };
+                    params.input_responses = answers;
+                    params.request_state = input.request_state;
+                }
+            }
+        }
+        Err(ToolError::recoverable(format!(
+            "MCP server `{name}` kept asking for more input for `{tool}` ({MAX_INPUT_ROUNDS} rounds); the server is misbehaving"
+        ))
+        .into())
+    }
+
+    /// Sends the call once and waits for the server's answer.
+    async fn call_round(
+        self: &Arc<Self>,
+        live: &Arc<Live>,
+        tool: &str,
+        params: CallToolRequestParams,
+        ctx: &CallContext,
+    ) -> Result<Round, Refusal> {
+        let name = &self.spec.name;
+        let live = Arc::clone(live);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = match live
             .peer
@@ -218,11 +278,12 @@ impl Mount {
         let id = handle.id.clone();
         let response = handle.await_response();
         tokio::pin!(response);
-        let outcome: Result<ToolOutput, ToolError> = tokio::select! {
+        let outcome: Result<Round, ToolError> = tokio::select! {
             r = &mut response => match r {
                 Ok(ServerResult::CallToolResult(result)) => {
-                    Ok(to_output(result, self.limits().max_inline_chars))
+                    Ok(Round::Done(to_output(result, self.limits().max_inline_chars)))
                 }
+                Ok(ServerResult::InputRequiredResult(input)) => Ok(Round::InputRequired(input)),
                 Ok(ServerResult::CreateTaskResult(_)) => Err(ToolError::recoverable(format!(
                     "MCP server `{name}` answered `{tool}` with a background task, which toolgate cannot follow yet; use another tool"
                 ))),
@@ -269,6 +330,15 @@ impl Mount {
             live.end_reason()
         ))
     }
+}
+
+/// Most `input_required` rounds one call may take (rmcp's own client allows as many).
+const MAX_INPUT_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
+
+/// How one round of a call ended.
+enum Round {
+    Done(ToolOutput),
+    InputRequired(InputRequiredResult),
 }
 
 /// How one attempt at a call ended.

@@ -339,6 +339,27 @@ async fn arguments_are_checked_against_the_servers_schema_before_sending() {
 }
 
 #[tokio::test]
+async fn a_null_for_an_optional_argument_means_not_given() {
+    let rig = setup().fake("nulls", &["normal"]).build();
+    rig.gateway.start_all().await;
+    // `message` is an optional string: a model's `null` is left out, not refused.
+    let out = rig.call("mcp__nulls__ok", json!({"message": null})).await;
+    assert!(!out.is_error, "{}", out.text);
+    assert_eq!(out.text, "ok");
+    // A wrong value beside it is still refused, and nothing is sent.
+    let out = rig
+        .call("mcp__nulls__sleep", json!({"ms": "soon", "other": null}))
+        .await;
+    assert!(out.is_error);
+    assert!(out.text.contains("\"soon\" is not of type"), "{}", out.text);
+    assert!(
+        !rig.fake_log("nulls").contains("call sleep"),
+        "nothing was sent"
+    );
+    rig.finish().await;
+}
+
+#[tokio::test]
 async fn permissions_apply_by_namespace_and_by_action() {
     let policy = Policy::from_lists(&[], &[], &["mcp__locked__*".to_owned()]).unwrap();
     let rig = setup()

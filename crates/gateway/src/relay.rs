@@ -1,0 +1,269 @@
+//! What a mounted server asks of the client — a user's answer (elicitation), a model's
+//! completion (sampling) — relayed to the client of the session whose call it serves.
+//!
+//! Two ways in: a 2025 server sends `elicitation/create` or `sampling/createMessage` while a
+//! call runs (the connection's [`Callers`] say whose call that is), and a 2026-07-28 server
+//! answers the call with `input_required` (the call path fulfils each request for its own
+//! caller and sends the call again, see `mount/call.rs`). Nobody to ask — `toolgate call`,
+//! a client without the capability, calls of several sessions in flight on one connection —
+//! declines an elicitation and refuses the rest with a reason.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::model::{InputRequest, InputRequests, InputResponses};
+use serde_json::{Map, Value, json};
+use toolgate_core::{ClientAsk, ClientLink};
+
+/// The callers of the calls in flight on one connection.
+#[derive(Default)]
+pub(crate) struct Callers {
+    inner: Mutex<CallerList>,
+}
+
+#[derive(Default)]
+struct CallerList {
+    next: u64,
+    /// Each call in flight with its session's link (`None`: a caller nobody can ask).
+    calls: Vec<(u64, Option<Arc<dyn ClientLink>>)>,
+}
+
+impl Callers {
+    fn lock(&self) -> std::sync::MutexGuard<'_, CallerList> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records a call in flight until the guard is dropped.
+    pub(crate) fn enter(self: &Arc<Self>, link: Option<Arc<dyn ClientLink>>) -> CallerGuard {
+        let mut list = self.lock();
+        list.next += 1;
+        let id = list.next;
+        list.calls.push((id, link));
+        CallerGuard {
+            callers: Arc::clone(self),
+            id,
+        }
+    }
+
+    /// The one session a request of the server can be for: every call in flight must come
+    /// from it. `Err` says why there is none.
+    pub(crate) fn only(&self) -> Result<Arc<dyn ClientLink>, &'static str> {
+        let list = self.lock();
+        let mut links = list.calls.iter().map(|(_, link)| link);
+        let Some(first) = links.next() else {
+            return Err("no call of the server is in progress");
+        };
+        let Some(first) = first else {
+            return Err("the call comes from a session without an MCP client");
+        };
+        if links.any(|l| !l.as_ref().is_some_and(|l| Arc::ptr_eq(l, first))) {
+            return Err(
+                "calls from several sessions are in progress, so whose user to ask is unknown",
+            );
+        }
+        Ok(Arc::clone(first))
+    }
+}
+
+/// Forgets a call when it ends.
+pub(crate) struct CallerGuard {
+    callers: Arc<Callers>,
+    id: u64,
+}
+
+impl Drop for CallerGuard {
+    fn drop(&mut self) {
+        self.callers.lock().calls.retain(|(id, _)| *id != self.id);
+    }
+}
+
+/// Relays one request of `server` to `link`'s client and returns the client's result.
+///
+/// An elicitation nobody can answer is declined (`{"action": "decline"}`), as a user
+/// would; a sampling or roots request gets `Err`. An accepted form is completed with the
+/// defaults of the fields the answer leaves out (SEP-1034).
+pub(crate) async fn relay(
+    link: Result<Arc<dyn ClientLink>, &str>,
+    server: &str,
+    ask: ClientAsk,
+    params: Value,
+) -> Result<Value, String> {
+    let elicitation = matches!(ask, ClientAsk::FormElicitation | ClientAsk::UrlElicitation);
+    let link = match link {
+        Ok(link) if link.supports(ask) => link,
+        Ok(_) => return unanswered(server, ask, elicitation, "the client does not offer it"),
+        Err(why) => return unanswered(server, ask, elicitation, why),
+    };
+    let schema = params.get("requestedSchema").cloned();
+    let mut result = link.request(ask, params).await?;
+    if let (true, Some(schema)) = (elicitation, schema) {
+        with_defaults(&mut result, &schema);
+    }
+    Ok(result)
+}
+
+fn unanswered(server: &str, ask: ClientAsk, elicitation: bool, why: &str) -> Result<Value, String> {
+    tracing::debug!(%server, method = ask.method(), why, "request of a mounted server not relayed");
+    if elicitation {
+        return Ok(json!({"action": "decline"}));
+    }
+    Err(format!(
+        "MCP server `{server}` asked the client for `{}`, which cannot be relayed: {why}",
+        ask.method()
+    ))
+}
+
+/// Fills in, on an accepted form, each field the answer leaves out that has a default.
+fn with_defaults(result: &mut Value, schema: &Value) {
+    if result.get("action").and_then(Value::as_str) != Some("accept") {
+        return;
+    }
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    let Value::Object(result) = result else {
+        return;
+    };
+    let content = result
+        .entry("content")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if content.is_null() {
+        *content = Value::Object(Map::new());
+    }
+    let Value::Object(content) = content else {
+        return;
+    };
+    for (name, property) in properties {
+        if let Some(default) = property.get("default")
+            && !content.contains_key(name)
+        {
+            content.insert(name.clone(), default.clone());
+        }
+    }
+}
+
+/// What an `input_required` request asks for, and its parameters.
+fn ask_of(request: &InputRequest) -> Result<(ClientAsk, Value), String> {
+    let message = serde_json::to_value(request).map_err(|e| e.to_string())?;
+    let params = message.get("params").cloned().unwrap_or(Value::Null);
+    let ask = match request {
+        InputRequest::Elicitation(_)
+            if params.get("mode").and_then(Value::as_str) == Some("url") =>
+        {
+            ClientAsk::UrlElicitation
+        }
+        InputRequest::Elicitation(_) => ClientAsk::FormElicitation,
+        InputRequest::CreateMessage(_) => ClientAsk::Sampling,
+        InputRequest::ListRoots(_) => ClientAsk::Roots,
+        _ => return Err("an input request of an unknown kind".to_owned()),
+    };
+    Ok((ask, params))
+}
+
+/// Answers every request of an `input_required` result through the caller's client.
+pub(crate) async fn fulfil(
+    link: Option<Arc<dyn ClientLink>>,
+    server: &str,
+    requests: InputRequests,
+) -> Result<InputResponses, String> {
+    let answers = requests.into_iter().map(|(key, request)| {
+        let link = link
+            .clone()
+            .ok_or("the call comes from a session without an MCP client");
+        async move {
+            let (ask, params) = ask_of(&request)?;
+            relay(link, server, ask, params)
+                .await
+                .map(|answer| (key, answer))
+        }
+    });
+    let answers = futures::future::try_join_all(answers).await?;
+    Ok(answers.into_iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_accepted_form_gets_the_defaults_it_leaves_out() {
+        let schema = json!({"type": "object", "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "given": {"type": "boolean", "default": true},
+            "plain": {"type": "string"},
+        }});
+        let mut result = json!({"action": "accept", "content": {"given": false}});
+        with_defaults(&mut result, &schema);
+        assert_eq!(
+            result,
+            json!({"action": "accept", "content": {"name": "John Doe", "age": 30, "given": false}})
+        );
+        let mut result = json!({"action": "accept"});
+        with_defaults(&mut result, &schema);
+        assert_eq!(result["content"]["age"], 30);
+        let mut declined = json!({"action": "decline"});
+        with_defaults(&mut declined, &schema);
+        assert_eq!(declined, json!({"action": "decline"}));
+    }
+
+    struct Link;
+
+    impl ClientLink for Link {
+        fn supports(&self, ask: ClientAsk) -> bool {
+            ask == ClientAsk::FormElicitation
+        }
+
+        fn request(
+            &self,
+            _ask: ClientAsk,
+            _params: Value,
+        ) -> futures::future::BoxFuture<'static, Result<Value, String>> {
+            Box::pin(async { Ok(json!({"action": "accept", "content": {}})) })
+        }
+    }
+
+    #[test]
+    fn only_one_session_may_be_asked() {
+        let callers = Arc::new(Callers::default());
+        assert!(callers.only().is_err());
+        let a: Arc<dyn ClientLink> = Arc::new(Link);
+        let b: Arc<dyn ClientLink> = Arc::new(Link);
+        let first = callers.enter(Some(Arc::clone(&a)));
+        let again = callers.enter(Some(Arc::clone(&a)));
+        assert!(Arc::ptr_eq(&callers.only().unwrap(), &a));
+        let other = callers.enter(Some(b));
+        assert!(callers.only().is_err(), "two sessions: nobody is asked");
+        drop(other);
+        drop(first);
+        assert!(callers.only().is_ok());
+        drop(again);
+        assert!(callers.only().is_err());
+        let _anonymous = callers.enter(None);
+        assert!(callers.only().is_err());
+    }
+
+    #[tokio::test]
+    async fn what_cannot_be_relayed_is_declined_or_refused() {
+        let form =
+            json!({"message": "ok?", "requestedSchema": {"type": "object", "properties": {}}});
+        let link: Arc<dyn ClientLink> = Arc::new(Link);
+        let answer = relay(
+            Ok(Arc::clone(&link)),
+            "s",
+            ClientAsk::FormElicitation,
+            form.clone(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(answer, json!({"action": "accept", "content": {}}));
+        let answer = relay(Err("nobody"), "s", ClientAsk::FormElicitation, form)
+            .await
+            .unwrap();
+        assert_eq!(answer, json!({"action": "decline"}));
+        let refused = relay(Ok(link), "s", ClientAsk::Sampling, json!({}))
+            .await
+            .unwrap_err();
+        assert!(refused.contains("sampling/createMessage"), "{refused}");
+        assert!(refused.contains("does not offer"), "{refused}");
+    }
+}
