@@ -124,9 +124,9 @@ impl ClientAsk {
 /// The way back to a session's client, for requests made while a call runs. Parameters and
 /// results are the protocol's JSON, passed through as they are.
 pub trait ClientLink: Send + Sync {
-    /// Whether the client said it handles `ask` and can be asked now (a client that speaks
-    /// only stateless requests cannot be asked mid-call).
-    fn supports(&self, ask: ClientAsk) -> bool;
+    /// Whether the client can be asked `ask` now: it must have said it handles it, and speak
+    /// a revision that takes requests from the server mid-call. `Err` says why not.
+    fn can_ask(&self, ask: ClientAsk) -> Result<(), &'static str>;
 
     /// Sends the request and returns the client's result; `Err` says why there is none.
     fn request(

@@ -241,8 +241,10 @@ async fn drive(
 struct AcceptingUser;
 
 impl ClientLink for AcceptingUser {
-    fn supports(&self, ask: ClientAsk) -> bool {
-        ask == ClientAsk::FormElicitation
+    fn can_ask(&self, ask: ClientAsk) -> Result<(), &'static str> {
+        (ask == ClientAsk::FormElicitation)
+            .then_some(())
+            .ok_or("the conformance client answers forms only")
     }
 
     fn request(&self, ask: ClientAsk, params: Value) -> BoxFuture<'static, Result<Value, String>> {

@@ -88,9 +88,8 @@ pub(crate) async fn relay(
     params: Value,
 ) -> Result<Value, String> {
     let elicitation = matches!(ask, ClientAsk::FormElicitation | ClientAsk::UrlElicitation);
-    let link = match link {
-        Ok(link) if link.supports(ask) => link,
-        Ok(_) => return unanswered(server, ask, elicitation, "the client does not offer it"),
+    let link = match link.and_then(|link| link.can_ask(ask).map(|()| link)) {
+        Ok(link) => link,
         Err(why) => return unanswered(server, ask, elicitation, why),
     };
     let schema = params.get("requestedSchema").cloned();
@@ -209,8 +208,10 @@ mod tests {
     struct Link;
 
     impl ClientLink for Link {
-        fn supports(&self, ask: ClientAsk) -> bool {
-            ask == ClientAsk::FormElicitation
+        fn can_ask(&self, ask: ClientAsk) -> Result<(), &'static str> {
+            (ask == ClientAsk::FormElicitation)
+                .then_some(())
+                .ok_or("the client does not offer it")
         }
 
         fn request(

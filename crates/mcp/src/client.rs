@@ -5,6 +5,7 @@
 //! session for the client with [`McpClient::of`] and gets nothing connected elsewhere (in
 //! `toolgate call` or the agent loop), so it must treat the client as optional.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures::future::BoxFuture;
@@ -77,6 +78,9 @@ pub struct McpClient {
     /// The least severe level the client wants; `None` until it sends `logging/setLevel`,
     /// and then every message is sent (as the TypeScript SDK does).
     min_level: Mutex<Option<LogLevel>>,
+    /// Whether the client's requests carry their protocol version in `_meta` (2026-07-28):
+    /// such a client takes no requests from the server in the middle of a call.
+    stateless: AtomicBool,
 }
 
 impl std::fmt::Debug for McpClient {
@@ -142,24 +146,33 @@ impl McpClient {
         *lock(&self.peer) = Some(peer.clone());
     }
 
+    /// Records the protocol revision a request of the client carries in its `_meta`.
+    pub(crate) fn saw_request(&self, meta: &rmcp::model::RequestMetaObject) {
+        if let Some(version) = meta.protocol_version() {
+            self.stateless
+                .store(!version.has_initialize(), Ordering::Relaxed);
+        }
+    }
+
     pub(crate) fn set_min_level(&self, level: LogLevel) {
         *lock(&self.min_level) = Some(level);
     }
 }
 
 impl ClientLink for McpClient {
-    fn supports(&self, ask: ClientAsk) -> bool {
-        let Some(info) = self.peer().and_then(|peer| peer.peer_info()) else {
-            return false;
-        };
-        // A 2026-07-28 client is asked through `input_required` results only, never by a
-        // request of the server's own in the middle of a call.
-        if !info.protocol_version.has_initialize() {
-            return false;
+    fn can_ask(&self, ask: ClientAsk) -> Result<(), &'static str> {
+        let info = self
+            .peer()
+            .and_then(|peer| peer.peer_info())
+            .ok_or("the client is not connected")?;
+        if self.stateless.load(Ordering::Relaxed) || !info.protocol_version.has_initialize() {
+            return Err(
+                "the client speaks MCP 2026-07-28, whose clients are asked only through `input_required` results, which toolgate does not send to its clients yet",
+            );
         }
         let caps = &info.capabilities;
         #[allow(deprecated)] // sampling and roots: deprecated by SEP-2577, used by 2025 clients
-        match ask {
+        let offered = match ask {
             // An empty `elicitation: {}` means forms (the 2025-06-18 meaning).
             ClientAsk::FormElicitation => caps
                 .elicitation
@@ -168,7 +181,8 @@ impl ClientLink for McpClient {
             ClientAsk::UrlElicitation => caps.elicitation.as_ref().is_some_and(|e| e.url.is_some()),
             ClientAsk::Sampling => caps.sampling.is_some(),
             ClientAsk::Roots => caps.roots.is_some(),
-        }
+        };
+        offered.then_some(()).ok_or("the client does not offer it")
     }
 
     fn request(&self, ask: ClientAsk, params: Value) -> BoxFuture<'static, Result<Value, String>> {

@@ -346,7 +346,9 @@ impl ToolgateServer {
             .snapshot()
             .get(&name)
             .is_some_and(has_output_schema);
-        self.client().attach(&context.peer);
+        let client = self.client();
+        client.attach(&context.peer);
+        client.saw_request(&context.meta);
         let progress = context
             .meta
             .get_progress_token()

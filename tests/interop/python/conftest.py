@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
 from mcp import Client
@@ -193,7 +193,7 @@ def start_http_server(
 
 @asynccontextmanager
 async def stdio_connection(
-    root: Path, env: dict[str, str], mode: str, errlog_path: Path
+    root: Path, env: dict[str, str], mode: str, errlog_path: Path, **client_options: Any
 ) -> AsyncIterator[Client]:
     params = StdioServerParameters(
         command=toolgate_bin(),
@@ -201,16 +201,20 @@ async def stdio_connection(
         env={"XDG_CONFIG_HOME": env["XDG_CONFIG_HOME"], "HOME": env["HOME"]},
     )
     with open(errlog_path, "a") as errlog:
-        async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:
+        async with Client(
+            stdio_client(params, errlog=errlog), mode=mode, **client_options
+        ) as client:
             yield client
 
 
 @asynccontextmanager
 async def http_connection(
-    url: str, mode: str, headers: dict[str, str] | None = None
+    url: str, mode: str, headers: dict[str, str] | None = None, **client_options: Any
 ) -> AsyncIterator[Client]:
     async with create_mcp_http_client(headers=headers) as http:
-        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+        async with Client(
+            streamable_http_client(url, http_client=http), mode=mode, **client_options
+        ) as client:
             yield client
 
 

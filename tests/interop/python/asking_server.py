@@ -1,0 +1,44 @@
+"""A stdio MCP server (the Python SDK's own `MCPServer`) whose tools ask the client: `confirm`
+shows a form with a default (elicitation), `summarize` asks for a completion (sampling).
+Mounted behind `toolgate serve`, its requests must reach toolgate's client."""
+
+from __future__ import annotations
+
+import warnings
+
+from mcp import types
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel, Field
+
+app = MCPServer("asker")
+
+
+class Deploy(BaseModel):
+    target: str = Field(default="staging", description="Where to deploy")
+    go: bool = Field(description="Deploy now?")
+
+
+@app.tool()
+async def confirm(ctx: Context) -> str:
+    """Asks the user whether to deploy, and where."""
+    answer = await ctx.elicit("Deploy the build?", Deploy)
+    if answer.action == "accept":
+        return f"accepted: target={answer.data.target} go={answer.data.go}"
+    return answer.action
+
+
+@app.tool()
+async def summarize(text: str, ctx: Context) -> str:
+    """Asks the client's model to summarize `text`."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # sampling is deprecated by SEP-2577, not gone
+        reply = await ctx.session.create_message(
+            [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=text))],
+            max_tokens=50,
+        )
+    content = reply.content
+    return f"model said: {content.text if isinstance(content, types.TextContent) else content}"
+
+
+if __name__ == "__main__":
+    app.run()

@@ -1,0 +1,130 @@
+"""A mounted server's requests to the client reach toolgate's own client.
+
+`asking_server.py` (the Python SDK's `MCPServer`) is mounted from the user config; its tools
+ask for a form (elicitation, with a default the answer leaves out) and for a completion
+(sampling). The SDK client in front of `toolgate serve` offers both, over stdio and HTTP, and
+must see each request exactly as the server made it; its answers must reach the server."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import HttpServer, http_connection, stdio_connection, toolgate_bin
+from mcp import types
+
+ASKER = Path(__file__).with_name("asking_server.py")
+
+
+@pytest.fixture
+def mounted_env(project: Path, server_env: dict[str, str]) -> dict[str, str]:
+    """The user config mounts the asking server; `mcp list` has seen it once (the catalog is
+    warm, as after any earlier session), so `serve` lists its tools from the start."""
+    config = Path(server_env["XDG_CONFIG_HOME"]) / "toolgate" / "config.toml"
+    config.write_text(
+        config.read_text()
+        + f'\n[mcp_servers.asker]\ncommand = "{sys.executable}"\nargs = ["{ASKER}"]\n'
+    )
+    listed = subprocess.run(
+        [toolgate_bin(), "--root", str(project), "mcp", "list"],
+        env=server_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert listed.returncode == 0 and " ready " in listed.stdout, listed.stdout + listed.stderr
+    return server_env
+
+
+class User:
+    """The client side: records what it was asked and answers as a user and a model would."""
+
+    def __init__(self) -> None:
+        self.forms: list[types.ElicitRequestParams] = []
+        self.samples: list[types.CreateMessageRequestParams] = []
+
+    async def elicit(self, _ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.forms.append(params)
+        # The user ticks "go" and leaves the prefilled target as it is.
+        return types.ElicitResult(action="accept", content={"go": True})
+
+    async def sample(
+        self, _ctx: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        self.samples.append(params)
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text="three words summary"),
+            model="scripted",
+        )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_elicitation_and_sampling_reach_the_client_of_the_call(
+    transport: str,
+    project: Path,
+    tmp_path: Path,
+    mounted_env: dict[str, str],
+    start_http_server: Callable[..., HttpServer],
+) -> None:
+    user = User()
+    options = {"elicitation_callback": user.elicit, "sampling_callback": user.sample}
+    if transport == "stdio":
+        connection = stdio_connection(
+            project, mounted_env, "legacy", tmp_path / "stdio-server.stderr", **options
+        )
+    else:
+        connection = http_connection(start_http_server(project).url, "legacy", **options)
+    async with connection as client:
+        result = await client.call_tool("mcp__asker__confirm", {})
+        text = result.content[0].text
+        assert not result.is_error, text
+        # The default the user left alone was filled in (SEP-1034), the answer came through.
+        assert "accepted: target=staging go=True" in text, text
+        assert len(user.forms) == 1
+        form = user.forms[0]
+        assert form.message == "Deploy the build?"
+        assert form.requested_schema["properties"]["target"]["default"] == "staging"
+
+        result = await client.call_tool("mcp__asker__summarize", {"text": "a very long text"})
+        text = result.content[0].text
+        assert not result.is_error, text
+        assert "model said: three words summary" in text, text
+        assert len(user.samples) == 1
+        message = user.samples[0].messages[0]
+        assert message.content.text == "a very long text"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("mode", "offers", "why"),
+    [
+        ("legacy", False, "does not offer"),
+        # A 2026-07-28 client takes no requests from a server mid-call; toolgate does not
+        # turn them into `input_required` results for its own clients yet.
+        ("auto", True, "2026-07-28"),
+    ],
+    ids=["client-without-capabilities", "client-on-2026-07-28"],
+)
+async def test_a_client_that_cannot_be_asked_declines_the_form_and_sampling_says_why(
+    mode: str, offers: bool, why: str, project: Path, tmp_path: Path, mounted_env: dict[str, str]
+) -> None:
+    user = User()
+    options = (
+        {"elicitation_callback": user.elicit, "sampling_callback": user.sample} if offers else {}
+    )
+    async with stdio_connection(
+        project, mounted_env, mode, tmp_path / "stdio-server.stderr", **options
+    ) as client:
+        result = await client.call_tool("mcp__asker__confirm", {})
+        assert result.content[0].text == "decline", result.content[0].text
+        result = await client.call_tool("mcp__asker__summarize", {"text": "x"})
+        text = result.content[0].text
+        assert result.is_error, text
+        assert "sampling/createMessage" in text and why in text, text
+    assert not user.forms and not user.samples
