@@ -276,13 +276,14 @@ class FakeModel:
                 out.append(r)
         return out
 
-    def tool_results(self) -> list[dict[str, Any]]:
-        """Each tool result as the client sent it to the model, from the last main request:
-        {"text": what the model reads, "is_error": bool|None, "raw": the block as sent}."""
+    def tool_results(self, request: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Each tool result as the client sent it to the model, from `request` (default: the
+        last main request): {"text": what the model reads, "is_error": bool|None, "raw": the
+        block as sent}."""
         main = self.main_requests()
-        if not main:
+        if request is None and not main:
             return []
-        last = main[-1]
+        last = request if request is not None else main[-1]
         out = []
         if last["api"] == "anthropic":
             names = {
