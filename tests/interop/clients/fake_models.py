@@ -306,6 +306,25 @@ class FakeModel:
         return out
 
 
+def calls(request: dict[str, Any]) -> list[str]:
+    """The tool calls in a request's conversation so far, by the full name the model used
+    (a Responses `namespace` joined to the name with `__`, as in the tool array)."""
+    body = request["body"]
+    if request["api"] == "anthropic":
+        return [
+            b.get("name", "")
+            for m in body.get("messages") or []
+            if isinstance(m.get("content"), list)
+            for b in m["content"]
+            if isinstance(b, dict) and b.get("type") == "tool_use"
+        ]
+    return [
+        "__".join(filter(None, (i.get("namespace"), i.get("name"))))
+        for i in body.get("input") or []
+        if isinstance(i, dict) and i.get("type") == "function_call"
+    ]
+
+
 def block_text(content: Any) -> str:
     """The text a model reads from a tool result's content (a string or content blocks)."""
     if content is None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import CLIENTS, drive, mount_probe, toolgate, toolgate_server, warm_catalog
 from drive import client_home
-from fake_models import Step
+from fake_models import Step, calls
 from oauth_provider import SERVER, TOOL, Provider, browser, free_port, stored_tokens, write_claude_json
 
 # What each client puts in front of or after a result; not part of toolgate's text.
@@ -152,6 +152,7 @@ def test_a_login_protected_server_in_claude_json_works_after_one_mcp_login(
     # The request right after the call carries the tool's real answer: the provider's user
     # this login was issued to.
     first = next(r for r in run.model.main_requests() if run.model.tool_results(r))
+    assert calls(first)[-1].endswith("__" + TOOL), calls(first)  # mcp__tg__mcp__guarded__whoami
     answer = run.model.tool_results(first)[0]
     assert answer["is_error"] is not True, answer
     assert model_text_of(answer) == provider.whoami(), answer

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import selectors
 import socket
 import subprocess
 import urllib.request
@@ -30,6 +31,8 @@ PROVIDER_SCRIPT = HERE / "provider.mjs"
 # The one tool of the guarded server, as toolgate mounts it under the server name `guarded`.
 SERVER = "guarded"
 TOOL = f"mcp__{SERVER}__whoami"
+# How long the provider may take to listen (Node loading oidc-provider on a busy machine).
+STARTUP_TIMEOUT = 60.0
 
 
 @dataclass
@@ -68,8 +71,13 @@ def provider(tmp_path: Path) -> Iterator[Provider]:
         )
     try:
         assert proc.stdout is not None
-        line = proc.stdout.readline()  # blocks until the servers listen (or the script dies)
-        assert line, f"the provider script printed nothing; its log:\n{log_path.read_text(errors='replace')}"
+        # The script prints its URLs once both servers listen (or exits, closing stdout).
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            ready = sel.select(STARTUP_TIMEOUT)
+        line = proc.stdout.readline() if ready else b""
+        log = log_path.read_text(errors="replace")
+        assert line, f"the provider printed no URLs within {STARTUP_TIMEOUT} s; its log:\n{log}"
         urls = json.loads(line)
         yield Provider(urls["issuer"], urls["mcp"], urls["admin"], account)
     finally:
