@@ -2,8 +2,9 @@
 scripts/install-peers.sh): what reaches the model when toolgate is their MCP server.
 
 Each test drives the client non-interactively against a scripted model over real HTTP and
-asserts on the tool results the client sent back to the model. A missing client fails the
-test; nothing here skips.
+asserts on the tool results the client sent back to the model. The login test also starts
+a real OpenID provider (tests/interop/oauth). A missing client or provider fails the test;
+nothing here skips.
 """
 
 from __future__ import annotations
@@ -155,7 +156,7 @@ def test_a_login_protected_server_in_claude_json_works_after_one_mcp_login(
     assert calls(first)[-1].endswith("__" + TOOL), calls(first)  # mcp__tg__mcp__guarded__whoami
     answer = run.model.tool_results(first)[0]
     assert answer["is_error"] is not True, answer
-    assert model_text_of(answer) == provider.whoami(), answer
+    assert CLIENT_WRAP.sub("", answer["text"]).strip() == provider.whoami(), answer
     # The provider saw exactly the one login: serve used its tokens, it did not log in again.
     stats = provider.admin_call("stats")
     assert stats["registrations"] == 1 and stats["codeGrants"] == 1, stats
@@ -173,7 +174,3 @@ def test_a_login_protected_server_in_claude_json_works_after_one_mcp_login(
         assert token not in run.stdout + run.stderr, "a token is in the client's output"
         leaked = [str(p) for p, text in outside.items() if token in text]
         assert not leaked, f"a token is in {leaked}"
-
-
-def model_text_of(result: dict) -> str:
-    return CLIENT_WRAP.sub("", result["text"]).strip()
