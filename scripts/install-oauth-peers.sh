@@ -2,8 +2,9 @@
 # Installs, pinned, into .cache/conformance-client (idempotent): Node 22 (the `node@22`
 # package), the official MCP conformance suite whose client leg
 # tests/interop/conformance-client.sh runs, and `oidc-provider` (a certified OpenID
-# provider), the real authorization server of the OAuth end-to-end test
-# (crates/gateway/tests/oauth: tests/oauth/provider.mjs).
+# provider), the real authorization server of the OAuth end-to-end tests
+# (tests/interop/oauth/provider.mjs; tests/interop/python/test_oauth.py and
+# tests/interop/clients/test_clients.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR="$PWD/.cache/conformance-client"

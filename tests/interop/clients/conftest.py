@@ -12,8 +12,12 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+# The OAuth provider fixture, shared with tests/interop/python/test_oauth.py.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "oauth"))
+pytest.register_assert_rewrite("oauth_provider")
 from drive import ClientMissing, Run, run_claude, run_codex, toolgate_bin  # noqa: E402
 from fake_models import FakeModel, Step  # noqa: E402
+from oauth_provider import provider  # noqa: E402, F401
 
 PROBE = str(Path(__file__).parent / "probe_server.py")
 CLIENTS = ["claude", "codex"]
@@ -49,15 +53,7 @@ def mount_probe(project: Path, extra_tools: int = 0, delay: float = 0.0) -> None
         json.dumps({"mcpServers": {"probe": {"command": sys.executable, "args": [PROBE], "env": env}}})
     )
     # A project file's server starts only once the user trusted it, as a user would.
-    trust_env = {**os.environ, **toolgate_server(project)["env"]}
-    done = subprocess.run(
-        [toolgate_bin(), "--root", str(project), "mcp", "trust", "probe"],
-        cwd=project,
-        env=trust_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = toolgate(project, "mcp", "trust", "probe", timeout=60)
     assert done.returncode == 0, f"toolgate mcp trust failed: {done.stderr}"
 
 
@@ -66,16 +62,25 @@ def warm_catalog(project: Path) -> None:
     toolgate's catalog cache, so the next `serve` lists them at once. (A client that sends its
     first model request before a cold server is ready, as Codex 0.169 does, otherwise starts
     without them.)"""
-    env = {**os.environ, **toolgate_server(project)["env"]}
-    done = subprocess.run(
-        [toolgate_bin(), "--root", str(project), "mcp", "list"],
+    done = toolgate(project, "mcp", "list")
+    assert done.returncode == 0, f"toolgate mcp list failed: {done.stdout}{done.stderr}"
+
+
+def toolgate(
+    project: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Runs `toolgate --root PROJECT ARGS…` as the user would in a terminal, with the same
+    config and cache folders as the `serve` the clients start (plus `env`)."""
+    full = {**os.environ, **toolgate_server(project)["env"], **(env or {})}
+    return subprocess.run(
+        [toolgate_bin(), "--root", str(project), *args],
         cwd=project,
-        env=env,
+        env=full,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
     )
-    assert done.returncode == 0, f"toolgate mcp list failed: {done.stdout}{done.stderr}"
 
 
 def drive(client: str, project: Path, steps: list[Step], env: dict[str, str] | None = None) -> Run:

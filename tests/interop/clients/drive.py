@@ -41,6 +41,12 @@ def toolgate_bin() -> str:
     return os.environ.get("TOOLGATE_BIN") or str(REPO / "target" / "debug" / "toolgate")
 
 
+def client_home(client: str, workdir: Path) -> Path:
+    """The HOME a run of `client` ("claude" or "codex") in `workdir` gets: the user's home
+    folder as that client and the MCP servers it starts see it (`~/.claude.json` …)."""
+    return workdir.parent / ("claude-home" if client == "claude" else "codex-user")
+
+
 def _exe(name: str) -> str:
     path = CLIENTS / name
     if not os.access(path, os.X_OK):
@@ -73,7 +79,7 @@ def run_claude(
 ) -> Run:
     """`claude -p` in `workdir` with `servers` as its only MCP servers, talking to `model`."""
     exe = _exe("claude")
-    home = workdir.parent / "claude-home"
+    home = client_home("claude", workdir)
     home.mkdir(exist_ok=True)
     config = workdir.parent / "claude-mcp.json"
     config.write_text(json.dumps({"mcpServers": servers}))
@@ -142,7 +148,7 @@ def run_codex(
             lines.append(f"[mcp_servers.{name}.env]")
             lines += [f"{k} = {_toml(v)}" for k, v in server["env"].items()]
     (home / "config.toml").write_text("\n".join(lines) + "\n")
-    env = _env(workdir.parent / "codex-user")
+    env = _env(client_home("codex", workdir))
     env.update({"CODEX_HOME": str(home), "FAKE_MODEL_KEY": "fake-key"})
     env.update(extra_env or {})
     cmd = [exe, "exec", "--skip-git-repo-check", "-C", str(workdir), "Use the tools as asked."]

@@ -276,13 +276,14 @@ class FakeModel:
                 out.append(r)
         return out
 
-    def tool_results(self) -> list[dict[str, Any]]:
-        """Each tool result as the client sent it to the model, from the last main request:
-        {"text": what the model reads, "is_error": bool|None, "raw": the block as sent}."""
+    def tool_results(self, request: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Each tool result as the client sent it to the model, from `request` (default: the
+        last main request): {"text": what the model reads, "is_error": bool|None, "raw": the
+        block as sent}."""
         main = self.main_requests()
-        if not main:
+        if request is None and not main:
             return []
-        last = main[-1]
+        last = request if request is not None else main[-1]
         out = []
         if last["api"] == "anthropic":
             names = {
@@ -303,6 +304,25 @@ class FakeModel:
                 if isinstance(i, dict) and i.get("type") == "function_call_output":
                     out.append({"text": block_text(i.get("output")), "is_error": None, "raw": i})
         return out
+
+
+def calls(request: dict[str, Any]) -> list[str]:
+    """The tool calls in a request's conversation so far, by the full name the model used
+    (a Responses `namespace` joined to the name with `__`, as in the tool array)."""
+    body = request["body"]
+    if request["api"] == "anthropic":
+        return [
+            b.get("name", "")
+            for m in body.get("messages") or []
+            if isinstance(m.get("content"), list)
+            for b in m["content"]
+            if isinstance(b, dict) and b.get("type") == "tool_use"
+        ]
+    return [
+        "__".join(filter(None, (i.get("namespace"), i.get("name"))))
+        for i in body.get("input") or []
+        if isinstance(i, dict) and i.get("type") == "function_call"
+    ]
 
 
 def block_text(content: Any) -> str:

@@ -2,17 +2,22 @@
 scripts/install-peers.sh): what reaches the model when toolgate is their MCP server.
 
 Each test drives the client non-interactively against a scripted model over real HTTP and
-asserts on the tool results the client sent back to the model. A missing client fails the
-test; nothing here skips.
+asserts on the tool results the client sent back to the model. The login test also starts
+a real OpenID provider (tests/interop/oauth). A missing client or provider fails the test;
+nothing here skips.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
-from conftest import CLIENTS, drive, mount_probe, warm_catalog
-from fake_models import Step
+from conftest import CLIENTS, drive, mount_probe, toolgate, toolgate_server, warm_catalog
+from drive import client_home
+from fake_models import Step, calls
+from oauth_provider import SERVER, TOOL, Provider, browser, free_port, stored_tokens, write_claude_json
 
 # What each client puts in front of or after a result; not part of toolgate's text.
 CLIENT_WRAP = re.compile(r"^Wall time: [0-9.]+ seconds\nOutput:\n?|\n*<system-reminder>.*?</system-reminder>\s*$", re.S)
@@ -111,3 +116,61 @@ def test_a_mounted_tool_is_callable_through_search_tool_and_run_tool_in_turn_1(c
     # names its MCP tools in a deferred-tools reminder, Codex in its tool array).
     first = str(run.model.requests[0]["body"])
     assert "search_tool" in first and "run_tool" in first
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_login_protected_server_in_claude_json_works_after_one_mcp_login(
+    client, project, provider: Provider, tmp_path
+):
+    """Issue 25's user path with a real OpenID provider: the server is in the user's
+    `~/.claude.json`, `toolgate mcp login` runs once, and the client's model then calls its
+    tool through `toolgate serve` and reads the identity of that login; no token reaches the
+    model, the client's files or its output."""
+    home = client_home(client, project)
+    home.mkdir(exist_ok=True)
+    write_claude_json(home, provider, free_port())
+    # The tokens go to the 0600 file store, where this test can read them to look for them.
+    config_home = Path(toolgate_server(project)["env"]["XDG_CONFIG_HOME"])
+    (config_home / "toolgate").mkdir(parents=True)
+    (config_home / "toolgate" / "config.toml").write_text('[mcp]\noauth_credentials_store = "file"\n')
+    user = {"HOME": str(home), "BROWSER": browser(tmp_path / "browser-cookies")}
+
+    login = toolgate(project, "mcp", "login", SERVER, env=user)
+    assert login.returncode == 0, login.stdout + login.stderr
+    assert f"logged in to `{SERVER}`" in login.stdout, login.stdout
+    # `mcp list` says so (and leaves the catalog warm, as any earlier session would: see
+    # the search_tool/run_tool test for why Codex needs that).
+    listing = toolgate(project, "mcp", "list", "--json", env=user)
+    assert listing.returncode == 0, listing.stdout + listing.stderr
+    entry = next(s for s in json.loads(listing.stdout)["servers"] if s["name"] == SERVER)
+    assert entry["status"] == "ready" and entry["auth"].startswith("logged in"), entry
+    tokens = stored_tokens(config_home)
+    assert tokens, f"no tokens in the file store under {config_home}"
+
+    run = drive(client, project, [Step("whoami", {})])
+    results = run.model.tool_results()
+    assert len(results) == 1, f"calls made: {len(results)}; stderr: {run.stderr[-2000:]}"
+    # The request right after the call carries the tool's real answer: the provider's user
+    # this login was issued to.
+    first = next(r for r in run.model.main_requests() if run.model.tool_results(r))
+    assert calls(first)[-1].endswith("__" + TOOL), calls(first)  # mcp__tg__mcp__guarded__whoami
+    answer = run.model.tool_results(first)[0]
+    assert answer["is_error"] is not True, answer
+    assert CLIENT_WRAP.sub("", answer["text"]).strip() == provider.whoami(), answer
+    # The provider saw exactly the one login: serve used its tokens, it did not log in again.
+    stats = provider.admin_call("stats")
+    assert stats["registrations"] == 1 and stats["codeGrants"] == 1, stats
+
+    # No token anywhere the model, the client or the project sees: not in any request the
+    # model received, not in the client's output, not in any file outside toolgate's store.
+    sent = json.dumps(run.model.requests)
+    outside = {
+        p: p.read_text(errors="replace")
+        for p in tmp_path.rglob("*")
+        if p.is_file() and not p.is_relative_to(config_home / "toolgate" / "mcp-oauth")
+    }
+    for token in set(tokens + stored_tokens(config_home)):
+        assert token not in sent, "a token reached the model"
+        assert token not in run.stdout + run.stderr, "a token is in the client's output"
+        leaked = [str(p) for p, text in outside.items() if token in text]
+        assert not leaked, f"a token is in {leaked}"

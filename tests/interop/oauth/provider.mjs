@@ -1,11 +1,11 @@
-// A real authorization server guarding a small MCP server, for the OAuth end-to-end test
-// (tests/interop/python/test_oauth.py).
+// A real authorization server guarding a small MCP server, for the OAuth end-to-end tests
+// (tests/interop/python/test_oauth.py, tests/interop/clients/test_clients.py).
 //
 // - The authorization server is `oidc-provider` (a certified OpenID provider), installed
 //   by scripts/install-oauth-peers.sh: dynamic client registration, PKCE (required),
 //   resource indicators (RFC 8707) with opaque access tokens for the MCP server's URL,
 //   refresh tokens, revocation. Its login and consent are approved at once for the user
-//   `ada` (the "browser" only follows redirects).
+//   ACCOUNT (the "browser" only follows redirects).
 // - The MCP server (Streamable HTTP, JSON responses, no sessions) answers 401 with an
 //   RFC 9728 `WWW-Authenticate` challenge unless the bearer token is an access token the
 //   provider issued for it with the `mcp:tools` scope; it serves its protected-resource
@@ -13,13 +13,16 @@
 // - /admin/* (on the MCP server) lets the test reject the access tokens issued so far
 //   (a refresh must follow), revoke the grant (a new login must follow), and read counts.
 //
-// Usage: node provider.mjs OIDC_PROVIDER_DIR. Prints one JSON line {issuer, mcp, admin}.
+// Usage: node provider.mjs OIDC_PROVIDER_DIR [ACCOUNT]. ACCOUNT (default `ada`) is the user
+// who logs in; `whoami` answers `hello ACCOUNT`. Prints one JSON line {issuer, mcp, admin}
+// once both servers listen. The fixture is tests/interop/oauth/oauth_provider.py.
 
 import http from "node:http";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 const providerDir = process.argv[2];
+const account = process.argv[3] || "ada";
 const { default: Provider, errors } = await import(
   pathToFileURL(path.join(providerDir, "lib", "index.js")).href
 );
@@ -80,7 +83,7 @@ async function interaction(req, res) {
   const { prompt, params, session } = details;
   let result;
   if (prompt.name === "login") {
-    result = { login: { accountId: "ada" } };
+    result = { login: { accountId: account } };
   } else {
     const grant = details.grantId
       ? await provider.Grant.find(details.grantId)

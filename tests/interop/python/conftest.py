@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -26,12 +27,16 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 # The workspace root: the nearest folder above this one with a Cargo.toml.
 # Plain asserts in the fixtures module get pytest's detailed messages too.
-pytest.register_assert_rewrite("tool_fixtures")
+pytest.register_assert_rewrite("tool_fixtures", "oauth_provider")
 
 REPO = next(
     (p for p in Path(__file__).resolve().parents if (p / "Cargo.toml").is_file()),
     Path.cwd(),
 )
+
+# The OAuth provider fixture (test_oauth.py), shared with tests/interop/clients.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "oauth"))
+from oauth_provider import provider  # noqa: E402, F401
 
 SMALL_TEXT = "hello from toolgate\nsecond line\n"
 BIG_LINES = 3000

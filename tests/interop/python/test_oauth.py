@@ -1,7 +1,8 @@
 """MCP authorization end to end, against a real OpenID provider.
 
 `oidc-provider` (installed by scripts/install-oauth-peers.sh) guards a small MCP server
-(tests/interop/oauth/provider.mjs). The server is configured as a user would have it, in
+(tests/interop/oauth/provider.mjs; fixture in tests/interop/oauth/oauth_provider.py, shared
+with the real-client suite). The server is configured as a user would have it, in
 `~/.claude.json` with Claude Code's `"oauth": {"callbackPort": …}`. The test drives the real
 binary: `toolgate mcp list` shows `needs login`; `toolgate mcp login` registers toolgate
 dynamically, opens `$BROWSER` (curl following the provider's redirects, with the provider
@@ -14,63 +15,13 @@ which a call (the tool listed from the catalog cache) tells the model a human mu
 from __future__ import annotations
 
 import json
-import socket
 import stat
 import subprocess
-import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import REPO, stdio_connection, toolgate_bin
-
-PEERS = REPO / ".cache" / "conformance-client" / "node_modules"
-NODE = PEERS / "node" / "bin" / "node"
-OIDC_PROVIDER = PEERS / "oidc-provider"
-PROVIDER_SCRIPT = REPO / "tests" / "interop" / "oauth" / "provider.mjs"
-TOOL = "mcp__guarded__whoami"
-
-
-@dataclass
-class Provider:
-    issuer: str
-    mcp: str
-    admin: str
-
-    def admin_call(self, what: str) -> dict:
-        with urllib.request.urlopen(f"{self.admin}/{what}", timeout=30) as r:
-            return json.load(r)
-
-
-@pytest.fixture
-def provider() -> Iterator[Provider]:
-    if not NODE.exists() or not (OIDC_PROVIDER / "package.json").exists():
-        pytest.fail(
-            f"oidc-provider or Node 22 missing under {PEERS}: run scripts/install-oauth-peers.sh",
-            pytrace=False,
-        )
-    proc = subprocess.Popen(
-        [str(NODE), str(PROVIDER_SCRIPT), str(OIDC_PROVIDER)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line, "the provider script printed nothing"
-        urls = json.loads(line)
-        yield Provider(urls["issuer"], urls["mcp"], urls["admin"])
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from conftest import stdio_connection, toolgate_bin
+from oauth_provider import TOOL, Provider, browser, free_port, write_claude_json
 
 
 def run(env: dict[str, str], root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -104,21 +55,8 @@ async def test_login_serve_refresh_revoke_logout(
     config = Path(env["XDG_CONFIG_HOME"]) / "toolgate" / "config.toml"
     config.write_text(config.read_text() + '\n[mcp]\noauth_credentials_store = "file"\n')
     port = free_port()
-    (home / ".claude.json").write_text(
-        json.dumps(
-            {
-                "mcpServers": {
-                    "guarded": {
-                        "type": "http",
-                        "url": provider.mcp,
-                        "oauth": {"callbackPort": port},
-                    }
-                }
-            }
-        )
-    )
-    jar = tmp_path / "browser-cookies"
-    env["BROWSER"] = f"curl -sS -L -c {jar} -b {jar} -o /dev/null"
+    write_claude_json(home, provider, port)
+    env["BROWSER"] = browser(tmp_path / "browser-cookies")
 
     # Before any login: a clear state, not a failure.
     before = listed(env, project)
@@ -161,12 +99,12 @@ async def test_login_serve_refresh_revoke_logout(
         names = [t.name for t in (await client.list_tools()).tools]
         assert TOOL in names, names
         result = await client.call_tool(TOOL, {})
-        assert not result.is_error and text_of(result) == "hello ada", text_of(result)
+        assert not result.is_error and text_of(result) == provider.whoami(), text_of(result)
 
         # The server stops accepting the access token: rmcp refreshes once and retries.
         provider.admin_call("reject-access-tokens")
         result = await client.call_tool(TOOL, {})
-        assert not result.is_error and text_of(result) == "hello ada", text_of(result)
+        assert not result.is_error and text_of(result) == provider.whoami(), text_of(result)
         assert provider.admin_call("stats")["refreshGrants"] == 1
 
         # The grant is revoked: the refresh fails and the server needs a login, which the
@@ -181,7 +119,7 @@ async def test_login_serve_refresh_revoke_logout(
         again = run(env, project, "mcp", "login", "guarded")
         assert again.returncode == 0, again.stdout + again.stderr
         result = await client.call_tool(TOOL, {})
-        assert not result.is_error and text_of(result) == "hello ada", text_of(result)
+        assert not result.is_error and text_of(result) == provider.whoami(), text_of(result)
         assert provider.admin_call("stats")["codeGrants"] == 2
 
     # Tokens never reach the log.
