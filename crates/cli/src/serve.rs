@@ -103,10 +103,13 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
         INSTRUCTIONS.to_owned(),
     )
     .with_profiles(runtime.profiles.clone())
-    .with_first_list_grace(std::time::Duration::from_millis(
-        runtime.config.mcp.first_list_grace_ms,
-    ))
     .with_disclosure(runtime.disclosure.clone());
+    // Calls and searches for tools of servers still starting wait for them, at most until
+    // the grace from startup is over; no list ever waits.
+    runtime.dispatcher.registry().wait_for_starters_until(
+        tokio::time::Instant::now()
+            + std::time::Duration::from_millis(runtime.config.mcp.first_list_grace_ms),
+    );
     // Skills the user may invoke are prompts; with skills off there is no prompt source
     // and no `prompts` capability.
     let server = if runtime.skills.config().enabled {

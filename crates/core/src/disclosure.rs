@@ -251,6 +251,14 @@ impl Disclosure {
         Some(registry.upgrade()?.snapshot(scope))
     }
 
+    /// The snapshot once servers still starting are ready, within the registry's startup
+    /// grace (see [`crate::Registry::settled`]).
+    pub async fn settled_snapshot(&self) -> Option<Arc<Snapshot>> {
+        let (registry, scope) = self.source.get()?;
+        let registry = registry.upgrade()?;
+        Some(registry.settled(scope).await)
+    }
+
     /// The view of `snapshot`, cached per generation.
     pub fn view(&self, snapshot: &Snapshot) -> Arc<View> {
         let mut cache = self.view.lock().unwrap_or_else(PoisonError::into_inner);

@@ -108,6 +108,26 @@ impl Dispatcher {
         self.registry.snapshot(&self.scope)
     }
 
+    /// The snapshot to run `name` in. A tool (or `run_tool` target) not known yet while
+    /// servers are still starting waits for them, within the registry's startup grace: the
+    /// first list never waits, so a model may name a tool before its server is ready.
+    async fn snapshot_for(&self, name: &str, args: &RawArgs) -> Arc<Snapshot> {
+        let snapshot = self.snapshot();
+        if !snapshot.incomplete {
+            return snapshot;
+        }
+        // A name that is wrong, not just early, waits out the grace once: the registry
+        // cannot tell them apart while servers are starting.
+        let known = |snapshot: &Snapshot| {
+            unwrap_proxy(name, args.clone(), snapshot)
+                .is_ok_and(|(target, _)| snapshot.get(&target).is_some())
+        };
+        if known(&snapshot) {
+            return snapshot;
+        }
+        self.registry.settled_for(&self.scope, known).await
+    }
+
     /// The permission policy.
     pub fn policy(&self) -> &Policy {
         &self.policy
@@ -144,7 +164,7 @@ impl Dispatcher {
         ctx: CallContext,
         ticket: Ticket,
     ) -> ToolOutput {
-        let snapshot = self.snapshot();
+        let snapshot = self.snapshot_for(name, &args).await;
         let (target, args) = match unwrap_proxy(name, args, &snapshot) {
             Ok(call) => call,
             Err(output) => return *output,

@@ -224,6 +224,9 @@ pub struct Registry {
     generation: watch::Sender<u64>,
     cache: Mutex<HashMap<Scope, Arc<Snapshot>>>,
     visibility: RwLock<Option<Visibility>>,
+    /// Until when a call may wait for providers that are still starting (see
+    /// [`Registry::settled`]); `None`: never.
+    wait_until: Mutex<Option<tokio::time::Instant>>,
 }
 
 impl Default for Registry {
@@ -250,6 +253,41 @@ impl Registry {
             generation: watch::channel(0).0,
             cache: Mutex::new(HashMap::new()),
             visibility: RwLock::new(None),
+            wait_until: Mutex::new(None),
+        }
+    }
+
+    /// Lets [`Registry::settled`] wait for starting providers until `until` (a server's
+    /// startup grace): a call or search for a tool not known yet waits for its server,
+    /// a server that hangs cannot hold anything past it.
+    pub fn wait_for_starters_until(&self, until: tokio::time::Instant) {
+        *lock(&self.wait_until) = Some(until);
+    }
+
+    /// The snapshot of `scope` once no provider is still starting, or the current one when
+    /// the wait set by [`Registry::wait_for_starters_until`] is over (or was never set).
+    pub async fn settled(&self, scope: &Scope) -> Arc<Snapshot> {
+        self.settled_for(scope, |_| false).await
+    }
+
+    /// [`Registry::settled`], but done as soon as `enough` holds for a snapshot (the tool a
+    /// call names is known, say), however many providers are still starting.
+    pub async fn settled_for(
+        &self,
+        scope: &Scope,
+        enough: impl Fn(&Snapshot) -> bool,
+    ) -> Arc<Snapshot> {
+        let mut changes = self.subscribe();
+        loop {
+            let snapshot = self.snapshot(scope);
+            let until = *lock(&self.wait_until);
+            let Some(until) = until.filter(|_| snapshot.incomplete && !enough(&snapshot)) else {
+                return snapshot;
+            };
+            match tokio::time::timeout_at(until, changes.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return self.snapshot(scope),
+            }
         }
     }
 

@@ -45,7 +45,6 @@ struct Shared {
     profiles: ClientProfiles,
     /// Until when a `tools/list` waits for tool providers still starting (mounted
     /// servers), so that the first list is complete; `None`: never waits.
-    ready_by: Option<tokio::time::Instant>,
     /// The rendered tool list of the last generation (rendering is byte-deterministic, so
     /// one copy serves every session).
     tools: Mutex<Option<(u64, Arc<Vec<Tool>>)>>,
@@ -91,7 +90,6 @@ impl ToolgateServer {
                 render,
                 instructions,
                 profiles: ClientProfiles::default(),
-                ready_by: None,
                 tools: Mutex::new(None),
             }),
             prompts: None,
@@ -116,16 +114,6 @@ impl ToolgateServer {
         self
     }
 
-    /// Lets `tools/list` wait up to `grace` from now for tool providers that are still
-    /// starting (the snapshot is incomplete), so a client's first list holds the mounted
-    /// servers' tools: Codex lists once per session and never refetches. A server that
-    /// hangs cannot hold a list longer than that; later lists never wait.
-    pub fn with_first_list_grace(mut self, grace: std::time::Duration) -> Self {
-        let ready_by = tokio::time::Instant::now() + grace;
-        self.edit_shared(|shared| shared.ready_by = Some(ready_by));
-        self
-    }
-
     fn edit_shared(&mut self, edit: impl FnOnce(&mut Shared)) {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
             edit(shared);
@@ -137,26 +125,10 @@ impl ToolgateServer {
             render: self.shared.render.clone(),
             instructions: self.shared.instructions.clone(),
             profiles: self.shared.profiles.clone(),
-            ready_by: self.shared.ready_by,
             tools: Mutex::new(None),
         };
         edit(&mut shared);
         self.shared = Arc::new(shared);
-    }
-
-    /// Waits, within the first-list grace, until no tool provider is still starting.
-    async fn settle_tools(&self) {
-        let Some(until) = self.shared.ready_by else {
-            return;
-        };
-        let mut changes = self.shared.dispatcher.registry().subscribe();
-        while self.shared.dispatcher.snapshot().incomplete {
-            match tokio::time::timeout_at(until, changes.changed()).await {
-                Ok(Ok(())) => {}
-                // The grace is over (or the registry is gone): list what is there.
-                _ => break,
-            }
-        }
     }
 
     /// Chooses the session's profile from `client` (its name), unless one is chosen already.
@@ -446,8 +418,11 @@ impl ServerHandler for ToolgateServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        // Never waits for servers still starting: a client may not wait either (Codex sends
+        // its first model request without the list). Their tools are reached through
+        // search_tool and run_tool, which wait for them (see `Registry::settled`), and a
+        // `list_changed` follows when they are ready.
         self.adopt_requester(&context);
-        self.settle_tools().await;
         Ok(ListToolsResult::with_all_items(
             self.tools().as_ref().clone(),
         ))

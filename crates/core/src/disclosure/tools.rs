@@ -128,7 +128,10 @@ impl DynTool for SearchTool {
         let disclosure = Arc::clone(&self.disclosure);
         Box::pin(async move {
             let args: SearchArgs = parse(args)?;
-            let snapshot = disclosure.snapshot().ok_or_else(|| {
+            // A search made before every server is ready waits for them (within the
+            // startup grace): the first tools/list does not, so this is the first time the
+            // model can miss a tool that is on its way.
+            let snapshot = disclosure.settled_snapshot().await.ok_or_else(|| {
                 ToolError::Fatal("the tool registry is gone (the server is shutting down)".into())
             })?;
             let view = disclosure.view(&snapshot);
