@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// Startup timeout when none is configured: 60 s. The seed's 15 s covers an `npx` download
 /// of 3-8 s (seed 000 "为什么 15 秒超时"), but a real Python server needed 14 s (issue 13)
 /// and a cold `uvx`/`npx` install takes longer. Nothing waits for a starting server except
-/// calls to it and the first `tools/list`, which has its own short grace
+/// calls to it and `search_tool`, and those only within a short grace from startup
 /// ([`GatewayConfig::first_list_grace_ms`]), so a generous limit costs nothing.
 pub const DEFAULT_STARTUP_TIMEOUT_SEC: f64 = 60.0;
 /// Per-call timeout when none is configured (Codex's `tool_timeout_sec` default).
@@ -126,9 +126,9 @@ pub struct GatewayConfig {
     /// keyed by its launch config, so the next session's first `tools/list` is complete at
     /// once. Default true.
     pub catalog_cache: bool,
-    /// How long the first `tools/list` of `toolgate serve` may wait for servers that are
-    /// still starting and not in the catalog cache, in milliseconds (counted from startup).
-    /// Default 5,000: clients such as Codex list tools once per session and never refetch.
+    /// How long, counted from the startup of `toolgate serve`, a call naming a tool not
+    /// known yet and `search_tool` may wait for servers that are still starting and not in
+    /// the catalog cache, in milliseconds. Default 5,000. No `tools/list` ever waits.
     pub first_list_grace_ms: u64,
     /// The sandbox mounted stdio servers run in: `"off"` (default), `"read-only"` or
     /// `"workspace-write"`, the modes of `[shell] sandbox` (writable folders: the roots, the
