@@ -1,13 +1,16 @@
 //! `toolgate tools` and `toolgate call`: the same pipeline as the server, for humans.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 use toolgate_config::Runtime;
 use toolgate_core::disclosure::Unmasked;
-use toolgate_core::{CallContext, Protocol, RawArgs, SessionProfile};
+use toolgate_core::{CallContext, Progress, ProgressSink, Protocol, RawArgs, SessionProfile};
 use toolgate_gateway::ServerState;
 
 /// Arguments of `toolgate tools`.
@@ -165,7 +168,11 @@ pub async fn call(runtime: &Runtime, args: CallArgs) -> ExitCode {
         Some(text) => text.to_owned(),
         None => String::new(),
     };
-    let ctx = CallContext::default();
+    let mut ctx = CallContext::default();
+    let display = CallDisplay::start(&args.name);
+    if let Some(display) = &display {
+        ctx.progress = Some(display.sink());
+    }
     let profile = args
         .client
         .as_deref()
@@ -191,6 +198,7 @@ pub async fn call(runtime: &Runtime, args: CallArgs) -> ExitCode {
         .call(&args.name, RawArgs::Text(raw), ctx)
         .await;
     ctrl_c.abort();
+    drop(display);
     // A tool of an untrusted or failed server: the result says so already.
     if output.is_error
         && args.name.starts_with("mcp__")
@@ -222,6 +230,60 @@ pub async fn call(runtime: &Runtime, args: CallArgs) -> ExitCode {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// A call's live line on stderr, on a terminal only: a spinner with the tool's name, its
+/// latest progress report and the time taken, drawn once the call has run for
+/// [`CallDisplay::AFTER`] (a quick call draws nothing); cleared when the call ends.
+struct CallDisplay {
+    bar: ProgressBar,
+    shown: tokio::task::JoinHandle<()>,
+}
+
+impl CallDisplay {
+    const AFTER: Duration = Duration::from_millis(300);
+
+    fn start(name: &str) -> Option<Self> {
+        if !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
+            .with_message(name.to_owned());
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} ({elapsed})") {
+            bar.set_style(style);
+        }
+        let later = bar.clone();
+        let shown = tokio::spawn(async move {
+            tokio::time::sleep(Self::AFTER).await;
+            later.set_draw_target(ProgressDrawTarget::stderr());
+            later.enable_steady_tick(Duration::from_millis(100));
+        });
+        Some(Self { bar, shown })
+    }
+
+    /// Where the tool's progress reports go: into the line, after the tool's name.
+    fn sink(&self) -> ProgressSink {
+        let bar = self.bar.clone();
+        let name = bar.message();
+        Arc::new(move |p: Progress| {
+            let count = match p.total {
+                Some(total) => format!("{}/{}", p.progress, total),
+                None => p.progress.to_string(),
+            };
+            let text = match &p.message {
+                Some(message) => format!("{name}: {message} [{count}]"),
+                None => format!("{name}: [{count}]"),
+            };
+            bar.set_message(text);
+        })
+    }
+}
+
+impl Drop for CallDisplay {
+    fn drop(&mut self) {
+        self.shown.abort();
+        self.bar.finish_and_clear();
     }
 }
 

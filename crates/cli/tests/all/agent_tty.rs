@@ -49,8 +49,13 @@ impl Tty {
         cmd.args(command)
             .args(provider_flags(Kind::OpenAi, fake))
             .env_remove("OPENAI_API_KEY")
-            .env_remove("ANTHROPIC_API_KEY")
-            .env("TERM", "xterm-256color");
+            .env_remove("ANTHROPIC_API_KEY");
+        Self::run(cmd)
+    }
+
+    /// `cmd` (a toolgate command) on the terminal.
+    fn run(mut cmd: std::process::Command) -> Self {
+        cmd.env("TERM", "xterm-256color");
         let mut process = PtyProcess::new(cmd).unwrap();
         // Dropping the Tty kills toolgate; never wait for that forever.
         process.set_kill_timeout(Some(5_000));
@@ -489,4 +494,35 @@ async fn run_on_a_terminal_asks_too_and_y_approves_one_call_only() {
     assert_eq!(fake.remaining(), 0);
     assert!(dir.path().join("a.txt").is_file());
     assert!(!dir.path().join("b.txt").exists());
+}
+
+/// Issue 26: a long `toolgate call` showed nothing until it ended. On a terminal it now
+/// shows the tool's name and the time taken while it runs, and clears that line after.
+#[test]
+fn a_long_call_shows_that_it_runs_on_a_terminal_and_nothing_on_a_pipe() {
+    let dir = project();
+    let gate = dir.path().join("go");
+    let args = json!({"command": format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done; echo finished", gate.display())})
+    .to_string();
+    let mut cmd = toolgate(dir.path());
+    cmd.args(["call", "run_shell", &args]);
+    let mut tty = Tty::run(cmd);
+    tty.expect("run_shell (");
+    std::fs::write(&gate, "").unwrap();
+    let shown = tty.expect_end();
+    assert!(shown.contains("finished"), "{shown}");
+
+    // On a pipe: the result only.
+    let out = toolgate(dir.path())
+        .args([
+            "call",
+            "run_shell",
+            r#"{"command": "sleep 0.5; echo piped"}"#,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("piped"));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
