@@ -81,6 +81,9 @@ impl Runtime {
             .map_err(|e| ConfigError::Invalid(format!("roots: {e}")))?
             .with_control_files(control_files)
             .with_hard_links(hard_links);
+        // The project's folders, as mounted servers see them in `roots/list` (skill folders
+        // and the spill store, roots of toolgate's own tools, are not theirs).
+        let project_roots = roots.roots();
         // Trust is decided before the tools exist: the files trusted servers run are control
         // files for the write tools.
         let servers = discover_servers(&config, &roots)?;
@@ -165,7 +168,7 @@ impl Runtime {
         let render = RenderOptions {
             description_budget: config.render.description_budget,
         };
-        let gateway = mount_servers(&config, servers, &roots, &registry)?;
+        let gateway = mount_servers(&config, servers, &roots, project_roots, &registry)?;
         let profiles = ClientProfiles::with_config(&config.clients);
         Ok(Self {
             profiles,
@@ -269,6 +272,7 @@ fn mount_servers(
     config: &Config,
     discovered: Discovered,
     roots: &Roots,
+    project_roots: Vec<PathBuf>,
     registry: &Arc<Registry>,
 ) -> Result<Arc<Gateway>, ConfigError> {
     let limits = GatewayLimits {
@@ -276,6 +280,7 @@ fn mount_servers(
         max_tools_per_server: config.mcp.max_tools_per_server,
         max_inline_chars: config.budget.per_result_chars,
         sandbox: Arc::new(mcp_sandbox(config, roots)),
+        roots: project_roots,
     };
     let gateway = Gateway::new(discovered, limits, registry)
         .map_err(|e| ConfigError::Invalid(format!("mcp_servers: {e}")))?;

@@ -27,6 +27,9 @@ pub struct GatewayLimits {
     pub max_inline_chars: usize,
     /// The sandbox stdio servers start in (`[mcp] sandbox`). Default off.
     pub sandbox: Arc<toolgate_contain::Sandbox>,
+    /// The project's folders, offered to servers as their roots (`roots/list`); none: no
+    /// `roots` capability.
+    pub roots: Vec<std::path::PathBuf>,
 }
 
 impl Default for GatewayLimits {
@@ -37,6 +40,7 @@ impl Default for GatewayLimits {
             max_tools_per_server: config.max_tools_per_server,
             max_inline_chars: 50_000,
             sandbox: Arc::default(),
+            roots: Vec::new(),
         }
     }
 }

@@ -4,18 +4,21 @@
 //! elicitation and sampling go to the client of the call in flight (`relay.rs`).
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 #[allow(deprecated)]
 use rmcp::model::LoggingMessageNotificationParam;
-// Sampling is deprecated by SEP-2577 but 2025 servers still ask for it.
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
     FormElicitationCapability, Implementation, ProgressNotificationParam, ProgressToken,
     UrlElicitationCapability,
 };
+// Sampling and roots are deprecated by SEP-2577 but 2025 servers still use them.
 #[allow(deprecated)]
-use rmcp::model::{CreateMessageRequestParams, CreateMessageResult};
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ListRootsResult, Root, RootsCapabilities,
+};
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
 use serde::Serialize;
@@ -76,15 +79,32 @@ pub(crate) struct Handler {
     pub(crate) list_changed: Arc<Notify>,
     pub(crate) progress: Arc<ProgressRoutes>,
     pub(crate) callers: Arc<Callers>,
+    /// What `roots/list` answers: the project's folders as `file://` URIs.
+    #[allow(deprecated)]
+    roots: Arc<Vec<Root>>,
 }
 
 impl Handler {
-    pub(crate) fn new(server: &str) -> Self {
+    #[allow(deprecated)] // roots: deprecated by SEP-2577, used by 2025 servers
+    pub(crate) fn new(server: &str, roots: &[PathBuf]) -> Self {
+        let roots = roots
+            .iter()
+            .filter_map(|dir| {
+                let uri = url::Url::from_directory_path(dir).ok()?;
+                let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+                let root = Root::new(uri.as_str());
+                Some(match name {
+                    Some(name) => root.with_name(name),
+                    None => root,
+                })
+            })
+            .collect();
         Self {
             server: server.to_owned(),
             list_changed: Arc::new(Notify::new()),
             progress: Arc::new(ProgressRoutes::default()),
             callers: Arc::new(Callers::default()),
+            roots: Arc::new(roots),
         }
     }
 
@@ -107,10 +127,10 @@ impl Handler {
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
-        // Elicitation and sampling are relayed to the client of the call that causes them.
-        // Roots are not offered: toolgate's roots are its own business, not the server's.
-        #[allow(deprecated)] // sampling: deprecated by SEP-2577, still used by 2025 servers
-        let capabilities = ClientCapabilities::builder()
+        // Elicitation and sampling are relayed to the client of the call that causes them;
+        // roots are the project's folders.
+        #[allow(deprecated)] // sampling, roots: deprecated by SEP-2577, used by 2025 servers
+        let mut capabilities = ClientCapabilities::builder()
             .enable_sampling()
             .enable_elicitation_with(
                 ElicitationCapability::new()
@@ -118,6 +138,12 @@ impl ClientHandler for Handler {
                     .with_url(UrlElicitationCapability::new()),
             )
             .build();
+        if !self.roots.is_empty() {
+            #[allow(deprecated)]
+            {
+                capabilities.roots = Some(RootsCapabilities::default());
+            }
+        }
         ClientConfig::new(
             capabilities,
             Implementation::new("toolgate", env!("CARGO_PKG_VERSION")),
@@ -143,6 +169,14 @@ impl ClientHandler for Handler {
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, McpError> {
         self.relay(ClientAsk::Sampling, params).await
+    }
+
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, McpError> {
+        Ok(ListRootsResult::new(self.roots.as_ref().clone()))
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -370,10 +370,10 @@ impl Mount {
     /// Spawns or dials the server, initialises it and lists its tools, within the startup
     /// timeout. On failure nothing is left running.
     async fn connect(&self) -> Result<Connected, Failure> {
-        let handler = Handler::new(&self.spec.name);
+        let limits = self.limits();
+        let handler = Handler::new(&self.spec.name, &limits.roots);
         let diag = Arc::new(Diagnostics::default());
         let timeout = self.spec.startup_timeout;
-        let limits = self.limits();
         let stage = Mutex::new("initialize");
         let (result, guard) = match &self.spec.transport {
             Transport::Invalid(reason) => {

@@ -99,6 +99,11 @@ async def test_elicitation_and_sampling_reach_the_client_of_the_call(
         message = user.samples[0].messages[0]
         assert message.content.text == "a very long text"
 
+        # Roots come from toolgate: the project folder, whatever the client offers.
+        result = await client.call_tool("mcp__asker__where", {})
+        text = result.content[0].text
+        assert text == f"{project.name}={project.resolve().as_uri()}/", text
+
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(
