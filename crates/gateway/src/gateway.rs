@@ -45,6 +45,21 @@ impl Default for GatewayLimits {
     }
 }
 
+/// Most characters of one mounted server's `instructions` passed on to the client.
+pub const MAX_SERVER_INSTRUCTIONS_CHARS: usize = 2_000;
+/// Most characters of all mounted servers' `instructions` together.
+pub const MAX_MOUNTED_INSTRUCTIONS_CHARS: usize = 8_000;
+
+/// `text` cut to `max` characters, saying how much was left out.
+fn cut(text: &str, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(max).collect();
+    format!("{kept}\n[… {} more characters cut]", total - max)
+}
+
 /// What `toolgate mcp list` shows about one server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerStatus {
@@ -383,6 +398,41 @@ impl Gateway {
         futures::future::join_all(self.inner.mounts.iter().map(|m| m.settled())).await;
     }
 
+    /// The mounted servers' `instructions`, for toolgate's own: each under its server's
+    /// name and tool prefix, cut to [`MAX_SERVER_INSTRUCTIONS_CHARS`] per server and
+    /// [`MAX_MOUNTED_INSTRUCTIONS_CHARS`] in all; empty when no server gave any. A server
+    /// known only from the catalog cache contributes what it gave last time.
+    pub fn instructions(&self) -> String {
+        let mut out = String::new();
+        let mut left_out = Vec::new();
+        for mount in &self.inner.mounts {
+            let Some(text) = mount.instructions() else {
+                continue;
+            };
+            let name = &mount.spec.name;
+            let section = format!(
+                "\n\n### {name} (tools `{}*`)\n{}",
+                crate::naming::server_prefix(name),
+                cut(text.trim(), MAX_SERVER_INSTRUCTIONS_CHARS)
+            );
+            if out.chars().count() + section.chars().count() > MAX_MOUNTED_INSTRUCTIONS_CHARS {
+                left_out.push(format!("`{name}`"));
+                continue;
+            }
+            out.push_str(&section);
+        }
+        if !left_out.is_empty() {
+            out.push_str(&format!(
+                "\n\n(The instructions of {} are left out: over toolgate's {MAX_MOUNTED_INSTRUCTIONS_CHARS}-character budget.)",
+                left_out.join(", ")
+            ));
+        }
+        if out.is_empty() {
+            return out;
+        }
+        format!("## Mounted MCP servers\nWhat each server says about its own tools.{out}")
+    }
+
     /// Every server's status, in name order.
     pub fn status(&self) -> Vec<ServerStatus> {
         let remote = self
@@ -485,5 +535,17 @@ pub fn describe_transport(transport: &Transport) -> String {
         }
         Transport::Http { url, .. } => format!("http: {url}"),
         Transport::Invalid(_) => "invalid".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut;
+
+    #[test]
+    fn long_instructions_are_cut_and_say_by_how_much() {
+        assert_eq!(cut("short", 10), "short");
+        assert_eq!(cut("ééééé", 5), "ééééé");
+        assert_eq!(cut("ééééé", 3), "ééé\n[… 2 more characters cut]");
     }
 }

@@ -11,7 +11,9 @@ from mcp import types
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, Field
 
-app = MCPServer("asker")
+INSTRUCTIONS = "Call confirm before any deploy; summarize needs a model."
+
+app = MCPServer("asker", instructions=INSTRUCTIONS)
 
 
 class Deploy(BaseModel):
