@@ -15,7 +15,7 @@ use crate::naming::{assign_names, server_prefix};
 use crate::proxy::ProxyTool;
 
 /// Limits on what one server may bring in.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct GatewayLimits {
     /// Most `tools/list` pages read from one server. Default 100 ([`GatewayConfig`]).
     pub max_list_pages: usize,
@@ -30,6 +30,10 @@ pub struct GatewayLimits {
     /// The project's folders, offered to servers as their roots (`roots/list`); none: no
     /// `roots` capability.
     pub roots: Vec<std::path::PathBuf>,
+    /// The permission rules a server's requests to the client obey: `mcp.sample` and
+    /// `mcp.elicit` (or the server's `mcp__NAME__*`) denied means refused. Default: all
+    /// allowed.
+    pub policy: Arc<toolgate_core::Policy>,
 }
 
 impl Default for GatewayLimits {
@@ -41,6 +45,7 @@ impl Default for GatewayLimits {
             max_inline_chars: 50_000,
             sandbox: Arc::default(),
             roots: Vec::new(),
+            policy: Arc::default(),
         }
     }
 }

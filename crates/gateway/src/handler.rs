@@ -24,9 +24,9 @@ use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
-use toolgate_core::{ClientAsk, Progress, ProgressSink};
+use toolgate_core::{ClientAsk, Policy, Progress, ProgressSink};
 
-use crate::relay::{Callers, relay};
+use crate::relay::{Asker, Callers, relay};
 
 /// Progress sinks of the calls in flight, by the progress token of their request.
 #[derive(Default)]
@@ -72,6 +72,21 @@ impl Drop for RouteGuard {
     }
 }
 
+/// `dirs` as MCP roots: `file://` URIs named after their folders.
+#[allow(deprecated)] // roots: deprecated by SEP-2577, used by 2025 servers
+pub(crate) fn roots_of(dirs: &[PathBuf]) -> Vec<Root> {
+    dirs.iter()
+        .filter_map(|dir| {
+            let uri = url::Url::from_directory_path(dir).ok()?;
+            let root = Root::new(uri.as_str());
+            Some(match dir.file_name() {
+                Some(name) => root.with_name(name.to_string_lossy()),
+                None => root,
+            })
+        })
+        .collect()
+}
+
 /// The rmcp client handler of one connection.
 #[derive(Clone)]
 pub(crate) struct Handler {
@@ -82,29 +97,21 @@ pub(crate) struct Handler {
     /// What `roots/list` answers: the project's folders as `file://` URIs.
     #[allow(deprecated)]
     roots: Arc<Vec<Root>>,
+    /// The rules the server's requests to the client obey.
+    policy: Arc<Policy>,
 }
 
 impl Handler {
     #[allow(deprecated)] // roots: deprecated by SEP-2577, used by 2025 servers
-    pub(crate) fn new(server: &str, roots: &[PathBuf]) -> Self {
-        let roots = roots
-            .iter()
-            .filter_map(|dir| {
-                let uri = url::Url::from_directory_path(dir).ok()?;
-                let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
-                let root = Root::new(uri.as_str());
-                Some(match name {
-                    Some(name) => root.with_name(name),
-                    None => root,
-                })
-            })
-            .collect();
+    pub(crate) fn new(server: &str, roots: &[PathBuf], policy: Arc<Policy>) -> Self {
+        let roots = roots_of(roots);
         Self {
             server: server.to_owned(),
             list_changed: Arc::new(Notify::new()),
             progress: Arc::new(ProgressRoutes::default()),
             callers: Arc::new(Callers::default()),
             roots: Arc::new(roots),
+            policy,
         }
     }
 
@@ -116,7 +123,11 @@ impl Handler {
     ) -> Result<R, McpError> {
         let params = serde_json::to_value(params)
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        let answer = relay(self.callers.only(), &self.server, ask, params)
+        let asker = Asker {
+            name: &self.server,
+            policy: &self.policy,
+        };
+        let answer = relay(self.callers.only(), &asker, ask, params)
             .await
             .map_err(|e| McpError::internal_error(e, None))?;
         serde_json::from_value(answer).map_err(|e| {

@@ -381,7 +381,7 @@ impl Mount {
     /// timeout. On failure nothing is left running.
     async fn connect(&self) -> Result<Connected, Failure> {
         let limits = self.limits();
-        let handler = Handler::new(&self.spec.name, &limits.roots);
+        let handler = Handler::new(&self.spec.name, &limits.roots, Arc::clone(&limits.policy));
         let diag = Arc::new(Diagnostics::default());
         let timeout = self.spec.startup_timeout;
         let stage = Mutex::new("initialize");
