@@ -103,6 +103,10 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
         INSTRUCTIONS.to_owned(),
     )
     .with_profiles(runtime.profiles.clone())
+    .with_more_instructions({
+        let gateway = std::sync::Arc::clone(&runtime.gateway);
+        std::sync::Arc::new(move || gateway.instructions())
+    })
     .with_disclosure(runtime.disclosure.clone());
     // Calls and searches for tools of servers still starting wait for them, at most until
     // the grace from startup is over; no list ever waits.

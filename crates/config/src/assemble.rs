@@ -81,6 +81,9 @@ impl Runtime {
             .map_err(|e| ConfigError::Invalid(format!("roots: {e}")))?
             .with_control_files(control_files)
             .with_hard_links(hard_links);
+        // The project's folders, as mounted servers see them in `roots/list` (skill folders
+        // and the spill store, roots of toolgate's own tools, are not theirs).
+        let project_roots = roots.roots();
         // Trust is decided before the tools exist: the files trusted servers run are control
         // files for the write tools.
         let servers = discover_servers(&config, &roots)?;
@@ -109,6 +112,8 @@ impl Runtime {
         let project_policy = Policy::from_lists(&project.allow, &project.ask, &project.deny)
             .map_err(|e| ConfigError::Invalid(format!("project permissions: {e}")))?;
         let policy = policy.tightened_by("project config", project_policy);
+        // Mounted servers' requests to the client (`mcp.sample`, `mcp.elicit`) obey it too.
+        let relay_policy = Arc::new(policy.clone());
         let registry = Arc::new(Registry::new());
         // Station 4: a denied tool is not shown (tools/list, `toolgate tools`, search_tool);
         // a call by name still reaches the dispatcher, which answers with the denial.
@@ -165,7 +170,13 @@ impl Runtime {
         let render = RenderOptions {
             description_budget: config.render.description_budget,
         };
-        let gateway = mount_servers(&config, servers, &roots, &registry)?;
+        let gateway = mount_servers(
+            &config,
+            servers,
+            &roots,
+            (project_roots, relay_policy),
+            &registry,
+        )?;
         let profiles = ClientProfiles::with_config(&config.clients);
         Ok(Self {
             profiles,
@@ -269,6 +280,7 @@ fn mount_servers(
     config: &Config,
     discovered: Discovered,
     roots: &Roots,
+    (project_roots, policy): (Vec<PathBuf>, Arc<Policy>),
     registry: &Arc<Registry>,
 ) -> Result<Arc<Gateway>, ConfigError> {
     let limits = GatewayLimits {
@@ -276,6 +288,8 @@ fn mount_servers(
         max_tools_per_server: config.mcp.max_tools_per_server,
         max_inline_chars: config.budget.per_result_chars,
         sandbox: Arc::new(mcp_sandbox(config, roots)),
+        roots: project_roots,
+        policy,
     };
     let gateway = Gateway::new(discovered, limits, registry)
         .map_err(|e| ConfigError::Invalid(format!("mcp_servers: {e}")))?;

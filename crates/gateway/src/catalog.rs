@@ -32,6 +32,18 @@ struct Entry {
     server: String,
     key: String,
     tools: Vec<Tool>,
+    /// The server's `instructions`, if it gave any (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    instructions: Option<String>,
+}
+
+/// What the cache holds for one server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CachedCatalog {
+    /// Its tools, after `enabled_tools` / `disabled_tools`.
+    pub tools: Vec<Tool>,
+    /// Its `instructions`, if it gave any.
+    pub instructions: Option<String>,
 }
 
 impl CatalogCache {
@@ -53,23 +65,27 @@ impl CatalogCache {
         &self.dir
     }
 
-    /// The tools last listed by the server launched as `spec`, if cached.
-    pub fn load(&self, spec: &ServerSpec) -> Option<Vec<Tool>> {
+    /// The tools (and instructions) last listed by the server launched as `spec`, if cached.
+    pub fn load(&self, spec: &ServerSpec) -> Option<CachedCatalog> {
         let key = launch_key(spec)?;
         let text = fs_err::read_to_string(self.path(&key)).ok()?;
         let entry: Entry = serde_json::from_str(&text).ok()?;
-        (entry.format == FORMAT && entry.key == key).then_some(entry.tools)
+        (entry.format == FORMAT && entry.key == key).then_some(CachedCatalog {
+            tools: entry.tools,
+            instructions: entry.instructions,
+        })
     }
 
-    /// Records `tools` as the list of the server launched as `spec`. Failures are logged:
-    /// the cache only speeds up the next start.
-    pub fn store(&self, spec: &ServerSpec, tools: &[Tool]) {
+    /// Records `tools` and `instructions` as what the server launched as `spec` offers.
+    /// Failures are logged: the cache only speeds up the next start.
+    pub fn store(&self, spec: &ServerSpec, tools: &[Tool], instructions: Option<&str>) {
         let Some(key) = launch_key(spec) else { return };
         let entry = Entry {
             format: FORMAT,
             server: spec.name.clone(),
             key: key.clone(),
             tools: tools.to_vec(),
+            instructions: instructions.map(str::to_owned),
         };
         let path = self.path(&key);
         let write = || -> std::io::Result<()> {
@@ -164,10 +180,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = CatalogCache::new(dir.path().join("catalog"));
         assert!(cache.load(&spec("srv")).is_none(), "empty cache: a miss");
-        cache.store(&spec("srv"), &[tool("a"), tool("b")]);
-        let tools = cache.load(&spec("srv")).unwrap();
-        assert_eq!(tools.len(), 2);
-        assert_eq!(tools[1].name, "b");
+        cache.store(
+            &spec("srv"),
+            &[tool("a"), tool("b")],
+            Some("Use a before b."),
+        );
+        let cached = cache.load(&spec("srv")).unwrap();
+        assert_eq!(cached.tools.len(), 2);
+        assert_eq!(cached.tools[1].name, "b");
+        assert_eq!(cached.instructions.as_deref(), Some("Use a before b."));
         assert!(
             cache.load(&spec("other")).is_none(),
             "another command: a miss"
@@ -181,7 +202,7 @@ mod tests {
     fn a_corrupt_entry_is_a_miss_not_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let cache = CatalogCache::new(dir.path().to_path_buf());
-        cache.store(&spec("srv"), &[tool("a")]);
+        cache.store(&spec("srv"), &[tool("a")], None);
         let file = fs_err::read_dir(dir.path())
             .unwrap()
             .next()

@@ -15,7 +15,7 @@ use crate::naming::{assign_names, server_prefix};
 use crate::proxy::ProxyTool;
 
 /// Limits on what one server may bring in.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct GatewayLimits {
     /// Most `tools/list` pages read from one server. Default 100 ([`GatewayConfig`]).
     pub max_list_pages: usize,
@@ -27,6 +27,13 @@ pub struct GatewayLimits {
     pub max_inline_chars: usize,
     /// The sandbox stdio servers start in (`[mcp] sandbox`). Default off.
     pub sandbox: Arc<toolgate_contain::Sandbox>,
+    /// The project's folders, offered to servers as their roots (`roots/list`); none: no
+    /// `roots` capability.
+    pub roots: Vec<std::path::PathBuf>,
+    /// The permission rules a server's requests to the client obey: `mcp.sample` and
+    /// `mcp.elicit` (or the server's `mcp__NAME__*`) denied means refused. Default: all
+    /// allowed.
+    pub policy: Arc<toolgate_core::Policy>,
 }
 
 impl Default for GatewayLimits {
@@ -37,8 +44,25 @@ impl Default for GatewayLimits {
             max_tools_per_server: config.max_tools_per_server,
             max_inline_chars: 50_000,
             sandbox: Arc::default(),
+            roots: Vec::new(),
+            policy: Arc::default(),
         }
     }
+}
+
+/// Most characters of one mounted server's `instructions` passed on to the client.
+pub const MAX_SERVER_INSTRUCTIONS_CHARS: usize = 2_000;
+/// Most characters of all mounted servers' `instructions` together.
+pub const MAX_MOUNTED_INSTRUCTIONS_CHARS: usize = 8_000;
+
+/// `text` cut to `max` characters, saying how much was left out.
+fn cut(text: &str, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(max).collect();
+    format!("{kept}\n[… {} more characters cut]", total - max)
 }
 
 /// What `toolgate mcp list` shows about one server.
@@ -379,6 +403,41 @@ impl Gateway {
         futures::future::join_all(self.inner.mounts.iter().map(|m| m.settled())).await;
     }
 
+    /// The mounted servers' `instructions`, for toolgate's own: each under its server's
+    /// name and tool prefix, cut to [`MAX_SERVER_INSTRUCTIONS_CHARS`] per server and
+    /// [`MAX_MOUNTED_INSTRUCTIONS_CHARS`] in all; empty when no server gave any. A server
+    /// known only from the catalog cache contributes what it gave last time.
+    pub fn instructions(&self) -> String {
+        let mut out = String::new();
+        let mut left_out = Vec::new();
+        for mount in &self.inner.mounts {
+            let Some(text) = mount.instructions() else {
+                continue;
+            };
+            let name = &mount.spec.name;
+            let section = format!(
+                "\n\n### {name} (tools `{}*`)\n{}",
+                crate::naming::server_prefix(name),
+                cut(text.trim(), MAX_SERVER_INSTRUCTIONS_CHARS)
+            );
+            if out.chars().count() + section.chars().count() > MAX_MOUNTED_INSTRUCTIONS_CHARS {
+                left_out.push(format!("`{name}`"));
+                continue;
+            }
+            out.push_str(&section);
+        }
+        if !left_out.is_empty() {
+            out.push_str(&format!(
+                "\n\n(The instructions of {} are left out: over toolgate's {MAX_MOUNTED_INSTRUCTIONS_CHARS}-character budget.)",
+                left_out.join(", ")
+            ));
+        }
+        if out.is_empty() {
+            return out;
+        }
+        format!("## Mounted MCP servers\nWhat each server says about its own tools.{out}")
+    }
+
     /// Every server's status, in name order.
     pub fn status(&self) -> Vec<ServerStatus> {
         let remote = self
@@ -481,5 +540,17 @@ pub fn describe_transport(transport: &Transport) -> String {
         }
         Transport::Http { url, .. } => format!("http: {url}"),
         Transport::Invalid(_) => "invalid".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut;
+
+    #[test]
+    fn long_instructions_are_cut_and_say_by_how_much() {
+        assert_eq!(cut("short", 10), "short");
+        assert_eq!(cut("ééééé", 5), "ééééé");
+        assert_eq!(cut("ééééé", 3), "ééé\n[… 2 more characters cut]");
     }
 }

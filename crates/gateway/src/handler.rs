@@ -4,26 +4,29 @@
 //! elicitation and sampling go to the client of the call in flight (`relay.rs`).
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 #[allow(deprecated)]
 use rmcp::model::LoggingMessageNotificationParam;
-// Sampling is deprecated by SEP-2577 but 2025 servers still ask for it.
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
     FormElicitationCapability, Implementation, ProgressNotificationParam, ProgressToken,
     UrlElicitationCapability,
 };
+// Sampling and roots are deprecated by SEP-2577 but 2025 servers still use them.
 #[allow(deprecated)]
-use rmcp::model::{CreateMessageRequestParams, CreateMessageResult};
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ListRootsResult, Root, RootsCapabilities,
+};
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
-use toolgate_core::{ClientAsk, Progress, ProgressSink};
+use toolgate_core::{ClientAsk, Policy, Progress, ProgressSink};
 
-use crate::relay::{Callers, relay};
+use crate::relay::{Asker, Callers, relay};
 
 /// Progress sinks of the calls in flight, by the progress token of their request.
 #[derive(Default)]
@@ -69,6 +72,21 @@ impl Drop for RouteGuard {
     }
 }
 
+/// `dirs` as MCP roots: `file://` URIs named after their folders.
+#[allow(deprecated)] // roots: deprecated by SEP-2577, used by 2025 servers
+pub(crate) fn roots_of(dirs: &[PathBuf]) -> Vec<Root> {
+    dirs.iter()
+        .filter_map(|dir| {
+            let uri = url::Url::from_directory_path(dir).ok()?;
+            let root = Root::new(uri.as_str());
+            Some(match dir.file_name() {
+                Some(name) => root.with_name(name.to_string_lossy()),
+                None => root,
+            })
+        })
+        .collect()
+}
+
 /// The rmcp client handler of one connection.
 #[derive(Clone)]
 pub(crate) struct Handler {
@@ -76,15 +94,24 @@ pub(crate) struct Handler {
     pub(crate) list_changed: Arc<Notify>,
     pub(crate) progress: Arc<ProgressRoutes>,
     pub(crate) callers: Arc<Callers>,
+    /// What `roots/list` answers: the project's folders as `file://` URIs.
+    #[allow(deprecated)]
+    roots: Arc<Vec<Root>>,
+    /// The rules the server's requests to the client obey.
+    policy: Arc<Policy>,
 }
 
 impl Handler {
-    pub(crate) fn new(server: &str) -> Self {
+    #[allow(deprecated)] // roots: deprecated by SEP-2577, used by 2025 servers
+    pub(crate) fn new(server: &str, roots: &[PathBuf], policy: Arc<Policy>) -> Self {
+        let roots = roots_of(roots);
         Self {
             server: server.to_owned(),
             list_changed: Arc::new(Notify::new()),
             progress: Arc::new(ProgressRoutes::default()),
             callers: Arc::new(Callers::default()),
+            roots: Arc::new(roots),
+            policy,
         }
     }
 
@@ -96,7 +123,11 @@ impl Handler {
     ) -> Result<R, McpError> {
         let params = serde_json::to_value(params)
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        let answer = relay(self.callers.only(), &self.server, ask, params)
+        let asker = Asker {
+            name: &self.server,
+            policy: &self.policy,
+        };
+        let answer = relay(self.callers.only(), &asker, ask, params)
             .await
             .map_err(|e| McpError::internal_error(e, None))?;
         serde_json::from_value(answer).map_err(|e| {
@@ -107,10 +138,10 @@ impl Handler {
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
-        // Elicitation and sampling are relayed to the client of the call that causes them.
-        // Roots are not offered: toolgate's roots are its own business, not the server's.
-        #[allow(deprecated)] // sampling: deprecated by SEP-2577, still used by 2025 servers
-        let capabilities = ClientCapabilities::builder()
+        // Elicitation and sampling are relayed to the client of the call that causes them;
+        // roots are the project's folders.
+        #[allow(deprecated)] // sampling, roots: deprecated by SEP-2577, used by 2025 servers
+        let mut capabilities = ClientCapabilities::builder()
             .enable_sampling()
             .enable_elicitation_with(
                 ElicitationCapability::new()
@@ -118,6 +149,12 @@ impl ClientHandler for Handler {
                     .with_url(UrlElicitationCapability::new()),
             )
             .build();
+        if !self.roots.is_empty() {
+            #[allow(deprecated)]
+            {
+                capabilities.roots = Some(RootsCapabilities::default());
+            }
+        }
         ClientConfig::new(
             capabilities,
             Implementation::new("toolgate", env!("CARGO_PKG_VERSION")),
@@ -143,6 +180,14 @@ impl ClientHandler for Handler {
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, McpError> {
         self.relay(ClientAsk::Sampling, params).await
+    }
+
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, McpError> {
+        Ok(ListRootsResult::new(self.roots.as_ref().clone()))
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

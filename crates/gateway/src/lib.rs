@@ -46,12 +46,15 @@ pub use auth::{
     AuthStatus, CredentialStoreMode, LoginError, LoginHandler, LoginOptions, OAuthConfig,
     StoreError, TokenStore, login,
 };
-pub use catalog::CatalogCache;
+pub use catalog::{CachedCatalog, CatalogCache};
 pub use config::{
     DEFAULT_STARTUP_TIMEOUT_SEC, DEFAULT_TOOL_TIMEOUT_SEC, GatewayConfig, McpServerConfig,
     ServerSpec, Transport,
 };
-pub use gateway::{Gateway, GatewayLimits, ServerState, ServerStatus, describe_transport};
+pub use gateway::{
+    Gateway, GatewayLimits, MAX_MOUNTED_INSTRUCTIONS_CHARS, MAX_SERVER_INSTRUCTIONS_CHARS,
+    ServerState, ServerStatus, describe_transport,
+};
 pub use import::{Discovered, ImportOptions, ImportProblem, NESTED_ENV, discover};
 pub use naming::{MAX_NAME_LEN, assign_names, sanitize, server_prefix};
 pub use trust::{LaunchTrust, Trust, TrustError, TrustStore, fingerprint, trust_command};

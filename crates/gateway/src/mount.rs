@@ -128,6 +128,8 @@ pub(crate) struct Mount {
     state: Mutex<State>,
     /// The server's tools after `enabled_tools` / `disabled_tools`, as last listed.
     listed: Mutex<Arc<Vec<rmcp::model::Tool>>>,
+    /// The server's `instructions`, as it last gave them (or as the catalog cache has them).
+    instructions: Mutex<Option<String>>,
     /// The published proxies with the definitions they were built from (set by
     /// [`Inner::publish`]).
     pub(crate) published: Mutex<Vec<(rmcp::model::Tool, Arc<dyn DynTool>)>>,
@@ -186,6 +188,7 @@ impl Mount {
                 login_watch: false,
             }),
             listed: Mutex::new(Arc::new(Vec::new())),
+            instructions: Mutex::new(None),
             published: Mutex::new(Vec::new()),
             changed: watch::channel(0).0,
             requested: AtomicBool::new(false),
@@ -317,8 +320,15 @@ impl Mount {
                 // Unchanged since the catalog cache (or the last start): nothing to announce,
                 // so clients keep their tool list and their prompt cache.
                 let never_shown = first && !from_cache;
+                let instructions = connected
+                    .service
+                    .peer_info()
+                    .and_then(|info| info.instructions.clone())
+                    .filter(|text| !text.trim().is_empty());
+                let new_instructions = *lock(&self.instructions) != instructions;
+                *lock(&self.instructions) = instructions;
                 let changed = never_shown || **lock(&self.listed) != connected.tools;
-                if changed {
+                if changed || new_instructions {
                     self.save_catalog(&connected.tools);
                 }
                 *lock(&self.listed) = Arc::new(connected.tools);
@@ -370,10 +380,10 @@ impl Mount {
     /// Spawns or dials the server, initialises it and lists its tools, within the startup
     /// timeout. On failure nothing is left running.
     async fn connect(&self) -> Result<Connected, Failure> {
-        let handler = Handler::new(&self.spec.name);
+        let limits = self.limits();
+        let handler = Handler::new(&self.spec.name, &limits.roots, Arc::clone(&limits.policy));
         let diag = Arc::new(Diagnostics::default());
         let timeout = self.spec.startup_timeout;
-        let limits = self.limits();
         let stage = Mutex::new("initialize");
         let (result, guard) = match &self.spec.transport {
             Transport::Invalid(reason) => {
@@ -595,19 +605,26 @@ impl Mount {
         if !self.spec.enabled || !self.spec.trust.allows_start() || self.state().ever_ready {
             return false;
         }
-        let Some(tools) = cache.load(&self.spec) else {
+        let Some(cached) = cache.load(&self.spec) else {
             return false;
         };
-        tracing::debug!(server = %self.spec.name, tools = tools.len(), "tools from the catalog cache");
-        *lock(&self.listed) = Arc::new(tools);
+        tracing::debug!(server = %self.spec.name, tools = cached.tools.len(), "tools from the catalog cache");
+        *lock(&self.listed) = Arc::new(cached.tools);
+        *lock(&self.instructions) = cached.instructions;
         self.state().from_cache = true;
         true
     }
 
     fn save_catalog(&self, tools: &[rmcp::model::Tool]) {
         if let Some(cache) = self.inner.upgrade().and_then(|i| lock(&i.catalog).clone()) {
-            cache.store(&self.spec, tools);
+            let instructions = lock(&self.instructions).clone();
+            cache.store(&self.spec, tools, instructions.as_deref());
         }
+    }
+
+    /// The server's `instructions`, if it gave any (now or in an earlier session).
+    pub(crate) fn instructions(&self) -> Option<String> {
+        lock(&self.instructions).clone()
     }
 
     fn limits(&self) -> crate::GatewayLimits {

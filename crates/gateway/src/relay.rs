@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{InputRequest, InputRequests, InputResponses};
 use serde_json::{Map, Value, json};
-use toolgate_core::{ClientAsk, ClientLink};
+use toolgate_core::{ClientAsk, ClientLink, Decision, Policy};
 
 /// The callers of the calls in flight on one connection.
 #[derive(Default)]
@@ -83,14 +83,18 @@ impl Drop for CallerGuard {
 /// defaults of the fields the answer leaves out (SEP-1034).
 pub(crate) async fn relay(
     link: Result<Arc<dyn ClientLink>, &str>,
-    server: &str,
+    server: &Asker<'_>,
     ask: ClientAsk,
     params: Value,
 ) -> Result<Value, String> {
     let elicitation = matches!(ask, ClientAsk::FormElicitation | ClientAsk::UrlElicitation);
+    if let Some(rule) = server.denied(ask) {
+        let why = format!("refused by the permission rule {rule}");
+        return unanswered(server.name, ask, elicitation, &why);
+    }
     let link = match link.and_then(|link| link.can_ask(ask).map(|()| link)) {
         Ok(link) => link,
-        Err(why) => return unanswered(server, ask, elicitation, why),
+        Err(why) => return unanswered(server.name, ask, elicitation, why),
     };
     let schema = params.get("requestedSchema").cloned();
     let mut result = link.request(ask, params).await?;
@@ -109,6 +113,29 @@ fn unanswered(server: &str, ask: ClientAsk, elicitation: bool, why: &str) -> Res
         "MCP server `{server}` asked the client for `{}`, which cannot be relayed: {why}",
         ask.method()
     ))
+}
+
+/// The server asking, with the rules its requests obey.
+pub(crate) struct Asker<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) policy: &'a Policy,
+}
+
+impl Asker<'_> {
+    /// The rule that denies `ask` to this server, if one does: `mcp.sample` / `mcp.elicit`
+    /// as actions, or a pattern naming the server's tools (`mcp__NAME__*`).
+    fn denied(&self, ask: ClientAsk) -> Option<String> {
+        let action = match ask {
+            ClientAsk::FormElicitation | ClientAsk::UrlElicitation => "mcp.elicit",
+            ClientAsk::Sampling => "mcp.sample",
+            ClientAsk::Roots => return None,
+        };
+        let verdict = self
+            .policy
+            .decide(&crate::naming::server_prefix(self.name), action);
+        (verdict.decision == Decision::Deny)
+            .then(|| verdict.rule.unwrap_or_else(|| format!("for `{action}`")))
+    }
 }
 
 /// Fills in, on an accepted form, each field the answer leaves out that has a default.
@@ -158,10 +185,12 @@ fn ask_of(request: &InputRequest) -> Result<(ClientAsk, Value), String> {
     Ok((ask, params))
 }
 
-/// Answers every request of an `input_required` result through the caller's client.
+/// Answers every request of an `input_required` result through the caller's client; roots
+/// are `roots` (the project's folders, as `roots/list` answers).
 pub(crate) async fn fulfil(
     link: Option<Arc<dyn ClientLink>>,
-    server: &str,
+    server: &Asker<'_>,
+    roots: &Value,
     requests: InputRequests,
 ) -> Result<InputResponses, String> {
     let answers = requests.into_iter().map(|(key, request)| {
@@ -170,6 +199,9 @@ pub(crate) async fn fulfil(
             .ok_or("the call comes from a session without an MCP client");
         async move {
             let (ask, params) = ask_of(&request)?;
+            if ask == ClientAsk::Roots {
+                return Ok((key, roots.clone()));
+            }
             relay(link, server, ask, params)
                 .await
                 .map(|answer| (key, answer))
@@ -248,23 +280,47 @@ mod tests {
         let form =
             json!({"message": "ok?", "requestedSchema": {"type": "object", "properties": {}}});
         let link: Arc<dyn ClientLink> = Arc::new(Link);
+        let open = Policy::allow_all();
+        let s = Asker {
+            name: "s",
+            policy: &open,
+        };
         let answer = relay(
             Ok(Arc::clone(&link)),
-            "s",
+            &s,
             ClientAsk::FormElicitation,
             form.clone(),
         )
         .await
         .unwrap();
         assert_eq!(answer, json!({"action": "accept", "content": {}}));
-        let answer = relay(Err("nobody"), "s", ClientAsk::FormElicitation, form)
+        let answer = relay(Err("nobody"), &s, ClientAsk::FormElicitation, form.clone())
             .await
             .unwrap();
         assert_eq!(answer, json!({"action": "decline"}));
-        let refused = relay(Ok(link), "s", ClientAsk::Sampling, json!({}))
+        let refused = relay(Ok(Arc::clone(&link)), &s, ClientAsk::Sampling, json!({}))
             .await
             .unwrap_err();
         assert!(refused.contains("sampling/createMessage"), "{refused}");
         assert!(refused.contains("does not offer"), "{refused}");
+        // Denied by a rule: declined without asking, and the rule is named.
+        let deny = ["mcp.elicit".to_owned(), "mcp__t__*".to_owned()];
+        let strict = Policy::from_lists(&[], &[], &deny).unwrap();
+        let s = Asker {
+            name: "s",
+            policy: &strict,
+        };
+        let answer = relay(Ok(Arc::clone(&link)), &s, ClientAsk::FormElicitation, form)
+            .await
+            .unwrap();
+        assert_eq!(answer, json!({"action": "decline"}));
+        let t = Asker {
+            name: "t",
+            policy: &strict,
+        };
+        let refused = relay(Ok(link), &t, ClientAsk::Sampling, json!({}))
+            .await
+            .unwrap_err();
+        assert!(refused.contains(r#"deny = ["mcp__t__*"]"#), "{refused}");
     }
 }

@@ -37,14 +37,17 @@ use crate::notify::{
 /// progress.
 const HEARTBEAT: Duration = Duration::from_secs(2);
 
+/// Text added to the instructions each time a client asks for them.
+pub type InstructionSource = Arc<dyn Fn() -> String + Send + Sync>;
+
 struct Shared {
     dispatcher: Arc<Dispatcher>,
     render: RenderOptions,
     instructions: String,
+    /// Instructions known only when a client arrives (mounted servers'), after the rest.
+    more_instructions: Option<InstructionSource>,
     /// The client profiles a session's profile is chosen from at `initialize`.
     profiles: ClientProfiles,
-    /// Until when a `tools/list` waits for tool providers still starting (mounted
-    /// servers), so that the first list is complete; `None`: never waits.
     /// The rendered tool list of the last generation (rendering is byte-deterministic, so
     /// one copy serves every session).
     tools: Mutex<Option<(u64, Arc<Vec<Tool>>)>>,
@@ -89,6 +92,7 @@ impl ToolgateServer {
                 dispatcher,
                 render,
                 instructions,
+                more_instructions: None,
                 profiles: ClientProfiles::default(),
                 tools: Mutex::new(None),
             }),
@@ -114,6 +118,13 @@ impl ToolgateServer {
         self
     }
 
+    /// Appends what `source` returns (when not empty) to the instructions each client gets
+    /// at `initialize` — the mounted servers' own, known as they start.
+    pub fn with_more_instructions(mut self, source: InstructionSource) -> Self {
+        self.edit_shared(|shared| shared.more_instructions = Some(source));
+        self
+    }
+
     fn edit_shared(&mut self, edit: impl FnOnce(&mut Shared)) {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
             edit(shared);
@@ -124,11 +135,26 @@ impl ToolgateServer {
             dispatcher: Arc::clone(&self.shared.dispatcher),
             render: self.shared.render.clone(),
             instructions: self.shared.instructions.clone(),
+            more_instructions: self.shared.more_instructions.clone(),
             profiles: self.shared.profiles.clone(),
             tools: Mutex::new(None),
         };
         edit(&mut shared);
         self.shared = Arc::new(shared);
+    }
+
+    /// toolgate's instructions, then the mounted servers' (if any).
+    fn instructions(&self) -> String {
+        let more = self
+            .shared
+            .more_instructions
+            .as_ref()
+            .map(|source| source())
+            .unwrap_or_default();
+        if more.is_empty() {
+            return self.shared.instructions.clone();
+        }
+        format!("{}\n\n{more}", self.shared.instructions)
     }
 
     /// Chooses the session's profile from `client` (its name), unless one is chosen already.
@@ -400,7 +426,7 @@ impl ServerHandler for ToolgateServer {
         }
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
-            .with_instructions(self.shared.instructions.clone())
+            .with_instructions(self.instructions())
     }
 
     async fn initialize(

@@ -1,6 +1,7 @@
 """A stdio MCP server (the Python SDK's own `MCPServer`) whose tools ask the client: `confirm`
-shows a form with a default (elicitation), `summarize` asks for a completion (sampling).
-Mounted behind `toolgate serve`, its requests must reach toolgate's client."""
+shows a form with a default (elicitation), `summarize` asks for a completion (sampling),
+`where` lists the client's roots. Mounted behind `toolgate serve`, its requests must reach
+toolgate's client (roots are answered by toolgate: the project's folders)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from mcp import types
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, Field
 
-app = MCPServer("asker")
+INSTRUCTIONS = "Call confirm before any deploy; summarize needs a model."
+
+app = MCPServer("asker", instructions=INSTRUCTIONS)
 
 
 class Deploy(BaseModel):
@@ -38,6 +41,15 @@ async def summarize(text: str, ctx: Context) -> str:
         )
     content = reply.content
     return f"model said: {content.text if isinstance(content, types.TextContent) else content}"
+
+
+@app.tool(name="where")
+async def where(ctx: Context) -> str:
+    """Lists the roots the client gives this server."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # roots are deprecated by SEP-2577, not gone
+        result = await ctx.session.list_roots()
+    return " ".join(f"{root.name}={root.uri}" for root in result.roots)
 
 
 if __name__ == "__main__":

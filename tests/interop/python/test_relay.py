@@ -18,6 +18,7 @@ from conftest import HttpServer, http_connection, stdio_connection, toolgate_bin
 from mcp import types
 
 ASKER = Path(__file__).with_name("asking_server.py")
+INSTRUCTIONS = "Call confirm before any deploy; summarize needs a model."
 
 
 @pytest.fixture
@@ -98,6 +99,18 @@ async def test_elicitation_and_sampling_reach_the_client_of_the_call(
         assert len(user.samples) == 1
         message = user.samples[0].messages[0]
         assert message.content.text == "a very long text"
+
+        # The server's instructions (known from the warm catalog) follow toolgate's own,
+        # under its name.
+        instructions = client.instructions or ""
+        assert "### asker (tools `mcp__asker__*`)" in instructions, instructions
+        assert INSTRUCTIONS in instructions, instructions
+        assert instructions.startswith("toolgate gives bounded, safe file tools"), instructions
+
+        # Roots come from toolgate: the project folder, whatever the client offers.
+        result = await client.call_tool("mcp__asker__where", {})
+        text = result.content[0].text
+        assert text == f"{project.name}={project.resolve().as_uri()}/", text
 
 
 @pytest.mark.anyio

@@ -6,15 +6,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::ServiceError;
+#[allow(deprecated)]
+use rmcp::model::ListRootsResult;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
-    InputRequiredResult, JsonObject, ServerResult,
+    InputRequests, InputRequiredResult, InputResponses, JsonObject, ServerResult,
 };
 use rmcp::service::PeerRequestOptions;
 use toolgate_core::{
-    Absence, CallContext, DynTool, ProviderError, SessionClient, ToolError, ToolOutput,
+    Absence, CallContext, ClientLink, DynTool, ProviderError, SessionClient, ToolError, ToolOutput,
     ToolProvider,
 };
+
+use crate::relay::Asker;
 
 use super::login::MAX_LOGINS_PER_CALL;
 use super::{Live, Mount, Phase, secs};
@@ -224,7 +228,7 @@ impl Mount {
                     } else {
                         state_only = 0;
                         let answers = tokio::select! {
-                            answers = crate::relay::fulfil(caller.clone(), name, requests) => answers,
+                            answers = self.fulfil(caller.clone(), requests) => answers,
                             () = ctx.cancel.cancelled() => {
                                 return Err(ToolError::recoverable(format!("`{tool}` was cancelled")).into());
                             }
@@ -244,6 +248,24 @@ impl Mount {
             "MCP server `{name}` kept asking for more input for `{tool}` ({MAX_INPUT_ROUNDS} rounds); the server is misbehaving"
         ))
         .into())
+    }
+
+    /// Answers the requests of an `input_required` result: through the caller's client, as
+    /// the permission rules allow; roots from toolgate's own.
+    async fn fulfil(
+        &self,
+        caller: Option<Arc<dyn ClientLink>>,
+        requests: InputRequests,
+    ) -> Result<InputResponses, String> {
+        let limits = self.limits();
+        #[allow(deprecated)] // roots: deprecated by SEP-2577, used by 2025 servers
+        let roots = ListRootsResult::new(crate::handler::roots_of(&limits.roots));
+        let roots = serde_json::to_value(roots).map_err(|e| e.to_string())?;
+        let asker = Asker {
+            name: &self.spec.name,
+            policy: &limits.policy,
+        };
+        crate::relay::fulfil(caller, &asker, &roots, requests).await
     }
 
     /// Sends the call once and waits for the server's answer.
