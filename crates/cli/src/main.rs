@@ -33,6 +33,7 @@ mod doctor;
 mod login;
 mod manual;
 mod mcp;
+mod prompts;
 mod serve;
 mod skills;
 

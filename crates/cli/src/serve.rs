@@ -114,13 +114,20 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
         tokio::time::Instant::now()
             + std::time::Duration::from_millis(runtime.config.mcp.first_list_grace_ms),
     );
-    // Skills the user may invoke are prompts; with skills off there is no prompt source
-    // and no `prompts` capability.
-    let server = if runtime.skills.config().enabled {
-        server.with_prompts(SkillPrompts::new(
-            runtime.skills.clone(),
-            Some(runtime.roots.clone()),
+    // Skills the user may invoke are prompts, and so are the mounted servers' prompts; with
+    // skills off and no server mounted there is no prompt source and no `prompts` capability.
+    let skills: Option<std::sync::Arc<dyn toolgate_mcp::PromptSource>> =
+        runtime.skills.config().enabled.then(|| {
+            SkillPrompts::new(runtime.skills.clone(), Some(runtime.roots.clone()))
+                as std::sync::Arc<dyn toolgate_mcp::PromptSource>
+        });
+    let server = if runtime.gateway.servers().next().is_some() {
+        server.with_prompts(crate::prompts::ServePrompts::new(
+            skills,
+            std::sync::Arc::clone(&runtime.gateway),
         ))
+    } else if let Some(skills) = skills {
+        server.with_prompts(skills)
     } else {
         server
     };

@@ -133,6 +133,8 @@ pub(crate) struct Inner {
     token_mode: Mutex<crate::auth::CredentialStoreMode>,
     /// Who logs a human in when a server needs it (none in `serve`).
     pub(crate) login: Mutex<Option<Arc<dyn LoginHandler>>>,
+    /// Bumped when any server's prompts change.
+    pub(crate) prompt_changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Inner {
@@ -242,6 +244,7 @@ impl Gateway {
             limits,
             naming: Mutex::new(()),
             catalog: Mutex::new(None),
+            prompt_changes: tokio::sync::watch::channel(0).0,
             tokens: Mutex::new(None),
             token_mode: Mutex::new(crate::auth::CredentialStoreMode::Auto),
             login: Mutex::new(None),
@@ -436,6 +439,45 @@ impl Gateway {
             return out;
         }
         format!("## Mounted MCP servers\nWhat each server says about its own tools.{out}")
+    }
+
+    /// Every mounted server's prompts, named like its tools (`mcp__<server>__<prompt>`), in
+    /// config order; a server that is not ready has none.
+    pub fn prompts(&self) -> Vec<rmcp::model::Prompt> {
+        let mut out = Vec::new();
+        for mount in &self.inner.mounts {
+            let prefix = crate::naming::server_prefix(&mount.spec.name);
+            for prompt in mount.prompts().iter() {
+                let mut prompt = prompt.clone();
+                prompt.name = format!("{prefix}{}", prompt.name);
+                out.push(prompt);
+            }
+        }
+        out
+    }
+
+    /// Prompt `name` (as [`Gateway::prompts`] lists it) from its server, filled in with
+    /// `arguments`. `Err` says what went wrong, for the client.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<rmcp::model::JsonObject>,
+    ) -> Result<rmcp::model::GetPromptResult, String> {
+        for mount in &self.inner.mounts {
+            let prefix = crate::naming::server_prefix(&mount.spec.name);
+            let Some(own) = name.strip_prefix(&prefix) else {
+                continue;
+            };
+            if mount.prompts().iter().any(|p| p.name == own) {
+                return mount.get_prompt(own, arguments).await;
+            }
+        }
+        Err(format!("no mounted MCP server has a prompt named `{name}`"))
+    }
+
+    /// A receiver that changes whenever a server's prompts do.
+    pub fn prompt_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.prompt_changes.subscribe()
     }
 
     /// Every server's status, in name order.

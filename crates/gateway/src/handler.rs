@@ -92,6 +92,8 @@ pub(crate) fn roots_of(dirs: &[PathBuf]) -> Vec<Root> {
 pub(crate) struct Handler {
     pub(crate) server: String,
     pub(crate) list_changed: Arc<Notify>,
+    /// Notified on `prompts/list_changed`.
+    pub(crate) prompts_changed: Arc<Notify>,
     pub(crate) progress: Arc<ProgressRoutes>,
     pub(crate) callers: Arc<Callers>,
     /// What `roots/list` answers: the project's folders as `file://` URIs.
@@ -108,6 +110,7 @@ impl Handler {
         Self {
             server: server.to_owned(),
             list_changed: Arc::new(Notify::new()),
+            prompts_changed: Arc::new(Notify::new()),
             progress: Arc::new(ProgressRoutes::default()),
             callers: Arc::new(Callers::default()),
             roots: Arc::new(roots),
@@ -194,6 +197,11 @@ impl ClientHandler for Handler {
         tracing::debug!(server = %self.server, "tools/list_changed");
         // A stored permit: a change announced during a refetch causes one more refetch.
         self.list_changed.notify_one();
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::debug!(server = %self.server, "prompts/list_changed");
+        self.prompts_changed.notify_one();
     }
 
     async fn on_progress(

@@ -17,7 +17,8 @@
 //! tools were never known; `toolgate mcp list` and the log say why); while starting, an
 //! "unavailable" error, so snapshots are marked incomplete; after a crash, its last tool list,
 //! whose calls restart it or answer with the reason and when the next attempt is allowed.
-//! The call path (a live connection on demand, progress, cancellation) is in `mount/call.rs`.
+//! The call path (a live connection on demand, progress, cancellation) is in `mount/call.rs`,
+//! the server's prompts in `mount/prompts.rs`.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,6 +42,7 @@ use crate::list::list_all;
 
 mod call;
 mod login;
+mod prompts;
 mod trust;
 pub(crate) use call::MountProvider;
 pub(crate) use login::Failure;
@@ -93,6 +95,8 @@ pub(crate) struct Live {
     routes: Arc<ProgressRoutes>,
     /// The calls in flight and their sessions, for the server's requests to the client.
     callers: Arc<crate::relay::Callers>,
+    /// Notified when the server says its prompts changed.
+    prompts_changed: Arc<Notify>,
     diag: Arc<Diagnostics>,
     /// Cancelled when the connection has ended and its process is gone.
     closed: CancellationToken,
@@ -130,6 +134,8 @@ pub(crate) struct Mount {
     listed: Mutex<Arc<Vec<rmcp::model::Tool>>>,
     /// The server's `instructions`, as it last gave them (or as the catalog cache has them).
     instructions: Mutex<Option<String>>,
+    /// The server's prompts, as last listed (empty until it is ready).
+    prompts: Mutex<Arc<Vec<rmcp::model::Prompt>>>,
     /// The published proxies with the definitions they were built from (set by
     /// [`Inner::publish`]).
     pub(crate) published: Mutex<Vec<(rmcp::model::Tool, Arc<dyn DynTool>)>>,
@@ -147,6 +153,7 @@ struct Connected {
     list_changed: Arc<Notify>,
     live: Arc<Live>,
     tools: Vec<rmcp::model::Tool>,
+    prompts: Vec<rmcp::model::Prompt>,
     notes: Vec<String>,
 }
 
@@ -189,6 +196,7 @@ impl Mount {
             }),
             listed: Mutex::new(Arc::new(Vec::new())),
             instructions: Mutex::new(None),
+            prompts: Mutex::new(Arc::new(Vec::new())),
             published: Mutex::new(Vec::new()),
             changed: watch::channel(0).0,
             requested: AtomicBool::new(false),
@@ -332,6 +340,7 @@ impl Mount {
                     self.save_catalog(&connected.tools);
                 }
                 *lock(&self.listed) = Arc::new(connected.tools);
+                self.set_prompts(connected.prompts);
                 {
                     let mut st = self.state();
                     st.live = Some(Arc::clone(&connected.live));
@@ -498,10 +507,13 @@ impl Mount {
             }
         };
         let (service, tools, notes) = result;
+        // Listed before the server counts as ready: a call that waited for it finds them.
+        let prompts = self.list_prompts(service.peer()).await;
         let live = Arc::new(Live {
             peer: service.peer().clone(),
             routes: Arc::clone(&handler.progress),
             callers: Arc::clone(&handler.callers),
+            prompts_changed: Arc::clone(&handler.prompts_changed),
             diag,
             closed: CancellationToken::new(),
             abandon: CancellationToken::new(),
@@ -516,6 +528,7 @@ impl Mount {
             list_changed: Arc::clone(&handler.list_changed),
             live,
             tools,
+            prompts,
             notes,
         })
     }
@@ -649,6 +662,7 @@ impl Mount {
         loop {
             tokio::select! {
                 _ = &mut waiting => break,
+                () = live.prompts_changed.notified() => self.refresh_prompts(&live).await,
                 () = self.shutdown.cancelled(), if !stopping => {
                     stopping = true;
                     if let Some(token) = cancel.take() {

@@ -1,6 +1,6 @@
 """A stdio MCP server (the Python SDK's own `MCPServer`) whose tools ask the client: `confirm`
 shows a form with a default (elicitation), `summarize` asks for a completion (sampling),
-`where` lists the client's roots. Mounted behind `toolgate serve`, its requests must reach
+`where` lists the client's roots; prompt `deploy_plan` takes an argument. Mounted behind `toolgate serve`, its requests must reach
 toolgate's client (roots are answered by toolgate: the project's folders)."""
 
 from __future__ import annotations
@@ -50,6 +50,12 @@ async def where(ctx: Context) -> str:
         warnings.simplefilter("ignore")  # roots are deprecated by SEP-2577, not gone
         result = await ctx.session.list_roots()
     return " ".join(f"{root.name}={root.uri}" for root in result.roots)
+
+
+@app.prompt()
+def deploy_plan(target: str) -> str:
+    """A plan for deploying to a target."""
+    return f"Write a deploy plan for {target}."
 
 
 if __name__ == "__main__":

@@ -141,3 +141,20 @@ async def test_a_client_that_cannot_be_asked_declines_the_form_and_sampling_says
         assert result.is_error, text
         assert "sampling/createMessage" in text and why in text, text
     assert not user.forms and not user.samples
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_mounted_servers_prompts_are_served_under_its_name(
+    mode: str, project: Path, tmp_path: Path, mounted_env: dict[str, str]
+) -> None:
+    async with stdio_connection(
+        project, mounted_env, mode, tmp_path / "stdio-server.stderr"
+    ) as client:
+        # A call waits for the server to be ready; its prompts are listed by then.
+        await client.call_tool("mcp__asker__where", {})
+        names = [p.name for p in (await client.list_prompts()).prompts]
+        assert "mcp__asker__deploy_plan" in names, names
+        got = await client.get_prompt("mcp__asker__deploy_plan", {"target": "staging"})
+        text = got.messages[0].content.text
+        assert text == "Write a deploy plan for staging.", text

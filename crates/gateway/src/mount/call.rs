@@ -26,7 +26,7 @@ use crate::convert::to_output;
 
 impl Mount {
     /// A ready connection for a call, starting or restarting the server when allowed.
-    async fn ensure_live(self: &Arc<Self>) -> Result<Arc<Live>, String> {
+    pub(super) async fn ensure_live(self: &Arc<Self>) -> Result<Arc<Live>, String> {
         let name = &self.spec.name;
         let mut changed = self.changed.subscribe();
         let mut attempted = false;

@@ -1,0 +1,96 @@
+//! The prompts `serve` offers: the skills a user may invoke, then the mounted servers'
+//! prompts under their servers' names (`mcp__<server>__<prompt>`), one list with one
+//! `list_changed`.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use rmcp::model::{GetPromptResult, Prompt};
+use serde_json::Value;
+use tokio::sync::watch;
+use toolgate_gateway::Gateway;
+use toolgate_mcp::{PromptArguments, PromptSource, SourceError};
+
+pub struct ServePrompts {
+    skills: Option<Arc<dyn PromptSource>>,
+    gateway: Arc<Gateway>,
+    changes: watch::Receiver<u64>,
+}
+
+impl ServePrompts {
+    /// Both sources; must be made inside the runtime (a task merges their changes).
+    pub fn new(skills: Option<Arc<dyn PromptSource>>, gateway: Arc<Gateway>) -> Arc<Self> {
+        let (tx, changes) = watch::channel(0u64);
+        let mut mounted = gateway.prompt_changes();
+        let mut own = skills.as_ref().and_then(|s| s.changes());
+        tokio::spawn(async move {
+            loop {
+                let skills_changed = async {
+                    match own.as_mut() {
+                        Some(rx) => rx.changed().await.is_ok(),
+                        None => std::future::pending().await,
+                    }
+                };
+                let alive = tokio::select! {
+                    r = mounted.changed() => r.is_ok(),
+                    ok = skills_changed => ok,
+                };
+                if !alive || tx.send(*tx.borrow() + 1).is_err() {
+                    break;
+                }
+            }
+        });
+        Arc::new(Self {
+            skills,
+            gateway,
+            changes,
+        })
+    }
+}
+
+impl PromptSource for ServePrompts {
+    fn prompts(&self) -> Vec<Prompt> {
+        let mut all = self
+            .skills
+            .as_ref()
+            .map(|s| s.prompts())
+            .unwrap_or_default();
+        all.extend(self.gateway.prompts());
+        all
+    }
+
+    fn get<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: &'a PromptArguments,
+    ) -> BoxFuture<'a, Result<GetPromptResult, SourceError>> {
+        Box::pin(async move {
+            if self.gateway.prompts().iter().any(|p| p.name == name) {
+                let arguments = arguments
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                    .collect();
+                return self
+                    .gateway
+                    .get_prompt(name, Some(arguments))
+                    .await
+                    .map_err(SourceError::Failed);
+            }
+            match &self.skills {
+                Some(skills) => skills.get(name, arguments).await,
+                None => Err(SourceError::UnknownPrompt(name.to_owned())),
+            }
+        })
+    }
+
+    fn complete(&self, name: &str, argument: &str, typed: &str) -> Vec<String> {
+        self.skills
+            .as_ref()
+            .map(|s| s.complete(name, argument, typed))
+            .unwrap_or_default()
+    }
+
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        Some(self.changes.clone())
+    }
+}

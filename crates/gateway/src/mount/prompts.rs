@@ -1,0 +1,94 @@
+//! A mounted server's prompts: listed when it is ready and again on `prompts/list_changed`,
+//! fetched through a live connection when a client asks for one.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, JsonObject, Prompt, ResultType,
+};
+
+use rmcp::{Peer, RoleClient};
+
+use super::{Live, Mount, lock};
+
+impl Mount {
+    /// Lists the server's prompts again (after `prompts/list_changed`) and tells the gateway
+    /// when they changed.
+    pub(super) async fn refresh_prompts(&self, live: &Live) {
+        let prompts = self.list_prompts(&live.peer).await;
+        self.set_prompts(prompts);
+    }
+
+    /// The server's prompts, when it offers any; empty (and logged) when listing fails.
+    pub(super) async fn list_prompts(&self, peer: &Peer<RoleClient>) -> Vec<Prompt> {
+        let offers = peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.prompts.is_some());
+        if !offers {
+            return Vec::new();
+        }
+        match tokio::time::timeout(self.spec.startup_timeout, peer.list_all_prompts()).await {
+            Ok(Ok(prompts)) => prompts,
+            Ok(Err(e)) => {
+                tracing::warn!(server = %self.spec.name, %e, "`prompts/list` failed; its prompts are not offered");
+                Vec::new()
+            }
+            Err(_) => {
+                tracing::warn!(server = %self.spec.name, "`prompts/list` timed out; its prompts are not offered");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Records the server's prompts; the gateway hears of a change.
+    pub(super) fn set_prompts(&self, prompts: Vec<Prompt>) {
+        if **lock(&self.prompts) == prompts {
+            return;
+        }
+        tracing::debug!(server = %self.spec.name, prompts = prompts.len(), "prompts listed");
+        *lock(&self.prompts) = Arc::new(prompts);
+        if let Some(inner) = self.inner.upgrade() {
+            inner.prompt_changes.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// The server's prompts as last listed.
+    pub(crate) fn prompts(&self) -> Arc<Vec<Prompt>> {
+        Arc::clone(&lock(&self.prompts))
+    }
+
+    /// Prompt `name` (the server's own name) filled in with `arguments`.
+    pub(crate) async fn get_prompt(
+        self: &Arc<Self>,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<GetPromptResult, String> {
+        let server = &self.spec.name;
+        let live = self.ensure_live().await?;
+        let mut params = GetPromptRequestParams::new(name);
+        if let Some(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        let call = live.peer.get_prompt_once(params);
+        let answer = tokio::time::timeout(self.spec.tool_timeout, call)
+            .await
+            .map_err(|_| {
+                format!("MCP server `{server}` did not answer `prompts/get` for `{name}` in time")
+            })?;
+        match answer {
+            Ok(GetPromptResponse::Complete(mut result)) => {
+                // A 2025 server's result has no `resultType`; a 2026-07-28 client needs one
+                // (rmcp drops it again for older clients).
+                result.result_type = Some(ResultType::COMPLETE);
+                Ok(result)
+            }
+            Ok(_) => Err(format!(
+                "MCP server `{server}` asked for more input to build prompt `{name}`, which toolgate does not relay for prompts yet"
+            )),
+            Err(e) => Err(format!(
+                "MCP server `{server}` could not give prompt `{name}`: {}",
+                super::call::tidy(&e.to_string())
+            )),
+        }
+    }
+}
