@@ -34,6 +34,7 @@ mod login;
 mod manual;
 mod mcp;
 mod prompts;
+mod resources;
 mod serve;
 mod skills;
 

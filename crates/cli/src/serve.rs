@@ -122,10 +122,13 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
                 as std::sync::Arc<dyn toolgate_mcp::PromptSource>
         });
     let server = if runtime.gateway.servers().next().is_some() {
-        server.with_prompts(crate::prompts::ServePrompts::new(
-            skills,
-            std::sync::Arc::clone(&runtime.gateway),
-        ))
+        let gateway = std::sync::Arc::clone(&runtime.gateway);
+        server
+            .with_prompts(crate::prompts::ServePrompts::new(
+                skills,
+                std::sync::Arc::clone(&gateway),
+            ))
+            .with_resources(crate::resources::ServeResources::new(gateway))
     } else if let Some(skills) = skills {
         server.with_prompts(skills)
     } else {

@@ -135,6 +135,8 @@ pub(crate) struct Inner {
     pub(crate) login: Mutex<Option<Arc<dyn LoginHandler>>>,
     /// Bumped when any server's prompts change.
     pub(crate) prompt_changes: tokio::sync::watch::Sender<u64>,
+    /// Bumped when any server's resources or templates change.
+    pub(crate) resource_changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Inner {
@@ -245,6 +247,7 @@ impl Gateway {
             naming: Mutex::new(()),
             catalog: Mutex::new(None),
             prompt_changes: tokio::sync::watch::channel(0).0,
+            resource_changes: tokio::sync::watch::channel(0).0,
             tokens: Mutex::new(None),
             token_mode: Mutex::new(crate::auth::CredentialStoreMode::Auto),
             login: Mutex::new(None),
@@ -478,6 +481,50 @@ impl Gateway {
     /// A receiver that changes whenever a server's prompts do.
     pub fn prompt_changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.inner.prompt_changes.subscribe()
+    }
+
+    /// Every mounted server's resources, URIs as the servers gave them, in config order
+    /// (a URI two servers list is read from the first).
+    pub fn resources(&self) -> Vec<rmcp::model::Resource> {
+        let mut seen = std::collections::HashSet::new();
+        self.inner
+            .mounts
+            .iter()
+            .flat_map(|m| m.resources().resources.clone())
+            .filter(|r| seen.insert(r.uri.clone()))
+            .collect()
+    }
+
+    /// Every mounted server's resource templates, in config order.
+    pub fn resource_templates(&self) -> Vec<rmcp::model::ResourceTemplate> {
+        self.inner
+            .mounts
+            .iter()
+            .flat_map(|m| m.resources().templates.clone())
+            .collect()
+    }
+
+    /// The contents at `uri`, from the server that listed it (else the first whose template
+    /// it fits). `Err` says what went wrong, for the client.
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+    ) -> Result<Vec<rmcp::model::ResourceContents>, String> {
+        let best = self
+            .inner
+            .mounts
+            .iter()
+            .filter_map(|m| m.serves(uri).map(|fit| (fit, m)))
+            .max_by_key(|(fit, _)| *fit);
+        match best {
+            Some((_, mount)) => mount.read_resource(uri).await,
+            None => Err(format!("no mounted MCP server offers the resource `{uri}`")),
+        }
+    }
+
+    /// A receiver that changes whenever a server's resources or templates do.
+    pub fn resource_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.resource_changes.subscribe()
     }
 
     /// Every server's status, in name order.

@@ -94,6 +94,8 @@ pub(crate) struct Handler {
     pub(crate) list_changed: Arc<Notify>,
     /// Notified on `prompts/list_changed`.
     pub(crate) prompts_changed: Arc<Notify>,
+    /// Notified on `resources/list_changed`.
+    pub(crate) resources_changed: Arc<Notify>,
     pub(crate) progress: Arc<ProgressRoutes>,
     pub(crate) callers: Arc<Callers>,
     /// What `roots/list` answers: the project's folders as `file://` URIs.
@@ -111,6 +113,7 @@ impl Handler {
             server: server.to_owned(),
             list_changed: Arc::new(Notify::new()),
             prompts_changed: Arc::new(Notify::new()),
+            resources_changed: Arc::new(Notify::new()),
             progress: Arc::new(ProgressRoutes::default()),
             callers: Arc::new(Callers::default()),
             roots: Arc::new(roots),
@@ -202,6 +205,11 @@ impl ClientHandler for Handler {
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
         tracing::debug!(server = %self.server, "prompts/list_changed");
         self.prompts_changed.notify_one();
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::debug!(server = %self.server, "resources/list_changed");
+        self.resources_changed.notify_one();
     }
 
     async fn on_progress(

@@ -18,7 +18,7 @@
 //! "unavailable" error, so snapshots are marked incomplete; after a crash, its last tool list,
 //! whose calls restart it or answer with the reason and when the next attempt is allowed.
 //! The call path (a live connection on demand, progress, cancellation) is in `mount/call.rs`,
-//! the server's prompts in `mount/prompts.rs`.
+//! the server's prompts in `mount/prompts.rs`, its resources in `mount/resources.rs`.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,6 +43,7 @@ use crate::list::list_all;
 mod call;
 mod login;
 mod prompts;
+mod resources;
 mod trust;
 pub(crate) use call::MountProvider;
 pub(crate) use login::Failure;
@@ -97,6 +98,8 @@ pub(crate) struct Live {
     callers: Arc<crate::relay::Callers>,
     /// Notified when the server says its prompts changed.
     prompts_changed: Arc<Notify>,
+    /// Notified when the server says its resources changed.
+    resources_changed: Arc<Notify>,
     diag: Arc<Diagnostics>,
     /// Cancelled when the connection has ended and its process is gone.
     closed: CancellationToken,
@@ -136,6 +139,8 @@ pub(crate) struct Mount {
     instructions: Mutex<Option<String>>,
     /// The server's prompts, as last listed (empty until it is ready).
     prompts: Mutex<Arc<Vec<rmcp::model::Prompt>>>,
+    /// The server's resources and templates, as last listed (empty until it is ready).
+    resources: Mutex<Arc<resources::Offered>>,
     /// The published proxies with the definitions they were built from (set by
     /// [`Inner::publish`]).
     pub(crate) published: Mutex<Vec<(rmcp::model::Tool, Arc<dyn DynTool>)>>,
@@ -154,6 +159,7 @@ struct Connected {
     live: Arc<Live>,
     tools: Vec<rmcp::model::Tool>,
     prompts: Vec<rmcp::model::Prompt>,
+    resources: resources::Offered,
     notes: Vec<String>,
 }
 
@@ -197,6 +203,7 @@ impl Mount {
             listed: Mutex::new(Arc::new(Vec::new())),
             instructions: Mutex::new(None),
             prompts: Mutex::new(Arc::new(Vec::new())),
+            resources: Mutex::new(Arc::default()),
             published: Mutex::new(Vec::new()),
             changed: watch::channel(0).0,
             requested: AtomicBool::new(false),
@@ -341,6 +348,7 @@ impl Mount {
                 }
                 *lock(&self.listed) = Arc::new(connected.tools);
                 self.set_prompts(connected.prompts);
+                self.set_resources(connected.resources);
                 {
                     let mut st = self.state();
                     st.live = Some(Arc::clone(&connected.live));
@@ -509,11 +517,13 @@ impl Mount {
         let (service, tools, notes) = result;
         // Listed before the server counts as ready: a call that waited for it finds them.
         let prompts = self.list_prompts(service.peer()).await;
+        let resources = self.list_resources(service.peer()).await;
         let live = Arc::new(Live {
             peer: service.peer().clone(),
             routes: Arc::clone(&handler.progress),
             callers: Arc::clone(&handler.callers),
             prompts_changed: Arc::clone(&handler.prompts_changed),
+            resources_changed: Arc::clone(&handler.resources_changed),
             diag,
             closed: CancellationToken::new(),
             abandon: CancellationToken::new(),
@@ -529,6 +539,7 @@ impl Mount {
             live,
             tools,
             prompts,
+            resources,
             notes,
         })
     }
@@ -663,6 +674,7 @@ impl Mount {
             tokio::select! {
                 _ = &mut waiting => break,
                 () = live.prompts_changed.notified() => self.refresh_prompts(&live).await,
+                () = live.resources_changed.notified() => self.refresh_resources(&live).await,
                 () = self.shutdown.cancelled(), if !stopping => {
                     stopping = true;
                     if let Some(token) = cancel.take() {

@@ -1,6 +1,7 @@
 """A stdio MCP server (the Python SDK's own `MCPServer`) whose tools ask the client: `confirm`
 shows a form with a default (elicitation), `summarize` asks for a completion (sampling),
-`where` lists the client's roots; prompt `deploy_plan` takes an argument. Mounted behind `toolgate serve`, its requests must reach
+`where` lists the client's roots; prompt `deploy_plan` takes an argument; resource `notes://readme` and template
+`notes://item/{name}`. Mounted behind `toolgate serve`, its requests must reach
 toolgate's client (roots are answered by toolgate: the project's folders)."""
 
 from __future__ import annotations
@@ -56,6 +57,18 @@ async def where(ctx: Context) -> str:
 def deploy_plan(target: str) -> str:
     """A plan for deploying to a target."""
     return f"Write a deploy plan for {target}."
+
+
+@app.resource("notes://readme")
+def readme() -> str:
+    """The readme note."""
+    return "read me first"
+
+
+@app.resource("notes://item/{name}")
+def item(name: str) -> str:
+    """A note by name."""
+    return f"note {name}"
 
 
 if __name__ == "__main__":

@@ -158,3 +158,23 @@ async def test_a_mounted_servers_prompts_are_served_under_its_name(
         got = await client.get_prompt("mcp__asker__deploy_plan", {"target": "staging"})
         text = got.messages[0].content.text
         assert text == "Write a deploy plan for staging.", text
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_mounted_servers_resources_and_templates_are_readable_through_toolgate(
+    mode: str, project: Path, tmp_path: Path, mounted_env: dict[str, str]
+) -> None:
+    async with stdio_connection(
+        project, mounted_env, mode, tmp_path / "stdio-server.stderr"
+    ) as client:
+        # A call waits for the server to be ready; its resources are listed by then.
+        await client.call_tool("mcp__asker__where", {})
+        uris = [str(r.uri) for r in (await client.list_resources()).resources]
+        assert "notes://readme" in uris, uris
+        templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
+        assert "notes://item/{name}" in templates, templates
+        read = await client.read_resource("notes://readme")
+        assert read.contents[0].text == "read me first", read
+        read = await client.read_resource("notes://item/alpha")
+        assert read.contents[0].text == "note alpha", read

@@ -1,0 +1,50 @@
+//! The resources `serve` offers: the mounted servers' resources and templates, URIs as the
+//! servers gave them, reads routed to the server that offers the URI.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use rmcp::model::{Resource, ResourceContents, ResourceTemplate};
+use tokio::sync::watch;
+use toolgate_gateway::Gateway;
+use toolgate_mcp::{ResourceSource, SourceError};
+
+pub struct ServeResources {
+    gateway: Arc<Gateway>,
+}
+
+impl ServeResources {
+    pub fn new(gateway: Arc<Gateway>) -> Arc<Self> {
+        Arc::new(Self { gateway })
+    }
+}
+
+impl ResourceSource for ServeResources {
+    fn resources(&self) -> Vec<Resource> {
+        self.gateway.resources()
+    }
+
+    fn templates(&self) -> Vec<ResourceTemplate> {
+        self.gateway.resource_templates()
+    }
+
+    fn read<'a>(
+        &'a self,
+        uri: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<ResourceContents>, SourceError>> {
+        Box::pin(async move {
+            let known = self.gateway.resources().iter().any(|r| r.uri == uri);
+            self.gateway.read_resource(uri).await.map_err(|e| {
+                if known || e.starts_with("MCP server") {
+                    SourceError::Failed(e)
+                } else {
+                    SourceError::UnknownResource(uri.to_owned())
+                }
+            })
+        })
+    }
+
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        Some(self.gateway.resource_changes())
+    }
+}
