@@ -35,9 +35,10 @@ impl ServePrompts {
                     r = mounted.changed() => r.is_ok(),
                     ok = skills_changed => ok,
                 };
-                if !alive || tx.send(*tx.borrow() + 1).is_err() {
+                if !alive || tx.is_closed() {
                     break;
                 }
+                tx.send_modify(|n| *n += 1);
             }
         });
         Arc::new(Self {

@@ -10,6 +10,7 @@ import warnings
 
 from mcp import types
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts.base import Prompt
 from pydantic import BaseModel, Field
 
 INSTRUCTIONS = "Call confirm before any deploy; summarize needs a model."
@@ -57,6 +58,19 @@ async def where(ctx: Context) -> str:
 def deploy_plan(target: str) -> str:
     """A plan for deploying to a target."""
     return f"Write a deploy plan for {target}."
+
+
+@app.tool()
+async def add_checklist(ctx: Context) -> str:
+    """Adds the prompt `checklist` and tells the client its prompts changed."""
+
+    def checklist() -> str:
+        """A release checklist."""
+        return "Check the changelog."
+
+    app.add_prompt(Prompt.from_function(checklist))
+    await ctx.session.send_prompt_list_changed()
+    return "added"
 
 
 @app.resource("notes://readme")

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from conftest import HttpServer, http_connection, stdio_connection, toolgate_bin
 from mcp import types
@@ -178,3 +179,28 @@ async def test_a_mounted_servers_resources_and_templates_are_readable_through_to
         assert read.contents[0].text == "read me first", read
         read = await client.read_resource("notes://item/alpha")
         assert read.contents[0].text == "note alpha", read
+
+
+@pytest.mark.anyio
+async def test_a_change_of_a_mounted_servers_prompts_reaches_the_client(
+    project: Path, tmp_path: Path, mounted_env: dict[str, str]
+) -> None:
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.PromptListChangedNotification):
+            changed.set()
+
+    async with stdio_connection(
+        project, mounted_env, "legacy", tmp_path / "stdio-server.stderr", message_handler=on_message
+    ) as client:
+        await client.call_tool("mcp__asker__where", {})
+        names = [p.name for p in (await client.list_prompts()).prompts]
+        assert "mcp__asker__checklist" not in names, names
+        changed = anyio.Event()  # only a change from now on counts
+        result = await client.call_tool("mcp__asker__add_checklist", {})
+        assert result.content[0].text == "added", result
+        with anyio.fail_after(60):  # a guard against a hang, not a speed goal
+            await changed.wait()
+        names = [p.name for p in (await client.list_prompts()).prompts]
+        assert "mcp__asker__checklist" in names, names
