@@ -1,7 +1,8 @@
 //! The gateway's side of one connection: what it tells a server about itself, and what it
 //! does with the server's notifications — `tools/list_changed` wakes a refetch, progress
-//! goes to the call that asked for it, log messages go to toolgate's log — and requests:
-//! elicitation and sampling go to the client of the call in flight (`relay.rs`).
+//! goes to the call that asked for it, log messages go to toolgate's log, prompt and
+//! resource list changes wake a refetch — and requests: elicitation and sampling go to the
+//! client of the call in flight (`relay.rs`), `roots/list` gets the project's folders.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
