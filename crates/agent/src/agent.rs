@@ -12,8 +12,8 @@ use tokio_util::sync::CancellationToken;
 use toolgate_budget::SpillStore;
 use toolgate_core::disclosure::{Strategy, Unmasked};
 use toolgate_core::{
-    Call, CallContext, Disclosure, Dispatcher, ExposureMode, Protocol, RawArgs, RenderOptions,
-    SessionState, ToolOutput,
+    Approval, Call, CallContext, Disclosure, Dispatcher, ExposureMode, Protocol, RawArgs,
+    RenderOptions, Session, SessionInit, ToolOutput,
 };
 use toolgate_providers::{
     Event, Kind, Message, Provider, ProviderError, Request, ToolCall, ToolResult, Usage,
@@ -169,7 +169,7 @@ pub struct Agent {
     provider: Provider,
     settings: AgentSettings,
     system: String,
-    session: Arc<SessionState>,
+    session: Arc<Session>,
     messages: Vec<Message>,
     transcript: Option<Transcript>,
     /// Spill files this session created and has not deleted.
@@ -191,9 +191,16 @@ impl std::fmt::Debug for Agent {
 }
 
 impl Agent {
-    /// A new conversation. The session's state (what `read_file` saw, unmasked tools,
-    /// who answers `ask` rules) lives in [`Agent::session`].
-    pub fn new(tools: Tools, provider: Provider, settings: AgentSettings) -> Self {
+    /// A new conversation; `approval` answers the tools' `ask` rules (a terminal's user, or
+    /// [`Approval::Nobody`] where nobody watches: then those calls do not run). The session
+    /// (what `read_file` saw, unmasked tools) is [`Agent::session`]; it has no MCP client
+    /// and no profile, so no client-side cut applies.
+    pub fn new(
+        tools: Tools,
+        provider: Provider,
+        settings: AgentSettings,
+        approval: Approval,
+    ) -> Self {
         let system = settings.system_prompt.clone().unwrap_or_else(|| {
             DEFAULT_SYSTEM_PROMPT.replace("{root}", &tools.root.display().to_string())
         });
@@ -202,7 +209,12 @@ impl Agent {
             provider,
             settings,
             system,
-            session: Arc::new(SessionState::default()),
+            session: Session::new(SessionInit {
+                approval,
+                profile: None,
+                client: None,
+                identity: None,
+            }),
             messages: Vec::new(),
             transcript: None,
             own_spills: BTreeSet::new(),
@@ -236,7 +248,7 @@ impl Agent {
         self.chars_since = messages.iter().map(Message::chars).sum();
         self.messages = messages;
         self.own_spills = spills.into_iter().collect();
-        self.session.get::<Unmasked>().unmask(&unmasked);
+        self.session.ext::<Unmasked>().unmask(&unmasked);
         self.unmasked_recorded = unmasked;
         self.usage = usage;
         self.transcript = Some(transcript);
@@ -248,8 +260,8 @@ impl Agent {
         self.transcript.as_ref().map(Transcript::id)
     }
 
-    /// The session's state, shared by its tool calls.
-    pub fn session(&self) -> &Arc<SessionState> {
+    /// The session, shared by its tool calls.
+    pub fn session(&self) -> &Arc<Session> {
         &self.session
     }
 
@@ -291,7 +303,7 @@ impl Agent {
         } else {
             Strategy::for_protocol(self.protocol(), ExposureMode::Proxy)
         };
-        let unmasked = self.session.get::<Unmasked>().names();
+        let unmasked = self.session.ext::<Unmasked>().names();
         let exposed = self
             .tools
             .disclosure
@@ -482,8 +494,7 @@ impl Agent {
         ));
         let ctx = CallContext {
             cancel: cancel.child_token(),
-            session: Arc::clone(&self.session),
-            ..CallContext::default()
+            ..CallContext::new(Arc::clone(&self.session))
         };
         let batch: Vec<Call> = calls
             .iter()
@@ -525,7 +536,7 @@ impl Agent {
     }
 
     fn record_unmasked(&mut self) {
-        let names = self.session.get::<Unmasked>().names();
+        let names = self.session.ext::<Unmasked>().names();
         if names != self.unmasked_recorded {
             self.write(&Record::Unmasked {
                 names: names.clone(),

@@ -18,8 +18,8 @@ use toolgate_agent::{Agent, AgentSettings, Outcome, Progress, Tools};
 use toolgate_budget::{Budget, BudgetLimits, SpillStore};
 use toolgate_core::disclosure::SessionFacts;
 use toolgate_core::{
-    Disclosure, DisclosureSettings, DispatchLimits, Dispatcher, Policy, Registry, RenderOptions,
-    Scope, StaticProvider,
+    Approval, Disclosure, DisclosureSettings, DispatchLimits, Dispatcher, Policy, Registry,
+    RenderOptions, Scope, StaticProvider,
 };
 use toolgate_providers::fake::FakeServer;
 use toolgate_providers::{Kind, Provider, ProviderConfig, RetryConfig};
@@ -114,11 +114,23 @@ pub async fn run(agent: &mut Agent, task: &str) -> (Outcome, Vec<Progress>) {
     (outcome, seen)
 }
 
-/// An agent over `rig` talking to `fake`.
+/// An agent over `rig` talking to `fake`, nobody answering `ask` rules.
 pub fn agent(rig: &Rig, kind: Kind, fake: &FakeServer, stream: bool) -> Agent {
+    agent_approved_by(rig, kind, fake, stream, Approval::Nobody)
+}
+
+/// An agent over `rig` talking to `fake`, `approval` answering `ask` rules.
+pub fn agent_approved_by(
+    rig: &Rig,
+    kind: Kind,
+    fake: &FakeServer,
+    stream: bool,
+    approval: Approval,
+) -> Agent {
     Agent::new(
         rig.tools.clone(),
         provider(kind, fake, stream),
         AgentSettings::default(),
+        approval,
     )
 }

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use toolgate_core::{
-    ClientLimits, ResultBudget, SessionState, SpillKind, SpillRef, ToolOutput, TruncationReason,
+    ClientLimits, ResultBudget, Session, SpillKind, SpillRef, ToolOutput, TruncationReason,
     TurnResult,
 };
 
@@ -78,7 +78,7 @@ impl OutputSizes {
 }
 
 /// A session's own output sizes, when its client needs smaller results than the config
-/// allows (issue 13's client profiles set it once per session). Lives in [`SessionState`].
+/// allows (issue 13's client profiles set it once per session). Lives in [`Session`].
 #[derive(Debug, Default)]
 pub struct SessionSizes(RwLock<Option<OutputSizes>>);
 
@@ -130,13 +130,13 @@ impl Budget {
     }
 
     /// The output sizes for a call in `session`: the config's, narrowed by the session's.
-    pub fn sizes(&self, session: &SessionState) -> OutputSizes {
+    pub fn sizes(&self, session: &Session) -> OutputSizes {
         let configured = OutputSizes {
             excerpt_chars: self.limits.excerpt_chars,
             log_chars: self.limits.log_chars,
             result_chars: self.limits.per_result_chars,
         };
-        match session.get::<SessionSizes>().get() {
+        match session.ext::<SessionSizes>().get() {
             Some(own) => configured.min(own),
             None => configured,
         }

@@ -76,7 +76,12 @@ async fn measure(kind: Kind, mounted: bool, turns: u32) {
         max_turns: turns + 1,
         ..AgentSettings::default()
     };
-    let mut agent = Agent::new(tools, provider.clone(), settings);
+    let mut agent = Agent::new(
+        tools,
+        provider.clone(),
+        settings,
+        toolgate_core::Approval::Nobody,
+    );
     agent.record_to(&root.join(".toolgate/sessions")).unwrap();
     let prefix = agent.stable_prefix_bytes();
     let (array, stable) = agent.tool_array();

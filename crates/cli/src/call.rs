@@ -10,7 +10,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 use toolgate_config::Runtime;
 use toolgate_core::disclosure::Unmasked;
-use toolgate_core::{CallContext, Progress, ProgressSink, Protocol, RawArgs, SessionProfile};
+use toolgate_core::{
+    Approval, CallContext, ClientProfile, Progress, ProgressSink, Protocol, RawArgs, Session,
+    SessionInit,
+};
 use toolgate_gateway::ServerState;
 
 /// Arguments of `toolgate tools`.
@@ -154,6 +157,18 @@ pub(crate) fn mcp_warnings(runtime: &Runtime) {
     }
 }
 
+/// The session of one `toolgate call`: nobody is asked (`ask` refuses and names the rule:
+/// a script has nobody to answer), the profile is `--client`'s when given, there is no MCP
+/// client to ask and no authenticated caller.
+fn call_session(profile: Option<ClientProfile>) -> Arc<Session> {
+    Session::new(SessionInit {
+        approval: Approval::Nobody,
+        profile,
+        client: None,
+        identity: None,
+    })
+}
+
 /// Runs one tool.
 pub async fn call(runtime: &Runtime, args: CallArgs) -> ExitCode {
     let raw = match args.args.as_deref() {
@@ -168,17 +183,14 @@ pub async fn call(runtime: &Runtime, args: CallArgs) -> ExitCode {
         Some(text) => text.to_owned(),
         None => String::new(),
     };
-    let mut ctx = CallContext::default();
-    let display = CallDisplay::start(&args.name);
-    if let Some(display) = &display {
-        ctx.progress = Some(display.sink());
-    }
     let profile = args
         .client
         .as_deref()
         .map(|name| runtime.profiles.choose(name));
-    if let Some(profile) = &profile {
-        ctx.session.get::<SessionProfile>().set(profile.clone());
+    let mut ctx = CallContext::new(call_session(profile.clone()));
+    let display = CallDisplay::start(&args.name);
+    if let Some(display) = &display {
+        ctx.progress = Some(display.sink());
     }
     let cancel = ctx.cancel.clone();
     let ctrl_c = tokio::spawn(async move {
@@ -187,11 +199,11 @@ pub async fn call(runtime: &Runtime, args: CallArgs) -> ExitCode {
         }
     });
     runtime.gateway.start_for(&args.name).await;
-    let has_schema = runtime
-        .dispatcher
-        .snapshot()
-        .get(&args.name)
-        .is_some_and(toolgate_mcp::has_output_schema)
+    let has_schema = serde_json::from_str(&raw)
+        .ok()
+        .and_then(|args_json| runtime.dispatcher.target(&args.name, &args_json))
+        .or_else(|| runtime.dispatcher.snapshot().get(&args.name).cloned())
+        .is_some_and(|tool| toolgate_mcp::has_output_schema(&tool))
         && !profile.as_ref().is_some_and(|p| p.shows_structured);
     let output = runtime
         .dispatcher

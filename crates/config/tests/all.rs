@@ -207,7 +207,7 @@ fn search_budgets_come_from_the_search_section_and_reach_the_tools() {
     let out = rt
         .block_on(grep.call(
             serde_json::json!({ "pattern": "needle", "limit": 100 }),
-            toolgate_core::CallContext::default(),
+            toolgate_core::CallContext::unattended(),
         ))
         .unwrap();
     assert_eq!(
@@ -622,7 +622,7 @@ fn denied_tools_are_hidden_from_listings_but_a_call_still_gets_the_denial() {
     let out = rt.block_on(runtime.dispatcher.call(
         "write_file",
         RawArgs::Json(serde_json::json!({ "path": "x.txt", "content": "x" })),
-        CallContext::default(),
+        CallContext::unattended(),
     ));
     assert!(out.is_error, "{}", out.text);
     assert!(out.text.contains("deny"), "{}", out.text);

@@ -1,10 +1,12 @@
-//! The per-call context a tool receives: cancellation, progress, session state.
+//! The per-call context a tool receives: cancellation, progress, its session; and the way
+//! back to a session's client ([`ClientLink`]).
 
-use std::any::{Any, TypeId};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::any::Any;
+use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
+
+use crate::session::Session;
 
 /// One progress report of a long call.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,48 +22,15 @@ pub struct Progress {
 /// Where progress goes (an MCP `notifications/progress` sender, a terminal, nowhere).
 pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 
-/// State that lives as long as a session (an MCP connection, an agent conversation) and that
-/// tools share, keyed by type — for example what `read_file` last saw of each file.
-#[derive(Default)]
-pub struct SessionState {
-    slots: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
-}
-
-impl std::fmt::Debug for SessionState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionState").finish_non_exhaustive()
-    }
-}
-
-impl SessionState {
-    /// The session's value of type `T`, created on first use.
-    pub fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
-        let mut slots = match self.slots.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let slot = slots
-            .entry(TypeId::of::<T>())
-            .or_insert_with(|| Arc::new(T::default()) as Arc<dyn Any + Send + Sync>)
-            .clone();
-        drop(slots);
-        match slot.downcast::<T>() {
-            Ok(value) => value,
-            // Unreachable: the slot for TypeId::of::<T>() always holds a T.
-            Err(_) => Arc::new(T::default()),
-        }
-    }
-}
-
 /// What a running tool gets besides its arguments.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct CallContext {
     /// Cancelled when the caller gives up or the deadline passes; long tools check it.
     pub cancel: CancellationToken,
     /// Where to report progress, when the caller asked for it.
     pub progress: Option<ProgressSink>,
-    /// Session-scoped state.
-    pub session: Arc<SessionState>,
+    /// The session the call belongs to.
+    pub session: Arc<Session>,
     /// When the call must be done, counted from its arrival (time spent waiting for its
     /// turn included). Set by the dispatcher; a tool with its own limit (run_shell's
     /// `timeout_ms`) stops itself by then.
@@ -78,6 +47,23 @@ impl std::fmt::Debug for CallContext {
 }
 
 impl CallContext {
+    /// The context of a call in `session`: cancelled when the session ends, no progress
+    /// sink, no deadline yet (the dispatcher sets it).
+    pub fn new(session: Arc<Session>) -> Self {
+        Self {
+            cancel: session.ended().child_token(),
+            progress: None,
+            session,
+            deadline: None,
+        }
+    }
+
+    /// The context of a call in a session of its own with nobody to ask
+    /// ([`Session::unattended`]): tests, benchmarks, embedded one-off calls.
+    pub fn unattended() -> Self {
+        Self::new(Session::unattended())
+    }
+
     /// Time left before the deadline; `None` without one.
     pub fn remaining(&self) -> Option<std::time::Duration> {
         self.deadline
@@ -121,6 +107,46 @@ impl ClientAsk {
     }
 }
 
+/// Why a request to the client brought no result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AskError {
+    /// No client is connected to the session.
+    #[error("the client is not connected")]
+    NotConnected,
+    /// The parameters do not make a valid request.
+    #[error("not a valid `{method}` request: {reason}")]
+    Invalid {
+        /// The request's method.
+        method: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The client answered with an error.
+    #[error("the client refused `{method}`: {message}")]
+    Refused {
+        /// The request's method.
+        method: &'static str,
+        /// The client's error message.
+        message: String,
+    },
+    /// The client did not answer (the connection closed, the request was cancelled).
+    #[error("the client did not answer `{method}`: {reason}")]
+    NoAnswer {
+        /// The request's method.
+        method: &'static str,
+        /// What happened instead.
+        reason: String,
+    },
+    /// The client's answer is not a result of the request.
+    #[error("the client's answer to `{method}` is not valid: {reason}")]
+    BadAnswer {
+        /// The request's method.
+        method: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
 /// The way back to a session's client, for requests made while a call runs. Parameters and
 /// results are the protocol's JSON, passed through as they are.
 pub trait ClientLink: Send + Sync {
@@ -133,35 +159,9 @@ pub trait ClientLink: Send + Sync {
         &self,
         ask: ClientAsk,
         params: serde_json::Value,
-    ) -> futures::future::BoxFuture<'static, Result<serde_json::Value, String>>;
-}
+    ) -> futures::future::BoxFuture<'static, Result<serde_json::Value, AskError>>;
 
-/// The session's [`ClientLink`], in its [`SessionState`]; none outside a client session
-/// (`toolgate call`, the agent loop), where nobody can be asked.
-#[derive(Default)]
-pub struct SessionClient {
-    link: Mutex<Option<Arc<dyn ClientLink>>>,
-}
-
-impl SessionClient {
-    /// The link of the session `ctx` belongs to, if it has one.
-    pub fn of(ctx: &CallContext) -> Option<Arc<dyn ClientLink>> {
-        ctx.session.get::<Self>().get()
-    }
-
-    /// Sets the session's link (its front end does, once it knows its client).
-    pub fn set(&self, link: Arc<dyn ClientLink>) {
-        *self
-            .link
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(link);
-    }
-
-    /// The link, if set.
-    pub fn get(&self) -> Option<Arc<dyn ClientLink>> {
-        self.link
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
+    /// The link as `Any`, so a front end can find its own client type behind it
+    /// (`toolgate_mcp::McpClient::of`).
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
 }

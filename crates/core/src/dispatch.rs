@@ -17,13 +17,14 @@ use serde_json::Value;
 
 use crate::context::CallContext;
 use crate::output::ToolOutput;
-use crate::permission::{ApprovalRequest, Decision, Policy, SessionApprover};
+use crate::permission::{ApprovalRequest, Decision, Policy};
 use crate::profile::ClientLimits;
 use crate::registry::{Registry, Scope, Snapshot};
 use crate::result_budget::{ResultBudget, TurnResult};
-use crate::schedule::{OrderGate, ResourceLocks, Ticket, Turn};
+use crate::schedule::{ResourceLocks, Ticket, Turn};
+use crate::session::Approval;
 use crate::spec::{Concurrency, DisclosureHint, ToolMeta};
-use crate::tool::{ToolError, json_kind};
+use crate::tool::{DynTool, ToolError, json_kind};
 
 /// Time limits applied by the dispatcher.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,14 +119,20 @@ impl Dispatcher {
         }
         // A name that is wrong, not just early, waits out the grace once: the registry
         // cannot tell them apart while servers are starting.
-        let known = |snapshot: &Snapshot| {
-            unwrap_proxy(name, args.clone(), snapshot)
-                .is_ok_and(|(target, _)| snapshot.get(&target).is_some())
-        };
+        let known = |snapshot: &Snapshot| prepare(name, args.clone(), snapshot).is_ok();
         if known(&snapshot) {
             return snapshot;
         }
         self.registry.settled_for(&self.scope, known).await
+    }
+
+    /// The tool a call of `name` with `args` runs: the target of a proxy (`run_tool`), else
+    /// the tool itself; `None` when there is no such tool. Front ends read its declaration
+    /// (an output schema) to shape the result.
+    pub fn target(&self, name: &str, args: &Value) -> Option<Arc<dyn DynTool>> {
+        let snapshot = self.snapshot();
+        let (target, _) = unwrap_proxy(name, RawArgs::Json(args.clone()), &snapshot).ok()?;
+        snapshot.get(&target).cloned()
     }
 
     /// The permission policy.
@@ -151,7 +158,7 @@ impl Dispatcher {
         args: RawArgs,
         ctx: CallContext,
     ) -> impl Future<Output = ToolOutput> + Send + 'a {
-        let ticket = ctx.session.get::<OrderGate>().ticket();
+        let ticket = ctx.session.order().ticket();
         self.call_in_line(name, args, ctx, ticket)
     }
 
@@ -165,25 +172,26 @@ impl Dispatcher {
         ticket: Ticket,
     ) -> ToolOutput {
         let snapshot = self.snapshot_for(name, &args).await;
-        let (target, args) = match unwrap_proxy(name, args, &snapshot) {
-            Ok(call) => call,
-            Err(output) => return *output,
+        let limits = ctx.session.limits();
+        let (name, meta, mut output) = match prepare(name, args, &snapshot) {
+            Ok(call) => {
+                let meta = call.tool.meta().clone();
+                let name = call.name.clone();
+                (name, Some(meta), self.run(call, ctx, ticket).await)
+            }
+            Err(refused) => (name.to_owned(), None, *refused),
         };
-        let name = target.as_str();
-        let meta = snapshot.get(name).map(|t| t.meta().clone());
-        let limits = ClientLimits::of(&ctx.session);
-        let mut output = self.run_one(name, args, ctx, &snapshot, ticket).await;
-        self.apply_budget(&mut [(name, meta.as_ref(), &mut output)], limits);
+        self.apply_budget(&mut [(&name, meta.as_ref(), &mut output)], limits);
         output
     }
 
     fn apply_budget(
         &self,
-        results: &mut [(&str, Option<&crate::spec::ToolMeta>, &mut ToolOutput)],
+        results: &mut [(&str, Option<&ToolMeta>, &mut ToolOutput)],
         limits: ClientLimits,
     ) {
         let Some(budget) = &self.budget else { return };
-        let fallback = crate::spec::ToolMeta::default();
+        let fallback = ToolMeta::default();
         let mut turn: Vec<TurnResult<'_>> = results
             .iter_mut()
             .map(|(tool, meta, output)| TurnResult {
@@ -196,88 +204,82 @@ impl Dispatcher {
         budget.apply(&mut turn);
     }
 
-    /// Runs one call without applying the budget.
-    async fn run_one(
-        &self,
-        name: &str,
-        args: RawArgs,
-        ctx: CallContext,
-        snapshot: &Snapshot,
-        ticket: Ticket,
-    ) -> ToolOutput {
-        let mut arrived = ticket.arrived();
-        let (target, args) = match unwrap_proxy(name, args, snapshot) {
-            Ok(call) => call,
-            Err(output) => return *output,
+    /// Runs a prepared call without applying the budget: authorization, then its turn in
+    /// line and its run within the deadline, then what happened as a result.
+    async fn run(&self, call: Prepared, ctx: CallContext, ticket: Ticket) -> ToolOutput {
+        let arrived = match self.authorize(&call, &ctx).await {
+            Ok(Authorized::AsArrived) => ticket.arrived(),
+            // The time a human took to answer is not the tool's.
+            Ok(Authorized::ByUserAt(answered)) => answered,
+            Err(refused) => return *refused,
         };
-        let name = target.as_str();
-        let Some(tool) = snapshot.get(name).cloned() else {
-            return unknown_tool(name, snapshot);
-        };
-        let args = match args {
-            RawArgs::Json(v) => v,
-            RawArgs::Text(text) if text.trim().is_empty() => Value::Object(Default::default()),
-            RawArgs::Text(text) => match serde_json::from_str::<Value>(&text) {
-                Ok(v) => v,
-                Err(e) => {
-                    return ToolOutput::error(format!(
-                        "error: the arguments for `{name}` are not valid JSON ({e}); resend them as one JSON object, e.g. {{\"path\": \"README.md\"}}"
-                    ));
-                }
-            },
-        };
-        if !(args.is_object() || args.is_null()) {
-            return ToolOutput::error(format!(
-                "error: the arguments for `{name}` must be a JSON object, got {}; resend them as {{\"field\": value, …}}",
-                json_kind(&args)
-            ));
-        }
+        self.run_scheduled(call, ctx, ticket, arrived).await
+    }
 
-        let meta = tool.meta().clone();
-        let verdict = self.policy.decide(name, &meta.action);
-        match verdict.decision {
-            Decision::Allow => {}
+    /// The permission stage: the policy's verdict, and for `ask` the session's approver.
+    async fn authorize(
+        &self,
+        call: &Prepared,
+        ctx: &CallContext,
+    ) -> Result<Authorized, Box<ToolOutput>> {
+        let name = call.name.as_str();
+        let action = &call.tool.meta().action;
+        let verdict = self.policy.decide(name, action);
+        let rule = match verdict.decision {
+            Decision::Allow => return Ok(Authorized::AsArrived),
             Decision::Deny => {
-                return ToolOutput::error(match verdict.rule {
+                return Err(Box::new(ToolOutput::error(match verdict.rule {
                     Some(rule) => format!(
-                        "error: permission denied: `{name}` ({}) is blocked by the rule {rule}; use another tool, or ask the user to change that rule",
-                        meta.action
+                        "error: permission denied: `{name}` ({action}) is blocked by the rule {rule}; use another tool, or ask the user to change that rule"
                     ),
                     None => format!("error: permission denied for `{name}`"),
-                });
+                })));
             }
-            Decision::Ask => {
-                let rule = verdict.rule.unwrap_or_default();
-                let Some(approver) = ctx.session.get::<SessionApprover>().get() else {
-                    // Nobody can be asked here (server mode, no TTY): ask acts as deny.
-                    return ToolOutput::error(format!(
-                        "error: permission needed: `{name}` ({}) requires approval by the rule {rule}, and nobody can approve it here; ask the user to move it to `allow` in the [permissions] config",
-                        meta.action
-                    ));
-                };
-                let request = ApprovalRequest {
-                    tool: name.to_owned(),
-                    action: meta.action.clone(),
-                    rule: rule.clone(),
-                    args: args.clone(),
-                };
-                let approved = tokio::select! {
-                    approved = approver.approve(request) => approved,
-                    () = ctx.cancel.cancelled() => {
-                        return ToolOutput::error(format!("error: `{name}` was cancelled while waiting for the user's approval; it did not run"));
-                    }
-                };
-                if !approved {
-                    return ToolOutput::error(format!(
-                        "error: the user declined `{name}` ({}, rule {rule}); it did not run — do not retry it: ask the user how to go on, or do without it",
-                        meta.action
-                    ));
-                }
-                // The time a human took to answer is not the tool's.
-                arrived = tokio::time::Instant::now();
+            Decision::Ask => verdict.rule.unwrap_or_default(),
+        };
+        let approver = match ctx.session.approval() {
+            Approval::By(approver) => Arc::clone(approver),
+            Approval::Nobody => {
+                return Err(Box::new(ToolOutput::error(format!(
+                    "error: permission needed: `{name}` ({action}) requires approval by the rule {rule}, and nobody can approve it here; ask the user to move it to `allow` in the [permissions] config"
+                ))));
             }
+        };
+        let request = ApprovalRequest {
+            tool: name.to_owned(),
+            action: action.clone(),
+            rule: rule.clone(),
+            args: call.args.clone(),
+        };
+        let approved = tokio::select! {
+            approved = approver.approve(request) => approved,
+            () = ctx.cancel.cancelled() => {
+                return Err(Box::new(ToolOutput::error(format!(
+                    "error: `{name}` was cancelled while waiting for the user's approval; it did not run"
+                ))));
+            }
+        };
+        if !approved {
+            return Err(Box::new(ToolOutput::error(format!(
+                "error: the user declined `{name}` ({action}, rule {rule}); it did not run — do not retry it: ask the user how to go on, or do without it"
+            ))));
         }
+        Ok(Authorized::ByUserAt(tokio::time::Instant::now()))
+    }
 
+    /// The scheduling and running stages: the call's deadline, its turn in its session's
+    /// line and the resources it holds, then the tool itself, stopped at the deadline or on
+    /// cancellation.
+    async fn run_scheduled(
+        &self,
+        call: Prepared,
+        ctx: CallContext,
+        ticket: Ticket,
+        arrived: tokio::time::Instant,
+    ) -> ToolOutput {
+        let Prepared { name, tool, args } = call;
+        let name = name.as_str();
+        let meta = tool.meta().clone();
         let footprint = tool.footprint(&args);
         // A tool that takes its limit from its arguments stops itself at the deadline and
         // gets a moment more to report; others are stopped at the deadline.
@@ -347,57 +349,23 @@ impl Dispatcher {
             }
             other => other,
         };
-        let outcome = match stopped {
-            Ok(outcome) => outcome,
+        match stopped {
+            Ok(outcome) => explain_outcome(name, outcome),
             Err(stop) if !started.load(Ordering::Acquire) => {
                 // It never ran: nothing to clean up, and nothing changed.
                 let on = waiting_on
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .clone();
-                return ToolOutput::error(match stop {
-                    Stop::Cancelled => format!(
-                        "error: `{name}` was cancelled while waiting for {on}; it did not run"
-                    ),
-                    Stop::TimedOut => format!(
-                        "error: `{name}` timed out after {} while waiting for {on}; it did not run — call it again once that has finished",
-                        human_duration(timeout)
-                    ),
-                });
+                explain_unstarted(name, stop, timeout, &on)
             }
             Err(stop) => {
                 // Tell the tool, then give it a moment to clean up (kill a process group,
                 // remove a temp file) before its future is dropped.
                 cancel.cancel();
                 let _ = tokio::time::timeout(CANCEL_GRACE, &mut work).await;
-                return ToolOutput::error(match stop {
-                    Stop::Cancelled => format!("error: `{name}` was cancelled before it finished"),
-                    Stop::TimedOut => format!(
-                        "error: `{name}` timed out after {} and was stopped; {}",
-                        human_duration(timeout),
-                        timeout_hint(&meta)
-                    ),
-                });
+                explain_stopped(name, stop, timeout, &meta)
             }
-        };
-        match outcome {
-            Err(panic) => {
-                let what = panic_message(&panic);
-                tracing::error!(tool = name, panic = %what, "tool handler panicked");
-                ToolOutput::error(format!(
-                    "error: `{name}` failed internally ({what}); this is a toolgate bug — try different arguments or another tool"
-                ))
-            }
-            Ok(Err(err)) => match err {
-                ToolError::InvalidArguments(msg) => {
-                    ToolOutput::error(format!("error: invalid arguments for `{name}`: {msg}"))
-                }
-                ToolError::Recoverable(msg) => ToolOutput::error(format!("error: {msg}")),
-                ToolError::Fatal(msg) => ToolOutput::fatal(format!(
-                    "error: `{name}` is unavailable: {msg}; do not retry it in this turn — use another tool or tell the user"
-                )),
-            },
-            Ok(Ok(output)) => output,
         }
     }
 
@@ -420,40 +388,89 @@ impl Dispatcher {
         ctx: &CallContext,
     ) -> Vec<(ToolOutput, Duration)> {
         let snapshot = self.snapshot();
-        let gate = ctx.session.get::<OrderGate>();
+        let gate = ctx.session.order();
         // Proxied calls are grouped, budgeted and ordered as their targets; every call takes
         // its place in line now, in call order.
-        let calls: Vec<(Call, Ticket)> = calls
+        let calls: Vec<(String, Result<Prepared, Box<ToolOutput>>, Ticket)> = calls
             .into_iter()
-            .map(|c| match unwrap_proxy(&c.name, c.args.clone(), &snapshot) {
-                Ok((name, args)) => Call { name, args },
-                Err(_) => c,
+            .map(|c| {
+                let prepared = prepare(&c.name, c.args, &snapshot);
+                let name = prepared.as_ref().map_or(c.name, |p| p.name.clone());
+                (name, prepared, gate.ticket())
             })
-            .map(|c| (c, gate.ticket()))
             .collect();
-        let metas: Vec<Option<crate::spec::ToolMeta>> = calls
+        let metas: Vec<Option<ToolMeta>> = calls
             .iter()
-            .map(|(c, _)| snapshot.get(&c.name).map(|t| t.meta().clone()))
+            .map(|(_, prepared, _)| prepared.as_ref().ok().map(|p| p.tool.meta().clone()))
             .collect();
-        let names: Vec<String> = calls.iter().map(|(c, _)| c.name.clone()).collect();
-        let snapshot = &snapshot;
-        let timed = futures::future::join_all(calls.into_iter().map(|(c, ticket)| async move {
-            let started = tokio::time::Instant::now();
-            let output = self
-                .run_one(&c.name, c.args, ctx.clone(), snapshot, ticket)
-                .await;
-            (output, started.elapsed())
-        }))
-        .await;
+        let names: Vec<String> = calls.iter().map(|(name, _, _)| name.clone()).collect();
+        let timed =
+            futures::future::join_all(calls.into_iter().map(|(_, prepared, ticket)| async move {
+                let started = tokio::time::Instant::now();
+                let output = match prepared {
+                    Ok(call) => self.run(call, ctx.clone(), ticket).await,
+                    Err(refused) => *refused,
+                };
+                (output, started.elapsed())
+            }))
+            .await;
         let (mut results, took): (Vec<ToolOutput>, Vec<Duration>) = timed.into_iter().unzip();
-        let mut turn: Vec<(&str, Option<&crate::spec::ToolMeta>, &mut ToolOutput)> = names
+        let mut turn: Vec<(&str, Option<&ToolMeta>, &mut ToolOutput)> = names
             .iter()
             .zip(&metas)
             .zip(results.iter_mut())
             .map(|((n, m), o)| (n.as_str(), m.as_ref(), o))
             .collect();
-        self.apply_budget(&mut turn, ClientLimits::of(&ctx.session));
+        self.apply_budget(&mut turn, ctx.session.limits());
         results.into_iter().zip(took).collect()
+    }
+}
+
+/// A call as the dispatcher runs it: the proxy unwrapped, the tool found, the arguments
+/// parsed and checked to be an object.
+struct Prepared {
+    /// The tool's name (the target's, for a call through `run_tool`).
+    name: String,
+    tool: Arc<dyn DynTool>,
+    args: Value,
+}
+
+/// How a call was let through.
+enum Authorized {
+    /// By the policy: its time counts from its arrival.
+    AsArrived,
+    /// By the user, at this moment: its time counts from the answer.
+    ByUserAt(tokio::time::Instant),
+}
+
+/// The arguments stage, at the entrance: a proxy's call becomes its target's, the tool is
+/// looked up, and the arguments are parsed once.
+fn prepare(name: &str, args: RawArgs, snapshot: &Snapshot) -> Result<Prepared, Box<ToolOutput>> {
+    let (name, args) = unwrap_proxy(name, args, snapshot)?;
+    let Some(tool) = snapshot.get(&name).cloned() else {
+        return Err(Box::new(unknown_tool(&name, snapshot)));
+    };
+    let args = parse_args(&name, args, "{\"path\": \"README.md\"}")?;
+    if !(args.is_object() || args.is_null()) {
+        return Err(Box::new(ToolOutput::error(format!(
+            "error: the arguments for `{name}` must be a JSON object, got {}; resend them as {{\"field\": value, …}}",
+            json_kind(&args)
+        ))));
+    }
+    Ok(Prepared { name, tool, args })
+}
+
+/// Arguments as JSON: parsed when they came as text (nothing at all is `{}`); a parse error
+/// tells the model to resend them like `example`.
+fn parse_args(name: &str, args: RawArgs, example: &str) -> Result<Value, Box<ToolOutput>> {
+    match args {
+        RawArgs::Json(value) => Ok(value),
+        RawArgs::Text(text) if text.trim().is_empty() => Ok(Value::Object(Default::default())),
+        RawArgs::Text(text) => serde_json::from_str(&text).map_err(|e| {
+            Box::new(ToolOutput::error(format!(
+                "error: the arguments for `{name}` are not valid JSON ({e}); resend them as one JSON object, e.g. {example}"
+            )))
+        }),
     }
 }
 
@@ -468,15 +485,7 @@ fn unwrap_proxy(
     let Some(proxy) = snapshot.get(name).filter(|t| is_proxy(t.as_ref())) else {
         return Ok((name.to_owned(), args));
     };
-    let value = match args {
-        RawArgs::Json(v) => v,
-        RawArgs::Text(text) if text.trim().is_empty() => Value::Object(Default::default()),
-        RawArgs::Text(text) => serde_json::from_str::<Value>(&text).map_err(|e| {
-            Box::new(ToolOutput::error(format!(
-                "error: the arguments for `{name}` are not valid JSON ({e}); resend them as {{\"name\": \"<tool>\", \"input\": {{…}}}}"
-            )))
-        })?,
-    };
+    let value = parse_args(name, args, "{\"name\": \"<tool>\", \"input\": {…}}")?;
     match proxy.forward(&value) {
         None => Ok((name.to_owned(), RawArgs::Json(value))),
         Some(Err(err)) => Err(Box::new(ToolOutput::error(format!(
@@ -497,7 +506,7 @@ fn unwrap_proxy(
     }
 }
 
-fn is_proxy(tool: &dyn crate::tool::DynTool) -> bool {
+fn is_proxy(tool: &dyn DynTool) -> bool {
     tool.meta().proxy
 }
 
@@ -511,6 +520,56 @@ const SELF_STOP_GRACE: Duration = Duration::from_secs(3);
 enum Stop {
     Cancelled,
     TimedOut,
+}
+
+/// The explaining stage, for a call stopped before it started: nothing ran, nothing changed.
+fn explain_unstarted(name: &str, stop: Stop, timeout: Duration, waiting_on: &str) -> ToolOutput {
+    ToolOutput::error(match stop {
+        Stop::Cancelled => {
+            format!("error: `{name}` was cancelled while waiting for {waiting_on}; it did not run")
+        }
+        Stop::TimedOut => format!(
+            "error: `{name}` timed out after {} while waiting for {waiting_on}; it did not run — call it again once that has finished",
+            human_duration(timeout)
+        ),
+    })
+}
+
+/// The explaining stage, for a call stopped while it ran.
+fn explain_stopped(name: &str, stop: Stop, timeout: Duration, meta: &ToolMeta) -> ToolOutput {
+    ToolOutput::error(match stop {
+        Stop::Cancelled => format!("error: `{name}` was cancelled before it finished"),
+        Stop::TimedOut => format!(
+            "error: `{name}` timed out after {} and was stopped; {}",
+            human_duration(timeout),
+            timeout_hint(meta)
+        ),
+    })
+}
+
+/// The explaining stage, for a call that ran to its end: its result, or what its failure
+/// means for the model.
+fn explain_outcome(
+    name: &str,
+    outcome: Result<Result<ToolOutput, ToolError>, Box<dyn std::any::Any + Send>>,
+) -> ToolOutput {
+    match outcome {
+        Err(panic) => {
+            let what = panic_message(&panic);
+            tracing::error!(tool = name, panic = %what, "tool handler panicked");
+            ToolOutput::error(format!(
+                "error: `{name}` failed internally ({what}); this is a toolgate bug — try different arguments or another tool"
+            ))
+        }
+        Ok(Err(ToolError::InvalidArguments(msg))) => {
+            ToolOutput::error(format!("error: invalid arguments for `{name}`: {msg}"))
+        }
+        Ok(Err(ToolError::Recoverable(msg))) => ToolOutput::error(format!("error: {msg}")),
+        Ok(Err(ToolError::Fatal(msg))) => ToolOutput::fatal(format!(
+            "error: `{name}` is unavailable: {msg}; do not retry it in this turn — use another tool or tell the user"
+        )),
+        Ok(Ok(output)) => output,
+    }
 }
 
 fn unknown_tool(name: &str, snapshot: &Snapshot) -> ToolOutput {

@@ -9,6 +9,8 @@
 //! - [`permission`]: filtering by policy (station 4).
 //! - [`render`]: the model-facing tool arrays (station 5), byte-deterministic, with schemas
 //!   every major client accepts.
+//! - [`Session`]: what a call knows of its session (order, end, approver, client profile and
+//!   link, identity), built by every front end through one constructor.
 //! - [`profile`]: the last hop — what the client in front does to a result, per session.
 //! - [`dispatch`]: running a call, where every failure becomes information for the model;
 //!   [`schedule`] decides who waits for whom (per-session order, per-resource locks).
@@ -30,22 +32,18 @@ mod registry;
 mod render;
 mod result_budget;
 mod schedule;
+mod session;
 mod spec;
 mod tool;
 mod user_dirs;
 
-pub use context::{
-    CallContext, ClientAsk, ClientLink, Progress, ProgressSink, SessionClient, SessionState,
-};
+pub use context::{AskError, CallContext, ClientAsk, ClientLink, Progress, ProgressSink};
 pub use disclosure::{Disclosure, DisclosureMode, DisclosureSettings, ExposureMode};
 pub use dispatch::{Call, DispatchLimits, Dispatcher, RawArgs};
 pub use output::{Media, SpillKind, SpillRef, ToolOutput, Truncation, TruncationReason};
-pub use permission::{
-    ApprovalRequest, Approver, Decision, Policy, PolicyError, SessionApprover, Verdict,
-};
+pub use permission::{ApprovalRequest, Approver, Decision, Policy, PolicyError, Verdict};
 pub use profile::{
     ClientLimits, ClientProfile, ClientProfileConfig, ClientProfiles, MIN_CLIENT_CHARS,
-    SessionProfile,
 };
 pub use registry::{
     Absence, ProviderError, Registry, RegistryError, Scope, Snapshot, StaticProvider, ToolProvider,
@@ -54,6 +52,7 @@ pub use registry::{
 pub use render::{Protocol, RenderOptions, portable_schema, render_tools, render_tools_bytes};
 pub use result_budget::{ResultBudget, TurnResult};
 pub use schedule::{Footprint, OrderGate, Resource, ResourceLocks, Ticket};
+pub use session::{Approval, Extensions, Identity, Session, SessionInit};
 pub use spec::{Concurrency, DisclosureHint, ToolMeta, ToolSpec, schema_for};
 pub use tool::{DynTool, Tool, ToolError, TypedTool, run_blocking};
 pub use user_dirs::{MissingUserDir, UserDir, UserDirs};

@@ -8,8 +8,6 @@
 //! specificity deny beats ask beats allow. No rule means allow: in server mode the client in
 //! front does its own asking (SPEC "Permissions").
 
-use std::sync::{Arc, PoisonError, RwLock};
-
 use futures::future::BoxFuture;
 use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
@@ -231,32 +229,4 @@ pub struct ApprovalRequest {
 pub trait Approver: Send + Sync {
     /// Whether the call may run.
     fn approve(&self, request: ApprovalRequest) -> BoxFuture<'static, bool>;
-}
-
-/// Who answers a session's `ask` rules (session state); nobody by default, and then `ask`
-/// acts as deny.
-#[derive(Default)]
-pub struct SessionApprover(RwLock<Option<Arc<dyn Approver>>>);
-
-impl std::fmt::Debug for SessionApprover {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionApprover")
-            .field("set", &self.get().is_some())
-            .finish()
-    }
-}
-
-impl SessionApprover {
-    /// Lets `approver` answer this session's `ask` rules.
-    pub fn set(&self, approver: Arc<dyn Approver>) {
-        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Some(approver);
-    }
-
-    /// The approver, when there is one.
-    pub fn get(&self) -> Option<Arc<dyn Approver>> {
-        self.0
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
 }

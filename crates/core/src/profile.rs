@@ -3,9 +3,9 @@
 //!
 //! Each MCP session gets a [`ClientProfile`] at `initialize`, chosen from `clientInfo` by
 //! [`ClientProfiles::choose`] (built-in measured profiles, `[clients.NAME]` in config, a
-//! conservative one for unknown clients), and keeps it in its [`SessionState`] as a
-//! [`SessionProfile`]. Tools that page (read_file, list_dir, grep, search_files, job_output,
-//! search_tool) and the result budget read [`ClientLimits::of`] the session and size every
+//! conservative one for unknown clients), and keeps it in its [`crate::Session`]. Tools that
+//! page (read_file, list_dir, grep, search_files, job_output, search_tool) and the result
+//! budget read the session's [`crate::Session::limits`] and size every
 //! result so that the client passes it on whole: no client-side cut, so every footer and
 //! truncation field stays true.
 //!
@@ -13,11 +13,8 @@
 //! a result that fits in bytes fits whatever a client counts.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
-
-use crate::context::SessionState;
 
 /// What one client does with tool results, as measured (see `tests/interop/clients`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -211,23 +208,6 @@ impl ClientProfiles {
     }
 }
 
-/// The session's client profile, set once at `initialize`; unset outside MCP (the CLI, an
-/// embedded agent), where no client cuts anything.
-#[derive(Debug, Default)]
-pub struct SessionProfile(OnceLock<Arc<ClientProfile>>);
-
-impl SessionProfile {
-    /// Sets the profile; a second `initialize` on the same session keeps the first.
-    pub fn set(&self, profile: ClientProfile) {
-        let _ = self.0.set(Arc::new(profile));
-    }
-
-    /// The profile, when one was chosen.
-    pub fn get(&self) -> Option<Arc<ClientProfile>> {
-        self.0.get().cloned()
-    }
-}
-
 /// The session's result-size limits: the one accessor every sizing decision reads (the
 /// budget, the paging tools, shell excerpts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -242,15 +222,6 @@ impl ClientLimits {
     /// Room kept for a footer, a spill pointer or a client's own wrapping ("Wall time: …",
     /// a system reminder) beside a page.
     pub const FOOTER_ROOM: usize = 600;
-
-    /// The limits of `session`'s client.
-    pub fn of(session: &SessionState) -> Self {
-        session
-            .get::<SessionProfile>()
-            .get()
-            .map(|p| Self::from_profile(&p))
-            .unwrap_or_default()
-    }
 
     /// The limits a profile sets.
     pub fn from_profile(profile: &ClientProfile) -> Self {
@@ -347,11 +318,11 @@ mod tests {
 
     #[test]
     fn limits_come_from_the_session_and_are_absent_without_a_client() {
-        let session = SessionState::default();
-        assert_eq!(ClientLimits::of(&session), ClientLimits::default());
-        assert_eq!(ClientLimits::of(&session).page_bytes(50_000), 50_000);
-        session.get::<SessionProfile>().set(ClientProfile::codex());
-        let limits = ClientLimits::of(&session);
+        let session = crate::Session::unattended();
+        assert_eq!(session.limits(), ClientLimits::default());
+        assert_eq!(session.limits().page_bytes(50_000), 50_000);
+        session.adopt_profile(ClientProfile::codex());
+        let limits = session.limits();
         assert_eq!(limits.cap(false), Some(11_500));
         assert!(limits.page_bytes(50 * 1024) + ClientLimits::FOOTER_ROOM <= 11_500);
         assert!(limits.result_budget(50_000, true) <= 11_500);

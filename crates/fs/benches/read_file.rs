@@ -34,7 +34,7 @@ fn read_tool(roots: &Arc<Roots>) -> Arc<dyn DynTool> {
 }
 
 fn call(rt: &tokio::runtime::Runtime, tool: &Arc<dyn DynTool>, args: &Value) -> ToolOutput {
-    rt.block_on(tool.call(args.clone(), CallContext::default()))
+    rt.block_on(tool.call(args.clone(), CallContext::unattended()))
         .expect("read_file succeeds")
 }
 

@@ -71,7 +71,7 @@ fn tool(tools: &[Arc<dyn DynTool>], name: &str) -> Arc<dyn DynTool> {
 }
 
 fn call(rt: &tokio::runtime::Runtime, tool: &Arc<dyn DynTool>, args: &Value) -> ToolOutput {
-    rt.block_on(tool.call(args.clone(), CallContext::default()))
+    rt.block_on(tool.call(args.clone(), CallContext::unattended()))
         .expect("the call succeeds")
 }
 

@@ -99,7 +99,7 @@ impl Tool for EditFileTool {
     async fn call(&self, args: EditFileArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
         let roots = Arc::clone(&self.roots);
         let hook = self.before_rename.clone();
-        let stamps = ctx.session.get::<FileStamps>();
+        let stamps = ctx.session.ext::<FileStamps>();
         run_blocking(move || edit_file(&roots, &args, hook.as_ref(), &stamps)).await?
     }
 

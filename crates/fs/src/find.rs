@@ -10,7 +10,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolgate_core::{
-    CallContext, ClientLimits, Concurrency, DisclosureHint, Tool, ToolError, ToolMeta, ToolOutput,
+    CallContext, Concurrency, DisclosureHint, Tool, ToolError, ToolMeta, ToolOutput,
     TruncationReason, run_blocking,
 };
 
@@ -247,8 +247,7 @@ impl Tool for SearchFilesTool {
         let roots = Arc::clone(&self.roots);
         // Pages the session's client passes on whole (a shorter page, a true cursor).
         let mut limits = self.limits.clone();
-        limits.max_payload_bytes =
-            ClientLimits::of(&ctx.session).page_bytes(limits.max_payload_bytes);
+        limits.max_payload_bytes = ctx.session.limits().page_bytes(limits.max_payload_bytes);
         run_blocking(move || {
             let page = find(&roots, &scope, &filter, limit, &limits, &stop);
             ToolOutput::from_body(&page.into_output(&args, &scope, &limits, limit, started))

@@ -15,7 +15,7 @@ use grep_regex::RegexMatcherBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolgate_core::{
-    CallContext, ClientLimits, Concurrency, DisclosureHint, Tool, ToolError, ToolMeta, ToolOutput,
+    CallContext, Concurrency, DisclosureHint, Tool, ToolError, ToolMeta, ToolOutput,
     TruncationReason, run_blocking,
 };
 
@@ -117,8 +117,7 @@ impl Tool for GrepTool {
         let started = Instant::now();
         // Pages the session's client passes on whole (a shorter page, a true cursor).
         let mut limits = self.limits.clone();
-        limits.max_payload_bytes =
-            ClientLimits::of(&ctx.session).page_bytes(limits.max_payload_bytes);
+        limits.max_payload_bytes = ctx.session.limits().page_bytes(limits.max_payload_bytes);
         let limit = limits.limit(args.limit)?;
         let stop = Stop::at(started + limits.timeout(args.timeout_ms)?);
         if args.pattern.is_empty() {

@@ -71,7 +71,7 @@ impl FileStamp {
     }
 }
 
-/// Per-session record of file stamps (kept in [`toolgate_core::SessionState`]).
+/// Per-session record of file stamps (a [`toolgate_core::Session`] extension).
 #[derive(Debug, Default)]
 pub struct FileStamps(Mutex<HashMap<PathBuf, FileStamp>>);
 

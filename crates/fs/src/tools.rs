@@ -7,8 +7,8 @@ use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgate_core::{
-    CallContext, ClientLimits, Concurrency, DisclosureHint, DynTool, Media, Tool, ToolError,
-    ToolMeta, ToolOutput, TruncationReason, TypedTool, run_blocking,
+    CallContext, Concurrency, DisclosureHint, DynTool, Media, Tool, ToolError, ToolMeta,
+    ToolOutput, TruncationReason, TypedTool, run_blocking,
 };
 
 use toolgate_budget::SpillStore;
@@ -167,11 +167,11 @@ impl Tool for ReadFileTool {
 
     async fn call(&self, args: ReadFileArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
         let shared = Arc::clone(&self.shared);
-        let stamps = ctx.session.get::<FileStamps>();
+        let stamps = ctx.session.ext::<FileStamps>();
         let cancel = ctx.cancel.clone();
         // A page (plus its footer) the session's client hands the model whole: a shorter
         // page with a true next_offset, never a long one the client cuts.
-        let page_bytes = ClientLimits::of(&ctx.session).page_bytes(shared.limits.max_bytes);
+        let page_bytes = ctx.session.limits().page_bytes(shared.limits.max_bytes);
         run_blocking(move || {
             read_file_blocking(&shared, &stamps, &args, page_bytes, &|| {
                 cancel.is_cancelled()
@@ -494,7 +494,7 @@ impl Tool for ListDirTool {
     async fn call(&self, args: ListDirArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
         let roots = Arc::clone(&self.roots);
         let limits = ReadLimits {
-            max_bytes: ClientLimits::of(&ctx.session).page_bytes(self.limits.max_bytes),
+            max_bytes: ctx.session.limits().page_bytes(self.limits.max_bytes),
             ..self.limits.clone()
         };
         if args.limit == Some(0) {

@@ -219,7 +219,7 @@ impl Tool for WriteFileTool {
     async fn call(&self, args: WriteFileArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
         let roots = Arc::clone(&self.roots);
         let hook = self.before_rename.clone();
-        let stamps = ctx.session.get::<FileStamps>();
+        let stamps = ctx.session.ext::<FileStamps>();
         run_blocking(move || write_file(&roots, &args, hook.as_ref(), &stamps)).await?
     }
 

@@ -20,7 +20,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use toolgate_core::{
-    CallContext, ClientAsk, ClientLink, Registry, SessionClient, SessionState, ToolError,
+    Approval, AskError, CallContext, ClientAsk, ClientLink, Registry, Session, SessionInit,
+    ToolError,
 };
 use toolgate_gateway::{
     CredentialStoreMode, Discovered, Gateway, GatewayLimits, LoginHandler, LoginOptions,
@@ -181,13 +182,14 @@ async fn drive(
             .collect::<Vec<_>>()
     );
     // The session the calls come from: its client is a user who accepts every form.
-    let session = Arc::new(SessionState::default());
-    session.get::<SessionClient>().set(Arc::new(AcceptingUser));
+    let session = Session::new(SessionInit {
+        approval: Approval::Nobody,
+        profile: None,
+        client: Some(Arc::new(AcceptingUser)),
+        identity: None,
+    });
     let call = |suffix: &str, args: Value| {
-        let ctx = CallContext {
-            session: Arc::clone(&session),
-            ..CallContext::default()
-        };
+        let ctx = CallContext::new(Arc::clone(&session));
         let tool = tools
             .iter()
             .find(|t| t.spec().name.rsplit("__").next() == Some(suffix))
@@ -247,9 +249,17 @@ impl ClientLink for AcceptingUser {
             .ok_or("the conformance client answers forms only")
     }
 
-    fn request(&self, ask: ClientAsk, params: Value) -> BoxFuture<'static, Result<Value, String>> {
+    fn request(
+        &self,
+        ask: ClientAsk,
+        params: Value,
+    ) -> BoxFuture<'static, Result<Value, AskError>> {
         eprintln!("conformance_client: {}: {params}; accepting", ask.method());
         Box::pin(async { Ok(json!({"action": "accept", "content": {}})) })
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
     }
 }
 

@@ -81,7 +81,7 @@ async fn main() {
         let started = Instant::now();
         let args = RawArgs::Json(serde_json::Value::Object(args(i)));
         let out = dispatcher
-            .call("mcp__e__echo", args, CallContext::default())
+            .call("mcp__e__echo", args, CallContext::unattended())
             .await;
         assert!(!out.is_error, "{}", out.text);
         if i >= 100 {

@@ -97,7 +97,7 @@ pub(crate) async fn relay(
         Err(why) => return unanswered(server.name, ask, elicitation, why),
     };
     let schema = params.get("requestedSchema").cloned();
-    let mut result = link.request(ask, params).await?;
+    let mut result = link.request(ask, params).await.map_err(|e| e.to_string())?;
     if let (true, Some(schema)) = (elicitation, schema) {
         with_defaults(&mut result, &schema);
     }
@@ -250,8 +250,12 @@ mod tests {
             &self,
             _ask: ClientAsk,
             _params: Value,
-        ) -> futures::future::BoxFuture<'static, Result<Value, String>> {
+        ) -> futures::future::BoxFuture<'static, Result<Value, toolgate_core::AskError>> {
             Box::pin(async { Ok(json!({"action": "accept", "content": {}})) })
+        }
+
+        fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+            self
         }
     }
 

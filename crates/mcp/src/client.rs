@@ -12,7 +12,7 @@ use futures::future::BoxFuture;
 use rmcp::model::ServerRequest;
 use rmcp::{Peer, RoleServer, ServiceError};
 use serde_json::Value;
-use toolgate_core::{CallContext, ClientAsk, ClientLink, SessionClient, SessionState};
+use toolgate_core::{AskError, CallContext, ClientAsk, ClientLink};
 
 /// Severity of a log message, lowest first (RFC 5424 levels, as MCP uses them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -71,7 +71,7 @@ impl From<rmcp::model::LoggingLevel> for LogLevel {
     }
 }
 
-/// The connected MCP client of one session, kept in the session state.
+/// The connected MCP client of one session: the session's [`ClientLink`].
 #[derive(Default)]
 pub struct McpClient {
     peer: Mutex<Option<Peer<RoleServer>>>,
@@ -97,9 +97,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl McpClient {
-    /// The MCP client of the session `ctx` belongs to (unconnected outside MCP).
+    /// The MCP client of the session `ctx` belongs to; an unconnected one outside MCP (in
+    /// `toolgate call` or the agent loop), which sends nothing.
     pub fn of(ctx: &CallContext) -> Arc<Self> {
-        ctx.session.get::<Self>()
+        ctx.session
+            .client()
+            .and_then(|link| Arc::clone(link).into_any().downcast::<Self>().ok())
+            .unwrap_or_default()
     }
 
     /// The peer, for server-to-client requests such as `sampling/createMessage` or
@@ -131,15 +135,6 @@ impl McpClient {
         #[allow(deprecated)]
         let sent = peer.notify_logging_message(param).await;
         sent.is_ok()
-    }
-
-    /// A fresh session state whose [`SessionClient`] link is this session's MCP client, so
-    /// that a tool (a mounted server's proxy) can ask the client while it runs.
-    pub(crate) fn new_session() -> Arc<SessionState> {
-        let session = Arc::new(SessionState::default());
-        let link: Arc<dyn ClientLink> = session.get::<Self>();
-        session.get::<SessionClient>().set(link);
-        session
     }
 
     pub(crate) fn attach(&self, peer: &Peer<RoleServer>) {
@@ -185,24 +180,43 @@ impl ClientLink for McpClient {
         offered.then_some(()).ok_or("the client does not offer it")
     }
 
-    fn request(&self, ask: ClientAsk, params: Value) -> BoxFuture<'static, Result<Value, String>> {
+    fn request(
+        &self,
+        ask: ClientAsk,
+        params: Value,
+    ) -> BoxFuture<'static, Result<Value, AskError>> {
         let peer = self.peer();
         Box::pin(async move {
-            let peer = peer.ok_or("the client is not connected")?;
-            let mut message = serde_json::json!({"method": ask.method()});
+            let peer = peer.ok_or(AskError::NotConnected)?;
+            let method = ask.method();
+            let mut message = serde_json::json!({"method": method});
             if !params.is_null() {
                 message["params"] = params;
             }
-            let request: ServerRequest = serde_json::from_value(message)
-                .map_err(|e| format!("not a valid `{}` request: {e}", ask.method()))?;
+            let request: ServerRequest =
+                serde_json::from_value(message).map_err(|e| AskError::Invalid {
+                    method,
+                    reason: e.to_string(),
+                })?;
             let result = peer.send_request(request).await.map_err(|e| match e {
-                ServiceError::McpError(e) => {
-                    format!("the client refused `{}`: {}", ask.method(), e.message)
-                }
-                other => format!("the client did not answer `{}`: {other}", ask.method()),
+                ServiceError::McpError(e) => AskError::Refused {
+                    method,
+                    message: e.message.into_owned(),
+                },
+                other => AskError::NoAnswer {
+                    method,
+                    reason: other.to_string(),
+                },
             })?;
-            serde_json::to_value(result).map_err(|e| e.to_string())
+            serde_json::to_value(result).map_err(|e| AskError::BadAnswer {
+                method,
+                reason: e.to_string(),
+            })
         })
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
     }
 }
 
@@ -219,12 +233,26 @@ mod tests {
 
     #[tokio::test]
     async fn unconnected_client_sends_nothing() {
-        let ctx = CallContext::default();
+        let session = toolgate_core::Session::new(toolgate_core::SessionInit {
+            approval: toolgate_core::Approval::Nobody,
+            profile: None,
+            client: Some(Arc::new(McpClient::default())),
+            identity: None,
+        });
+        let ctx = CallContext::new(session);
         let client = McpClient::of(&ctx);
         assert!(client.peer().is_none());
         assert!(!client.log(LogLevel::Error, None, Value::Null).await);
+        assert!(client.can_ask(ClientAsk::Sampling).is_err());
         // The same session hands out the same client.
         client.set_min_level(LogLevel::Warning);
         assert_eq!(McpClient::of(&ctx).min_level(), Some(LogLevel::Warning));
+    }
+
+    #[tokio::test]
+    async fn outside_mcp_the_client_is_unconnected() {
+        let client = McpClient::of(&CallContext::unattended());
+        assert!(client.peer().is_none());
+        assert!(!client.log(LogLevel::Error, None, Value::Null).await);
     }
 }

@@ -10,15 +10,15 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 use toolgate_core::disclosure::{Exposed, Unmasked};
-use toolgate_core::{Disclosure, ExposureMode, SessionState, Snapshot};
+use toolgate_core::{Disclosure, ExposureMode, Session, Snapshot};
 
 /// The tools `session` sees.
 pub(crate) fn session_tools(
     disclosure: &Disclosure,
     snapshot: &Snapshot,
-    session: &SessionState,
+    session: &Session,
 ) -> Exposed {
-    disclosure.exposed(snapshot, &session.get::<Unmasked>())
+    disclosure.exposed(snapshot, &session.ext::<Unmasked>())
 }
 
 /// A receiver that moves when the session's tool list may have changed: every registry
@@ -26,12 +26,12 @@ pub(crate) fn session_tools(
 pub(crate) fn tool_changes(
     registry: watch::Receiver<u64>,
     disclosure: Option<&Disclosure>,
-    session: &SessionState,
+    session: &Session,
 ) -> watch::Receiver<u64> {
     if disclosure.is_none_or(|d| d.exposure() != ExposureMode::Backfill) {
         return registry;
     }
-    let unmasked: Arc<Unmasked> = session.get::<Unmasked>();
+    let unmasked: Arc<Unmasked> = session.ext::<Unmasked>();
     let mut unmasked = unmasked.subscribe();
     let mut registry = registry;
     let (tx, rx) = watch::channel(0u64);

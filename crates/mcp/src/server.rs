@@ -18,11 +18,10 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 use toolgate_core::disclosure::Exposed;
 use toolgate_core::{
-    CallContext, ClientProfile, ClientProfiles, Disclosure, Dispatcher, OrderGate, Progress,
-    RawArgs, RenderOptions, SessionProfile, SessionState, Snapshot, Ticket,
+    Approval, CallContext, ClientProfile, ClientProfiles, Disclosure, Dispatcher, Progress,
+    RawArgs, RenderOptions, Session, SessionInit, Snapshot, Ticket,
 };
 
 use crate::client::McpClient;
@@ -53,10 +52,6 @@ struct Shared {
     tools: Mutex<Option<(u64, Arc<Vec<Tool>>)>>,
 }
 
-/// Cancelled when a session's transport closes.
-#[derive(Default)]
-struct SessionEnd(CancellationToken);
-
 /// A `tools/call`'s place in its session's line, taken by the transport as the request was
 /// read (rmcp runs each request on a task of its own, and tasks start in no set order).
 #[derive(Clone)]
@@ -72,7 +67,11 @@ pub struct ToolgateServer {
     resource_updates: bool,
     /// Progressive disclosure: which tools `tools/list` shows.
     disclosure: Option<Arc<Disclosure>>,
-    session: Arc<SessionState>,
+    session: Arc<Session>,
+    /// The session's client, also its [`Session::client`] link.
+    client: Arc<McpClient>,
+    /// The resources this session's client subscribed to.
+    subscriptions: Arc<Subscriptions>,
 }
 
 impl std::fmt::Debug for ToolgateServer {
@@ -84,9 +83,25 @@ impl std::fmt::Debug for ToolgateServer {
     }
 }
 
+/// An MCP connection's session: nobody approves `ask` rules (an MCP client has no channel
+/// toolgate would trust for that, so `ask` refuses and says which rule to change), the
+/// profile is chosen when the client names itself, the link is the connection's client, and
+/// there is no authenticated caller yet.
+fn open_session() -> (Arc<Session>, Arc<McpClient>) {
+    let client = Arc::new(McpClient::default());
+    let session = Session::new(SessionInit {
+        approval: Approval::Nobody,
+        profile: None,
+        client: Some(Arc::clone(&client) as Arc<dyn toolgate_core::ClientLink>),
+        identity: None,
+    });
+    (session, client)
+}
+
 impl ToolgateServer {
     /// A handler over `dispatcher`; `instructions` are sent to clients at initialisation.
     pub fn new(dispatcher: Arc<Dispatcher>, render: RenderOptions, instructions: String) -> Self {
+        let (session, client) = open_session();
         Self {
             shared: Arc::new(Shared {
                 dispatcher,
@@ -100,7 +115,9 @@ impl ToolgateServer {
             resources: None,
             resource_updates: false,
             disclosure: None,
-            session: McpClient::new_session(),
+            session,
+            client,
+            subscriptions: Arc::default(),
         }
     }
 
@@ -159,8 +176,7 @@ impl ToolgateServer {
 
     /// Chooses the session's profile from `client` (its name), unless one is chosen already.
     fn adopt_client(&self, client: Option<&Implementation>) {
-        let slot = self.session.get::<SessionProfile>();
-        if slot.get().is_some() {
+        if self.session.profile().is_some() {
             return;
         }
         let Some(client) = client else { return };
@@ -174,14 +190,14 @@ impl ToolgateServer {
             text_only = profile.shows_structured,
             "client profile chosen"
         );
-        slot.set(profile);
+        self.session.adopt_profile(profile);
     }
 
     /// Chooses the profile from a request's client: the 2026-07-28 protocol has no
     /// `initialize` and names the client in every request's `_meta` (Claude Code 2.1 speaks
     /// it), older ones named it at `initialize`.
     fn adopt_requester(&self, context: &RequestContext<RoleServer>) {
-        if self.session.get::<SessionProfile>().get().is_none() {
+        if self.session.profile().is_none() {
             self.adopt_client(context.client_info().as_ref());
         }
     }
@@ -189,12 +205,12 @@ impl ToolgateServer {
     /// This session's client profile: chosen from `clientInfo` (at `initialize`, or from the
     /// first request's `_meta`), else the conservative one for unknown clients (then kept).
     pub fn profile(&self) -> Arc<ClientProfile> {
-        let slot = self.session.get::<SessionProfile>();
-        if let Some(profile) = slot.get() {
+        if let Some(profile) = self.session.profile() {
             return profile;
         }
-        slot.set(self.shared.profiles.choose(""));
-        slot.get()
+        self.session.adopt_profile(self.shared.profiles.choose(""));
+        self.session
+            .profile()
             .unwrap_or_else(|| Arc::new(ClientProfile::conservative()))
     }
 
@@ -212,18 +228,25 @@ impl ToolgateServer {
         self
     }
 
-    /// A handler for a new connection: same tools, prompts and resources, fresh session
-    /// state.
+    /// A handler for a new connection: same tools, prompts and resources, a new session.
     pub fn new_session(&self) -> Self {
+        let (session, client) = open_session();
         Self {
-            session: McpClient::new_session(),
+            session,
+            client,
+            subscriptions: Arc::default(),
             ..self.clone()
         }
     }
 
+    /// This handler's session.
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
     /// Ends the session: every call still running is cancelled (the transport closed).
     pub fn end_session(&self) {
-        self.session.get::<SessionEnd>().0.cancel();
+        self.session.end();
     }
 
     /// Gives a `tools/call` request its place in the session's line; a transport calls this
@@ -235,7 +258,7 @@ impl ToolgateServer {
         if let rmcp::model::JsonRpcMessage::Request(request) = &mut message
             && let rmcp::model::ClientRequest::CallToolRequest(call) = &mut request.request
         {
-            let ticket = self.session.get::<OrderGate>().ticket();
+            let ticket = self.session.order().ticket();
             call.extensions
                 .insert(Arrival(Arc::new(Mutex::new(Some(ticket)))));
         }
@@ -244,7 +267,7 @@ impl ToolgateServer {
 
     /// The MCP client of this handler's session.
     pub fn client(&self) -> Arc<McpClient> {
-        self.session.get::<McpClient>()
+        Arc::clone(&self.client)
     }
 
     /// The current MCP tool list of this session: the shared part rendered once per registry
@@ -338,12 +361,12 @@ impl ToolgateServer {
     ) -> CallToolResponse {
         let name = request.name.to_string();
         let args = request.arguments.map_or(Value::Null, Value::Object);
+        // The tool that runs decides the result's shape: `run_tool`'s target, not `run_tool`.
         let has_schema = self
             .shared
             .dispatcher
-            .snapshot()
-            .get(&name)
-            .is_some_and(has_output_schema);
+            .target(&name, &args)
+            .is_some_and(|tool| has_output_schema(&tool));
         let client = self.client();
         client.attach(&context.peer);
         client.saw_request(&context.meta);
@@ -353,20 +376,15 @@ impl ToolgateServer {
             .map(|token| ProgressQueue::spawn(context.peer.clone(), token));
         // The call stops when the client cancels it or when the whole session ends (stdin
         // closed): rmcp alone would let in-flight handlers run on for its 5 s drain.
-        let cancel = self.session.get::<SessionEnd>().0.child_token();
+        let mut ctx = CallContext::new(Arc::clone(&self.session));
+        let cancel = ctx.cancel.clone();
         // The place in line taken on arrival (stdio), else now (HTTP: each POST is its own
         // request, so there is no order beyond the one handlers start in).
         let ticket = context
             .extensions
             .get::<Arrival>()
             .and_then(|a| a.0.lock().unwrap_or_else(PoisonError::into_inner).take())
-            .unwrap_or_else(|| self.session.get::<OrderGate>().ticket());
-        let mut ctx = CallContext {
-            cancel: cancel.clone(),
-            progress: None,
-            session: Arc::clone(&self.session),
-            deadline: None,
-        };
+            .unwrap_or_else(|| self.session.order().ticket());
         if let Some(queue) = &progress {
             let queue = queue.clone();
             ctx.progress = Some(Arc::new(move |p: Progress| {
@@ -536,10 +554,7 @@ impl ServerHandler for ToolgateServer {
         if !listed {
             source.read(&request.uri).await?;
         }
-        self.session
-            .get::<Subscriptions>()
-            .set()
-            .insert(request.uri);
+        self.subscriptions.set().insert(request.uri);
         Ok(())
     }
 
@@ -550,10 +565,7 @@ impl ServerHandler for ToolgateServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.subscribable::<UnsubscribeRequestMethod>()?;
-        self.session
-            .get::<Subscriptions>()
-            .set()
-            .remove(&request.uri);
+        self.subscriptions.set().remove(&request.uri);
         Ok(())
     }
 
@@ -622,7 +634,7 @@ impl ServerHandler for ToolgateServer {
                 watch_list(peer.clone(), changes, ListKind::Resources);
             }
             if let Some(updates) = resources.updates() {
-                watch_updates(peer, updates, self.session.get::<Subscriptions>());
+                watch_updates(peer, updates, Arc::clone(&self.subscriptions));
             }
         }
     }

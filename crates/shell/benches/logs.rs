@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolgate_budget::{Budget, BudgetLimits, SpillStore, clean_terminal, excerpt};
-use toolgate_core::{CallContext, DynTool, SessionState};
+use toolgate_core::{CallContext, DynTool};
 use toolgate_fs::Roots;
 use toolgate_shell::{ShellLimits, builtin_shell_tools};
 
@@ -124,10 +124,7 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     let tools = tools(&root);
-    let ctx = || CallContext {
-        session: Arc::new(SessionState::default()),
-        ..CallContext::default()
-    };
+    let ctx = CallContext::unattended;
     println!(
         "| fixture | input chars | before: chars to model | before: key lines | now: chars to model | now: key lines |"
     );

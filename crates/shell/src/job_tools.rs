@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgate_core::{
-    CallContext, ClientLimits, Concurrency, DisclosureHint, Tool, ToolError, ToolMeta, ToolOutput,
+    CallContext, Concurrency, DisclosureHint, Tool, ToolError, ToolMeta, ToolOutput,
     TruncationReason, run_blocking,
 };
 
@@ -151,8 +151,8 @@ impl Tool for JobOutputTool {
             Some(n) => n.min(limits.max_page_bytes as u64) as usize,
         };
         // A page plus its footer must reach the model whole through the session's client.
-        let limit = ClientLimits::of(&ctx.session).page_bytes(limit);
-        let job = ctx.session.get::<JobTable>().get(&args.job_id)?;
+        let limit = ctx.session.limits().page_bytes(limit);
+        let job = ctx.session.ext::<JobTable>().get(&args.job_id)?;
         let which = Which::from(args.stream);
         let store = Arc::clone(self.shared.budget.store());
         let offset = args.offset.unwrap_or(0);
@@ -413,7 +413,7 @@ impl Tool for JobKillTool {
 
     async fn call(&self, args: JobKillArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
         let started = Instant::now();
-        let job = ctx.session.get::<JobTable>().get(&args.job_id)?;
+        let job = ctx.session.ext::<JobTable>().get(&args.job_id)?;
         let already = job.end();
         if already.is_none() {
             job.stop.request(StopReason::JobKill);

@@ -468,7 +468,7 @@ fn start_job(
     ctx: &CallContext,
 ) -> Result<ToolOutput, ShellError> {
     let started = Instant::now();
-    let table = ctx.session.get::<JobTable>();
+    let table = ctx.session.ext::<JobTable>();
     let store = shared.budget.store();
     let limits = &shared.limits;
     let timeout = config.timeout;

@@ -63,6 +63,7 @@ async fn compaction_keeps_referenced_spills_and_deletes_the_rest() {
         rig.tools.clone(),
         provider(Kind::Anthropic, &fake, true),
         settings,
+        toolgate_core::Approval::Nobody,
     );
     agent
         .record_to(&rig.root.join(".toolgate/sessions"))
@@ -99,6 +100,7 @@ async fn compaction_keeps_referenced_spills_and_deletes_the_rest() {
         rig.tools.clone(),
         provider(Kind::Anthropic, &fake, true),
         AgentSettings::default(),
+        toolgate_core::Approval::Nobody,
     );
     again
         .resume(&rig.root.join(".toolgate/sessions"), &id)
@@ -218,7 +220,12 @@ async fn compaction_starts_by_itself_once_reported_usage_crosses_compact_percent
             keep_percent: 1,
             ..AgentSettings::default()
         };
-        let mut agent = Agent::new(rig.tools.clone(), provider(kind, &fake, stream), settings);
+        let mut agent = Agent::new(
+            rig.tools.clone(),
+            provider(kind, &fake, stream),
+            settings,
+            toolgate_core::Approval::Nobody,
+        );
         let sessions = rig.root.join(".toolgate/sessions");
         agent.record_to(&sessions).unwrap();
         let (outcome, progress) = run(&mut agent, "count three times").await;
@@ -273,6 +280,7 @@ async fn compaction_starts_by_itself_once_reported_usage_crosses_compact_percent
             rig.tools.clone(),
             provider(kind, &fake, stream),
             AgentSettings::default(),
+            toolgate_core::Approval::Nobody,
         );
         again.resume(&sessions, &id).unwrap();
         assert_eq!(again.messages(), agent.messages());

@@ -8,11 +8,11 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolgate_agent::{Agent, AgentSettings, Progress, Status};
-use toolgate_core::{ApprovalRequest, Approver, DisclosureSettings, Policy, SessionApprover};
+use toolgate_core::{Approval, ApprovalRequest, Approver, DisclosureSettings, Policy};
 use toolgate_providers::fake::{FakeServer, Recorded, Reply, Step, step};
 use toolgate_providers::{Kind, Message};
 
-use crate::{MODES, agent, provider, rig, run};
+use crate::{MODES, agent, agent_approved_by, provider, rig, run};
 
 /// A step that checks the request, then answers.
 fn check(f: impl FnOnce(&Value) -> Reply + Send + 'static) -> Step {
@@ -272,6 +272,7 @@ async fn max_turns_stops_the_loop_and_says_how_to_go_on() {
         rig.tools.clone(),
         provider(Kind::OpenAi, &fake, true),
         settings,
+        toolgate_core::Approval::Nobody,
     );
     let (outcome, _) = run(&mut agent, "loop forever").await;
     assert_eq!(outcome.status, Status::MaxTurns);
@@ -469,17 +470,15 @@ async fn ask_rules_go_to_the_approver_and_without_one_are_denied_naming_the_rule
             ],
         )
         .await;
-        let mut agent = agent(&rig, Kind::OpenAi, &fake, true);
         let answer = Arc::new(Answer {
             approve: approver == Some(true),
             asked: AtomicUsize::new(0),
         });
-        if approver.is_some() {
-            agent
-                .session()
-                .get::<SessionApprover>()
-                .set(Arc::clone(&answer) as Arc<dyn Approver>);
-        }
+        let approval = match approver {
+            Some(_) => Approval::By(Arc::clone(&answer) as Arc<dyn Approver>),
+            None => Approval::Nobody,
+        };
+        let mut agent = agent_approved_by(&rig, Kind::OpenAi, &fake, true, approval);
         let (outcome, _) = run(&mut agent, "write").await;
         assert_eq!(outcome.status, Status::Finished);
         assert_eq!(rig.root.join("x.txt").exists(), approver == Some(true));

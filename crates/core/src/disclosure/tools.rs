@@ -160,7 +160,7 @@ impl DynTool for SearchTool {
             }
             // Fewer hits rather than a result the session's client would cut (or that the
             // budget would spill): drop the lowest-ranked ones until the text fits.
-            let fits = crate::ClientLimits::of(&ctx.session).page_bytes(usize::MAX);
+            let fits = ctx.session.limits().page_bytes(usize::MAX);
             let mut left_out = 0;
             while found.len() > 1
                 && format_results(&args.query, &found, &loaded, &view, disclosure.exposure()).len()
@@ -176,7 +176,7 @@ impl DynTool for SearchTool {
                     .map(|t| t.spec().name.clone())
                     .filter(|n| view.plan.is_deferred(n))
                     .collect();
-                ctx.session.get::<Unmasked>().unmask(&deferred);
+                ctx.session.ext::<Unmasked>().unmask(&deferred);
             }
             let mut text = format_results(&args.query, &found, &loaded, &view, exposure);
             if left_out > 0 {

@@ -243,7 +243,7 @@ fn auto_n_boundary_n_tools_all_direct_n_plus_one_discloses() {
 }
 
 async fn call(d: &Dispatcher, name: &str, args: serde_json::Value) -> ToolOutput {
-    d.call(name, RawArgs::Json(args), CallContext::default())
+    d.call(name, RawArgs::Json(args), CallContext::unattended())
         .await
 }
 
@@ -283,7 +283,7 @@ async fn deny_on_the_target_holds_through_run_tool() {
     }];
     let out = s
         .dispatcher
-        .call_batch(batch, &CallContext::default())
+        .call_batch(batch, &CallContext::unattended())
         .await;
     assert!(
         out[0].is_error && out[0].text.contains("write_note"),
@@ -325,7 +325,7 @@ async fn run_tool_runs_the_target_with_its_timeout() {
         .call(
             RUN_TOOL,
             RawArgs::Text(r#"{"name":"write_note","input":{"title":"x","body":""}}"#.into()),
-            CallContext::default(),
+            CallContext::unattended(),
         )
         .await;
     assert_eq!(out.text, "saved x (0 bytes)");
@@ -386,7 +386,7 @@ async fn run_tool_keeps_the_targets_concurrency_class_without_deadlock() {
         .collect();
     let out = tokio::time::timeout(
         Duration::from_secs(10),
-        s.dispatcher.call_batch(batch, &CallContext::default()),
+        s.dispatcher.call_batch(batch, &CallContext::unattended()),
     )
     .await
     .expect("no deadlock");
@@ -396,7 +396,7 @@ async fn run_tool_keeps_the_targets_concurrency_class_without_deadlock() {
     assert_eq!(tracker.max_active(), 2, "r1 and r2 ran together");
     // Concurrent single calls of one session through run_tool: mutating ones still run
     // alone.
-    let session = CallContext::default();
+    let session = CallContext::unattended();
     let mut handles = Vec::new();
     for id in ["a", "b", "c"] {
         let s = Arc::clone(&s);
@@ -490,8 +490,8 @@ async fn backfill_unmasks_per_session_once_per_search() {
         ..on()
     };
     let s = setup_with(seed_tools(), settings, Policy::allow_all());
-    let ctx = CallContext::default();
-    let unmasked = ctx.session.get::<Unmasked>();
+    let ctx = CallContext::unattended();
+    let unmasked = ctx.session.ext::<Unmasked>();
     let out = s
         .dispatcher
         .call(
@@ -705,10 +705,9 @@ async fn search_tool_results_fit_the_sessions_client_with_fewer_hits_said_plainl
         })
         .collect();
     let s = setup_with(tools, on(), Policy::allow_all());
-    let ctx = CallContext::default();
+    let ctx = CallContext::unattended();
     ctx.session
-        .get::<toolgate_core::SessionProfile>()
-        .set(toolgate_core::ClientProfile::codex());
+        .adopt_profile(toolgate_core::ClientProfile::codex());
     let out = s
         .dispatcher
         .call(

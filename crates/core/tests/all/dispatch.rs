@@ -19,7 +19,7 @@ fn standard() -> Dispatcher {
 }
 
 async fn call(d: &Dispatcher, name: &str, args: serde_json::Value) -> ToolOutput {
-    d.call(name, RawArgs::Json(args), CallContext::default())
+    d.call(name, RawArgs::Json(args), CallContext::unattended())
         .await
 }
 
@@ -47,7 +47,7 @@ async fn success_passes_the_output_through() {
         .call(
             "echo",
             RawArgs::Text(r#"{"text": "raw"}"#.into()),
-            CallContext::default(),
+            CallContext::unattended(),
         )
         .await;
     assert_eq!(out.text, "raw");
@@ -88,7 +88,7 @@ async fn arguments_that_are_not_json_say_how_to_resend() {
         .call(
             "echo",
             RawArgs::Text("{oops".into()),
-            CallContext::default(),
+            CallContext::unattended(),
         )
         .await;
     assert_error(
@@ -103,7 +103,11 @@ async fn arguments_that_are_not_an_object_are_refused() {
     let out = call(&d, "echo", json!(["hi"])).await;
     assert_error(&out, &["must be a JSON object", "got an array"]);
     let out = d
-        .call("echo", RawArgs::Text("42".into()), CallContext::default())
+        .call(
+            "echo",
+            RawArgs::Text("42".into()),
+            CallContext::unattended(),
+        )
         .await;
     assert_error(&out, &["must be a JSON object", "got a number"]);
 }
@@ -243,7 +247,7 @@ async fn regression_panic_before_a_handler_returns_its_future_is_caught() {
 #[tokio::test]
 async fn cancellation_stops_a_running_call() {
     let d = standard();
-    let ctx = CallContext::default();
+    let ctx = CallContext::unattended();
     let cancel = ctx.cancel.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -257,7 +261,7 @@ async fn cancellation_stops_a_running_call() {
     assert!(started.elapsed() < Duration::from_secs(4));
 
     // Cancelled before it starts: the handler never runs.
-    let ctx = CallContext::default();
+    let ctx = CallContext::unattended();
     ctx.cancel.cancel();
     let out = d
         .call("echo", RawArgs::Json(json!({"text": "x"})), ctx)
@@ -268,7 +272,7 @@ async fn cancellation_stops_a_running_call() {
 #[tokio::test]
 async fn regression_timeout_does_not_cancel_the_callers_context() {
     let d = standard();
-    let ctx = CallContext::default();
+    let ctx = CallContext::unattended();
     let out = d
         .call("slow", RawArgs::Json(json!({"ms": 5_000})), ctx.clone())
         .await;
@@ -301,7 +305,7 @@ async fn regression_timeout_in_a_batch_leaves_later_calls_running() {
             args: RawArgs::Json(json!({"text": "after"})),
         },
     ];
-    let out = d.call_batch(calls, &CallContext::default()).await;
+    let out = d.call_batch(calls, &CallContext::unattended()).await;
     assert_error(&out[0], &["timed out"]);
     assert_eq!(out[1].text, "saved t (1 bytes)", "{:?}", out[1]);
     assert_eq!(out[2].text, "after", "{:?}", out[2]);
@@ -381,7 +385,7 @@ async fn batch_runs_read_only_calls_in_parallel_with_results_in_call_order() {
     let calls = (0..4)
         .map(|i| probe_call("probe_read", &format!("r{i}")))
         .collect();
-    let out = d.call_batch(calls, &CallContext::default()).await;
+    let out = d.call_batch(calls, &CallContext::unattended()).await;
     let texts: Vec<&str> = out.iter().map(|o| o.text.as_str()).collect();
     assert_eq!(texts, ["r0", "r1", "r2", "r3"]);
     assert!(tracker.max_active() > 1, "read-only calls did not overlap");
@@ -400,7 +404,7 @@ async fn batch_runs_mutating_calls_alone_and_in_order() {
         probe_call("probe_read", "r3"),
         probe_call("probe_write", "w2"),
     ];
-    let out = d.call_batch(calls, &CallContext::default()).await;
+    let out = d.call_batch(calls, &CallContext::unattended()).await;
     let texts: Vec<&str> = out.iter().map(|o| o.text.as_str()).collect();
     assert_eq!(texts, ["r0", "r1", "w0", "w1", "r2", "r3", "w2"]);
     assert!(
@@ -430,7 +434,7 @@ async fn batch_runs_mutating_calls_alone_and_in_order() {
 async fn concurrent_mutating_calls_of_one_session_never_overlap() {
     let tracker = Arc::new(Tracker::default());
     let d = Arc::new(dispatcher_with(probes(&tracker), Policy::allow_all()));
-    let session = CallContext::default();
+    let session = CallContext::unattended();
     let mut handles = Vec::new();
     for i in 0..3 {
         for (name, prefix) in [("probe_write", "w"), ("probe_read", "r")] {
@@ -474,7 +478,7 @@ async fn batch_turns_each_bad_call_into_its_own_error_result() {
             args: RawArgs::Json(json!({"text": "b"})),
         },
     ];
-    let out = d.call_batch(calls, &CallContext::default()).await;
+    let out = d.call_batch(calls, &CallContext::unattended()).await;
     assert_eq!(out.len(), 5);
     assert_eq!(out[0].text, "a");
     assert_error(&out[1], &["unknown tool `nope`"]);

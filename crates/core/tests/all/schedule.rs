@@ -139,7 +139,7 @@ fn args(file: &str, text: &str, ms: u64) -> RawArgs {
 #[tokio::test(start_paused = true)]
 async fn a_long_mutating_call_in_one_session_does_not_hold_up_another_session() {
     let (d, _disk) = setup();
-    let a = CallContext::default();
+    let a = CallContext::unattended();
     let long = tokio::spawn({
         let d = Arc::clone(&d);
         let a = a.clone();
@@ -147,7 +147,7 @@ async fn a_long_mutating_call_in_one_session_does_not_hold_up_another_session() 
     });
     tokio::task::yield_now().await;
     let before = tokio::time::Instant::now();
-    let b = CallContext::default();
+    let b = CallContext::unattended();
     for name in ["step_read", "step_write", "step_job"] {
         let out = d.call(name, args("b.txt", "y", 0), b.clone()).await;
         assert!(!out.is_error, "{out:?}");
@@ -167,7 +167,7 @@ async fn calls_of_one_session_started_in_a_row_apply_in_that_order() {
     // Regression: 5 pipelined write_file calls to one file left the wrong content in 25 of
     // 30 trials. Later calls here are quicker, so any reordering would show.
     let (d, disk) = setup();
-    let session = CallContext::default();
+    let session = CallContext::unattended();
     let calls: Vec<_> = (0..100u64)
         .map(|i| {
             let name = if i % 10 == 9 {
@@ -205,7 +205,7 @@ async fn sessions_writing_different_files_overlap_and_the_same_file_take_turns()
     for (session, file) in [(0, "a.txt"), (1, "a.txt"), (2, "b.txt"), (3, "c.txt")] {
         let d = Arc::clone(&d);
         handles.push(tokio::spawn(async move {
-            let ctx = CallContext::default();
+            let ctx = CallContext::unattended();
             d.call("step_write", args(file, &session.to_string(), 1_000), ctx)
                 .await
         }));
@@ -229,7 +229,7 @@ async fn a_call_that_cannot_start_before_its_deadline_says_what_it_waited_for() 
     // Regression: run_shell with timeout_ms 2000 behind another session's 8 s command came
     // back after 7.5 s, and then ran anyway.
     let (d, disk) = setup();
-    let session = CallContext::default();
+    let session = CallContext::unattended();
     let long =
         RawArgs::Json(json!({"file": "a.txt", "text": "1", "ms": 5_000, "timeout_ms": 10_000}));
     let short = RawArgs::Json(json!({"file": "b.txt", "text": "2", "timeout_ms": 2_000}));
@@ -263,7 +263,7 @@ async fn a_call_that_cannot_start_before_its_deadline_says_what_it_waited_for() 
 #[tokio::test(start_paused = true)]
 async fn a_waiting_call_that_is_cancelled_never_runs() {
     let (d, disk) = setup();
-    let session = CallContext::default();
+    let session = CallContext::unattended();
     let first = d.call("step_write", args("a.txt", "1", 1_000), session.clone());
     let cancel = CancellationToken::new();
     let ctx = CallContext {

@@ -141,7 +141,7 @@ async fn a_cancelled_call_stops_and_says_so() {
     big_tree(&p);
     let s = p.session();
     // Cancelled before it starts: nothing is scanned.
-    let ctx = CallContext::default();
+    let ctx = CallContext::unattended();
     ctx.cancel.cancel();
     for (tool, args) in [
         ("grep", json!({ "pattern": "needle", "limit": 500 })),
@@ -153,7 +153,7 @@ async fn a_cancelled_call_stops_and_says_so() {
     }
     // Cancelled while it runs (a search for text that is nowhere must read all 10,000
     // files): it stops early and says so.
-    let ctx = CallContext::default();
+    let ctx = CallContext::unattended();
     let cancel = ctx.cancel.clone();
     let running = {
         let s = p.session();

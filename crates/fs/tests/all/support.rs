@@ -139,7 +139,7 @@ pub fn tools_with(roots: Arc<Roots>, limits: ReadLimits) -> (Arc<dyn DynTool>, A
 }
 
 pub async fn call(tool: &Arc<dyn DynTool>, args: Value) -> Result<ToolOutput, ToolError> {
-    tool.call(args, CallContext::default()).await
+    tool.call(args, CallContext::unattended()).await
 }
 
 /// Everything a result carries, as one string (text, structured fields, media, error).
@@ -198,7 +198,7 @@ impl Session {
         };
         Self {
             tools: toolgate_fs::builtin_fs_tools_with(Arc::clone(roots), limits, None),
-            ctx: CallContext::default(),
+            ctx: CallContext::unattended(),
         }
     }
 

@@ -14,8 +14,7 @@ use rmcp::model::{
 };
 use rmcp::service::PeerRequestOptions;
 use toolgate_core::{
-    Absence, CallContext, ClientLink, DynTool, ProviderError, SessionClient, ToolError, ToolOutput,
-    ToolProvider,
+    Absence, CallContext, ClientLink, DynTool, ProviderError, ToolError, ToolOutput, ToolProvider,
 };
 
 use crate::relay::Asker;
@@ -200,7 +199,7 @@ impl Mount {
                 )).into());
             }
         };
-        let caller = SessionClient::of(ctx);
+        let caller = ctx.session.client().cloned();
         // The server's own requests while the call runs (2025) go to this caller's client.
         let _caller = live.callers.enter(caller.clone());
         let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);

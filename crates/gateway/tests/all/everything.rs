@@ -85,7 +85,7 @@ async fn exercise(rig: &Rig, server: &str) {
     let sink = Arc::clone(&seen);
     let ctx = CallContext {
         progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p))),
-        ..CallContext::default()
+        ..CallContext::unattended()
     };
     let out = rig
         .dispatcher

@@ -434,7 +434,7 @@ async fn shutdown_during_a_call_fails_the_call_and_leaves_nothing_running() {
     let call = rig.dispatcher.call(
         "mcp__busy__sleep",
         RawArgs::Json(json!({"ms": 30_000})),
-        CallContext::default(),
+        CallContext::unattended(),
     );
     let (out, ()) = tokio::join!(call, async {
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -521,7 +521,7 @@ async fn a_call_cancelled_during_a_restart_leaves_the_restart_running() {
     rig.gateway.start_all().await;
     assert!(rig.call("mcp__slowboot__boom", json!({})).await.is_error);
     // This call restarts the server (3 s to initialize) and is cancelled half-way.
-    let ctx = CallContext::default();
+    let ctx = CallContext::unattended();
     let cancel = ctx.cancel.clone();
     let call = rig.dispatcher.call(
         "mcp__slowboot__ok",

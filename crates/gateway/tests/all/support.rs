@@ -217,7 +217,7 @@ impl Rig {
     /// Calls `name` through the dispatcher, as a client would.
     pub async fn call(&self, name: &str, args: Value) -> ToolOutput {
         self.dispatcher
-            .call(name, RawArgs::Json(args), CallContext::default())
+            .call(name, RawArgs::Json(args), CallContext::unattended())
             .await
     }
 

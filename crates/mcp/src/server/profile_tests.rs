@@ -42,7 +42,7 @@ impl Tool for Paged {
         }
     }
     async fn call(&self, _: NoArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
-        let page_bytes = ClientLimits::of(&ctx.session).page_bytes(50_000);
+        let page_bytes = ctx.session.limits().page_bytes(50_000);
         Ok(ToolOutput::from_body(&Page {
             text: "     1\tfirst\n     2\tsecond\n".to_owned(),
             page_bytes: page_bytes as u64,
@@ -69,7 +69,7 @@ impl Tool for PageSize {
         }
     }
     async fn call(&self, _: NoArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
-        let bytes = ClientLimits::of(&ctx.session).page_bytes(50_000);
+        let bytes = ctx.session.limits().page_bytes(50_000);
         Ok(ToolOutput::text(format!("page_bytes={bytes}")))
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolgate_budget::{Budget, BudgetLimits, SpillStore};
-use toolgate_core::{CallContext, DynTool, SessionState, ToolOutput};
+use toolgate_core::{CallContext, DynTool, Session, ToolOutput};
 use toolgate_fs::Roots;
 use toolgate_shell::{ShellLimits, builtin_shell_tools};
 
@@ -19,7 +19,7 @@ pub struct Env {
     pub dir: tempfile::TempDir,
     pub root: PathBuf,
     pub tools: BTreeMap<String, Arc<dyn DynTool>>,
-    pub session: Arc<SessionState>,
+    pub session: Arc<Session>,
 }
 
 enum Gate {
@@ -64,15 +64,12 @@ impl Env {
             dir,
             root,
             tools,
-            session: Arc::new(SessionState::default()),
+            session: Session::unattended(),
         }
     }
 
     pub fn ctx(&self) -> CallContext {
-        CallContext {
-            session: Arc::clone(&self.session),
-            ..CallContext::default()
-        }
+        CallContext::new(Arc::clone(&self.session))
     }
 
     /// Calls a tool in this env's session; a `ToolError` becomes an error output.

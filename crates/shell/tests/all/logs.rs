@@ -266,7 +266,7 @@ echo "    Finished \`dev\` profile [unoptimized + debuginfo] target(s) in 41.2s"
 async fn sizes_come_from_the_session_when_its_client_needs_smaller_results() {
     let env = Env::new();
     env.session
-        .get::<toolgate_budget::SessionSizes>()
+        .ext::<toolgate_budget::SessionSizes>()
         .set(toolgate_budget::OutputSizes {
             excerpt_chars: 500,
             log_chars: 1_000,

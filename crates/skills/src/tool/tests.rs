@@ -73,7 +73,7 @@ impl Fixture {
     async fn call(&self, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
         let snapshot = self.registry.snapshot(&Scope::global());
         let tool = snapshot.get(SKILL_TOOL).unwrap();
-        tool.call(args, CallContext::default()).await
+        tool.call(args, CallContext::unattended()).await
     }
 }
 

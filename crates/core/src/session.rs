@@ -1,0 +1,248 @@
+//! The session: everything a call learns about who it runs for, as one typed value.
+//!
+//! A session is an MCP connection, a `toolgate call`, an agent conversation. Every front end
+//! builds its [`Session`] through [`Session::new`] from a [`SessionInit`] whose fields are
+//! all required, so a front end that forgets one (who approves `ask` rules, the way back to
+//! the client, the caller's identity) does not compile. What the session holds:
+//!
+//! - the arrival-order gate of its calls ([`OrderGate`]) and its end ([`Session::end`],
+//!   which cancels every call still running);
+//! - who answers `ask` rules ([`Approval`]; [`Approval::Nobody`] turns `ask` into a refusal
+//!   that tells the model to ask the user to change the rule);
+//! - the client's profile (what the client in front does to results), set at construction
+//!   or once the client names itself;
+//! - the client's link ([`ClientLink`]: what it can be asked — elicitation, sampling,
+//!   roots, by protocol revision — and the handle to ask it);
+//! - the caller's identity ([`Identity`]; `None` on stdio and the command line);
+//! - [`Extensions`], keyed by type, for tool-private state only (what `read_file` saw of
+//!   each file, the job table, unmasked tools).
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::context::ClientLink;
+use crate::permission::Approver;
+use crate::profile::{ClientLimits, ClientProfile};
+use crate::schedule::OrderGate;
+
+/// Who answers a session's `ask` rules.
+#[derive(Clone)]
+pub enum Approval {
+    /// Nobody can be asked (an MCP server, a script, a test): a call an `ask` rule holds
+    /// does not run, and its result tells the model to ask the user to move the rule to
+    /// `allow`. A deliberate choice, not a fallback.
+    Nobody,
+    /// This approver answers (the agent CLI's user on a terminal).
+    By(Arc<dyn Approver>),
+}
+
+impl std::fmt::Debug for Approval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Nobody => "Nobody",
+            Self::By(_) => "By(..)",
+        })
+    }
+}
+
+/// Who is calling, as the transport authenticated them (team mode's door); per-identity
+/// rules and per-user logins read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The stable subject (a token's `sub`, an account id).
+    pub subject: String,
+    /// Who vouched for it (a token's `iss`), when known.
+    pub issuer: Option<String>,
+}
+
+/// Everything a front end must decide to open a session. No field has a default.
+pub struct SessionInit {
+    /// Who answers `ask` rules.
+    pub approval: Approval,
+    /// The client's profile when the front end knows it already (`toolgate call --client`);
+    /// `None` when the client names itself later (MCP `initialize`) or there is no client
+    /// that cuts results (the agent loop).
+    pub profile: Option<ClientProfile>,
+    /// The way back to the client, for requests made while a call runs; `None` where there
+    /// is nobody to ask (the command line, the agent loop).
+    pub client: Option<Arc<dyn ClientLink>>,
+    /// The caller, as the transport authenticated them; `None` on stdio and the command line.
+    pub identity: Option<Identity>,
+}
+
+/// One session. Built by [`Session::new`]; shared by its calls through
+/// [`crate::CallContext::session`].
+pub struct Session {
+    order: Arc<OrderGate>,
+    end: CancellationToken,
+    approval: Approval,
+    profile: OnceLock<Arc<ClientProfile>>,
+    client: Option<Arc<dyn ClientLink>>,
+    identity: Option<Identity>,
+    extensions: Extensions,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("approval", &self.approval)
+            .field("profile", &self.profile.get().map(|p| p.name.clone()))
+            .field("client", &self.client.is_some())
+            .field("identity", &self.identity)
+            .field("ended", &self.end.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Opens a session.
+    pub fn new(init: SessionInit) -> Arc<Self> {
+        let SessionInit {
+            approval,
+            profile,
+            client,
+            identity,
+        } = init;
+        let slot = OnceLock::new();
+        if let Some(profile) = profile {
+            let _ = slot.set(Arc::new(profile));
+        }
+        Arc::new(Self {
+            order: Arc::default(),
+            end: CancellationToken::new(),
+            approval,
+            profile: slot,
+            client,
+            identity,
+            extensions: Extensions::default(),
+        })
+    }
+
+    /// A session with nobody to ask and no client: what a test, a benchmark or an embedded
+    /// one-off call gets. Front ends build theirs with [`Session::new`].
+    pub fn unattended() -> Arc<Self> {
+        Self::new(SessionInit {
+            approval: Approval::Nobody,
+            profile: None,
+            client: None,
+            identity: None,
+        })
+    }
+
+    /// The line this session's calls take their places in.
+    pub fn order(&self) -> &Arc<OrderGate> {
+        &self.order
+    }
+
+    /// Cancelled when the session ends; every call's cancellation descends from it.
+    pub fn ended(&self) -> &CancellationToken {
+        &self.end
+    }
+
+    /// Ends the session: every call still running is cancelled (the transport closed).
+    pub fn end(&self) {
+        self.end.cancel();
+    }
+
+    /// Who answers `ask` rules.
+    pub fn approval(&self) -> &Approval {
+        &self.approval
+    }
+
+    /// The client's profile, once known.
+    pub fn profile(&self) -> Option<Arc<ClientProfile>> {
+        self.profile.get().cloned()
+    }
+
+    /// Sets the client's profile when it names itself; the first one stays (a second
+    /// `initialize` on the same session changes nothing). Returns whether this one was kept.
+    pub fn adopt_profile(&self, profile: ClientProfile) -> bool {
+        self.profile.set(Arc::new(profile)).is_ok()
+    }
+
+    /// The result-size limits of this session's client: the one accessor every sizing
+    /// decision reads (the budget, the paging tools, shell excerpts); none without a profile.
+    pub fn limits(&self) -> ClientLimits {
+        self.profile()
+            .map(|p| ClientLimits::from_profile(&p))
+            .unwrap_or_default()
+    }
+
+    /// The way back to the client, where there is one.
+    pub fn client(&self) -> Option<&Arc<dyn ClientLink>> {
+        self.client.as_ref()
+    }
+
+    /// The caller, as the transport authenticated them.
+    pub fn identity(&self) -> Option<&Identity> {
+        self.identity.as_ref()
+    }
+
+    /// Tool-private state of type `T`, created on first use.
+    pub fn ext<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        self.extensions.get()
+    }
+}
+
+/// Tool-private session state keyed by type — for example what `read_file` last saw of
+/// each file. Nothing the dispatcher or a front end needs lives here.
+#[derive(Default)]
+pub struct Extensions {
+    slots: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl Extensions {
+    /// The value of type `T`, created on first use.
+    pub fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        let slot = slots
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()) as Arc<dyn Any + Send + Sync>)
+            .clone();
+        drop(slots);
+        match slot.downcast::<T>() {
+            Ok(value) => value,
+            // Unreachable: the slot for TypeId::of::<T>() always holds a T.
+            Err(_) => Arc::new(T::default()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_profile_stays() {
+        let session = Session::unattended();
+        assert_eq!(session.limits(), ClientLimits::default());
+        assert!(session.adopt_profile(ClientProfile::codex()));
+        assert!(!session.adopt_profile(ClientProfile::conservative()));
+        assert_eq!(
+            session.limits(),
+            ClientLimits::from_profile(&ClientProfile::codex())
+        );
+    }
+
+    #[test]
+    fn extensions_are_per_session_and_per_type() {
+        #[derive(Default)]
+        struct Seen(Mutex<Vec<u32>>);
+        let a = Session::unattended();
+        let b = Session::unattended();
+        a.ext::<Seen>().0.lock().unwrap().push(1);
+        assert_eq!(*a.ext::<Seen>().0.lock().unwrap(), vec![1]);
+        assert!(b.ext::<Seen>().0.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn ending_cancels_what_descends_from_it() {
+        let session = Session::unattended();
+        let call = session.ended().child_token();
+        session.end();
+        assert!(call.is_cancelled());
+    }
+}
