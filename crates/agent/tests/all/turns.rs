@@ -479,6 +479,17 @@ async fn ask_rules_go_to_the_approver_and_without_one_are_denied_naming_the_rule
             None => Approval::Nobody,
         };
         let mut agent = agent_approved_by(&rig, Kind::OpenAi, &fake, true, approval);
+        // The agent's session: the approval it was given, no MCP client, no caller.
+        let session = agent.session();
+        assert_eq!(
+            matches!(session.approval(), Approval::By(_)),
+            approver.is_some()
+        );
+        assert!(session.client().is_none() && session.identity().is_none());
+        assert!(
+            session.profile().is_none(),
+            "no client cuts the agent's results"
+        );
         let (outcome, _) = run(&mut agent, "write").await;
         assert_eq!(outcome.status, Status::Finished);
         assert_eq!(rig.root.join("x.txt").exists(), approver == Some(true));

@@ -367,3 +367,30 @@ fn argument_errors_name_json_types_not_rust_ones() {
     );
     assert!(!said.contains("u64"), "{said}");
 }
+
+/// `toolgate call` builds its session with `--client`'s profile: results are sized for
+/// that client (a page of read_file fits Codex's 11,500-character cut) and whole without it.
+#[test]
+fn call_sizes_results_for_the_client_it_is_told_of() {
+    let dir = project();
+    let line = "0123456789 abcdefghij klmnopqrst uvwxyz ABCDEFGHIJ KLMNOPQRST UVWXYZ\n";
+    std::fs::write(dir.path().join("big.txt"), line.repeat(500)).unwrap();
+    let read = |client: Option<&str>| {
+        let mut cmd = toolgate(dir.path());
+        cmd.args(["call", "read_file", r#"{"path":"big.txt"}"#]);
+        if let Some(client) = client {
+            cmd.args(["--client", client]);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let whole = read(None);
+    let codex = read(Some("codex"));
+    assert!(whole.chars().count() > 30_000, "{}", whole.len());
+    assert!(codex.chars().count() <= 11_500, "{}", codex.len());
+    assert!(
+        codex.contains("offset"),
+        "a page says how to go on: {codex}"
+    );
+}

@@ -9,8 +9,8 @@ use rmcp::model::{GetPromptResult, Prompt, PromptMessage, Resource, ResourceCont
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use toolgate_core::{
-    CallContext, Concurrency, DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope,
-    StaticProvider, Tool, ToolError, ToolMeta, ToolOutput, TypedTool,
+    CallContext, ClientAsk, Concurrency, DispatchLimits, Dispatcher, Policy, Registry,
+    RenderOptions, Scope, StaticProvider, Tool, ToolError, ToolMeta, ToolOutput, TypedTool,
 };
 
 use crate::{
@@ -145,12 +145,48 @@ impl ResourceSource for Notes {
     }
 }
 
+/// Says what its session knows: the client's profile, who approves, what the client can be
+/// asked, who the caller is.
+struct SessionProbe;
+
+impl Tool for SessionProbe {
+    type Args = NoArgs;
+    type Output = ();
+    fn name(&self) -> &str {
+        "session_probe"
+    }
+    fn description(&self) -> &str {
+        "Describes its session"
+    }
+    fn meta(&self) -> ToolMeta {
+        ToolMeta::default()
+    }
+    async fn call(&self, _: NoArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
+        let session = &ctx.session;
+        let link = session.client();
+        let can = |ask| link.is_some_and(|l| l.can_ask(ask).is_ok());
+        Ok(ToolOutput::text(
+            json!({
+                "profile": session.profile().map(|p| p.name.clone()),
+                "approval": format!("{:?}", session.approval()),
+                "linked": link.is_some(),
+                "forms": can(ClientAsk::FormElicitation),
+                "sampling": can(ClientAsk::Sampling),
+                "identity": session.identity().map(|i| i.subject.clone()),
+                "ended": session.ended().is_cancelled(),
+            })
+            .to_string(),
+        ))
+    }
+}
+
 fn server() -> ToolgateServer {
     let registry = Arc::new(Registry::new());
     let tools = vec![
         TypedTool::erased(Burst),
         TypedTool::erased(Chatty),
         TypedTool::erased(Wobble),
+        TypedTool::erased(SessionProbe),
     ];
     registry
         .register(None, Arc::new(StaticProvider::new("test", tools)), 0)
@@ -175,6 +211,11 @@ struct Client {
 
 impl Client {
     async fn start(server: ToolgateServer) -> (Self, Value) {
+        Self::start_as(server, "test", json!({})).await
+    }
+
+    /// Connects as the client `name`, offering `capabilities`.
+    async fn start_as(server: ToolgateServer, name: &str, capabilities: Value) -> (Self, Value) {
         let (to_server, server_in) = tokio::io::duplex(1 << 20);
         let (server_out, from_server) = tokio::io::duplex(1 << 20);
         tokio::spawn(serve_streams(server, server_in, server_out));
@@ -188,8 +229,8 @@ impl Client {
                 "initialize",
                 json!({
                     "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "test", "version": "0"}
+                    "capabilities": capabilities,
+                    "clientInfo": {"name": name, "version": "0"}
                 }),
             )
             .await;
@@ -361,4 +402,34 @@ async fn prompts_resources_and_completion_are_advertised_only_with_sources() {
         completed["result"]["completion"]["values"],
         json!(["alice"])
     );
+}
+
+/// The MCP front end builds a whole session: the profile chosen from `clientInfo`, nobody
+/// to approve `ask` rules, the connection's client as the link (with what it offered at
+/// `initialize`), no authenticated caller; each connection a session of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_connection_gets_a_whole_session_of_its_own() {
+    let base = server();
+    let probe = json!({"name": "session_probe", "arguments": {}});
+    let (mut codex, _) = Client::start_as(
+        base.new_session(),
+        "codex-mcp-client",
+        json!({"elicitation": {"form": {}}}),
+    )
+    .await;
+    let seen = codex.request(1, "tools/call", probe.clone()).await;
+    let seen: Value =
+        serde_json::from_str(seen["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        seen,
+        json!({"profile": "codex", "approval": "Nobody", "linked": true, "forms": true,
+               "sampling": false, "identity": null, "ended": false})
+    );
+    let (mut other, _) = Client::start_as(base.new_session(), "someone-else", json!({})).await;
+    let seen = other.request(1, "tools/call", probe).await;
+    let seen: Value =
+        serde_json::from_str(seen["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(seen["profile"], "default");
+    assert_eq!(seen["forms"], false, "{seen}");
+    assert_eq!(seen["linked"], true);
 }
