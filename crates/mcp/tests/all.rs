@@ -7,92 +7,60 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use serde_json::{Map, Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+use serde_json::{Value, json};
+use tokio::io::DuplexStream;
 use toolgate_core::{
-    CallContext, Concurrency, DispatchLimits, Dispatcher, DynTool, Policy, Registry, RenderOptions,
-    Scope, StaticProvider, ToolError, ToolMeta, ToolOutput, ToolSpec,
+    Concurrency, DynTool, Registry, RenderOptions, StaticProvider, ToolError, ToolMeta, ToolOutput,
 };
 use toolgate_mcp::{ToolgateServer, serve_streams};
+use toolgate_test_support::{FnTool, HANG_GUARD, LineClient, dispatcher};
 
-const WAIT: Duration = Duration::from_secs(10);
-
-/// A tool that runs until cancelled (or 30 s), reporting progress, and records what happened.
-struct Slow {
-    spec: ToolSpec,
-    meta: ToolMeta,
-    started: Arc<AtomicUsize>,
-    cancelled: Arc<AtomicBool>,
-}
-
-impl Slow {
-    fn new(name: &str) -> Self {
-        let mut schema = Map::new();
-        schema.insert("type".into(), "object".into());
-        Self {
-            spec: ToolSpec {
-                name: name.into(),
-                description: "Waits until cancelled.".into(),
-                input_schema: Arc::new(schema),
-            },
-            meta: ToolMeta {
-                concurrency: Concurrency::ReadOnly,
-                action: "test".into(),
-                ..ToolMeta::default()
-            },
-            started: Arc::default(),
-            cancelled: Arc::default(),
-        }
-    }
-}
-
-impl DynTool for Slow {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-    fn meta(&self) -> &ToolMeta {
-        &self.meta
-    }
-    fn call(
-        &self,
-        _args: Value,
-        ctx: CallContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let started = Arc::clone(&self.started);
-        let cancelled = Arc::clone(&self.cancelled);
-        Box::pin(async move {
-            started.fetch_add(1, Ordering::SeqCst);
-            for step in 0..300 {
-                ctx.report(f64::from(step), Some(300.0), Some(format!("step {step}")));
-                tokio::select! {
-                    () = ctx.cancel.cancelled() => {
-                        cancelled.store(true, Ordering::SeqCst);
-                        return Err(ToolError::recoverable("cancelled"));
-                    }
-                    () = tokio::time::sleep(Duration::from_millis(100)) => {}
-                }
-            }
-            Ok(ToolOutput::text("done"))
+/// A tool that runs until cancelled (or 30 s), reporting progress; the counters say how
+/// often it started and whether it saw its cancellation.
+fn slow(name: &str) -> (Arc<dyn DynTool>, Arc<AtomicUsize>, Arc<AtomicBool>) {
+    let started = Arc::new(AtomicUsize::new(0));
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let (count, seen) = (Arc::clone(&started), Arc::clone(&cancelled));
+    let tool = FnTool::new(name)
+        .describe("Waits until cancelled.")
+        .meta(ToolMeta {
+            concurrency: Concurrency::ReadOnly,
+            action: "test".into(),
+            ..ToolMeta::default()
         })
-    }
+        .reply(move |_args, ctx| {
+            let (started, cancelled) = (Arc::clone(&count), Arc::clone(&seen));
+            Box::pin(async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                for step in 0..300 {
+                    ctx.report(f64::from(step), Some(300.0), Some(format!("step {step}")));
+                    tokio::select! {
+                        () = ctx.cancel.cancelled() => {
+                            cancelled.store(true, Ordering::SeqCst);
+                            return Err(ToolError::recoverable("cancelled"));
+                        }
+                        () = tokio::time::sleep(Duration::from_millis(100)) => {}
+                    }
+                }
+                Ok(ToolOutput::text("done"))
+            })
+        })
+        .erased();
+    (tool, started, cancelled)
 }
 
 struct Client {
-    write: DuplexStream,
-    lines: Lines<BufReader<DuplexStream>>,
+    line: LineClient<DuplexStream, DuplexStream>,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
 impl Client {
     async fn start(registry: Arc<Registry>) -> Self {
-        let dispatcher = Arc::new(Dispatcher::new(
-            registry,
-            Scope::global(),
-            Policy::allow_all(),
-            DispatchLimits::default(),
-        ));
-        let server = ToolgateServer::new(dispatcher, RenderOptions::default(), String::new());
+        let server = ToolgateServer::new(
+            dispatcher(registry),
+            RenderOptions::default(),
+            String::new(),
+        );
         Self::start_server(server).await
     }
 
@@ -100,75 +68,42 @@ impl Client {
         let (write, server_in) = tokio::io::duplex(1 << 16);
         let (server_out, read) = tokio::io::duplex(1 << 16);
         let server = tokio::spawn(serve_streams(server, server_in, server_out));
-        let mut client = Self {
-            write,
-            lines: BufReader::new(read).lines(),
-            server,
-        };
-        client
-            .send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}))
-            .await;
-        let reply = client.next_where(|m| m["id"] == 0).await;
+        let mut line = LineClient::new(read, write);
+        let init = line.initialize("2025-06-18", "t", json!({})).await;
         assert!(
-            reply["result"]["capabilities"]["tools"]["listChanged"] == true,
-            "{reply}"
+            init["capabilities"]["tools"]["listChanged"] == true,
+            "{init}"
         );
-        client
-            .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
-        client
+        Self { line, server }
     }
 
     async fn send(&mut self, message: Value) {
-        self.write
-            .write_all(format!("{message}\n").as_bytes())
-            .await
-            .unwrap();
+        self.line.send(message).await;
     }
 
     async fn next_where(&mut self, want: impl Fn(&Value) -> bool) -> Value {
-        tokio::time::timeout(WAIT, async {
-            loop {
-                let line = self
-                    .lines
-                    .next_line()
-                    .await
-                    .unwrap()
-                    .expect("server closed");
-                let message: Value = serde_json::from_str(&line).unwrap();
-                if want(&message) {
-                    return message;
-                }
-            }
-        })
-        .await
-        .expect("expected message did not arrive")
+        self.line.next_where(want).await
     }
 }
 
 fn registry_with(tool: Arc<dyn DynTool>) -> Arc<Registry> {
-    let registry = Arc::new(Registry::new());
-    registry
-        .register(None, Arc::new(StaticProvider::new("test", vec![tool])), 0)
-        .unwrap();
-    registry
+    toolgate_test_support::registry_with(vec![tool])
 }
 
+/// Waits for `flag`, checking every 10 ms (the tool's counters have no event to wait on).
 async fn until(flag: impl Fn() -> bool) {
-    tokio::time::timeout(WAIT, async {
+    tokio::time::timeout(HANG_GUARD, async {
         while !flag() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
     .await
-    .expect("condition not reached in time");
+    .expect("condition not reached (hang guard)");
 }
 
 #[tokio::test]
 async fn progress_is_forwarded_and_cancellation_stops_the_tool() {
-    let slow = Arc::new(Slow::new("slow"));
-    let (started, cancelled) = (Arc::clone(&slow.started), Arc::clone(&slow.cancelled));
+    let (slow, started, cancelled) = slow("slow");
     let mut client = Client::start(registry_with(slow)).await;
     client
         .send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
@@ -188,21 +123,15 @@ async fn progress_is_forwarded_and_cancellation_stops_the_tool() {
 
 #[tokio::test]
 async fn client_disconnect_mid_call_cancels_the_call_and_ends_the_session() {
-    let slow = Arc::new(Slow::new("slow"));
-    let (started, cancelled) = (Arc::clone(&slow.started), Arc::clone(&slow.cancelled));
+    let (slow, started, cancelled) = slow("slow");
     let mut client = Client::start(registry_with(slow)).await;
     client
         .send(json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "slow", "arguments": {}}}))
         .await;
     until(|| started.load(Ordering::SeqCst) == 1).await;
-    let Client {
-        write,
-        lines,
-        server,
-    } = client;
-    drop(write);
-    drop(lines);
-    tokio::time::timeout(WAIT, server)
+    let Client { line, server } = client;
+    drop(line);
+    tokio::time::timeout(HANG_GUARD, server)
         .await
         .expect("session did not end")
         .unwrap()
@@ -212,7 +141,7 @@ async fn client_disconnect_mid_call_cancels_the_call_and_ends_the_session() {
 
 #[tokio::test]
 async fn registry_changes_reach_the_client_as_list_changed() {
-    let registry = registry_with(Arc::new(Slow::new("first")));
+    let registry = registry_with(slow("first").0);
     let mut client = Client::start(Arc::clone(&registry)).await;
     client
         .send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}))
@@ -224,10 +153,7 @@ async fn registry_changes_reach_the_client_as_list_changed() {
     registry
         .register(
             None,
-            Arc::new(StaticProvider::new(
-                "late",
-                vec![Arc::new(Slow::new("second")) as Arc<dyn DynTool>],
-            )),
+            Arc::new(StaticProvider::new("late", vec![slow("second").0])),
             0,
         )
         .unwrap();

@@ -11,7 +11,7 @@ use toolgate_core::{
 };
 
 use crate::fixtures::{
-    Echo, FAIL_MESSAGE, Probe, RawTool, Slow, Tracker, dispatcher_with, provider, standard_tools,
+    Echo, FAIL_MESSAGE, Probe, Slow, Tracker, dispatcher_with, provider, raw_tool, standard_tools,
 };
 
 fn standard() -> Dispatcher {
@@ -229,9 +229,14 @@ async fn panic_in_a_handler_becomes_an_internal_failure_result() {
 
 #[tokio::test]
 async fn regression_panic_before_a_handler_returns_its_future_is_caught() {
-    let mut raw = RawTool::valid("raw_panic");
-    raw.panic_sync = true;
-    let tool: Arc<dyn DynTool> = Arc::new(raw);
+    // Panics when called, before it returns a future.
+    let tool = raw_tool(
+        "raw_panic",
+        "A hand-written tool.",
+        json!({"type": "object", "properties": {}}),
+    )
+    .reply(|_, _| panic!("boom before the future"))
+    .erased();
     let d = dispatcher_with(vec![tool, TypedTool::erased(Echo)], Policy::allow_all());
     let out = call(&d, "raw_panic", json!({})).await;
     assert_error(

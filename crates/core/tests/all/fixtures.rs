@@ -5,15 +5,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use toolgate_core::{
     CallContext, Concurrency, DispatchLimits, Dispatcher, DynTool, Policy, ProviderError, Registry,
-    Scope, StaticProvider, Tool, ToolError, ToolMeta, ToolOutput, ToolProvider, ToolSpec,
-    TypedTool,
+    Scope, StaticProvider, Tool, ToolError, ToolMeta, ToolOutput, ToolProvider, TypedTool,
 };
+use toolgate_test_support::FnTool;
 
 /// A read-only tool's metadata with the given action.
 pub fn read_only(action: &str) -> ToolMeta {
@@ -338,59 +337,13 @@ impl Tool for Probe {
     }
 }
 
-/// A hand-written [`DynTool`] with an arbitrary spec; answers "ok" (or panics before returning
-/// a future, when `panic_sync` is set).
-pub struct RawTool {
-    pub spec: ToolSpec,
-    pub meta: ToolMeta,
-    pub panic_sync: bool,
-}
-
-impl RawTool {
-    /// A raw tool with the given name, description and input schema.
-    pub fn new(name: &str, description: &str, schema: Value) -> Self {
-        let input_schema = match schema {
-            Value::Object(map) => map,
-            _ => Map::new(),
-        };
-        Self {
-            spec: ToolSpec {
-                name: name.to_owned(),
-                description: description.to_owned(),
-                input_schema: Arc::new(input_schema),
-            },
-            meta: ToolMeta::default(),
-            panic_sync: false,
-        }
-    }
-
-    /// A well-formed raw tool named `name`.
-    pub fn valid(name: &str) -> Self {
-        Self::new(
-            name,
-            "A hand-written tool.",
-            json!({"type": "object", "properties": {}}),
-        )
-    }
-}
-
-impl DynTool for RawTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-    fn meta(&self) -> &ToolMeta {
-        &self.meta
-    }
-    fn call(
-        &self,
-        _args: Value,
-        _ctx: CallContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        if self.panic_sync {
-            panic!("boom before the future");
-        }
-        Box::pin(async { Ok(ToolOutput::text("ok")) })
-    }
+/// A hand-written [`DynTool`] with an arbitrary spec (the schema exactly as given) and the
+/// default declaration; answers "ok".
+pub fn raw_tool(name: &str, description: &str, schema: Value) -> FnTool {
+    FnTool::new(name)
+        .describe(description)
+        .raw_schema(schema)
+        .meta(ToolMeta::default())
 }
 
 /// A provider whose listing fails while `failing` is set, and counts how often it is asked.

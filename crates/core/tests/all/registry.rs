@@ -6,7 +6,9 @@ use std::time::Duration;
 use serde_json::json;
 use toolgate_core::{DynTool, ProviderError, Registry, RegistryError, Scope, Snapshot, TypedTool};
 
-use crate::fixtures::{Echo, Flaky, RawTool, provider, stub};
+use toolgate_test_support::FnTool;
+
+use crate::fixtures::{Echo, Flaky, provider, raw_tool, stub};
 
 /// The description of the tool `name` in `snap`, which says where the tool came from.
 fn origin(snap: &Snapshot, name: &str) -> String {
@@ -201,7 +203,7 @@ fn registering_a_provider_name_twice_in_one_layer_is_refused() {
     );
 }
 
-fn assert_malformed(tool: RawTool, expected_tool: &str, reason_hint: &str) {
+fn assert_malformed(tool: FnTool, expected_tool: &str, reason_hint: &str) {
     let registry = Registry::new();
     let generation = registry.generation();
     let tool: Arc<dyn DynTool> = Arc::new(tool);
@@ -236,22 +238,22 @@ fn assert_malformed(tool: RawTool, expected_tool: &str, reason_hint: &str) {
 #[test]
 fn malformed_tool_name_fails_at_register_time() {
     assert_malformed(
-        RawTool::new("has space", "Fine.", json!({"type": "object"})),
+        raw_tool("has space", "Fine.", json!({"type": "object"})),
         "has space",
         "[A-Za-z0-9_-]",
     );
     assert_malformed(
-        RawTool::new("", "Fine.", json!({"type": "object"})),
+        raw_tool("", "Fine.", json!({"type": "object"})),
         "",
         "[A-Za-z0-9_-]",
     );
     assert_malformed(
-        RawTool::new(&"n".repeat(65), "Fine.", json!({"type": "object"})),
+        raw_tool(&"n".repeat(65), "Fine.", json!({"type": "object"})),
         &"n".repeat(65),
         "1-64",
     );
     assert_malformed(
-        RawTool::new("dotted.name", "Fine.", json!({"type": "object"})),
+        raw_tool("dotted.name", "Fine.", json!({"type": "object"})),
         "dotted.name",
         "[A-Za-z0-9_-]",
     );
@@ -260,7 +262,7 @@ fn malformed_tool_name_fails_at_register_time() {
 #[test]
 fn empty_description_fails_at_register_time() {
     assert_malformed(
-        RawTool::new("blank", "  \n", json!({"type": "object"})),
+        raw_tool("blank", "  \n", json!({"type": "object"})),
         "blank",
         "description",
     );
@@ -269,12 +271,12 @@ fn empty_description_fails_at_register_time() {
 #[test]
 fn input_schema_without_object_type_fails_at_register_time() {
     assert_malformed(
-        RawTool::new("untyped", "Fine.", json!({"properties": {}})),
+        raw_tool("untyped", "Fine.", json!({"properties": {}})),
         "untyped",
         "\"type\": \"object\"",
     );
     assert_malformed(
-        RawTool::new("listy", "Fine.", json!({"type": "array"})),
+        raw_tool("listy", "Fine.", json!({"type": "array"})),
         "listy",
         "\"type\": \"object\"",
     );
@@ -349,8 +351,7 @@ fn complete_snapshot_is_cached_until_invalidate() {
 #[test]
 fn provider_that_cannot_list_at_register_time_is_accepted_and_validated_at_snapshot() {
     let registry = Registry::new();
-    let bad: Arc<dyn DynTool> =
-        Arc::new(RawTool::new("bad name", "Fine.", json!({"type": "object"})));
+    let bad: Arc<dyn DynTool> = Arc::new(raw_tool("bad name", "Fine.", json!({"type": "object"})));
     let remote = Flaky::new("remote", vec![bad, stub("good", "remote")]);
     remote.set_failing(true);
     registry.register(None, remote.clone(), 0).unwrap();

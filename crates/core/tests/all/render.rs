@@ -9,7 +9,7 @@ use toolgate_core::{
     TypedTool, render_tools, render_tools_bytes,
 };
 
-use crate::fixtures::{NoArgs, RawTool, ReadFile, Slow, WriteNote};
+use crate::fixtures::{NoArgs, ReadFile, Slow, WriteNote, raw_tool};
 
 const PROTOCOLS: [Protocol; 3] = [Protocol::OpenAi, Protocol::Anthropic, Protocol::Mcp];
 
@@ -135,8 +135,7 @@ fn description_over_the_budget_is_cut_with_a_visible_marker() {
     let long = format!("Start of a long story. {}", "word ".repeat(40));
     let total = long.chars().count();
     assert!(total > 120);
-    let tool: Arc<dyn DynTool> =
-        Arc::new(RawTool::new("verbose", &long, json!({"type": "object"})));
+    let tool: Arc<dyn DynTool> = Arc::new(raw_tool("verbose", &long, json!({"type": "object"})));
     let options = RenderOptions {
         description_budget: 120,
     };
@@ -163,8 +162,7 @@ fn description_over_the_budget_is_cut_with_a_visible_marker() {
 #[test]
 fn description_budget_counts_characters_not_bytes() {
     let text = "é".repeat(100);
-    let tool: Arc<dyn DynTool> =
-        Arc::new(RawTool::new("accents", &text, json!({"type": "object"})));
+    let tool: Arc<dyn DynTool> = Arc::new(raw_tool("accents", &text, json!({"type": "object"})));
     let options = RenderOptions {
         description_budget: 100,
     };

@@ -5,16 +5,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tempfile::TempDir;
 use toolgate_core::{CallContext, DynTool, ToolError, ToolOutput};
 use toolgate_fs::{ReadLimits, Roots, builtin_fs_tools};
+use toolgate_test_support::TempProject;
 
 /// Planted outside the root; must never show up in any result.
 pub const SECRET: &str = "TOP-SECRET-7f3a9c-do-not-leak";
 
 pub struct Project {
     /// Keeps the folders alive.
-    pub _tmp: TempDir,
+    pub _tmp: TempProject,
     /// The canonical temp folder holding `root`, `outside` and `root_evil`.
     pub base: PathBuf,
     /// The only root the tools are given.
@@ -28,8 +28,8 @@ pub struct Project {
 
 impl Project {
     pub fn new() -> Self {
-        let tmp = tempfile::tempdir().unwrap();
-        let base = tmp.path().canonicalize().unwrap();
+        let tmp = TempProject::new();
+        let base = tmp.root().to_path_buf();
         let root = base.join("root");
         let outside = base.join("outside");
         let evil = base.join("root_evil");

@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolgate_core::{
-    CallContext, DispatchLimits, Dispatcher, DynTool, Policy, RawArgs, Registry, Scope,
-    StaticProvider, ToolError, ToolMeta, ToolOutput, ToolSpec,
+    CallContext, DispatchLimits, Dispatcher, Policy, RawArgs, Registry, Scope, StaticProvider,
+    ToolMeta, ToolOutput,
 };
 use toolgate_gateway::{Discovered, Gateway, GatewayLimits, McpServerConfig, ServerSpec};
+use toolgate_test_support::FnTool;
 
 /// The workspace root.
 pub fn root() -> PathBuf {
@@ -72,24 +72,6 @@ pub fn stdio(command: &str, args: &[&str], mark: &str) -> McpServerConfig {
         env: Some([("TOOLGATE_TEST_MARK".to_owned(), mark.to_owned())].into()),
         startup_timeout_sec: Some(20.0),
         ..McpServerConfig::default()
-    }
-}
-
-/// A built-in stand-in, to see that built-ins are served beside mounted tools.
-struct Builtin {
-    spec: ToolSpec,
-    meta: ToolMeta,
-}
-
-impl DynTool for Builtin {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-    fn meta(&self) -> &ToolMeta {
-        &self.meta
-    }
-    fn call(&self, _: Value, _: CallContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        Box::pin(async { Ok(ToolOutput::text("builtin ok")) })
     }
 }
 
@@ -158,14 +140,12 @@ impl RigBuilder {
 
     pub fn build(self) -> Rig {
         let registry = Arc::new(Registry::new());
-        let builtin: Arc<dyn DynTool> = Arc::new(Builtin {
-            spec: ToolSpec {
-                name: "builtin_echo".to_owned(),
-                description: "A built-in.".to_owned(),
-                input_schema: Arc::new(json!({"type": "object"}).as_object().unwrap().clone()),
-            },
-            meta: ToolMeta::default(),
-        });
+        // A built-in stand-in, to see that built-ins are served beside mounted tools.
+        let builtin = FnTool::new("builtin_echo")
+            .describe("A built-in.")
+            .meta(ToolMeta::default())
+            .text("builtin ok")
+            .erased();
         registry
             .register(
                 None,

@@ -5,39 +5,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use toolgate_core::{
-    CallContext, Disclosure, DisclosureMode, DisclosureSettings, DispatchLimits, Dispatcher,
-    DynTool, ExposureMode, Policy, Registry, RenderOptions, Scope, StaticProvider, ToolError,
-    ToolMeta, ToolOutput, ToolSpec,
+    Disclosure, DisclosureMode, DisclosureSettings, DynTool, ExposureMode, Registry, RenderOptions,
+    Scope, StaticProvider, ToolMeta, ToolOutput,
 };
 use toolgate_mcp::ToolgateServer;
+use toolgate_test_support::{FnTool, dispatcher};
 
 use super::Client;
-
-/// A mounted-looking tool that says who it is.
-struct Named {
-    spec: ToolSpec,
-    meta: ToolMeta,
-}
-
-impl DynTool for Named {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-    fn meta(&self) -> &ToolMeta {
-        &self.meta
-    }
-    fn call(
-        &self,
-        args: Value,
-        _ctx: CallContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let name = self.spec.name.clone();
-        Box::pin(async move { Ok(ToolOutput::text(format!("{name} ran with {args}"))) })
-    }
-}
 
 fn tools() -> Vec<Arc<dyn DynTool>> {
     let subjects = [
@@ -65,19 +41,20 @@ fn tools() -> Vec<Arc<dyn DynTool>> {
     subjects
         .iter()
         .map(|s| {
-            let mut schema = Map::new();
-            schema.insert("type".into(), "object".into());
-            Arc::new(Named {
-                spec: ToolSpec {
-                    name: format!("mcp__demo__get_{s}"),
-                    description: format!("Get the current {} record.", s.replace('_', " ")),
-                    input_schema: Arc::new(schema),
-                },
-                meta: ToolMeta {
+            // A mounted-looking tool that says who it is.
+            let name = format!("mcp__demo__get_{s}");
+            let says = name.clone();
+            FnTool::new(&name)
+                .describe(&format!("Get the current {} record.", s.replace('_', " ")))
+                .meta(ToolMeta {
                     action: "net".into(),
                     ..ToolMeta::default()
-                },
-            }) as Arc<dyn DynTool>
+                })
+                .reply(move |args, _ctx| {
+                    let text = format!("{says} ran with {args}");
+                    Box::pin(async move { Ok(ToolOutput::text(text)) })
+                })
+                .erased()
         })
         .collect()
 }
@@ -94,14 +71,12 @@ async fn client(exposure: ExposureMode) -> Client {
     };
     let disclosure = Arc::new(Disclosure::new(&settings, &Default::default()).unwrap());
     disclosure.attach(&registry, Scope::global()).unwrap();
-    let dispatcher = Arc::new(Dispatcher::new(
-        registry,
-        Scope::global(),
-        Policy::allow_all(),
-        DispatchLimits::default(),
-    ));
-    let server = ToolgateServer::new(dispatcher, RenderOptions::default(), String::new())
-        .with_disclosure(disclosure);
+    let server = ToolgateServer::new(
+        dispatcher(registry),
+        RenderOptions::default(),
+        String::new(),
+    )
+    .with_disclosure(disclosure);
     Client::start_server(server).await
 }
 

@@ -11,12 +11,13 @@ use toolgate_budget::{Budget, BudgetLimits, SpillStore};
 use toolgate_core::{CallContext, DynTool, Session, ToolOutput};
 use toolgate_fs::Roots;
 use toolgate_shell::{ShellLimits, builtin_shell_tools};
+use toolgate_test_support::TempProject;
 
 /// A temporary project with `run_shell`, `job_output` and `job_kill` over it.
 pub struct Env {
     /// Shared by ordinary tests, exclusive for the one that measures the process's memory.
     _gate: Gate,
-    pub dir: tempfile::TempDir,
+    pub project: TempProject,
     pub root: PathBuf,
     pub tools: BTreeMap<String, Arc<dyn DynTool>>,
     pub session: Arc<Session>,
@@ -48,8 +49,8 @@ impl Env {
     }
 
     fn build(gate: Gate, limits: ShellLimits) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
+        let project = TempProject::new();
+        let root = project.root().to_path_buf();
         fs_err::create_dir_all(root.join("sub")).unwrap();
         let spill_dir = root.join(".toolgate/spill");
         let roots = Arc::new(Roots::new([&root]).unwrap().with_read_only(&spill_dir));
@@ -61,7 +62,7 @@ impl Env {
             .collect();
         Self {
             _gate: gate,
-            dir,
+            project,
             root,
             tools,
             session: Session::unattended(),

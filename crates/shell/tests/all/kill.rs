@@ -139,7 +139,9 @@ async fn ending_the_session_kills_its_jobs() {
         groups.push(host_group(field(&out, "pid").as_i64().unwrap() as i32));
     }
     assert!(groups.iter().all(|&g| !live_in_group(g).is_empty()));
-    let Env { session, dir, .. } = env;
+    let Env {
+        session, project, ..
+    } = env;
     drop(session);
     for g in groups {
         assert!(
@@ -148,7 +150,7 @@ async fn ending_the_session_kills_its_jobs() {
             live_in_group(g)
         );
     }
-    drop(dir);
+    drop(project);
 }
 
 #[tokio::test]

@@ -1,0 +1,47 @@
+//! What toolgate's crates share in their tests: stand-in tools ([`FnTool`]), a registry and
+//! dispatcher over them ([`registry_with`], [`dispatcher`]), temporary projects
+//! ([`TempProject`]) and a JSON-RPC line client for MCP over any byte stream
+//! ([`LineClient`]).
+//!
+//! Used by integration tests (`tests/`), benches and examples only: a crate's own unit tests
+//! would see a second copy of `toolgate-core`, whose types do not match the crate's.
+//!
+//! Waits here wait for events; the only deadline is [`HANG_GUARD`], long enough that a loaded
+//! machine never reaches it and short enough that a hung test fails instead of stalling CI.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+mod client;
+mod project;
+mod tool;
+
+pub use client::LineClient;
+pub use project::TempProject;
+pub use tool::{FnTool, Reply};
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolgate_core::{DispatchLimits, Dispatcher, DynTool, Policy, Registry, Scope, StaticProvider};
+
+/// How long a test waits for something that should happen before it calls the wait a hang.
+pub const HANG_GUARD: Duration = Duration::from_secs(120);
+
+/// A registry with `tools` registered as the provider `test` (priority 0).
+pub fn registry_with(tools: Vec<Arc<dyn DynTool>>) -> Arc<Registry> {
+    let registry = Arc::new(Registry::new());
+    registry
+        .register(None, Arc::new(StaticProvider::new("test", tools)), 0)
+        .expect("stand-in tools register");
+    registry
+}
+
+/// A dispatcher over the whole of `registry` that allows every call, default limits.
+pub fn dispatcher(registry: Arc<Registry>) -> Arc<Dispatcher> {
+    Arc::new(Dispatcher::new(
+        registry,
+        Scope::global(),
+        Policy::allow_all(),
+        DispatchLimits::default(),
+    ))
+}
