@@ -2,16 +2,16 @@
 //! take, which tool list it gets, and how large its pages are, by the client in front.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+
 use toolgate_core::{
     CallContext, ClientLimits, Concurrency, DispatchLimits, Dispatcher, Policy, Registry,
     RenderOptions, Scope, StaticProvider, Tool, ToolError, ToolMeta, ToolOutput, TypedTool,
 };
 
-use crate::{ToolgateServer, serve_streams};
+use super::tests::{Client, connect};
+use crate::ToolgateServer;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct NoArgs {}
@@ -93,64 +93,12 @@ fn server() -> ToolgateServer {
     )
 }
 
-struct Client {
-    to_server: DuplexStream,
-    from_server: Lines<BufReader<DuplexStream>>,
-}
-
-impl Client {
-    fn start(server: ToolgateServer) -> Self {
-        let (to_server, server_in) = tokio::io::duplex(1 << 20);
-        let (server_out, from_server) = tokio::io::duplex(1 << 20);
-        tokio::spawn(serve_streams(server, server_in, server_out));
-        Self {
-            to_server,
-            from_server: BufReader::new(from_server).lines(),
-        }
-    }
-
-    /// The 2025 handshake, naming the client `name`.
-    async fn initialize(server: ToolgateServer, name: &str) -> Self {
-        let mut client = Self::start(server);
-        let init = client
-            .request(
-                0,
-                "initialize",
-                json!({
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": name, "version": "1"}
-                }),
-            )
-            .await;
-        assert!(init.get("result").is_some(), "{init}");
-        client
-            .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
-        client
-    }
-
-    async fn send(&mut self, message: Value) {
-        let mut line = message.to_string();
-        line.push('\n');
-        self.to_server.write_all(line.as_bytes()).await.unwrap();
-    }
-
-    async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
-        loop {
-            let line = tokio::time::timeout(Duration::from_secs(10), self.from_server.next_line())
-                .await
-                .expect("the server answers within 10 s")
-                .unwrap()
-                .expect("the server keeps the stream open");
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == json!(id) {
-                return message;
-            }
-        }
-    }
+/// Connected with the 2025 handshake, naming the client `name`.
+async fn initialized(server: ToolgateServer, name: &str) -> Client {
+    let mut client = connect(server);
+    let init = client.initialize("2025-06-18", name, json!({})).await;
+    assert!(init.is_object(), "{init}");
+    client
 }
 
 fn listed_output_schema(list: &Value) -> bool {
@@ -167,7 +115,7 @@ fn listed_output_schema(list: &Value) -> bool {
 #[tokio::test]
 async fn clients_that_show_structured_content_get_text_only_and_no_output_schema() {
     for name in ["claude-code", "codex-mcp-client"] {
-        let mut client = Client::initialize(server(), name).await;
+        let mut client = initialized(server(), name).await;
         let list = client.request(1, "tools/list", json!({})).await;
         assert!(!listed_output_schema(&list), "{name}: {list}");
         let call = client
@@ -184,7 +132,7 @@ async fn clients_that_show_structured_content_get_text_only_and_no_output_schema
 
 #[tokio::test]
 async fn unknown_clients_keep_output_schema_and_structured_content_with_the_whole_text() {
-    let mut client = Client::initialize(server(), "some-sdk-client").await;
+    let mut client = initialized(server(), "some-sdk-client").await;
     let list = client.request(1, "tools/list", json!({})).await;
     assert!(listed_output_schema(&list), "{list}");
     let call = client
@@ -215,7 +163,7 @@ async fn pages_are_sized_to_the_client_in_front_and_sessions_do_not_share_profil
         .into_iter()
         .enumerate()
     {
-        let mut client = Client::initialize(server.new_session(), name).await;
+        let mut client = initialized(server.new_session(), name).await;
         let call = client
             .request(
                 id as u64 + 1,
@@ -236,7 +184,7 @@ async fn a_client_named_only_in_request_meta_gets_its_profile() {
     // Regression: Claude Code 2.1 speaks the 2026-07-28 protocol, which has no `initialize`
     // and names the client in each request's `_meta`; the session got the conservative
     // profile, so Claude Code saw structuredContent JSON and pages cut for another client.
-    let mut client = Client::start(server());
+    let mut client = connect(server());
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.328"},

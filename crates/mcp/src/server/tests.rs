@@ -2,16 +2,16 @@
 //! prompts, resources and completion.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rmcp::model::{GetPromptResult, Prompt, PromptMessage, Resource, ResourceContents, Role};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+use tokio::io::DuplexStream;
 use toolgate_core::{
     CallContext, ClientAsk, Concurrency, DispatchLimits, Dispatcher, Policy, Registry,
     RenderOptions, Scope, StaticProvider, Tool, ToolError, ToolMeta, ToolOutput, TypedTool,
 };
+use toolgate_test_support::LineClient;
 
 use crate::{
     LogLevel, McpClient, PromptArguments, PromptSource, ResourceSource, SourceError,
@@ -204,79 +204,31 @@ fn server() -> ToolgateServer {
     )
 }
 
-struct Client {
-    to_server: DuplexStream,
-    from_server: Lines<BufReader<DuplexStream>>,
+pub(super) type Client = LineClient<DuplexStream, DuplexStream>;
+
+/// Serves `server` over an in-memory stdio pair and connects a client to it.
+pub(super) fn connect(server: ToolgateServer) -> Client {
+    let (to_server, server_in) = tokio::io::duplex(1 << 20);
+    let (server_out, from_server) = tokio::io::duplex(1 << 20);
+    tokio::spawn(serve_streams(server, server_in, server_out));
+    LineClient::new(from_server, to_server)
 }
 
-impl Client {
-    async fn start(server: ToolgateServer) -> (Self, Value) {
-        Self::start_as(server, "test", json!({})).await
-    }
+/// Connected and initialized as the client `test`; the `initialize` result beside it.
+async fn start(server: ToolgateServer) -> (Client, Value) {
+    start_as(server, "test", json!({})).await
+}
 
-    /// Connects as the client `name`, offering `capabilities`.
-    async fn start_as(server: ToolgateServer, name: &str, capabilities: Value) -> (Self, Value) {
-        let (to_server, server_in) = tokio::io::duplex(1 << 20);
-        let (server_out, from_server) = tokio::io::duplex(1 << 20);
-        tokio::spawn(serve_streams(server, server_in, server_out));
-        let mut client = Self {
-            to_server,
-            from_server: BufReader::new(from_server).lines(),
-        };
-        let init = client
-            .request(
-                0,
-                "initialize",
-                json!({
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": capabilities,
-                    "clientInfo": {"name": name, "version": "0"}
-                }),
-            )
-            .await;
-        client
-            .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
-        (client, init["result"].clone())
-    }
-
-    async fn send(&mut self, message: Value) {
-        let mut line = message.to_string();
-        line.push('\n');
-        self.to_server.write_all(line.as_bytes()).await.unwrap();
-    }
-
-    async fn next(&mut self) -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(10), self.from_server.next_line())
-            .await
-            .expect("the server answers within 10 s")
-            .unwrap()
-            .expect("the server keeps the stream open");
-        serde_json::from_str(&line).unwrap()
-    }
-
-    /// Sends a request; returns its response and the notifications that came before it.
-    async fn exchange(&mut self, id: u64, method: &str, params: Value) -> (Value, Vec<Value>) {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
-        let mut notifications = Vec::new();
-        loop {
-            let message = self.next().await;
-            if message["id"] == json!(id) {
-                return (message, notifications);
-            }
-            notifications.push(message);
-        }
-    }
-
-    async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.exchange(id, method, params).await.0
-    }
+/// Connected and initialized as the client `name`, offering `capabilities`.
+async fn start_as(server: ToolgateServer, name: &str, capabilities: Value) -> (Client, Value) {
+    let mut client = connect(server);
+    let init = client.initialize("2025-06-18", name, capabilities).await;
+    (client, init)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_notifications_arrive_in_order_before_the_result() {
-    let (mut client, _) = Client::start(server()).await;
+    let (mut client, _) = start(server()).await;
     for round in 0..5 {
         let (response, notifications) = client
             .exchange(
@@ -298,7 +250,7 @@ async fn progress_notifications_arrive_in_order_before_the_result() {
 
 #[tokio::test]
 async fn progress_that_does_not_increase_is_not_sent() {
-    let (mut client, _) = Client::start(server()).await;
+    let (mut client, _) = start(server()).await;
     let (_, notifications) = client
         .exchange(
             1,
@@ -316,7 +268,7 @@ async fn progress_that_does_not_increase_is_not_sent() {
 
 #[tokio::test]
 async fn tool_logs_reach_the_client_at_or_above_the_level_it_set() {
-    let (mut client, init) = Client::start(server()).await;
+    let (mut client, init) = start(server()).await;
     assert!(init["capabilities"]["logging"].is_object());
     let set = client
         .request(1, "logging/setLevel", json!({"level": "warning"}))
@@ -329,7 +281,7 @@ async fn tool_logs_reach_the_client_at_or_above_the_level_it_set() {
     // Logging goes out on the session, not tied to the call: allow it to trail the result.
     let mut logs: Vec<Value> = notifications;
     if logs.is_empty() {
-        logs.push(client.next().await);
+        logs.push(client.next().await.unwrap());
     }
     let logs: Vec<&Value> = logs
         .iter()
@@ -343,7 +295,7 @@ async fn tool_logs_reach_the_client_at_or_above_the_level_it_set() {
 
 #[tokio::test]
 async fn prompts_resources_and_completion_are_advertised_only_with_sources() {
-    let (mut bare, init) = Client::start(server()).await;
+    let (mut bare, init) = start(server()).await;
     let caps = &init["capabilities"];
     assert!(caps["prompts"].is_null() && caps["resources"].is_null());
     assert!(caps["completions"].is_null());
@@ -353,7 +305,7 @@ async fn prompts_resources_and_completion_are_advertised_only_with_sources() {
     let full = server()
         .with_prompts(Arc::new(Greetings))
         .with_resources(Arc::new(Notes));
-    let (mut client, init) = Client::start(full).await;
+    let (mut client, init) = start(full).await;
     let caps = &init["capabilities"];
     assert!(caps["prompts"].is_object() && caps["completions"].is_object());
     // Notes reports no updates, so subscribing is not offered.
@@ -411,7 +363,7 @@ async fn prompts_resources_and_completion_are_advertised_only_with_sources() {
 async fn each_connection_gets_a_whole_session_of_its_own() {
     let base = server();
     let probe = json!({"name": "session_probe", "arguments": {}});
-    let (mut codex, _) = Client::start_as(
+    let (mut codex, _) = start_as(
         base.new_session(),
         "codex-mcp-client",
         json!({"elicitation": {"form": {}}}),
@@ -425,7 +377,7 @@ async fn each_connection_gets_a_whole_session_of_its_own() {
         json!({"profile": "codex", "approval": "Nobody", "linked": true, "forms": true,
                "sampling": false, "identity": null, "ended": false})
     );
-    let (mut other, _) = Client::start_as(base.new_session(), "someone-else", json!({})).await;
+    let (mut other, _) = start_as(base.new_session(), "someone-else", json!({})).await;
     let seen = other.request(1, "tools/call", probe).await;
     let seen: Value =
         serde_json::from_str(seen["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
