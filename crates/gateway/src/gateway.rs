@@ -8,7 +8,7 @@ use toolgate_core::{DynTool, Registry, RegistryError};
 
 use crate::auth::{LoginHandler, TokenStore};
 use crate::catalog::CatalogCache;
-use crate::config::{ServerSpec, Transport};
+use crate::config::{CredentialStoreMode, ServerSpec, Transport};
 use crate::import::{Discovered, ImportProblem};
 use crate::limits::GatewayLimits;
 use crate::mount::{Host, Mount, MountProvider, Phase, lock};
@@ -85,28 +85,28 @@ pub enum ServerState {
 }
 
 struct Inner {
-    pub(crate) mounts: Vec<Arc<Mount>>,
+    mounts: Vec<Arc<Mount>>,
     registry: Weak<Registry>,
-    pub(crate) limits: GatewayLimits,
+    limits: GatewayLimits,
     naming: Mutex<()>,
     /// Where each server's last tool list is kept between runs, when enabled.
-    pub(crate) catalog: Mutex<Option<CatalogCache>>,
+    catalog: Mutex<Option<CatalogCache>>,
     /// Where OAuth tokens are kept: set by [`Gateway::use_token_store`], else the standard
     /// store of `token_mode`, opened on first use (a toolgate that mounts no remote
     /// server never touches the OS credential store).
     tokens: Mutex<Option<TokenStore>>,
-    token_mode: Mutex<crate::config::CredentialStoreMode>,
+    token_mode: Mutex<CredentialStoreMode>,
     /// Who logs a human in when a server needs it (none in `serve`).
-    pub(crate) login: Mutex<Option<Arc<dyn LoginHandler>>>,
+    login: Mutex<Option<Arc<dyn LoginHandler>>>,
     /// Bumped when any server's prompts change.
-    pub(crate) prompt_changes: tokio::sync::watch::Sender<u64>,
+    prompt_changes: tokio::sync::watch::Sender<u64>,
     /// Bumped when any server's resources or templates change.
-    pub(crate) resource_changes: tokio::sync::watch::Sender<u64>,
+    resource_changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Inner {
     /// The token store, opening the standard one on first use.
-    pub(crate) fn token_store(&self) -> Option<TokenStore> {
+    fn token_store(&self) -> Option<TokenStore> {
         let mut tokens = lock(&self.tokens);
         if tokens.is_none() {
             match TokenStore::standard(*lock(&self.token_mode)) {
@@ -117,7 +117,7 @@ impl Inner {
         tokens.clone()
     }
 
-    pub(crate) fn invalidate(&self) {
+    fn invalidate(&self) {
         if let Some(registry) = self.registry.upgrade() {
             registry.invalidate();
         }
@@ -125,7 +125,7 @@ impl Inner {
 
     /// Names every listed tool of every server (names depend on all of them: collisions),
     /// rebuilds the proxies that changed, and announces the change.
-    pub(crate) fn publish(&self) {
+    fn publish(&self) {
         let _naming = lock(&self.naming);
         let lists: Vec<_> = self.mounts.iter().map(|m| m.listed()).collect();
         let pairs: Vec<(&str, &str)> = self
@@ -248,7 +248,7 @@ impl Gateway {
             prompt_changes: tokio::sync::watch::channel(0).0,
             resource_changes: tokio::sync::watch::channel(0).0,
             tokens: Mutex::new(None),
-            token_mode: Mutex::new(crate::config::CredentialStoreMode::Auto),
+            token_mode: Mutex::new(CredentialStoreMode::Auto),
             login: Mutex::new(None),
         });
         for mount in &inner.mounts {
@@ -303,7 +303,7 @@ impl Gateway {
 
     /// Opens the standard token store in `mode` (`[mcp] oauth_credentials_store`) when a
     /// server first needs it.
-    pub fn use_token_store_mode(&self, mode: crate::config::CredentialStoreMode) {
+    pub fn use_token_store_mode(&self, mode: CredentialStoreMode) {
         *lock(&self.inner.token_mode) = mode;
     }
 

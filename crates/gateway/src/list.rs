@@ -1,6 +1,6 @@
 //! Reading a server's whole tool list: `tools/list` pages followed to the end, bounded by
-//! [`GatewayLimits`] so a server that keeps answering with a cursor, or
-//! offers a million tools, cannot hold the gateway.
+//! [`GatewayLimits`] so a server that keeps answering with a cursor, or offers a million
+//! tools, cannot hold the gateway.
 
 use std::collections::HashSet;
 
