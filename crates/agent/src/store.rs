@@ -135,6 +135,14 @@ pub(crate) fn remember(dir: &Path, id: &str, created_ms: u64) -> std::io::Result
     file.write_all(&line)
 }
 
+/// Whether `id` can be a session id (and so a file name in the sessions folder).
+pub(crate) fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
 /// The newest session toolgate started in `dir` (by the time in its index) whose
 /// transcript is still there.
 pub(crate) fn newest(dir: &Path) -> Option<String> {
@@ -146,7 +154,7 @@ pub(crate) fn newest(dir: &Path) -> Option<String> {
             let e: IndexEntry = serde_json::from_str(l).ok()?;
             Some((e.created_ms, i, e.id))
         })
-        .filter(|(_, _, id)| super::transcript::valid_id(id))
+        .filter(|(_, _, id)| valid_id(id))
         .collect();
     entries.sort();
     entries

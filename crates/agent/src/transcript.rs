@@ -163,7 +163,7 @@ impl Transcript {
         } else {
             id.to_owned()
         };
-        if !valid_id(&id) {
+        if !store::valid_id(&id) {
             return Err(TranscriptError::BadId(id));
         }
         let path = dir.join(format!("{id}.jsonl"));
@@ -261,14 +261,6 @@ fn restore(text: &str, shown: &str) -> Result<Restored, TranscriptError> {
         }
     }
     Ok(restored)
-}
-
-/// Whether `id` can be a session id (and so a file name in the sessions folder).
-pub(crate) fn valid_id(id: &str) -> bool {
-    !id.is_empty()
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 /// `YYYYMMDD-HHMMSS-xxxxxx` in UTC, the epoch seconds and milliseconds.

@@ -16,7 +16,8 @@ use toolgate_gateway::{
 };
 use toolgate_skills::{CatalogText, HomeDirs, RootKind, ScopeChain, SkillToolProvider, Skills};
 
-use crate::load::{Config, ConfigError};
+use crate::error::ConfigError;
+use crate::load::Config;
 
 /// Everything a front end (`serve`, `call`, `tools`) needs, built once from config.
 #[derive(Debug)]

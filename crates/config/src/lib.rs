@@ -10,12 +10,16 @@
 
 mod assemble;
 mod check;
+mod error;
 mod load;
+mod permissions;
 mod project;
 
 pub use assemble::{Runtime, mcp_sandbox};
 pub use check::{FileKind, FileReport, check_files};
+pub use error::ConfigError;
 pub use load::{
-    Config, ConfigError, DisclosureFlag, DispatchConfig, Flags, LoadOptions, Loaded,
-    PermissionsConfig, RenderConfig, SECRET_KEYS, ServerConfig, load,
+    Config, DisclosureFlag, DispatchConfig, Flags, LoadOptions, Loaded, RenderConfig, SECRET_KEYS,
+    ServerConfig, load,
 };
+pub use permissions::PermissionsConfig;

@@ -12,6 +12,8 @@ use toolgate_fs::{ReadLimits, SearchLimits};
 use toolgate_gateway::{GatewayConfig, McpServerConfig};
 use toolgate_shell::ShellLimits;
 
+use crate::error::ConfigError;
+use crate::permissions::PermissionsConfig;
 use crate::project::{ProjectLayer, user_import, user_skills};
 
 /// The whole configuration.
@@ -112,30 +114,6 @@ impl Default for RenderConfig {
     }
 }
 
-/// Permission rules; each entry is a tool name, a glob (`mcp__github__*`) or an action
-/// (`fs.write`). With no rules everything is allowed.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct PermissionsConfig {
-    /// Always run.
-    pub allow: Vec<String>,
-    /// Ask first; where nobody can be asked, refused.
-    pub ask: Vec<String>,
-    /// Never run.
-    pub deny: Vec<String>,
-    /// Let `write_file`, `edit_file` and other writing tools change toolgate's and its
-    /// peers' control files (`.toolgate/`, `.mcp.json`, `.claude/settings*.json`,
-    /// `.codex/`, `.cursor/mcp.json`) and the project files trusted MCP servers run (their
-    /// trust fingerprint still changes, so such a server asks for trust again). Default
-    /// false. Only the user's own config layers may set it.
-    pub allow_control_files: bool,
-    /// Make `read_file`, `edit_file` and `write_file` refuse regular files with more than
-    /// one name (a hard link inside a root may be the same file as one outside it). Default
-    /// false: build tools and package managers make hard links on purpose (pnpm's store,
-    /// cargo's `target/`, git's objects). A project file may turn it on, not off.
-    pub refuse_hard_links: bool,
-}
-
 /// `toolgate serve` settings.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -224,20 +202,6 @@ impl LoadOptions {
             trust_file: toolgate_gateway::TrustStore::default_path(),
         }
     }
-}
-
-/// A configuration that cannot be used.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// A file named with `--config` does not exist.
-    #[error("config file `{0}` does not exist; check the --config path")]
-    Missing(PathBuf),
-    /// A value has the wrong type or a key is unknown.
-    #[error(
-        "invalid configuration: {0}; fix or remove that value (`toolgate doctor` lists every problem of every config file)"
-    )]
-    Invalid(String),
 }
 
 /// Top-level keys `TOOLGATE_*` may set; other `TOOLGATE_*` variables (such as the token) are

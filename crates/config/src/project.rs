@@ -38,7 +38,8 @@ use toolgate_contain::Setting;
 use toolgate_gateway::GatewayConfig;
 use toolgate_shell::{SandboxMode, ShellLimits};
 
-use crate::load::{ConfigError, PermissionsConfig};
+use crate::error::ConfigError;
+use crate::permissions::PermissionsConfig;
 
 /// The checked project layer.
 #[derive(Debug)]

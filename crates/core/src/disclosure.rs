@@ -35,7 +35,9 @@ pub use exposure::{
 };
 pub use index::{IndexEntry, IndexWeights, SearchHit, ToolIndex};
 pub use plan::{Plan, PlanError, RUN_TOOL, Rules, SEARCH_TOOL, SessionFacts, summary_line};
-pub use tools::{Forward, run_tool, search_tool};
+pub use tools::{run_tool, search_tool};
+
+pub use crate::tool::Forward;
 
 use crate::registry::{Registry, Scope, Snapshot};
 use crate::spec::DisclosureHint;

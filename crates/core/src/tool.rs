@@ -62,6 +62,15 @@ pub trait Tool: Send + Sync + 'static {
     }
 }
 
+/// A call a proxy forwards: the target and its arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Forward {
+    /// Target tool name.
+    pub name: String,
+    /// Its arguments.
+    pub input: Value,
+}
+
 /// A tool with its types erased, as the registry holds it.
 pub trait DynTool: Send + Sync + 'static {
     /// The model-facing half.
@@ -83,7 +92,7 @@ pub trait DynTool: Send + Sync + 'static {
     /// even when the arguments are wrong). The dispatcher runs the target instead of the
     /// proxy, so the target's permissions, timeout, concurrency and budget apply
     /// (SPEC "Permissions": proxies are checked against their target). `None` for tools.
-    fn forward(&self, _args: &Value) -> Option<Result<crate::disclosure::Forward, ToolError>> {
+    fn forward(&self, _args: &Value) -> Option<Result<Forward, ToolError>> {
         None
     }
 }

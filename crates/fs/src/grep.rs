@@ -4,6 +4,7 @@
 //! `N-line` for context, `--` between groups that are not adjacent.
 
 mod count;
+mod job;
 mod run;
 mod sink;
 
@@ -25,7 +26,8 @@ use crate::search::{
     CancelBridge, Cursor, Scope, SearchLimits, SearchOutput, Stop, cut_phrase, plural, showing,
     thousands,
 };
-use run::{Job, Outcome};
+use job::{HEAP_LIMIT, Job};
+use run::Outcome;
 use sink::HitKind;
 
 /// Longest `pattern`, in characters.
@@ -399,7 +401,7 @@ fn finish(
             true => format!(
                 "{} with a line over {} MiB could not be searched past that line",
                 plural(long.len() as u64, "file", "files"),
-                run::HEAP_LIMIT >> 20
+                HEAP_LIMIT >> 20
             ),
             false => cut_phrase(reason, limits, limit),
         };
@@ -466,7 +468,7 @@ fn long_line_note(long: &[String], pattern: &str) -> String {
     format!(
         "[note: {names} {} a line over {} MiB, too long to search: matches on that line and after it are not shown. read_file shows the start of such a line (cut to 2,000 characters); to search it, use run_shell, e.g. `grep -c '{pattern}' {example}`]\n",
         if long.len() == 1 { "has" } else { "have" },
-        run::HEAP_LIMIT >> 20
+        HEAP_LIMIT >> 20
     )
 }
 

@@ -7,6 +7,7 @@
 //! that order, and a cursor naming the last thing returned continues with no duplicates and
 //! no gaps.
 
+mod listing;
 mod rules;
 pub(crate) mod walk;
 

@@ -24,7 +24,9 @@ use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationManager, CredentialRefreshGuard, CredentialStore,
     OAuthClientConfig, StoredCredentials,
 };
-use serde::{Deserialize, Serialize};
+
+use crate::config::ServerSpec;
+use crate::failure::{Failure, NeedsLogin};
 
 mod bound;
 mod browser;
@@ -35,39 +37,7 @@ mod store;
 pub(crate) use bound::ServerCredentials;
 pub use login::{LoginError, LoginOptions, login};
 pub(crate) use login::{describe, parse_challenge};
-pub use store::{AuthStatus, CredentialStoreMode, StoreError, TokenStore};
-
-/// `[mcp_servers.NAME.oauth]`: how toolgate identifies itself to the server's
-/// authorization server. Every key is optional: with none, toolgate registers itself
-/// dynamically (or uses its Client ID Metadata Document where supported).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct OAuthConfig {
-    /// A client id registered with the authorization server beforehand (used first).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub client_id: Option<String>,
-    /// The environment variable holding that client's secret (confidential clients).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub client_secret_env: Option<String>,
-    /// Scopes to ask for, instead of those the server advertises.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub scopes: Option<Vec<String>>,
-    /// The loopback port of the login callback (`http://localhost:PORT/callback`); default:
-    /// any free port. Set it when a pre-registered client allows one redirect URI only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub callback_port: Option<u16>,
-    /// The HTTPS URL of toolgate's Client ID Metadata Document, used as the client id
-    /// where the authorization server supports such documents.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub client_metadata_url: Option<String>,
-}
-
-impl OAuthConfig {
-    /// Whether no key is set.
-    pub fn is_empty(&self) -> bool {
-        self == &Self::default()
-    }
-}
+pub use store::{AuthStatus, StoreError, TokenStore};
 
 /// Signs a human in when a server needs it. `serve` has none (it never waits for a
 /// human); a terminal command or a test harness may.
@@ -75,7 +45,7 @@ pub trait LoginHandler: Send + Sync {
     /// Logs in to `spec`'s server; `challenge` is the server's `WWW-Authenticate`.
     fn login<'a>(
         &'a self,
-        spec: &'a crate::ServerSpec,
+        spec: &'a ServerSpec,
         challenge: Option<&'a str>,
     ) -> futures::future::BoxFuture<'a, Result<(), String>>;
 }
@@ -99,25 +69,15 @@ impl CredentialStore for Shared {
     }
 }
 
-/// Why a server cannot be reached without a human.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct NeedsLogin {
-    /// For `mcp list` and the model: what happened.
-    pub(crate) reason: String,
-    /// The server's `WWW-Authenticate`, when it sent one.
-    pub(crate) challenge: Option<String>,
-}
-
 /// rmcp's `AuthClient` over the stored tokens of `url`, or `None` when nothing is stored
 /// (the server is then tried without a token; a `401` makes it `needs login`). A server
 /// whose authorization server changed needs a login; one whose authorization server cannot
 /// be reached has failed (and is retried), it does not need a human.
 pub(crate) async fn authorized_client(
     store: &TokenStore,
-    spec: &crate::ServerSpec,
+    spec: &ServerSpec,
     url: &str,
-) -> Result<Option<AuthClient<reqwest::Client>>, crate::mount::Failure> {
-    use crate::mount::Failure;
+) -> Result<Option<AuthClient<reqwest::Client>>, Failure> {
     let record = store
         .load(url)
         .map_err(|e| Failure::Failed(format!("its stored login cannot be read: {e}")))?;

@@ -166,7 +166,7 @@ mod tests {
             log_like: false,
             oauth: Default::default(),
             source: "test".to_owned(),
-            trust: crate::trust::Trust::User,
+            trust: crate::verdict::Trust::User,
             launch: None,
         }
     }

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::verdict::{LaunchTrust, Trust};
+
 /// Startup timeout when none is configured: 60 s. The seed's 15 s covers an `npx` download
 /// of 3-8 s (seed 000 "为什么 15 秒超时"), but a real Python server needed 14 s (issue 13)
 /// and a cold `uvx`/`npx` install takes longer. Nothing waits for a starting server except
@@ -67,9 +69,9 @@ pub struct McpServerConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_like: Option<bool>,
     /// Streamable HTTP: how toolgate logs in to a server that needs OAuth
-    /// (`[mcp_servers.NAME.oauth]`); see [`OAuthConfig`](crate::OAuthConfig).
+    /// (`[mcp_servers.NAME.oauth]`); see [`OAuthConfig`].
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub oauth: Option<crate::auth::OAuthConfig>,
+    pub oauth: Option<OAuthConfig>,
 }
 
 impl McpServerConfig {
@@ -108,6 +110,38 @@ impl McpServerConfig {
     }
 }
 
+/// `[mcp_servers.NAME.oauth]`: how toolgate identifies itself to the server's
+/// authorization server. Every key is optional: with none, toolgate registers itself
+/// dynamically (or uses its Client ID Metadata Document where supported).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OAuthConfig {
+    /// A client id registered with the authorization server beforehand (used first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// The environment variable holding that client's secret (confidential clients).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_secret_env: Option<String>,
+    /// Scopes to ask for, instead of those the server advertises.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
+    /// The loopback port of the login callback (`http://localhost:PORT/callback`); default:
+    /// any free port. Set it when a pre-registered client allows one redirect URI only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub callback_port: Option<u16>,
+    /// The HTTPS URL of toolgate's Client ID Metadata Document, used as the client id
+    /// where the authorization server supports such documents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_metadata_url: Option<String>,
+}
+
+impl OAuthConfig {
+    /// Whether no key is set.
+    pub fn is_empty(&self) -> bool {
+        self == &Self::default()
+    }
+}
+
 /// `[mcp]`: gateway-wide settings (assembly-time: they change which tools exist).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -141,7 +175,7 @@ pub struct GatewayConfig {
     /// Where OAuth tokens of servers that need a login are kept: `"auto"` (default: the OS
     /// credential store when one answers, else a 0600 file under the user config folder),
     /// `"keyring"` or `"file"`.
-    pub oauth_credentials_store: crate::auth::CredentialStoreMode,
+    pub oauth_credentials_store: CredentialStoreMode,
 }
 
 impl Default for GatewayConfig {
@@ -154,9 +188,22 @@ impl Default for GatewayConfig {
             first_list_grace_ms: 5_000,
             sandbox: toolgate_contain::SandboxMode::Off,
             sandbox_network: true,
-            oauth_credentials_store: crate::auth::CredentialStoreMode::Auto,
+            oauth_credentials_store: CredentialStoreMode::Auto,
         }
     }
+}
+
+/// `[mcp] oauth_credentials_store`: where OAuth tokens are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CredentialStoreMode {
+    /// The OS credential store when one answers, else the file. Default.
+    #[default]
+    Auto,
+    /// The OS credential store only; an error when there is none.
+    Keyring,
+    /// The 0600 file under the user config folder.
+    File,
 }
 
 /// How the gateway reaches a server.
@@ -207,15 +254,15 @@ pub struct ServerSpec {
     /// Whether results are compressed as logs.
     pub log_like: bool,
     /// How to log in when the server needs OAuth (`[mcp_servers.NAME.oauth]`).
-    pub oauth: crate::auth::OAuthConfig,
+    pub oauth: OAuthConfig,
     /// Where it was configured: a file path, with the file that adjusted it if any.
     pub source: String,
     /// Whether it needs (and has) the user's trust: servers from project files start only
     /// once trusted (`toolgate mcp trust`).
-    pub trust: crate::trust::Trust,
+    pub trust: Trust,
     /// For a server defined by a project file: the project files its launch runs and what
     /// trust found (set by [`TrustStore::apply`](crate::TrustStore::apply)); `None` otherwise.
-    pub launch: Option<crate::trust::LaunchTrust>,
+    pub launch: Option<LaunchTrust>,
 }
 
 impl ServerSpec {
@@ -267,7 +314,7 @@ impl ServerSpec {
             log_like: entry.log_like.unwrap_or(false),
             oauth: entry.oauth.clone().unwrap_or_default(),
             source,
-            trust: crate::trust::Trust::User,
+            trust: Trust::User,
             launch: None,
         }
     }

@@ -8,47 +8,12 @@ use toolgate_core::{DynTool, Registry, RegistryError};
 
 use crate::auth::{LoginHandler, TokenStore};
 use crate::catalog::CatalogCache;
-use crate::config::{GatewayConfig, ServerSpec, Transport};
+use crate::config::{CredentialStoreMode, ServerSpec, Transport};
 use crate::import::{Discovered, ImportProblem};
-use crate::mount::{Mount, MountProvider, Phase, lock};
+use crate::limits::GatewayLimits;
+use crate::mount::{Host, Mount, MountProvider, Phase, lock};
 use crate::naming::{assign_names, server_prefix};
 use crate::proxy::ProxyTool;
-
-/// Limits on what one server may bring in.
-#[derive(Debug, Clone)]
-pub struct GatewayLimits {
-    /// Most `tools/list` pages read from one server. Default 100 ([`GatewayConfig`]).
-    pub max_list_pages: usize,
-    /// Most tools mounted from one server. Default 10,000 ([`GatewayConfig`]).
-    pub max_tools_per_server: usize,
-    /// Largest `structuredContent` or embedded text resource passed on outside the text
-    /// budget; larger ones are moved into the text, where the budget spills them. Default
-    /// 50,000 characters, the per-result budget (SPEC "Output budget").
-    pub max_inline_chars: usize,
-    /// The sandbox stdio servers start in (`[mcp] sandbox`). Default off.
-    pub sandbox: Arc<toolgate_contain::Sandbox>,
-    /// The project's folders, offered to servers as their roots (`roots/list`); none: no
-    /// `roots` capability.
-    pub roots: Vec<std::path::PathBuf>,
-    /// The permission rules a server's requests to the client obey: `mcp.sample` and
-    /// `mcp.elicit` (or the server's `mcp__NAME__*`) denied means refused. Default: all
-    /// allowed.
-    pub policy: Arc<toolgate_core::Policy>,
-}
-
-impl Default for GatewayLimits {
-    fn default() -> Self {
-        let config = GatewayConfig::default();
-        Self {
-            max_list_pages: config.max_list_pages,
-            max_tools_per_server: config.max_tools_per_server,
-            max_inline_chars: 50_000,
-            sandbox: Arc::default(),
-            roots: Vec::new(),
-            policy: Arc::default(),
-        }
-    }
-}
 
 /// Most characters of one mounted server's `instructions` passed on to the client.
 pub const MAX_SERVER_INSTRUCTIONS_CHARS: usize = 2_000;
@@ -119,29 +84,29 @@ pub enum ServerState {
     },
 }
 
-pub(crate) struct Inner {
-    pub(crate) mounts: Vec<Arc<Mount>>,
+struct Inner {
+    mounts: Vec<Arc<Mount>>,
     registry: Weak<Registry>,
-    pub(crate) limits: GatewayLimits,
+    limits: GatewayLimits,
     naming: Mutex<()>,
     /// Where each server's last tool list is kept between runs, when enabled.
-    pub(crate) catalog: Mutex<Option<CatalogCache>>,
+    catalog: Mutex<Option<CatalogCache>>,
     /// Where OAuth tokens are kept: set by [`Gateway::use_token_store`], else the standard
     /// store of `token_mode`, opened on first use (a toolgate that mounts no remote
     /// server never touches the OS credential store).
     tokens: Mutex<Option<TokenStore>>,
-    token_mode: Mutex<crate::auth::CredentialStoreMode>,
+    token_mode: Mutex<CredentialStoreMode>,
     /// Who logs a human in when a server needs it (none in `serve`).
-    pub(crate) login: Mutex<Option<Arc<dyn LoginHandler>>>,
+    login: Mutex<Option<Arc<dyn LoginHandler>>>,
     /// Bumped when any server's prompts change.
-    pub(crate) prompt_changes: tokio::sync::watch::Sender<u64>,
+    prompt_changes: tokio::sync::watch::Sender<u64>,
     /// Bumped when any server's resources or templates change.
-    pub(crate) resource_changes: tokio::sync::watch::Sender<u64>,
+    resource_changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Inner {
     /// The token store, opening the standard one on first use.
-    pub(crate) fn token_store(&self) -> Option<TokenStore> {
+    fn token_store(&self) -> Option<TokenStore> {
         let mut tokens = lock(&self.tokens);
         if tokens.is_none() {
             match TokenStore::standard(*lock(&self.token_mode)) {
@@ -152,7 +117,7 @@ impl Inner {
         tokens.clone()
     }
 
-    pub(crate) fn invalidate(&self) {
+    fn invalidate(&self) {
         if let Some(registry) = self.registry.upgrade() {
             registry.invalidate();
         }
@@ -160,7 +125,7 @@ impl Inner {
 
     /// Names every listed tool of every server (names depend on all of them: collisions),
     /// rebuilds the proxies that changed, and announces the change.
-    pub(crate) fn publish(&self) {
+    fn publish(&self) {
         let _naming = lock(&self.naming);
         let lists: Vec<_> = self.mounts.iter().map(|m| m.listed()).collect();
         let pairs: Vec<(&str, &str)> = self
@@ -214,6 +179,40 @@ impl Inner {
     }
 }
 
+impl Host for Inner {
+    fn limits(&self) -> GatewayLimits {
+        self.limits.clone()
+    }
+
+    fn catalog(&self) -> Option<CatalogCache> {
+        lock(&self.catalog).clone()
+    }
+
+    fn token_store(&self) -> Option<TokenStore> {
+        Inner::token_store(self)
+    }
+
+    fn login_handler(&self) -> Option<Arc<dyn LoginHandler>> {
+        lock(&self.login).clone()
+    }
+
+    fn tools_changed(&self) {
+        self.publish();
+    }
+
+    fn availability_changed(&self) {
+        self.invalidate();
+    }
+
+    fn prompts_changed(&self) {
+        self.prompt_changes.send_modify(|n| *n += 1);
+    }
+
+    fn resources_changed(&self) {
+        self.resource_changes.send_modify(|n| *n += 1);
+    }
+}
+
 /// Mounts MCP servers into a registry and runs them.
 pub struct Gateway {
     inner: Arc<Inner>,
@@ -249,7 +248,7 @@ impl Gateway {
             prompt_changes: tokio::sync::watch::channel(0).0,
             resource_changes: tokio::sync::watch::channel(0).0,
             tokens: Mutex::new(None),
-            token_mode: Mutex::new(crate::auth::CredentialStoreMode::Auto),
+            token_mode: Mutex::new(CredentialStoreMode::Auto),
             login: Mutex::new(None),
         });
         for mount in &inner.mounts {
@@ -304,7 +303,7 @@ impl Gateway {
 
     /// Opens the standard token store in `mode` (`[mcp] oauth_credentials_store`) when a
     /// server first needs it.
-    pub fn use_token_store_mode(&self, mode: crate::auth::CredentialStoreMode) {
+    pub fn use_token_store_mode(&self, mode: CredentialStoreMode) {
         *lock(&self.inner.token_mode) = mode;
     }
 

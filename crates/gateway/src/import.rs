@@ -186,7 +186,7 @@ pub fn discover(
                 let mut spec = ServerSpec::resolve(&name, &config, source, &options.project_dir);
                 if project {
                     // Untrusted until a trust store says otherwise (`TrustStore::apply`).
-                    spec.trust = crate::trust::Trust::Untrusted;
+                    spec.trust = crate::verdict::Trust::Untrusted;
                 }
                 if is_toolgate(&spec.transport) && own.get(&name).is_none_or(|o| !o.has_transport())
                 {
@@ -395,7 +395,7 @@ fn claude_entry(entry: ClaudeEntry, env: &dyn Fn(&str) -> Option<String>) -> Res
         env: Some(map(&entry.env)?),
         url: entry.url.as_deref().map(x).transpose()?,
         headers: Some(map(&entry.headers)?),
-        oauth: entry.oauth.map(|o| crate::auth::OAuthConfig {
+        oauth: entry.oauth.map(|o| crate::config::OAuthConfig {
             client_id: o.client_id,
             callback_port: o.callback_port,
             ..Default::default()
@@ -498,7 +498,7 @@ fn parse_codex(text: &str) -> Result<Vec<(String, Entry)>, String> {
 
 fn codex_entry(e: CodexEntry, callback_port: Option<u16>) -> McpServerConfig {
     let remote = e.url.is_some();
-    let oauth = crate::auth::OAuthConfig {
+    let oauth = crate::config::OAuthConfig {
         client_id: e.oauth.as_ref().and_then(|o| o.client_id.clone()),
         callback_port: e
             .oauth

@@ -377,7 +377,7 @@ fn hash_file(real: &Path) -> Result<String, String> {
         }
         hasher.update(&buf[..n]);
     }
-    Ok(crate::trust::hex_digest(&hasher.finalize()))
+    Ok(hex_digest(&hasher.finalize()))
 }
 
 /// Whether `path` is a file a shell would run (exists, regular, executable by someone).
@@ -419,6 +419,12 @@ fn real_or_lexical(path: &Path) -> PathBuf {
             _ => return path.to_path_buf(),
         }
     }
+}
+
+/// `sha256:` and the digest in hex.
+pub(crate) fn hex_digest(digest: &[u8]) -> String {
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
 #[cfg(test)]

@@ -30,31 +30,33 @@ mod catalog;
 mod config;
 mod connect;
 mod convert;
+mod failure;
 mod gateway;
 mod handler;
 mod import;
 mod launch;
 mod lifecycle;
+mod limits;
 mod list;
 mod mount;
 mod naming;
 mod proxy;
 mod relay;
 mod trust;
+mod verdict;
 
-pub use auth::{
-    AuthStatus, CredentialStoreMode, LoginError, LoginHandler, LoginOptions, OAuthConfig,
-    StoreError, TokenStore, login,
-};
+pub use auth::{AuthStatus, LoginError, LoginHandler, LoginOptions, StoreError, TokenStore, login};
 pub use catalog::{CachedCatalog, CatalogCache};
 pub use config::{
-    DEFAULT_STARTUP_TIMEOUT_SEC, DEFAULT_TOOL_TIMEOUT_SEC, GatewayConfig, McpServerConfig,
-    ServerSpec, Transport,
+    CredentialStoreMode, DEFAULT_STARTUP_TIMEOUT_SEC, DEFAULT_TOOL_TIMEOUT_SEC, GatewayConfig,
+    McpServerConfig, OAuthConfig, ServerSpec, Transport,
 };
 pub use gateway::{
-    Gateway, GatewayLimits, MAX_MOUNTED_INSTRUCTIONS_CHARS, MAX_SERVER_INSTRUCTIONS_CHARS,
-    ServerState, ServerStatus, describe_transport,
+    Gateway, MAX_MOUNTED_INSTRUCTIONS_CHARS, MAX_SERVER_INSTRUCTIONS_CHARS, ServerState,
+    ServerStatus, describe_transport,
 };
 pub use import::{Discovered, ImportOptions, ImportProblem, NESTED_ENV, discover};
+pub use limits::GatewayLimits;
 pub use naming::{MAX_NAME_LEN, assign_names, sanitize, server_prefix};
-pub use trust::{LaunchTrust, Trust, TrustError, TrustStore, fingerprint, trust_command};
+pub use trust::{TrustError, TrustStore, fingerprint, trust_command};
+pub use verdict::{LaunchTrust, Trust};

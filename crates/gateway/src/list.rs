@@ -1,21 +1,22 @@
 //! Reading a server's whole tool list: `tools/list` pages followed to the end, bounded by
-//! [`GatewayLimits`](crate::GatewayLimits) so a server that keeps answering with a cursor, or
-//! offers a million tools, cannot hold the gateway.
+//! [`GatewayLimits`] so a server that keeps answering with a cursor, or offers a million
+//! tools, cannot hold the gateway.
 
 use std::collections::HashSet;
 
 use rmcp::model::{PaginatedRequestParams, Tool};
 use rmcp::{Peer, RoleClient};
 
-use crate::GatewayLimits;
 use crate::config::ServerSpec;
+use crate::failure::{Failure, NeedsLogin};
+use crate::limits::GatewayLimits;
 
 /// Every tool of the server that `spec` mounts, plus notes on anything left out.
 pub(crate) async fn list_all(
     peer: &Peer<RoleClient>,
     spec: &ServerSpec,
     limits: &GatewayLimits,
-) -> Result<(Vec<Tool>, Vec<String>), crate::mount::Failure> {
+) -> Result<(Vec<Tool>, Vec<String>), Failure> {
     let mut tools: Vec<Tool> = Vec::new();
     let mut notes = Vec::new();
     let mut cursor: Option<String> = None;
@@ -33,11 +34,11 @@ pub(crate) async fn list_all(
             .map_err(|e| match e.auth_challenge() {
                 // A server that answers `initialize` without a login and wants one for
                 // everything else.
-                Some(challenge) => crate::mount::Failure::NeedsLogin(crate::auth::NeedsLogin {
+                Some(challenge) => Failure::NeedsLogin(NeedsLogin {
                     reason: "the server requires a login to list its tools".to_owned(),
                     challenge: Some(challenge.to_owned()),
                 }),
-                None => crate::mount::Failure::Failed(format!("`tools/list` failed: {e}")),
+                None => Failure::Failed(format!("`tools/list` failed: {e}")),
             })?;
         pages += 1;
         tools.extend(page.tools);

@@ -35,18 +35,20 @@ use toolgate_core::DynTool;
 use crate::catalog::CatalogCache;
 use crate::config::{ServerSpec, Transport};
 use crate::connect::{ChildGuard, Diagnostics, http_transport, http_transport_with, spawn_stdio};
-use crate::gateway::Inner;
+use crate::failure::{Failure, NeedsLogin};
 use crate::handler::{Handler, ProgressRoutes};
 use crate::lifecycle::Lifecycle;
+use crate::limits::GatewayLimits;
 use crate::list::list_all;
 
 mod call;
+mod host;
 mod login;
 mod prompts;
 mod resources;
 mod trust;
 pub(crate) use call::MountProvider;
-pub(crate) use login::Failure;
+pub(crate) use host::Host;
 
 /// A connection that lived this long resets the restart backoff.
 const STABLE_AFTER: Duration = Duration::from_secs(60);
@@ -70,7 +72,7 @@ pub(crate) enum Phase {
     },
     /// A remote server that needs a human to run `toolgate mcp login NAME`; it starts by
     /// itself once tokens appear in the store.
-    NeedsLogin(crate::auth::NeedsLogin),
+    NeedsLogin(NeedsLogin),
 }
 
 pub(crate) struct State {
@@ -109,7 +111,7 @@ pub(crate) struct Live {
     broken: Mutex<Option<String>>,
     /// Set by a call the server refused for want of a (better) login: the monitor then
     /// leaves the server `needs login` instead of failed.
-    refused: Mutex<Option<crate::auth::NeedsLogin>>,
+    refused: Mutex<Option<NeedsLogin>>,
     end: Mutex<Option<String>>,
     opened: Instant,
 }
@@ -131,7 +133,8 @@ impl Live {
 /// A mounted server.
 pub(crate) struct Mount {
     pub(crate) spec: ServerSpec,
-    inner: Weak<Inner>,
+    /// The gateway holding it (weak: the gateway owns its mounts).
+    host: Weak<dyn Host>,
     state: Mutex<State>,
     /// The server's tools after `enabled_tools` / `disabled_tools`, as last listed.
     listed: Mutex<Arc<Vec<rmcp::model::Tool>>>,
@@ -142,7 +145,7 @@ pub(crate) struct Mount {
     /// The server's resources and templates, as last listed (empty until it is ready).
     resources: Mutex<Arc<resources::Offered>>,
     /// The published proxies with the definitions they were built from (set by
-    /// [`Inner::publish`]).
+    /// [`Host::tools_changed`]).
     pub(crate) published: Mutex<Vec<(rmcp::model::Tool, Arc<dyn DynTool>)>>,
     changed: watch::Sender<u64>,
     /// Set when a background start has been asked for but has not begun yet.
@@ -174,7 +177,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Mount {
-    pub(crate) fn new(spec: ServerSpec, inner: Weak<Inner>) -> Self {
+    pub(crate) fn new(spec: ServerSpec, host: Weak<dyn Host>) -> Self {
         let phase = if !spec.enabled {
             Phase::Disabled
         } else if !spec.trust.allows_start() {
@@ -188,7 +191,7 @@ impl Mount {
         };
         Self {
             spec,
-            inner,
+            host,
             state: Mutex::new(State {
                 phase,
                 live: None,
@@ -244,8 +247,8 @@ impl Mount {
     }
 
     fn invalidate(&self) {
-        if let Some(inner) = self.inner.upgrade() {
-            inner.invalidate();
+        if let Some(host) = self.host.upgrade() {
+            host.availability_changed();
         }
     }
 
@@ -357,8 +360,8 @@ impl Mount {
                     st.notes = connected.notes;
                 }
                 self.set_phase(Phase::Ready);
-                if changed && let Some(inner) = self.inner.upgrade() {
-                    inner.publish();
+                if changed && let Some(host) = self.host.upgrade() {
+                    host.tools_changed();
                 }
                 tokio::spawn(Arc::clone(self).monitor(
                     connected.service,
@@ -554,7 +557,7 @@ impl Mount {
         headers: &std::collections::BTreeMap<String, String>,
         bearer_token_env: &Option<String>,
         stage: &Mutex<&'static str>,
-        limits: &crate::GatewayLimits,
+        limits: &GatewayLimits,
         lifecycle: Lifecycle,
     ) -> Result<Handshaken, Failure> {
         match self
@@ -581,7 +584,7 @@ impl Mount {
         {
             crate::auth::remember_challenge(&store, url, challenge);
         }
-        Failure::NeedsLogin(crate::auth::NeedsLogin {
+        Failure::NeedsLogin(NeedsLogin {
             reason: reason.to_owned(),
             challenge: Some(challenge.to_owned()),
         })
@@ -593,7 +596,7 @@ impl Mount {
         handler: &Handler,
         transport: T,
         stage: &Mutex<&'static str>,
-        limits: &crate::GatewayLimits,
+        limits: &GatewayLimits,
         lifecycle: Lifecycle,
     ) -> Result<Handshaken, Failure>
     where
@@ -614,7 +617,7 @@ impl Mount {
             list_all(service.peer(), &self.spec, limits)
                 .await
                 .map_err(|f| match f {
-                    Failure::NeedsLogin(crate::auth::NeedsLogin {
+                    Failure::NeedsLogin(NeedsLogin {
                         reason,
                         challenge: Some(challenge),
                     }) => self.challenged(&reason, &challenge),
@@ -640,7 +643,7 @@ impl Mount {
     }
 
     fn save_catalog(&self, tools: &[rmcp::model::Tool]) {
-        if let Some(cache) = self.inner.upgrade().and_then(|i| lock(&i.catalog).clone()) {
+        if let Some(cache) = self.host.upgrade().and_then(|h| h.catalog()) {
             let instructions = lock(&self.instructions).clone();
             cache.store(&self.spec, tools, instructions.as_deref());
         }
@@ -651,11 +654,8 @@ impl Mount {
         lock(&self.instructions).clone()
     }
 
-    fn limits(&self) -> crate::GatewayLimits {
-        self.inner
-            .upgrade()
-            .map(|i| i.limits.clone())
-            .unwrap_or_default()
+    fn limits(&self) -> GatewayLimits {
+        self.host.upgrade().map(|h| h.limits()).unwrap_or_default()
     }
 
     /// Owns a ready connection: refetches on `list_changed`, notices the end, cleans up.
@@ -756,8 +756,8 @@ impl Mount {
                     tracing::info!(server = %self.spec.name, tools = tools.len(), "MCP server's tools changed");
                     self.save_catalog(&tools);
                     *lock(&self.listed) = Arc::new(tools);
-                    if let Some(inner) = self.inner.upgrade() {
-                        inner.publish();
+                    if let Some(host) = self.host.upgrade() {
+                        host.tools_changed();
                     }
                 }
             }

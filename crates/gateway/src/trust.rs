@@ -20,32 +20,8 @@ use sha2::{Digest, Sha256};
 
 use crate::config::{ServerSpec, Transport};
 use crate::import::Discovered;
-use crate::launch::Launch;
-
-/// Whether a server may start as far as trust goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Trust {
-    /// Defined in a user-level file: needs no trust.
-    User,
-    /// Defined (or changed) by a project file, and trusted with its current fingerprint.
-    Trusted,
-    /// Defined (or changed) by a project file, and not trusted (or trusted with another
-    /// command): not started.
-    Untrusted,
-}
-
-impl Trust {
-    /// Whether the server may be started.
-    pub fn allows_start(self) -> bool {
-        !matches!(self, Self::Untrusted)
-    }
-
-    /// Whether a project file defined or changed the server.
-    pub fn is_project(self) -> bool {
-        !matches!(self, Self::User)
-    }
-}
+use crate::launch::{Launch, hex_digest};
+use crate::verdict::{LaunchTrust, Pin, Record, Trust};
 
 /// The fingerprint a trust record holds: `sha256:` over how `spec` is started (command,
 /// args, env and cwd; or URL, headers and token variable) and `files`, the per-file hashes
@@ -89,12 +65,6 @@ fn launch_json(spec: &ServerSpec) -> serde_json::Value {
     }
 }
 
-/// `sha256:` and the digest in hex.
-pub(crate) fn hex_digest(digest: &[u8]) -> String {
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
-}
-
 /// One trusted server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -115,39 +85,8 @@ struct File {
     trusted: Vec<Entry>,
 }
 
-/// What the user trusted for one server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Record {
-    fingerprint: String,
-    /// `None` for a record from before the fingerprint covered files.
-    files: Option<BTreeMap<String, String>>,
-}
-
-/// What trust found for a server defined by a project file (set by [`TrustStore::apply`]).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct LaunchTrust {
-    /// The project files its launch runs, display name (relative to the project when inside
-    /// it) → `sha256:…` or `symlink to …`: as trusted, or as found now when untrusted.
-    pub files: BTreeMap<String, String>,
-    /// Why it may not start (`None` when trusted): what changed, or that it never was.
-    pub untrusted: Option<String>,
-    /// Real paths inside the roots the write tools must leave alone while it is trusted:
-    /// the files it runs and where one would join its launch if created.
-    pub protect: Vec<PathBuf>,
-    /// Folders inside the roots nothing may be written in (its package folder).
-    pub protect_dirs: Vec<PathBuf>,
-    /// What each start checks again.
-    pin: Option<Pin>,
-}
-
-/// The trusted state of a server, re-checked before each (re)start.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Pin {
-    roots: Vec<PathBuf>,
-    record: Record,
-}
-
+// `LaunchTrust` lives in `verdict.rs`, below the server spec that carries it; it is checked
+// here, where fingerprints are made.
 impl LaunchTrust {
     /// Checks the server's files again (before a start or restart): `Err` says what changed
     /// since it was trusted. Servers that need no trust always pass.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::provider::{Flow, ParseError};
+use crate::protocol::{Flow, ParseError};
 use crate::types::{Event, Finish, Message, Request, Response, ToolCall, Usage};
 
 /// The `anthropic-version` header.

@@ -19,7 +19,7 @@ use crate::config::{
     DEFAULT_CONNECT_TIMEOUT_SECS, DEFAULT_FIRST_BYTE_TIMEOUT_SECS, DEFAULT_IDLE_TIMEOUT_SECS,
     ProviderConfig,
 };
-use crate::error::ProviderError;
+use crate::error::{ProviderError, error_chain};
 
 /// Time bounds of one provider's requests, from `[providers.NAME]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -244,7 +244,7 @@ pub(crate) fn guard(
         let item = match tokio::time::timeout(wait, st.chunks.next()).await {
             Err(_) => Err(GuardError::Silent { phase, secs, key }),
             Ok(None) => return None,
-            Ok(Some(Err(e))) => Err(GuardError::Http(crate::provider::error_chain(&e))),
+            Ok(Some(Err(e))) => Err(GuardError::Http(error_chain(&e))),
             Ok(Some(Ok(bytes))) => {
                 st.seen_any = true;
                 st.scanner

@@ -18,6 +18,7 @@ mod error;
 pub mod fake;
 mod guard;
 mod openai;
+mod protocol;
 mod provider;
 mod types;
 

@@ -8,8 +8,9 @@ use sse_stream::SseStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ANTHROPIC_DEFAULT_MAX_TOKENS, Kind, ProviderConfig, RetryConfig};
-use crate::error::ProviderError;
+use crate::error::{ProviderError, error_chain};
 use crate::guard::{GuardError, Shape, StreamLimits, Timeouts, guard, read_error_text, read_plain};
+use crate::protocol::{Flow, ParseError};
 use crate::types::{Event, Request, Response};
 use crate::{anthropic, openai};
 
@@ -505,23 +506,6 @@ impl Provider {
     }
 }
 
-/// What went wrong reading a response body.
-#[derive(Debug)]
-pub(crate) enum ParseError {
-    /// Not the protocol's shape.
-    Invalid(String),
-    /// An error event saying the service is overloaded or rate-limited: worth a retry.
-    Overloaded(String),
-    /// Another error event.
-    Api(String),
-}
-
-/// Whether a stream has more to say.
-pub(crate) enum Flow {
-    More,
-    Done,
-}
-
 /// Builds a response from a protocol's stream events.
 enum Assembler {
     OpenAi(openai::Stream),
@@ -632,7 +616,6 @@ fn clip(text: &str) -> String {
     format!("{cut}…")
 }
 
-/// An error with its causes ("error sending request: connection refused").
 /// Whether `base_url` points at this machine or the local network (a model served by
 /// Ollama, llama.cpp, vLLM…), where no key is needed and a refused connection may be a
 /// server still starting.
@@ -660,20 +643,6 @@ pub(crate) fn is_local(base_url: &str) -> bool {
                 || !host.contains('.')
         }
     }
-}
-
-pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// Installs rustls' process-wide crypto provider (ring) once; reqwest's TLS needs one

@@ -18,7 +18,7 @@ use crate::error::ShellError;
 use crate::jobs::{Job, JobEnd, JobTable, Which};
 use crate::render::{JobStatus, human, signal_name, status_of, stopped_words};
 use crate::run::{Ending, StopReason};
-use crate::tools::Shared;
+use crate::shared::Shared;
 
 /// Which stream `job_output` reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]

@@ -30,6 +30,7 @@ mod limits;
 mod process;
 mod render;
 mod run;
+mod shared;
 mod tools;
 mod view;
 

@@ -21,16 +21,8 @@ use crate::jobs::{Job, JobStream, JobTable};
 use crate::limits::ShellLimits;
 use crate::render::{JobStatus, TimeLimit, human, notes, status_line, status_of};
 use crate::run::{Finished, RunConfig, Running, StopSignal};
+use crate::shared::Shared;
 use crate::view::{StreamSizes, View, views};
-
-/// What the shell tools share: roots for `cwd`, the budget (spill store and pointer
-/// format) and the limits.
-pub(crate) struct Shared {
-    pub roots: Arc<Roots>,
-    pub budget: Arc<Budget>,
-    pub limits: ShellLimits,
-    pub sandbox: Arc<Sandbox>,
-}
 
 /// `run_shell`, `job_output` and `job_kill` over `roots`, writing output into the budget's
 /// spill store.

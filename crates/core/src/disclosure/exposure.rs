@@ -350,7 +350,7 @@ pub fn simulate(
         report.rejected += rejected.len();
         let mut found: Vec<String> = Vec::new();
         for query in &turn.search {
-            for hit in view.index().search(query, super::tools::DEFAULT_LIMIT) {
+            for hit in view.index().search(query, super::index::DEFAULT_LIMIT) {
                 found.push(view.tools[hit.doc].spec().name.clone());
             }
         }

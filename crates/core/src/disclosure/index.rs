@@ -21,6 +21,11 @@ use super::text::{
     tables, terms, translate,
 };
 
+/// Results of one search when the caller gives no `limit`.
+pub const DEFAULT_LIMIT: usize = 5;
+/// Most results of one search (Anthropic's tool search returns 3–5; Codex defaults to 8).
+pub const MAX_LIMIT: usize = 20;
+
 /// What one tool contributes to the index.
 #[derive(Debug, Clone)]
 pub struct IndexEntry {

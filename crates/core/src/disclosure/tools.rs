@@ -9,28 +9,16 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::exposure::{ExposureMode, Unmasked};
+use super::index::{DEFAULT_LIMIT, MAX_LIMIT};
 use super::plan::{RUN_TOOL, SEARCH_TOOL};
 use super::{Disclosure, View};
 use crate::context::CallContext;
 use crate::output::ToolOutput;
 use crate::spec::{Concurrency, DisclosureHint, ToolMeta, ToolSpec, schema_for};
-use crate::tool::{DynTool, ToolError};
+use crate::tool::{DynTool, Forward, ToolError};
 
-/// Results of one search when the caller gives no `limit`.
-pub const DEFAULT_LIMIT: usize = 5;
-/// Most results of one search (Anthropic's tool search returns 3–5; Codex defaults to 8).
-pub const MAX_LIMIT: usize = 20;
 /// Most characters of one found tool's description in the results.
 const RESULT_DESCRIPTION: usize = 2_048;
-
-/// A call a proxy forwards: the target and its arguments.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Forward {
-    /// Target tool name.
-    pub name: String,
-    /// Its arguments.
-    pub input: Value,
-}
 
 /// Arguments of `search_tool`.
 #[derive(Debug, Deserialize, JsonSchema)]

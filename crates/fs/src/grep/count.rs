@@ -15,7 +15,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 
-use super::run::{HEAP_LIMIT, Job, Queued, Searched};
+use super::job::{HEAP_LIMIT, Job, Queued, Searched};
 use super::sink::StopReader;
 use crate::search::walk::walk;
 

@@ -9,43 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
-use grep_regex::RegexMatcher;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 
 use super::count::{self, Tally};
+use super::job::{HEAP_LIMIT, Job, Queued, Searched};
 use super::sink::{FileHits, FileSink, StopReader};
-use crate::find::NameFilter;
 use crate::search::walk::{WalkEnd, walk};
-use crate::search::{Scope, SearchLimits, Stop};
-
-/// Largest line buffer one searcher may grow to: keeps the memory of a call bounded whatever
-/// the files hold. A longer line ends its file's search, and the result says so (see
-/// [`FileHits::line_too_long`]).
-pub(crate) const HEAP_LIMIT: usize = 32 * 1024 * 1024;
-
-/// One grep call's work.
-pub(crate) struct Job<'a> {
-    pub(crate) scope: &'a Scope,
-    pub(crate) matcher: &'a RegexMatcher,
-    pub(crate) glob: Option<&'a NameFilter>,
-    pub(crate) context: usize,
-    pub(crate) limit: usize,
-    pub(crate) limits: &'a SearchLimits,
-    pub(crate) stop: &'a Stop,
-}
-
-/// A searched file.
-#[derive(Debug)]
-pub(crate) struct Searched {
-    /// Full path.
-    pub(crate) path: PathBuf,
-    /// Path below the walk's root.
-    pub(crate) rel: PathBuf,
-    /// Lines up to this one were skipped (the cursor's line in the cursor's file).
-    pub(crate) after_line: u64,
-    /// What it yielded.
-    pub(crate) hits: FileHits,
-}
 
 /// What a grep call found.
 #[derive(Debug)]
@@ -61,10 +30,6 @@ pub(crate) struct Outcome {
     /// The match count past the page, when the page filled up (see [`super::count`]).
     pub(crate) tally: Option<Tally>,
 }
-
-/// A file to search: the folder holding it (open, when the walk kept it open), its path
-/// below the walk's root, and the line to resume after.
-pub(crate) type Queued = (Option<Arc<OwnedFd>>, PathBuf, u64);
 
 /// Files the walk queues at a time: one lock per batch rather than per file.
 const BATCH: usize = 32;

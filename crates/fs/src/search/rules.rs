@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
-use super::walk::Listing;
+use super::listing::Listing;
 use crate::confine::door::{self, Kind};
 
 /// Largest ignore file read (a bigger one is skipped rather than held in memory).

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use rustix::fs::OFlags;
 use toolgate_core::TruncationReason;
 
+use super::listing::Listing;
 use super::rules::Rules;
 use super::{Stop, is_skipped_dir};
 use crate::confine::Shown;
@@ -145,55 +146,6 @@ impl WalkEnd {
     }
 }
 
-/// One folder's entries, sorted by name, their names in one buffer (one allocation per
-/// folder rather than one per entry).
-#[derive(Debug, Default)]
-pub(crate) struct Listing {
-    names: Vec<u8>,
-    entries: Vec<Slot>,
-}
-
-/// One entry of a [`Listing`]: where its name lies in the buffer, and its type.
-#[derive(Debug, Clone, Copy)]
-struct Slot {
-    start: usize,
-    end: usize,
-    kind: Kind,
-}
-
-impl Listing {
-    /// Reads the folder `fd` (a descriptor opened for this read: its position moves) with
-    /// the getdents buffer `buf`, sorted by name.
-    fn read(fd: BorrowedFd<'_>, buf: &mut [MaybeUninit<u8>]) -> io::Result<Self> {
-        let mut listing = Self::default();
-        door::each_entry(fd, buf, |name, kind| {
-            let start = listing.names.len();
-            listing.names.extend_from_slice(name);
-            listing.entries.push(Slot {
-                start,
-                end: listing.names.len(),
-                kind,
-            });
-        })?;
-        let names = &listing.names;
-        listing
-            .entries
-            .sort_unstable_by(|a, b| names[a.start..a.end].cmp(&names[b.start..b.end]));
-        Ok(listing)
-    }
-
-    fn name(&self, slot: &Slot) -> &[u8] {
-        &self.names[slot.start..slot.end]
-    }
-
-    /// Whether the folder holds `name` (of type `kind`, when given).
-    pub(crate) fn has(&self, name: &[u8], kind: Option<Kind>) -> bool {
-        self.entries
-            .iter()
-            .any(|e| self.name(e) == name && kind.is_none_or(|k| e.kind == k))
-    }
-}
-
 /// One open folder of the walk.
 struct Frame {
     /// Its descriptor (`None` for the walk's top, whose descriptor is `spec.top`, and past
@@ -308,7 +260,7 @@ pub(crate) fn walk(
     // so that paging with a passed deadline always moves forward.
     let mut moved = false;
     while let Some(frame) = stack.last_mut() {
-        let Some(slot) = frame.listing.entries.get(frame.next).copied() else {
+        let Some(slot) = frame.listing.slot(frame.next) else {
             stack.pop();
             if let Some(rules) = rules.as_mut() {
                 rules.pop();

@@ -18,23 +18,12 @@ use rmcp::transport::auth::StoredCredentials;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::config::CredentialStoreMode;
+
 /// The keyring service name of toolgate's records.
 const KEYRING_SERVICE: &str = "toolgate-mcp-oauth";
 /// Bumped when the record format changes.
 const FORMAT: u32 = 1;
-
-/// `[mcp] oauth_credentials_store`: where OAuth tokens are kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CredentialStoreMode {
-    /// The OS credential store when one answers, else the file. Default.
-    #[default]
-    Auto,
-    /// The OS credential store only; an error when there is none.
-    Keyring,
-    /// The 0600 file under the user config folder.
-    File,
-}
 
 /// A token store failure, saying what to do next.
 #[derive(Debug, thiserror::Error)]

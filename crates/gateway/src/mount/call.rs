@@ -149,7 +149,7 @@ impl Mount {
         {
             crate::auth::remember_challenge(&store, url, challenge);
         }
-        *super::lock(&live.refused) = Some(crate::auth::NeedsLogin {
+        *super::lock(&live.refused) = Some(crate::failure::NeedsLogin {
             reason: challenge_summary(challenge),
             challenge: Some(challenge.to_owned()),
         });

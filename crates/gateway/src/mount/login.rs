@@ -5,9 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Mount, Phase, lock};
-use crate::auth::{NeedsLogin, TokenStore};
+use super::{Mount, Phase};
+use crate::auth::TokenStore;
 use crate::config::Transport;
+use crate::failure::NeedsLogin;
 
 /// How often a `needs login` server checks the token store for a login.
 const LOGIN_POLL: Duration = Duration::from_secs(2);
@@ -15,40 +16,10 @@ const LOGIN_POLL: Duration = Duration::from_secs(2);
 /// more scopes must not loop forever).
 pub(crate) const MAX_LOGINS_PER_CALL: u32 = 3;
 
-/// Why a start failed.
-#[derive(Debug)]
-pub(crate) enum Failure {
-    /// Failed; the reason says why.
-    Failed(String),
-    /// Needs a human to log in.
-    NeedsLogin(NeedsLogin),
-}
-
-impl Failure {
-    pub(crate) fn reason(&self) -> String {
-        match self {
-            Self::Failed(reason) => reason.clone(),
-            Self::NeedsLogin(n) => n.reason.clone(),
-        }
-    }
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.reason())
-    }
-}
-
-impl From<String> for Failure {
-    fn from(reason: String) -> Self {
-        Self::Failed(reason)
-    }
-}
-
 impl Mount {
     /// The gateway's token store (none outside a gateway).
     pub(crate) fn token_store(&self) -> Option<TokenStore> {
-        self.inner.upgrade().and_then(|i| i.token_store())
+        self.host.upgrade().and_then(|h| h.token_store())
     }
 
     /// The OAuth client for a remote server, unless its config authenticates it already
@@ -145,7 +116,7 @@ impl Mount {
 
     /// Runs the gateway's login handler, if it has one; whether a login happened.
     pub(crate) async fn interactive_login(&self, challenge: Option<&str>) -> Result<bool, String> {
-        let Some(handler) = self.inner.upgrade().and_then(|i| lock(&i.login).clone()) else {
+        let Some(handler) = self.host.upgrade().and_then(|h| h.login_handler()) else {
             return Ok(false);
         };
         handler.login(&self.spec, challenge).await?;

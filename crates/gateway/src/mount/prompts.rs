@@ -47,8 +47,8 @@ impl Mount {
         }
         tracing::debug!(server = %self.spec.name, prompts = prompts.len(), "prompts listed");
         *lock(&self.prompts) = Arc::new(prompts);
-        if let Some(inner) = self.inner.upgrade() {
-            inner.prompt_changes.send_modify(|n| *n += 1);
+        if let Some(host) = self.host.upgrade() {
+            host.prompts_changed();
         }
     }
 

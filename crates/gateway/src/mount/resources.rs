@@ -69,8 +69,8 @@ impl Mount {
             return;
         }
         *lock(&self.resources) = Arc::new(offered);
-        if let Some(inner) = self.inner.upgrade() {
-            inner.resource_changes.send_modify(|n| *n += 1);
+        if let Some(host) = self.host.upgrade() {
+            host.resources_changed();
         }
     }
 

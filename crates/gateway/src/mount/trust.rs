@@ -32,9 +32,9 @@ impl Mount {
         self.set_phase(Phase::Untrusted(reason));
         let had_tools = !lock(&self.listed).is_empty();
         *lock(&self.listed) = Arc::new(Vec::new());
-        match self.inner.upgrade() {
-            Some(inner) if had_tools => inner.publish(),
-            Some(inner) => inner.invalidate(),
+        match self.host.upgrade() {
+            Some(host) if had_tools => host.tools_changed(),
+            Some(host) => host.availability_changed(),
             None => {}
         }
     }

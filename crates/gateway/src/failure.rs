@@ -1,0 +1,42 @@
+//! Why a mounted server could not be started or reached: failed (the reason says why), or
+//! waiting for a human to log in. Starting (`mount.rs`), listing (`list.rs`) and the OAuth
+//! client (`auth.rs`) all end this way.
+
+/// Why a start failed.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Failed; the reason says why.
+    Failed(String),
+    /// Needs a human to log in.
+    NeedsLogin(NeedsLogin),
+}
+
+impl Failure {
+    pub(crate) fn reason(&self) -> String {
+        match self {
+            Self::Failed(reason) => reason.clone(),
+            Self::NeedsLogin(n) => n.reason.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason())
+    }
+}
+
+impl From<String> for Failure {
+    fn from(reason: String) -> Self {
+        Self::Failed(reason)
+    }
+}
+
+/// Why a server cannot be reached without a human.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NeedsLogin {
+    /// For `mcp list` and the model: what happened.
+    pub(crate) reason: String,
+    /// The server's `WWW-Authenticate`, when it sent one.
+    pub(crate) challenge: Option<String>,
+}

@@ -1,0 +1,42 @@
+//! Limits on what one mounted server may bring in, and what its requests to the client
+//! obey ([`GatewayLimits`]), shared by the gateway, its mounts and the tool-list reader.
+
+use std::sync::Arc;
+
+use crate::config::GatewayConfig;
+
+/// Limits on what one server may bring in.
+#[derive(Debug, Clone)]
+pub struct GatewayLimits {
+    /// Most `tools/list` pages read from one server. Default 100 ([`GatewayConfig`]).
+    pub max_list_pages: usize,
+    /// Most tools mounted from one server. Default 10,000 ([`GatewayConfig`]).
+    pub max_tools_per_server: usize,
+    /// Largest `structuredContent` or embedded text resource passed on outside the text
+    /// budget; larger ones are moved into the text, where the budget spills them. Default
+    /// 50,000 characters, the per-result budget (SPEC "Output budget").
+    pub max_inline_chars: usize,
+    /// The sandbox stdio servers start in (`[mcp] sandbox`). Default off.
+    pub sandbox: Arc<toolgate_contain::Sandbox>,
+    /// The project's folders, offered to servers as their roots (`roots/list`); none: no
+    /// `roots` capability.
+    pub roots: Vec<std::path::PathBuf>,
+    /// The permission rules a server's requests to the client obey: `mcp.sample` and
+    /// `mcp.elicit` (or the server's `mcp__NAME__*`) denied means refused. Default: all
+    /// allowed.
+    pub policy: Arc<toolgate_core::Policy>,
+}
+
+impl Default for GatewayLimits {
+    fn default() -> Self {
+        let config = GatewayConfig::default();
+        Self {
+            max_list_pages: config.max_list_pages,
+            max_tools_per_server: config.max_tools_per_server,
+            max_inline_chars: 50_000,
+            sandbox: Arc::default(),
+            roots: Vec::new(),
+            policy: Arc::default(),
+        }
+    }
+}
