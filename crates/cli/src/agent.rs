@@ -11,10 +11,11 @@ use futures::future::BoxFuture;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use toolgate_agent::{Agent, CallRecord, Outcome, Progress, Status, Tools};
-use toolgate_config::{Config, Runtime};
+use toolgate_config::Config;
 use toolgate_core::disclosure::SessionFacts;
 use toolgate_core::{ApprovalRequest, Approver, ExposureMode, SessionApprover};
 use toolgate_providers::{Kind, Provider, ProviderConfig, Usage};
+use toolgate_runtime::Runtime;
 
 /// Options shared by `run` and `chat`.
 #[derive(Debug, Args)]

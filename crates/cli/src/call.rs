@@ -8,10 +8,10 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
-use toolgate_config::Runtime;
 use toolgate_core::disclosure::Unmasked;
 use toolgate_core::{CallContext, Progress, ProgressSink, Protocol, RawArgs, SessionProfile};
 use toolgate_gateway::ServerState;
+use toolgate_runtime::Runtime;
 
 /// Arguments of `toolgate tools`.
 #[derive(Debug, Args)]

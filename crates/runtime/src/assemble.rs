@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use toolgate_budget::{Budget, SpillStore};
+use toolgate_config::{Config, ConfigError};
 use toolgate_core::disclosure::SessionFacts;
 use toolgate_core::{
     ClientProfiles, Disclosure, DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope,
@@ -15,8 +16,6 @@ use toolgate_gateway::{
     CatalogCache, Discovered, Gateway, GatewayLimits, ImportOptions, TrustStore, discover,
 };
 use toolgate_skills::{CatalogText, HomeDirs, RootKind, ScopeChain, SkillToolProvider, Skills};
-
-use crate::load::{Config, ConfigError};
 
 /// Everything a front end (`serve`, `call`, `tools`) needs, built once from config.
 #[derive(Debug)]
