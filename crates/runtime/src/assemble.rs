@@ -64,7 +64,8 @@ impl Runtime {
         } else {
             config.roots.iter().map(|r| cwd.join(r)).collect()
         };
-        toolgate_contain::init(config.shell.containment).map_err(ConfigError::Invalid)?;
+        toolgate_contain::init(config.shell.containment)
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let control_files = match config.permissions.allow_control_files {
             true => ControlFiles::Writable,
             false => ControlFiles::Protected,
