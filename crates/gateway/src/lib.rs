@@ -52,8 +52,8 @@ pub use config::{
     ServerSpec, Transport,
 };
 pub use gateway::{
-    Gateway, GatewayLimits, MAX_MOUNTED_INSTRUCTIONS_CHARS, MAX_SERVER_INSTRUCTIONS_CHARS,
-    ServerState, ServerStatus, describe_transport,
+    ForwardError, Gateway, GatewayLimits, MAX_MOUNTED_INSTRUCTIONS_CHARS,
+    MAX_SERVER_INSTRUCTIONS_CHARS, ServerState, ServerStatus, describe_transport,
 };
 pub use import::{Discovered, ImportOptions, ImportProblem, NESTED_ENV, discover};
 pub use naming::{MAX_NAME_LEN, assign_names, sanitize, server_prefix};
