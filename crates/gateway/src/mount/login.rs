@@ -148,7 +148,10 @@ impl Mount {
         let Some(handler) = self.inner.upgrade().and_then(|i| lock(&i.login).clone()) else {
             return Ok(false);
         };
-        handler.login(&self.spec, challenge).await?;
+        handler
+            .login(&self.spec, challenge)
+            .await
+            .map_err(|e| e.to_string())?;
         Ok(true)
     }
 
