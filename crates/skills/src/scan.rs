@@ -21,8 +21,12 @@ use crate::roots::SkillRoot;
 pub const MAX_SKILL_BYTES: u64 = 512 * 1024;
 /// Most entries read from one root; past it the root reports a problem.
 pub const MAX_ENTRIES: usize = 2_000;
-/// Why a skill file cannot be read ([`read_skill_file`]). The text follows the file's path
-/// ("`…/SKILL.md` is not UTF-8 text; …") and says what to do.
+
+/// The file that makes a folder a skill.
+pub const SKILL_FILE: &str = "SKILL.md";
+
+/// Why a skill file cannot be read (when it is listed, and by [`crate::load_skill`]). The
+/// text follows the file's path ("`…/SKILL.md` is not UTF-8 text; …") and says what to do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReadError {
@@ -53,9 +57,6 @@ pub enum ReadError {
     #[error("is not UTF-8 text; save it as UTF-8")]
     NotUtf8,
 }
-
-/// The file that makes a folder a skill.
-pub const SKILL_FILE: &str = "SKILL.md";
 
 /// A discovered skill.
 #[derive(Debug, Clone, PartialEq, Eq)]
