@@ -3,7 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use toolgate_config::{Flags, LoadOptions, Runtime, load};
+use toolgate_config::{Flags, LoadOptions, load};
+use toolgate_runtime::Runtime;
 
 fuzz_target!(|data: &[u8]| {
     let dir = tempfile::tempdir().unwrap();

@@ -67,7 +67,7 @@ fuzz_target!(|data: &[u8]| {
     let out = rig.runtime.block_on(rig.dispatcher.call(
         name,
         RawArgs::Text(args),
-        CallContext::default(),
+        CallContext::unattended(),
     ));
     // The dispatcher's words for a handler panic (the arguments may echo any text).
     assert!(

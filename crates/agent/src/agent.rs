@@ -27,7 +27,7 @@ use crate::transcript::{Record, Restored, Transcript, TranscriptError};
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful software engineer working in the project at {root}, with tools to read, search and change its files and to run commands there. Work step by step: look before you change, keep changes small, and check your work by running it. Paths are relative to the project root. When a result says its full output was saved to a file, read that file with read_file (offset and limit) instead of running the command again. When you are done, answer with a short summary of what you did and what is left.";
 
 /// The runtime pieces the loop uses: the same registry, dispatcher, budget and disclosure
-/// as every other front end (`toolgate_config::Runtime`).
+/// as every other front end (`toolgate_runtime::Runtime`).
 #[derive(Clone)]
 pub struct Tools {
     /// Dispatcher (built-ins in process, mounted MCP servers, the per-turn budget).

@@ -18,11 +18,12 @@ use std::time::Instant;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use toolgate_agent::{Agent, AgentSettings, Tools};
-use toolgate_config::{Config, Runtime};
+use toolgate_config::Config;
 use toolgate_core::ExposureMode;
 use toolgate_core::disclosure::SessionFacts;
 use toolgate_providers::fake::{FakeServer, Reply, step};
 use toolgate_providers::{Kind, Provider, ProviderConfig, Request};
+use toolgate_runtime::Runtime;
 
 async fn measure(kind: Kind, mounted: bool, turns: u32) {
     let dir = tempfile::tempdir().unwrap();

@@ -8,13 +8,13 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
-use toolgate_config::Runtime;
 use toolgate_core::disclosure::Unmasked;
 use toolgate_core::{
     Approval, CallContext, ClientProfile, Progress, ProgressSink, Protocol, RawArgs, Session,
     SessionInit,
 };
 use toolgate_gateway::ServerState;
+use toolgate_runtime::Runtime;
 
 /// Arguments of `toolgate tools`.
 #[derive(Debug, Args)]

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use clap::Subcommand;
 use serde_json::json;
-use toolgate_config::Runtime;
 use toolgate_core::disclosure::{SimScript, StubTool, simulate};
 use toolgate_core::{Disclosure, DisclosureMode, DynTool, StaticProvider};
+use toolgate_runtime::Runtime;
 
 /// Subcommands of `toolgate disclosure`.
 #[derive(Debug, Subcommand)]

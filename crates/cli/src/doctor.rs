@@ -11,7 +11,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Args;
-use toolgate_config::{FileKind, Flags, LoadOptions, Runtime, check_files};
+use toolgate_config::{FileKind, Flags, LoadOptions, check_files};
+use toolgate_runtime::Runtime;
 
 use crate::GlobalArgs;
 
@@ -234,7 +235,7 @@ fn isolation(report: &mut Report, runtime: &Runtime) {
         ),
         (
             "mounted stdio servers",
-            toolgate_config::mcp_sandbox(&runtime.config, &runtime.roots),
+            toolgate_runtime::mcp_sandbox(&runtime.config, &runtime.roots),
         ),
     ];
     for (who, sandbox) in sandboxes {

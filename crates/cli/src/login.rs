@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Args;
-use toolgate_config::Runtime;
 use toolgate_gateway::{AuthStatus, LoginOptions, ServerSpec, Transport};
+use toolgate_runtime::Runtime;
 
 /// Arguments of `toolgate mcp login`.
 #[derive(Debug, Args)]

@@ -42,7 +42,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use toolgate_config::{Flags, LoadOptions, Loaded, Runtime};
+use toolgate_config::{Flags, LoadOptions, Loaded};
+use toolgate_runtime::Runtime;
 
 /// `toolgate --version`: the version and the commit it was built from (see build.rs).
 const VERSION: &str = concat!(

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
-use toolgate_config::Runtime;
 use toolgate_core::{Protocol, render_tools};
 use toolgate_gateway::{ServerSpec, ServerState, ServerStatus, TrustStore};
+use toolgate_runtime::Runtime;
 
 mod list;
 

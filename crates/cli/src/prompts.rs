@@ -75,7 +75,7 @@ impl PromptSource for ServePrompts {
                     .gateway
                     .get_prompt(name, Some(arguments))
                     .await
-                    .map_err(SourceError::Failed);
+                    .map_err(|e| SourceError::Failed(e.to_string()));
             }
             match &self.skills {
                 Some(skills) => skills.get(name, arguments).await,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use rmcp::model::{Resource, ResourceContents, ResourceTemplate};
 use tokio::sync::watch;
-use toolgate_gateway::Gateway;
+use toolgate_gateway::{ForwardError, Gateway};
 use toolgate_mcp::{ResourceSource, SourceError};
 
 pub struct ServeResources {
@@ -34,12 +34,11 @@ impl ResourceSource for ServeResources {
     ) -> BoxFuture<'a, Result<Vec<ResourceContents>, SourceError>> {
         Box::pin(async move {
             let known = self.gateway.resources().iter().any(|r| r.uri == uri);
-            self.gateway.read_resource(uri).await.map_err(|e| {
-                if known || e.starts_with("MCP server") {
-                    SourceError::Failed(e)
-                } else {
+            self.gateway.read_resource(uri).await.map_err(|e| match e {
+                ForwardError::UnknownResource { .. } if !known => {
                     SourceError::UnknownResource(uri.to_owned())
                 }
+                e => SourceError::Failed(e.to_string()),
             })
         })
     }

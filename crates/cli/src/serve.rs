@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 use tokio_util::sync::CancellationToken;
-use toolgate_config::Runtime;
 use toolgate_mcp::{HttpOptions, ToolgateServer, serve_http, serve_stdio};
+use toolgate_runtime::Runtime;
 use toolgate_skills::SkillPrompts;
 
 /// Arguments of `toolgate serve`.
@@ -151,7 +151,7 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
         &shell.sandbox_writable,
     );
     tracing::info!("run_shell sandbox: {}", sandbox.describe());
-    let mcp_sandbox = toolgate_config::mcp_sandbox(&runtime.config, &runtime.roots);
+    let mcp_sandbox = toolgate_runtime::mcp_sandbox(&runtime.config, &runtime.roots);
     tracing::info!("mounted stdio servers' sandbox: {}", mcp_sandbox.describe());
     match &runtime.config.server.http {
         None => {

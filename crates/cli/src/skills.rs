@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
-use toolgate_config::Runtime;
+use toolgate_runtime::Runtime;
 use toolgate_skills::{Catalog, Skill, load_skill};
 
 /// `toolgate skills …`.

@@ -6,16 +6,15 @@
 //! remembers which layer it came from ([`Loaded::provenance`]).
 //!
 //! Assembly-time settings (roots, permissions, render budget) decide which tools exist and how
-//! they are rendered; runtime settings (timeouts, limits) never enter a model request.
+//! they are rendered; runtime settings (timeouts, limits) never enter a model request. This crate is data and
+//! loading only: `toolgate-runtime` assembles the tools, dispatcher and gateway from a [`Config`].
 
-mod assemble;
 mod check;
 mod error;
 mod load;
 mod permissions;
 mod project;
 
-pub use assemble::{Runtime, mcp_sandbox};
 pub use check::{FileKind, FileReport, check_files};
 pub use error::ConfigError;
 pub use load::{

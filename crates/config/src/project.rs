@@ -10,7 +10,8 @@
 //!   `permissions.allow_control_files` may not be set here at all.
 //! - `roots`: folders inside the project only; made absolute.
 //! - `budget.spill_dir`: inside the project or toolgate's own cache folder, no `..`; made
-//!   absolute (and refused at start-up if a symlink is on its way, see `Runtime`).
+//!   absolute (and refused at start-up if a symlink is on its way, see
+//!   `toolgate_runtime::Runtime`).
 //! - `server.http`, `server.allowed_origins`, `server.token_env`: user layers only.
 //! - `[providers]` and `agent.provider`: user layers only (they decide where API keys go).
 //! - `agent.sessions_dir`: user layers only (it decides where transcripts go and which one

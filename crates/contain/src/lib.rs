@@ -27,7 +27,10 @@
 //! command and toolgate. [`current`] says which applies.
 //!
 //! The optional sandbox (Landlock, seccomp and a read-only mount view; [`Sandbox`]) lives
-//! here too: commands and mounted servers both start through this crate.
+//! here too: commands and mounted servers both start through this crate. So does stopping
+//! them: [`ProcessGroup`] signals a command's group, gives it its grace, SIGKILLs and waits
+//! (`run_shell` and `job_kill` through [`ProcessGroup::teardown`], mounted stdio servers
+//! through [`ProcessGroup::close`]).
 
 #![allow(unsafe_code)]
 
@@ -37,10 +40,12 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
+mod group;
 #[cfg(target_os = "linux")]
 mod linux;
 mod sandbox;
 
+pub use group::{ProcessGroup, Signal, Teardown};
 pub use sandbox::{Sandbox, SandboxError, SandboxMode, landlock_abi, seccomp_available};
 
 /// What the user asked for (`[shell] containment`).
@@ -90,15 +95,28 @@ impl fmt::Display for Containment {
 
 static CURRENT: OnceLock<Containment> = OnceLock::new();
 
+/// Why containment cannot be set up as asked ([`init`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InitError {
+    /// `Setting::Namespace` was asked for, but no PID namespace can be made here.
+    #[error(
+        "`shell.containment = \"namespace\"` but no PID namespace can be made here: {reason}; set it to \"auto\" to fall back to process groups"
+    )]
+    NoNamespace {
+        /// Why not (the same words as [`Containment::ProcessGroup`]'s reason).
+        reason: String,
+    },
+}
+
 /// Sets containment up for this process (the first call decides; later calls return the
 /// same answer). `Setting::Namespace` fails when no namespace can be made.
-pub fn init(setting: Setting) -> Result<&'static Containment, String> {
+pub fn init(setting: Setting) -> Result<&'static Containment, InitError> {
     let current = CURRENT.get_or_init(|| decide(setting));
     match (setting, current) {
-        (Setting::Namespace, Containment::ProcessGroup { reason }) => Err(format!(
-            "`shell.containment = \"namespace\"` but no PID namespace can be made here: {reason}; \
-             set it to \"auto\" to fall back to process groups"
-        )),
+        (Setting::Namespace, Containment::ProcessGroup { reason }) => Err(InitError::NoNamespace {
+            reason: reason.clone(),
+        }),
         _ => Ok(current),
     }
 }

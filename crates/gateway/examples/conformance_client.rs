@@ -24,8 +24,8 @@ use toolgate_core::{
     ToolError,
 };
 use toolgate_gateway::{
-    CredentialStoreMode, Discovered, Gateway, GatewayLimits, LoginHandler, LoginOptions,
-    McpServerConfig, OAuthConfig, ServerSpec, ServerState, TokenStore,
+    CredentialStoreMode, Discovered, Gateway, GatewayLimits, LoginError, LoginHandler,
+    LoginOptions, McpServerConfig, OAuthConfig, ServerSpec, ServerState, TokenStore,
 };
 
 /// The Client ID Metadata Document the suite's authorization servers accept.
@@ -47,10 +47,12 @@ impl LoginHandler for Login {
         &'a self,
         spec: &'a ServerSpec,
         challenge: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), LoginError>> {
         Box::pin(async move {
             if self.count.fetch_add(1, Ordering::SeqCst) >= MAX_LOGINS {
-                return Err(format!("gave up after {MAX_LOGINS} logins"));
+                return Err(LoginError::OAuth(format!(
+                    "gave up after {MAX_LOGINS} logins"
+                )));
             }
             let options = LoginOptions {
                 timeout: Duration::from_secs(20),
@@ -60,7 +62,6 @@ impl LoginHandler for Login {
             toolgate_gateway::login(spec, &self.store, &options, &|line| eprintln!("{line}"))
                 .await
                 .map(|_| ())
-                .map_err(|e| e.to_string())
         })
     }
 }
@@ -166,7 +167,7 @@ async fn drive(
         // What a user does on `needs login`: `toolgate mcp login test`, then the running
         // gateway picks the tokens up.
         eprintln!("conformance_client: needs login ({reason}); logging in");
-        login.login(spec, None).await?;
+        login.login(spec, None).await.map_err(|e| e.to_string())?;
         gateway.start_all().await;
     }
     match status(gateway) {

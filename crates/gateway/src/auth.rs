@@ -47,7 +47,7 @@ pub trait LoginHandler: Send + Sync {
         &'a self,
         spec: &'a ServerSpec,
         challenge: Option<&'a str>,
-    ) -> futures::future::BoxFuture<'a, Result<(), String>>;
+    ) -> futures::future::BoxFuture<'a, Result<(), LoginError>>;
 }
 
 /// An `Arc`'d credential store, so the caller keeps a handle on what rmcp writes.

@@ -14,12 +14,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader, ReadBuf};
 use tokio::process::{Child, ChildStdin, ChildStdout};
+use toolgate_contain::ProcessGroup;
 
 use crate::import::NESTED_ENV;
 
@@ -94,50 +93,38 @@ fn cut(text: &str) -> String {
     }
 }
 
-/// A stdio server's process group: killed on drop, closed politely by [`ChildGuard::close`].
+/// A stdio server's process group: killed on drop (the [`ProcessGroup`]'s own drop),
+/// closed politely by [`ChildGuard::close`].
 #[derive(Debug)]
 pub(crate) struct ChildGuard {
     child: Child,
-    pgid: Option<Pid>,
+    /// `None` only when the leader was reaped before its pid was read.
+    group: Option<ProcessGroup>,
     done: bool,
 }
 
 impl ChildGuard {
-    fn signal_group(&self, signal: Signal) {
-        if let Some(pgid) = self.pgid {
-            // ESRCH (the group is gone) is the common, harmless case.
-            let _ = killpg(pgid, signal);
-        }
-    }
-
     /// Ends the process group: waits for the leader to exit on its own (its stdin is
     /// closed), then SIGTERM, then SIGKILL; finally kills anything left in the group.
     /// Returns how the leader ended.
     pub(crate) async fn close(mut self) -> String {
-        let status = match tokio::time::timeout(EXIT_GRACE, self.child.wait()).await {
-            Ok(status) => status,
-            Err(_) => {
-                self.signal_group(Signal::SIGTERM);
-                match tokio::time::timeout(TERM_GRACE, self.child.wait()).await {
-                    Ok(status) => status,
-                    Err(_) => {
-                        self.signal_group(Signal::SIGKILL);
-                        self.child.wait().await
-                    }
-                }
-            }
+        let status = match self.group.take() {
+            Some(group) => group.close(&mut self.child, EXIT_GRACE, TERM_GRACE).await,
+            None => self.child.wait().await,
         };
-        // Children of the server that ignored their stdin closing.
-        self.signal_group(Signal::SIGKILL);
         self.done = true;
         describe_status(status)
     }
 
     /// Kills the group at once and reaps the leader.
     pub(crate) async fn kill(mut self) -> String {
-        self.signal_group(Signal::SIGKILL);
-        let _ = self.child.start_kill();
-        let status = self.child.wait().await;
+        let status = match self.group.take() {
+            Some(group) => group.kill(&mut self.child).await,
+            None => {
+                let _ = self.child.start_kill();
+                self.child.wait().await
+            }
+        };
         self.done = true;
         describe_status(status)
     }
@@ -156,7 +143,7 @@ impl Drop for ChildGuard {
         if !self.done {
             // Synchronous and runtime-free: works during a panic or a runtime shutdown.
             // tokio reaps the killed leader (kill_on_drop puts it on its orphan queue).
-            self.signal_group(Signal::SIGKILL);
+            drop(self.group.take());
             let _ = self.child.start_kill();
         }
     }
@@ -222,10 +209,7 @@ pub(crate) fn spawn_stdio(
             format!("cannot start `{command}`: {e}")
         }
     })?;
-    let pgid = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .map(Pid::from_raw);
+    let group = ProcessGroup::of(&child);
     let (Some(stdin), Some(stdout), stderr) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -243,11 +227,12 @@ pub(crate) fn spawn_stdio(
         });
     }
     Ok(Spawned {
-        stdout: Tap::new(stdout, Arc::clone(diag)).ending_with(pgid),
+        stdout: Tap::new(stdout, Arc::clone(diag))
+            .ending_with(group.as_ref().map(ProcessGroup::id)),
         stdin,
         guard: ChildGuard {
             child,
-            pgid,
+            group,
             done: false,
         },
     })
@@ -296,9 +281,9 @@ impl<R> Tap<R> {
 
     /// Ends the stream when process `pid` exits, whatever else holds the pipe. Without a
     /// pidfd (Linux < 5.3) the stream ends at the pipe's end, as before.
-    fn ending_with(mut self, pid: Option<Pid>) -> Self {
+    fn ending_with(mut self, pid: Option<i32>) -> Self {
         let pidfd = pid
-            .and_then(|pid| rustix::process::Pid::from_raw(pid.as_raw()))
+            .and_then(rustix::process::Pid::from_raw)
             .and_then(|pid| {
                 rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::NONBLOCK).ok()
             });

@@ -213,6 +213,29 @@ impl Host for Inner {
     }
 }
 
+/// Why a mounted server's prompt or resource could not be had ([`Gateway::get_prompt`],
+/// [`Gateway::read_resource`]); the text is for the client.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ForwardError {
+    /// No mounted server lists a prompt by that name.
+    #[error("no mounted MCP server has a prompt named `{name}`")]
+    UnknownPrompt {
+        /// The name asked for.
+        name: String,
+    },
+    /// No mounted server lists the resource or has a template it fits.
+    #[error("no mounted MCP server offers the resource `{uri}`")]
+    UnknownResource {
+        /// The URI asked for.
+        uri: String,
+    },
+    /// The server that has it is not available, did not answer in time or refused; the
+    /// text names the server and says what to do.
+    #[error("{0}")]
+    Server(String),
+}
+
 /// Mounts MCP servers into a registry and runs them.
 pub struct Gateway {
     inner: Arc<Inner>,
@@ -464,17 +487,22 @@ impl Gateway {
         &self,
         name: &str,
         arguments: Option<rmcp::model::JsonObject>,
-    ) -> Result<rmcp::model::GetPromptResult, String> {
+    ) -> Result<rmcp::model::GetPromptResult, ForwardError> {
         for mount in &self.inner.mounts {
             let prefix = crate::naming::server_prefix(&mount.spec.name);
             let Some(own) = name.strip_prefix(&prefix) else {
                 continue;
             };
             if mount.prompts().iter().any(|p| p.name == own) {
-                return mount.get_prompt(own, arguments).await;
+                return mount
+                    .get_prompt(own, arguments)
+                    .await
+                    .map_err(ForwardError::Server);
             }
         }
-        Err(format!("no mounted MCP server has a prompt named `{name}`"))
+        Err(ForwardError::UnknownPrompt {
+            name: name.to_owned(),
+        })
     }
 
     /// A receiver that changes whenever a server's prompts do.
@@ -508,7 +536,7 @@ impl Gateway {
     pub async fn read_resource(
         &self,
         uri: &str,
-    ) -> Result<Vec<rmcp::model::ResourceContents>, String> {
+    ) -> Result<Vec<rmcp::model::ResourceContents>, ForwardError> {
         let best = self
             .inner
             .mounts
@@ -516,8 +544,10 @@ impl Gateway {
             .filter_map(|m| m.serves(uri).map(|fit| (fit, m)))
             .max_by_key(|(fit, _)| *fit);
         match best {
-            Some((_, mount)) => mount.read_resource(uri).await,
-            None => Err(format!("no mounted MCP server offers the resource `{uri}`")),
+            Some((_, mount)) => mount.read_resource(uri).await.map_err(ForwardError::Server),
+            None => Err(ForwardError::UnknownResource {
+                uri: uri.to_owned(),
+            }),
         }
     }
 

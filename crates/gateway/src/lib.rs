@@ -52,8 +52,8 @@ pub use config::{
     McpServerConfig, OAuthConfig, ServerSpec, Transport,
 };
 pub use gateway::{
-    Gateway, MAX_MOUNTED_INSTRUCTIONS_CHARS, MAX_SERVER_INSTRUCTIONS_CHARS, ServerState,
-    ServerStatus, describe_transport,
+    ForwardError, Gateway, MAX_MOUNTED_INSTRUCTIONS_CHARS, MAX_SERVER_INSTRUCTIONS_CHARS,
+    ServerState, ServerStatus, describe_transport,
 };
 pub use import::{Discovered, ImportOptions, ImportProblem, NESTED_ENV, discover};
 pub use limits::GatewayLimits;

@@ -9,8 +9,21 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::parse::{Frontmatter, parse_skill};
-use crate::scan::{SKILL_FILE, Skill, read_skill_file};
+use crate::parse::{Frontmatter, FrontmatterError, parse_skill};
+use crate::scan::{ReadError, SKILL_FILE, Skill, read_skill_file};
+
+/// Why a skill cannot be loaded now ([`load_skill`]): what is wrong with its file today.
+/// The text follows the file's path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The file cannot be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The file is no longer a valid skill.
+    #[error(transparent)]
+    Frontmatter(#[from] FrontmatterError),
+}
 
 /// Most bundled files listed.
 pub const MAX_FILES: usize = 100;
@@ -43,7 +56,7 @@ pub struct LoadedSkill {
 
 /// Reads `skill`'s file again and lists its bundled files. The error says what is wrong
 /// with the file now.
-pub fn load_skill(skill: &Arc<Skill>) -> Result<LoadedSkill, String> {
+pub fn load_skill(skill: &Arc<Skill>) -> Result<LoadedSkill, LoadError> {
     let text = read_skill_file(&skill.real_file)?;
     let (frontmatter, body) = parse_skill(&text)?;
     let body = body.trim().to_owned();
@@ -237,7 +250,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("deploy");
         write(&dir.join(SKILL_FILE), "no frontmatter any more\n");
-        let err = load_skill(&skill(&dir)).unwrap_err();
+        let err = load_skill(&skill(&dir)).unwrap_err().to_string();
         assert!(err.contains("there is no frontmatter"), "{err}");
     }
 }

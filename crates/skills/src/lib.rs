@@ -32,13 +32,13 @@ pub mod scan;
 mod store;
 mod tool;
 
-pub use body::{BundledFiles, LoadedSkill, load_skill};
+pub use body::{BundledFiles, LoadError, LoadedSkill, load_skill};
 pub use catalog::{Catalog, Shadowed};
 pub use config::SkillsConfig;
-pub use parse::{Frontmatter, parse_skill};
+pub use parse::{Frontmatter, FrontmatterError, NameError, parse_skill};
 pub use prompts::SkillPrompts;
 pub use render::{CatalogText, render_catalog};
 pub use roots::{HomeDirs, RootKind, ScopeChain, SkillRoot};
-pub use scan::{Problem, Skill};
+pub use scan::{Problem, ReadError, Skill};
 pub use store::{RescanReport, Skills};
 pub use tool::{SKILL_TOOL, SkillArgs, SkillOutput, SkillToolProvider};

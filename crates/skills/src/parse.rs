@@ -15,6 +15,119 @@
 
 use serde_norway::{Mapping, Value};
 
+/// Why a skill file's frontmatter is refused. The text says what is wrong and what to write
+/// instead; it never quotes the file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrontmatterError {
+    /// The file does not start with a `---` line.
+    #[error(
+        "there is no frontmatter: the file must start with a line `---`, then `name: …` and `description: …`, then a line `---`"
+    )]
+    Missing,
+    /// No closing `---` line (within [`MAX_FRONTMATTER`] bytes).
+    #[error("the frontmatter is not closed: add a line `---` after `description: …`")]
+    NotClosed,
+    /// The frontmatter is larger than [`MAX_FRONTMATTER`].
+    #[error(
+        "the frontmatter is over {} KiB; keep it to `name`, `description` and the flags, and put the instructions below the closing `---`",
+        MAX_FRONTMATTER / 1024
+    )]
+    TooLarge,
+    /// The frontmatter does not parse as YAML.
+    #[error(
+        "the frontmatter is not valid YAML{} ({reason}); quote values that contain `: ` or start with a special character",
+        at_line(*.line)
+    )]
+    Yaml {
+        /// The line of the file (not of the frontmatter), when YAML knows it.
+        line: Option<usize>,
+        /// YAML's reason, without its position or any quoted text.
+        reason: String,
+    },
+    /// The frontmatter is YAML, but not a mapping.
+    #[error("the frontmatter must be `key: value` lines (`name:` and `description:`)")]
+    NotKeyValue,
+    /// A flag spelled with underscores or in camel case.
+    #[error("`{wrong}` is not a frontmatter key; write `{right}` (with hyphens)")]
+    Misspelled {
+        /// The key as written.
+        wrong: &'static str,
+        /// The key as it must be written.
+        right: &'static str,
+    },
+    /// A required key is absent.
+    #[error("the frontmatter has no `{key}`; add `{key}:` with {what}")]
+    MissingKey {
+        /// `name` or `description`.
+        key: &'static str,
+        /// What its value should be.
+        what: &'static str,
+    },
+    /// A required key holds a list or a table.
+    #[error("`{key}` must be text, not a list or a table; write `{key}:` with {what}")]
+    NotText {
+        /// `name` or `description`.
+        key: &'static str,
+        /// What its value should be.
+        what: &'static str,
+    },
+    /// The name breaks the naming rules.
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// `description` is empty.
+    #[error("`description` is empty; say what the skill does and when to use it")]
+    EmptyDescription,
+    /// `description` is longer than [`MAX_DESCRIPTION`].
+    #[error(
+        "`description` has {chars} characters; at most {MAX_DESCRIPTION} are allowed (Claude Code and Codex refuse longer ones): shorten it and move details into the body"
+    )]
+    LongDescription {
+        /// Its length in characters.
+        chars: usize,
+    },
+    /// A flag that is not `true` or `false`.
+    #[error("`{key}` must be `true` or `false`")]
+    NotAFlag {
+        /// The flag's key.
+        key: &'static str,
+    },
+    /// `argument-hint` is not text.
+    #[error("`argument-hint` must be text, e.g. `argument-hint: \"[issue-number]\"`")]
+    ArgumentHintNotText,
+}
+
+/// Why a skill name is refused ([`check_name`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NameError {
+    /// The name is empty.
+    #[error("`name` is empty; give the skill a name such as `deploy-app`")]
+    Empty,
+    /// The name is longer than [`MAX_NAME`].
+    #[error("`name` has {chars} characters; at most {MAX_NAME} are allowed")]
+    TooLong {
+        /// Its length in characters.
+        chars: usize,
+    },
+    /// The name holds a character outside `[a-z0-9-]`.
+    #[error(
+        "`name` may only use lowercase letters, digits and `-` (found {found:?}); e.g. `name: {suggestion}`"
+    )]
+    BadCharacter {
+        /// The first such character.
+        found: char,
+        /// The name in lowercase with other characters as `-`.
+        suggestion: String,
+    },
+}
+
+/// ` at line N of the file`, or nothing.
+fn at_line(line: Option<usize>) -> String {
+    line.map(|l| format!(" at line {l} of the file"))
+        .unwrap_or_default()
+}
+
 /// Longest `name`, as Claude Code and Codex accept.
 pub const MAX_NAME: usize = 64;
 /// Longest `description`, in characters.
@@ -51,35 +164,21 @@ pub struct Frontmatter {
 /// // A file without frontmatter is no skill, and the error says what to add.
 /// assert!(toolgate_skills::parse_skill("just text").is_err());
 /// ```
-pub fn parse_skill(text: &str) -> Result<(Frontmatter, &str), String> {
+pub fn parse_skill(text: &str) -> Result<(Frontmatter, &str), FrontmatterError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let (yaml, body) = split(text)?;
     if yaml.len() > MAX_FRONTMATTER {
-        return Err(format!(
-            "the frontmatter is over {} KiB; keep it to `name`, `description` and the flags, and put the instructions below the closing `---`",
-            MAX_FRONTMATTER / 1024
-        ));
+        return Err(FrontmatterError::TooLarge);
     }
-    let value: Value = serde_norway::from_str(yaml).map_err(|e| {
-        let at = e
-            .location()
-            // The location is 1-based within the frontmatter; the file has `---` above it.
-            .map(|l| format!(" at line {} of the file", l.line() + 1))
-            .unwrap_or_default();
-        format!(
-            "the frontmatter is not valid YAML{at} ({}); quote values that contain `: ` or start with a special character",
-            yaml_reason(&e)
-        )
+    let value: Value = serde_norway::from_str(yaml).map_err(|e| FrontmatterError::Yaml {
+        // The location is 1-based within the frontmatter; the file has `---` above it.
+        line: e.location().map(|l| l.line() + 1),
+        reason: yaml_reason(&e),
     })?;
     let map = match value {
         Value::Mapping(map) => map,
         Value::Null => Mapping::new(),
-        _ => {
-            return Err(
-                "the frontmatter must be `key: value` lines (`name:` and `description:`)"
-                    .to_owned(),
-            );
-        }
+        _ => return Err(FrontmatterError::NotKeyValue),
     };
     for (wrong, right) in [
         ("disable_model_invocation", "disable-model-invocation"),
@@ -89,9 +188,7 @@ pub fn parse_skill(text: &str) -> Result<(Frontmatter, &str), String> {
         ("argument_hint", "argument-hint"),
     ] {
         if map.contains_key(wrong) {
-            return Err(format!(
-                "`{wrong}` is not a frontmatter key; write `{right}` (with hyphens)"
-            ));
+            return Err(FrontmatterError::Misspelled { wrong, right });
         }
     }
     let name = required_string(&map, "name", "the skill's name, e.g. `name: deploy-app`")?;
@@ -103,26 +200,18 @@ pub fn parse_skill(text: &str) -> Result<(Frontmatter, &str), String> {
     )?;
     let description = fold_whitespace(&description);
     if description.is_empty() {
-        return Err(
-            "`description` is empty; say what the skill does and when to use it".to_owned(),
-        );
+        return Err(FrontmatterError::EmptyDescription);
     }
     let chars = description.chars().count();
     if chars > MAX_DESCRIPTION {
-        return Err(format!(
-            "`description` has {chars} characters; at most {MAX_DESCRIPTION} are allowed (Claude Code and Codex refuse longer ones): shorten it and move details into the body"
-        ));
+        return Err(FrontmatterError::LongDescription { chars });
     }
     let disable_model = flag(&map, "disable-model-invocation")?.unwrap_or(false);
     let user_invocable = flag(&map, "user-invocable")?.unwrap_or(true);
     let argument_hint = match map.get("argument-hint") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(fold_whitespace(s)).filter(|s| !s.is_empty()),
-        Some(_) => {
-            return Err(
-                "`argument-hint` must be text, e.g. `argument-hint: \"[issue-number]\"`".to_owned(),
-            );
-        }
+        Some(_) => return Err(FrontmatterError::ArgumentHintNotText),
     };
     Ok((
         Frontmatter {
@@ -137,12 +226,11 @@ pub fn parse_skill(text: &str) -> Result<(Frontmatter, &str), String> {
 }
 
 /// The YAML between the opening and closing `---` lines, and the body after them.
-fn split(text: &str) -> Result<(&str, &str), String> {
-    let no_frontmatter = "there is no frontmatter: the file must start with a line `---`, then `name: …` and `description: …`, then a line `---`";
+fn split(text: &str) -> Result<(&str, &str), FrontmatterError> {
     let mut lines = text.split_inclusive('\n');
-    let first = lines.next().ok_or_else(|| no_frontmatter.to_owned())?;
+    let first = lines.next().ok_or(FrontmatterError::Missing)?;
     if first.trim_end() != "---" {
-        return Err(no_frontmatter.to_owned());
+        return Err(FrontmatterError::Missing);
     }
     let start = first.len();
     let mut at = start;
@@ -156,45 +244,44 @@ fn split(text: &str) -> Result<(&str, &str), String> {
             break;
         }
     }
-    Err("the frontmatter is not closed: add a line `---` after `description: …`".to_owned())
+    Err(FrontmatterError::NotClosed)
 }
 
 /// The string value of `key`, or an error saying what to write.
-fn required_string(map: &Mapping, key: &str, what: &str) -> Result<String, String> {
+fn required_string(
+    map: &Mapping,
+    key: &'static str,
+    what: &'static str,
+) -> Result<String, FrontmatterError> {
     match map.get(key) {
-        None | Some(Value::Null) => Err(format!(
-            "the frontmatter has no `{key}`; add `{key}:` with {what}"
-        )),
+        None | Some(Value::Null) => Err(FrontmatterError::MissingKey { key, what }),
         Some(Value::String(s)) => Ok(s.clone()),
         // `name: 2024` or `description: yes` are numbers and booleans to YAML.
         Some(Value::Number(n)) => Ok(n.to_string()),
         Some(Value::Bool(b)) => Ok(b.to_string()),
-        Some(_) => Err(format!(
-            "`{key}` must be text, not a list or a table; write `{key}:` with {what}"
-        )),
+        Some(_) => Err(FrontmatterError::NotText { key, what }),
     }
 }
 
 /// A boolean flag: absent, `true` or `false`.
-fn flag(map: &Mapping, key: &str) -> Result<Option<bool>, String> {
+fn flag(map: &Mapping, key: &'static str) -> Result<Option<bool>, FrontmatterError> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
         Some(Value::String(s)) if s == "true" || s == "false" => Ok(Some(s == "true")),
-        Some(_) => Err(format!("`{key}` must be `true` or `false`")),
+        Some(_) => Err(FrontmatterError::NotAFlag { key }),
     }
 }
 
 /// Checks a skill name: 1–64 characters of `[a-z0-9-]`.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), NameError> {
     if name.is_empty() {
-        return Err("`name` is empty; give the skill a name such as `deploy-app`".to_owned());
+        return Err(NameError::Empty);
     }
     if name.len() > MAX_NAME {
-        return Err(format!(
-            "`name` has {} characters; at most {MAX_NAME} are allowed",
-            name.chars().count()
-        ));
+        return Err(NameError::TooLong {
+            chars: name.chars().count(),
+        });
     }
     if let Some(bad) = name
         .chars()
@@ -205,10 +292,10 @@ pub fn check_name(name: &str) -> Result<(), String> {
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
             .collect();
-        return Err(format!(
-            "`name` may only use lowercase letters, digits and `-` (found {bad:?}); e.g. `name: {}`",
-            suggestion.trim_matches('-')
-        ));
+        return Err(NameError::BadCharacter {
+            found: bad,
+            suggestion: suggestion.trim_matches('-').to_owned(),
+        });
     }
     Ok(())
 }
@@ -235,7 +322,7 @@ mod tests {
     }
 
     fn err(text: &str) -> String {
-        parse_skill(text).unwrap_err()
+        parse_skill(text).unwrap_err().to_string()
     }
 
     #[test]
@@ -340,7 +427,7 @@ mod tests {
         }
         yaml.push_str("---\n");
         // Refused (serde_norway's repetition limit), not expanded to 10^12 nodes.
-        let e = parse_skill(&yaml).unwrap_err();
+        let e = parse_skill(&yaml).unwrap_err().to_string();
         assert!(
             e.contains("not valid YAML (repetition limit exceeded)"),
             "{e}"

@@ -21,8 +21,42 @@ use crate::roots::SkillRoot;
 pub const MAX_SKILL_BYTES: u64 = 512 * 1024;
 /// Most entries read from one root; past it the root reports a problem.
 pub const MAX_ENTRIES: usize = 2_000;
+
 /// The file that makes a folder a skill.
 pub const SKILL_FILE: &str = "SKILL.md";
+
+/// Why a skill file cannot be read (when it is listed, and by [`crate::load_skill`]). The
+/// text follows the file's path ("`…/SKILL.md` is not UTF-8 text; …") and says what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// The path has no folder or no file name.
+    #[error("is not a file path")]
+    NotAPath,
+    /// A symlink was swapped in since the skill was listed; nothing was read.
+    #[error(
+        "was replaced by a symlink (or a folder on its way was) since it was listed; nothing was read — if the change is yours, wait for the skill list to update or restart toolgate"
+    )]
+    Swapped,
+    /// Opening, inspecting or reading it failed.
+    #[error("cannot be read: {0}")]
+    Io(std::io::ErrorKind),
+    /// It is a folder, a FIFO, a device….
+    #[error("is not a regular file; a skill must be a plain Markdown file")]
+    NotAFile,
+    /// It is larger than [`MAX_SKILL_BYTES`].
+    #[error(
+        "is {kib} KiB; a skill file may be at most {} KiB, because the model reads it whole — move reference material into bundled files beside it",
+        MAX_SKILL_BYTES / 1024
+    )]
+    TooLarge {
+        /// Its size in KiB (rounded down).
+        kib: u64,
+    },
+    /// It is not UTF-8.
+    #[error("is not UTF-8 text; save it as UTF-8")]
+    NotUtf8,
+}
 
 /// A discovered skill.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -238,8 +272,8 @@ fn confined(root: &SkillRoot, file: &Path) -> Result<(), String> {
 fn load(root: &SkillRoot, file: &Path, dir: Option<&Path>) -> Result<Skill, String> {
     let real_file =
         fs_err::canonicalize(file).map_err(|e| format!("cannot be resolved: {}", e.kind()))?;
-    let text = read_skill_file(&real_file)?;
-    let (fm, _body) = parse_skill(&text)?;
+    let text = read_skill_file(&real_file).map_err(|e| e.to_string())?;
+    let (fm, _body) = parse_skill(&text).map_err(|e| e.to_string())?;
     Ok(Skill {
         name: fm.name,
         description: fm.description,
@@ -258,37 +292,33 @@ fn load(root: &SkillRoot, file: &Path, dir: Option<&Path>) -> Result<Skill, Stri
 /// ([`toolgate_fs::open_file_no_symlinks`]): no symlink is followed on the way or for the
 /// file itself, so a symlink swapped in after the skill was listed cannot lead the read to
 /// another file; and without blocking, so a FIFO put in its place cannot hang the caller.
-pub(crate) fn read_skill_file(real_file: &Path) -> Result<String, String> {
+pub(crate) fn read_skill_file(real_file: &Path) -> Result<String, ReadError> {
     let (Some(dir), Some(name)) = (real_file.parent(), real_file.file_name()) else {
-        return Err("is not a file path".to_owned());
+        return Err(ReadError::NotAPath);
     };
     let opened = toolgate_fs::open_file_no_symlinks(dir, Path::new(name));
     let mut handle = opened.map_err(|e| {
         if toolgate_fs::is_swapped(&e) {
-            "was replaced by a symlink (or a folder on its way was) since it was listed; nothing was read — if the change is yours, wait for the skill list to update or restart toolgate".to_owned()
+            ReadError::Swapped
         } else {
-            format!("cannot be read: {}", e.kind())
+            ReadError::Io(e.kind())
         }
     })?;
-    let meta = handle
-        .metadata()
-        .map_err(|e| format!("cannot be read: {}", e.kind()))?;
+    let meta = handle.metadata().map_err(|e| ReadError::Io(e.kind()))?;
     if !meta.is_file() {
-        return Err("is not a regular file; a skill must be a plain Markdown file".to_owned());
+        return Err(ReadError::NotAFile);
     }
     if meta.len() > MAX_SKILL_BYTES {
-        return Err(format!(
-            "is {} KiB; a skill file may be at most {} KiB, because the model reads it whole — move reference material into bundled files beside it",
-            meta.len() / 1024,
-            MAX_SKILL_BYTES / 1024
-        ));
+        return Err(ReadError::TooLarge {
+            kib: meta.len() / 1024,
+        });
     }
     let mut bytes = Vec::new();
     (&mut handle)
         .take(MAX_SKILL_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot be read: {}", e.kind()))?;
-    String::from_utf8(bytes).map_err(|_| "is not UTF-8 text; save it as UTF-8".to_owned())
+        .map_err(|e| ReadError::Io(e.kind()))?;
+    String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8)
 }
 
 #[cfg(test)]

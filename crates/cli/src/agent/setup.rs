@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use toolgate_agent::{Agent, AgentError, Tools};
-use toolgate_config::{Config, ConfigError, Runtime};
+use toolgate_config::{Config, ConfigError};
 use toolgate_core::disclosure::SessionFacts;
 use toolgate_core::{Approval, ExposureMode};
 use toolgate_providers::{Kind, Provider, ProviderConfig, ProviderError};
+use toolgate_runtime::Runtime;
 
 use super::AgentArgs;
 

@@ -1,7 +1,7 @@
 //! `toolgate doctor`: the mounted MCP servers and the catalog cache.
 
-use toolgate_config::Runtime;
 use toolgate_gateway::{CatalogCache, MAX_NAME_LEN, ServerState, Trust};
+use toolgate_runtime::Runtime;
 
 use super::{Report, bytes, unwritable};
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
-use toolgate_config::Runtime;
 use toolgate_gateway::ServerStatus;
+use toolgate_runtime::Runtime;
 
 use super::{ListArgs, block, header, seconds, status_json};
 

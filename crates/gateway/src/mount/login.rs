@@ -119,7 +119,10 @@ impl Mount {
         let Some(handler) = self.host.upgrade().and_then(|h| h.login_handler()) else {
             return Ok(false);
         };
-        handler.login(&self.spec, challenge).await?;
+        handler
+            .login(&self.spec, challenge)
+            .await
+            .map_err(|e| e.to_string())?;
         Ok(true)
     }
 

@@ -162,10 +162,9 @@ fn kill_sleepers(marker: &str) -> usize {
         };
         let cmdline = fs_err::read(entry.path().join("cmdline")).unwrap_or_default();
         if cmdline == format!("sleep\0{marker}\0").as_bytes() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
             killed += 1;
         }
     }

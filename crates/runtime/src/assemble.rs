@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use toolgate_budget::{Budget, SpillStore};
+use toolgate_config::{Config, ConfigError};
 use toolgate_core::disclosure::SessionFacts;
 use toolgate_core::{
     ClientProfiles, Disclosure, DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope,
@@ -15,9 +16,6 @@ use toolgate_gateway::{
     CatalogCache, Discovered, Gateway, GatewayLimits, ImportOptions, TrustStore, discover,
 };
 use toolgate_skills::{CatalogText, HomeDirs, RootKind, ScopeChain, SkillToolProvider, Skills};
-
-use crate::error::ConfigError;
-use crate::load::Config;
 
 /// Everything a front end (`serve`, `call`, `tools`) needs, built once from config.
 #[derive(Debug)]
@@ -66,7 +64,8 @@ impl Runtime {
         } else {
             config.roots.iter().map(|r| cwd.join(r)).collect()
         };
-        toolgate_contain::init(config.shell.containment).map_err(ConfigError::Invalid)?;
+        toolgate_contain::init(config.shell.containment)
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let control_files = match config.permissions.allow_control_files {
             true => ControlFiles::Writable,
             false => ControlFiles::Protected,

@@ -1,0 +1,12 @@
+//! toolgate's runtime, assembled from a [`toolgate_config::Config`] (SPEC "Config", seed 003 §10).
+//!
+//! [`Runtime::new`] turns the loaded configuration into what every front end (`serve`, `call`,
+//! `tools`, `run`/`chat`) shares: confinement roots, the tool registry with the built-in fs
+//! and shell tools, the `skill` tool and the disclosure tools, the dispatcher with its
+//! permission policy and budgets, the spill store, the mounted MCP servers (registered, trust
+//! decided, not started) and the client profiles. Loading and layering stay in
+//! `toolgate-config`; this crate only wires.
+
+mod assemble;
+
+pub use assemble::{Runtime, mcp_sandbox};
