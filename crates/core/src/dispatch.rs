@@ -450,7 +450,11 @@ fn prepare(name: &str, args: RawArgs, snapshot: &Snapshot) -> Result<Prepared, B
     let Some(tool) = snapshot.get(&name).cloned() else {
         return Err(Box::new(unknown_tool(&name, snapshot)));
     };
-    let args = parse_args(&name, args, "{\"path\": \"README.md\"}")?;
+    let args = parse_args(
+        &name,
+        args,
+        "one JSON object, e.g. {\"path\": \"README.md\"}",
+    )?;
     if !(args.is_object() || args.is_null()) {
         return Err(Box::new(ToolOutput::error(format!(
             "error: the arguments for `{name}` must be a JSON object, got {}; resend them as {{\"field\": value, …}}",
@@ -461,14 +465,14 @@ fn prepare(name: &str, args: RawArgs, snapshot: &Snapshot) -> Result<Prepared, B
 }
 
 /// Arguments as JSON: parsed when they came as text (nothing at all is `{}`); a parse error
-/// tells the model to resend them like `example`.
-fn parse_args(name: &str, args: RawArgs, example: &str) -> Result<Value, Box<ToolOutput>> {
+/// tells the model to resend them as `shape`.
+fn parse_args(name: &str, args: RawArgs, shape: &str) -> Result<Value, Box<ToolOutput>> {
     match args {
         RawArgs::Json(value) => Ok(value),
         RawArgs::Text(text) if text.trim().is_empty() => Ok(Value::Object(Default::default())),
         RawArgs::Text(text) => serde_json::from_str(&text).map_err(|e| {
             Box::new(ToolOutput::error(format!(
-                "error: the arguments for `{name}` are not valid JSON ({e}); resend them as one JSON object, e.g. {example}"
+                "error: the arguments for `{name}` are not valid JSON ({e}); resend them as {shape}"
             )))
         }),
     }

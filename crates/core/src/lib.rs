@@ -22,6 +22,7 @@
 //!
 //! The design follows seed 003 §1–§5 and seed 000 s02.
 
+mod client;
 mod context;
 pub mod disclosure;
 mod dispatch;
@@ -37,7 +38,8 @@ mod spec;
 mod tool;
 mod user_dirs;
 
-pub use context::{AskError, CallContext, ClientAsk, ClientLink, Progress, ProgressSink};
+pub use client::{AskError, ClientAsk, ClientLink};
+pub use context::{CallContext, Progress, ProgressSink};
 pub use disclosure::{Disclosure, DisclosureMode, DisclosureSettings, ExposureMode};
 pub use dispatch::{Call, DispatchLimits, Dispatcher, RawArgs};
 pub use output::{Media, SpillKind, SpillRef, ToolOutput, Truncation, TruncationReason};

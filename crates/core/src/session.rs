@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::context::ClientLink;
+use crate::client::ClientLink;
 use crate::permission::Approver;
 use crate::profile::{ClientLimits, ClientProfile};
 use crate::schedule::OrderGate;
