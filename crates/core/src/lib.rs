@@ -144,3 +144,8 @@ pub use schedule::{Footprint, OrderGate, Resource, ResourceLocks, Ticket};
 pub use spec::{Concurrency, DisclosureHint, ToolMeta, ToolSpec, schema_for};
 pub use tool::{DynTool, Tool, ToolError, TypedTool, run_blocking};
 pub use user_dirs::{MissingUserDir, UserDir, UserDirs};
+
+// The README's library example, run by `cargo test --doc` like the examples above.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExamples;
