@@ -68,6 +68,8 @@
 //! assert!(compressed.output_lines < 20, "{}", compressed.text);
 //! ```
 
+#![deny(missing_docs)]
+
 mod budget;
 mod compress;
 mod spill;
