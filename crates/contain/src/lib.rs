@@ -29,6 +29,7 @@
 //! The optional sandbox (Landlock, seccomp and a read-only mount view; [`Sandbox`]) lives
 //! here too: commands and mounted servers both start through this crate.
 
+#![deny(missing_docs)]
 #![allow(unsafe_code)]
 
 use std::ffi::CString;
