@@ -21,6 +21,8 @@
 //!   provider, which invalidates the registry only when the tool's description changes.
 //! - [`prompts`]: user-invocable skills as MCP prompts, with `prompts/list_changed`.
 
+#![deny(missing_docs)]
+
 mod body;
 pub mod catalog;
 mod config;
