@@ -11,6 +11,8 @@
 //!   ([`Provider::stable_prefix`] gives the bytes).
 //! - `fake` (feature): a scripted model over real HTTP in both protocols, for tests.
 
+#![deny(missing_docs)]
+
 mod anthropic;
 mod config;
 mod error;
