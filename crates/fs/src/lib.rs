@@ -57,6 +57,8 @@
 //! # }
 //! ```
 
+#![deny(missing_docs)]
+
 mod confine;
 mod edit;
 mod find;
