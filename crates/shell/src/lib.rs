@@ -49,6 +49,8 @@
 //! # }
 //! ```
 
+#![deny(missing_docs)]
+
 mod capture;
 mod clean;
 mod error;
