@@ -83,6 +83,8 @@
 //! # }
 //! ```
 
+#![deny(missing_docs)]
+
 mod agent;
 mod compact;
 mod settings;
