@@ -89,6 +89,8 @@
 //! # }
 //! ```
 
+#![deny(missing_docs)]
+
 mod client;
 mod convert;
 mod disclosure;
