@@ -107,6 +107,8 @@
 //! # }
 //! ```
 
+#![deny(missing_docs)]
+
 mod context;
 pub mod disclosure;
 mod dispatch;
