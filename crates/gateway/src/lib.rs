@@ -25,6 +25,8 @@
 //!   action (`mcp.read`, `mcp.write`), times them out (sending `notifications/cancelled`
 //!   downstream), forwards progress, and passes their results through the output budget.
 
+#![deny(missing_docs)]
+
 mod auth;
 mod catalog;
 mod config;
