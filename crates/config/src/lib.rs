@@ -8,6 +8,8 @@
 //! Assembly-time settings (roots, permissions, render budget) decide which tools exist and how
 //! they are rendered; runtime settings (timeouts, limits) never enter a model request.
 
+#![deny(missing_docs)]
+
 mod assemble;
 mod check;
 mod load;
