@@ -20,6 +20,45 @@
 //! - [`tool`]: the `skill` tool (`{"name": …}` → body + bundled files) and its registry
 //!   provider, which invalidates the registry only when the tool's description changes.
 //! - [`prompts`]: user-invocable skills as MCP prompts, with `prompts/list_changed`.
+//!
+//! # Example: a skill folder behind the `skill` tool
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use toolgate_core::{CallContext, Registry, Scope};
+//! use toolgate_skills::{
+//!     RootKind, SKILL_TOOL, ScopeChain, SkillRoot, SkillToolProvider, Skills, SkillsConfig,
+//! };
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let root = tempfile::tempdir()?;
+//! std::fs::create_dir(root.path().join("release"))?;
+//! std::fs::write(
+//!     root.path().join("release/SKILL.md"),
+//!     "---\nname: release\ndescription: Cut a release (changelog, tag, publish).\n---\nFirst run the tests.\n",
+//! )?;
+//!
+//! let chain = ScopeChain::from_roots(vec![SkillRoot {
+//!     path: root.path().canonicalize()?,
+//!     kind: RootKind::Project,
+//!     confine: None,
+//! }]);
+//! let config = SkillsConfig { watch: false, rescan_secs: 0, ..SkillsConfig::default() };
+//! let skills = Arc::new(Skills::new(config, chain));
+//! let registry = Arc::new(Registry::new());
+//! SkillToolProvider::new(skills, None, 2_048).attach(&registry)?;
+//!
+//! // The catalog is in the tool's description; the body comes on demand.
+//! let snapshot = registry.snapshot(&Scope::global());
+//! let tool = snapshot.get(SKILL_TOOL).expect("one skill, so the tool is there");
+//! assert!(tool.spec().description.contains("Cut a release"), "{}", tool.spec().description);
+//! let out = tool.call(serde_json::json!({"name": "release"}), CallContext::default()).await?;
+//! assert!(out.text.contains("First run the tests."), "{}", out.text);
+//! # Ok(())
+//! # }
+//! ```
 
 #![deny(missing_docs)]
 
