@@ -1,17 +1,17 @@
 //! toolgate's tool model: the stations a tool passes from code to the model's eyes.
 //!
-//! - [`spec`]: declaration (station 1) — the model-facing [`ToolSpec`] and the host-facing
+//! - `spec`: declaration (station 1) — the model-facing [`ToolSpec`] and the host-facing
 //!   [`ToolMeta`], kept apart so host fields never reach a model request.
-//! - [`tool`]: the typed [`Tool`] trait (arguments and schema from one Rust type) and its
+//! - `tool`: the typed [`Tool`] trait (arguments and schema from one Rust type) and its
 //!   erased form [`DynTool`].
-//! - [`registry`]: registration and invalidation (stations 2 and 6) — layers, scopes,
+//! - `registry`: registration and invalidation (stations 2 and 6) — layers, scopes,
 //!   snapshots, generation numbers.
-//! - [`permission`]: filtering by policy (station 4).
-//! - [`render`]: the model-facing tool arrays (station 5), byte-deterministic, with schemas
+//! - `permission`: filtering by policy (station 4).
+//! - `render`: the model-facing tool arrays (station 5), byte-deterministic, with schemas
 //!   every major client accepts.
-//! - [`profile`]: the last hop — what the client in front does to a result, per session.
-//! - [`dispatch`]: running a call, where every failure becomes information for the model;
-//!   [`schedule`] decides who waits for whom (per-session order, per-resource locks).
+//! - `profile`: the last hop — what the client in front does to a result, per session.
+//! - `dispatch`: running a call, where every failure becomes information for the model;
+//!   `schedule` decides who waits for whom (per-session order, per-resource locks).
 //! - [`disclosure`]: progressive disclosure — direct and deferred tools, `search_tool`,
 //!   `run_tool`, byte-stable tool arrays per protocol (seed 000 s15).
 //!

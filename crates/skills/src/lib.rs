@@ -11,15 +11,15 @@
 //!   discovered.
 //! - [`catalog`]: the merged view of a scope chain — the nearest root wins a name, the
 //!   loser is listed as shadowed.
-//! - [`store`]: [`Skills`], the live store: roots are watched (debounced), each change
+//! - `store`: [`Skills`], the live store: roots are watched (debounced), each change
 //!   re-reads only the entries it touched, a periodic full rescan is compared with that
 //!   incremental state (and logged when they differ), and merged views are cached by their
 //!   resolved scope chain.
 //! - [`render`]: the catalog as the model reads it, within a character budget; past the
 //!   budget a count and a way to search.
-//! - [`tool`]: the `skill` tool (`{"name": …}` → body + bundled files) and its registry
+//! - `tool`: the `skill` tool (`{"name": …}` → body + bundled files) and its registry
 //!   provider, which invalidates the registry only when the tool's description changes.
-//! - [`prompts`]: user-invocable skills as MCP prompts, with `prompts/list_changed`.
+//! - `prompts`: user-invocable skills as MCP prompts, with `prompts/list_changed`.
 //!
 //! # Example: a skill folder behind the `skill` tool
 //!
