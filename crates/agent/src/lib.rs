@@ -13,6 +13,77 @@
 //!   ([`project_sessions_dir`]), mode 0600, resumable.
 //! - Compaction near the context window keeps referenced spill files and deletes the
 //!   session's others (s04 exercise 2).
+//!
+//! # Example: one task against a scripted model
+//!
+//! The model here is `toolgate-providers`' fake (feature `fake`), speaking the OpenAI
+//! protocol over real HTTP on loopback; a real endpoint only changes the
+//! [`toolgate_providers::ProviderConfig`].
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use serde_json::json;
+//! use tokio_util::sync::CancellationToken;
+//! use toolgate_agent::{Agent, AgentSettings, Status, Tools};
+//! use toolgate_core::{
+//!     Disclosure, DisclosureSettings, DispatchLimits, Dispatcher, Policy, Registry,
+//!     RenderOptions, Scope, StaticProvider,
+//! };
+//! use toolgate_providers::fake::{FakeServer, Reply, step};
+//! use toolgate_providers::{Kind, Provider, ProviderConfig};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let project = tempfile::tempdir()?;
+//! std::fs::write(project.path().join("README.md"), "hello from the readme\n")?;
+//!
+//! // The runtime: the file tools in a registry, disclosure, a dispatcher.
+//! let roots = Arc::new(toolgate_fs::Roots::new([project.path()])?);
+//! let files = toolgate_fs::builtin_fs_tools(roots, Default::default(), None);
+//! let registry = Arc::new(Registry::new());
+//! registry.register(None, Arc::new(StaticProvider::new("builtin", files)), 0)?;
+//! let disclosure = Arc::new(Disclosure::new(&DisclosureSettings::default(), &Default::default())?);
+//! disclosure.attach(&registry, Scope::global())?;
+//! let dispatcher =
+//!     Dispatcher::new(registry, Scope::global(), Policy::allow_all(), DispatchLimits::default());
+//! let tools = Tools {
+//!     dispatcher: Arc::new(dispatcher),
+//!     disclosure,
+//!     render: RenderOptions::default(),
+//!     spill: None,
+//!     root: project.path().to_owned(),
+//! };
+//!
+//! // A model that reads the README, then answers.
+//! let model = FakeServer::start(
+//!     Kind::OpenAi,
+//!     vec![
+//!         step(Reply::call("read_file", json!({"path": "README.md"}))),
+//!         step(Reply::text("The README says hello.")),
+//!     ],
+//! )
+//! .await;
+//! let config = ProviderConfig {
+//!     kind: Kind::OpenAi,
+//!     base_url: Some(model.url().to_owned()),
+//!     model: Some("fake-model".to_owned()),
+//!     ..ProviderConfig::default()
+//! };
+//! let provider = Provider::new("fake", &config, |_variable| None)?;
+//!
+//! let mut agent = Agent::new(tools, provider, AgentSettings::default());
+//! let outcome = agent.run("What does the README say?", &mut |_| {}, &CancellationToken::new()).await;
+//! assert_eq!(outcome.status, Status::Finished);
+//! assert_eq!(outcome.text, "The README says hello.");
+//! assert_eq!(outcome.tool_calls[0].name, "read_file");
+//! // The second request carried the tool's result back to the model.
+//! assert!(model.requests()[1].tool_results()[0].contains("hello from the readme"));
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(missing_docs)]
 
 mod agent;
 mod compact;

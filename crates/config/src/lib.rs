@@ -6,8 +6,11 @@
 //! remembers which layer it came from ([`Loaded::provenance`]).
 //!
 //! Assembly-time settings (roots, permissions, render budget) decide which tools exist and how
-//! they are rendered; runtime settings (timeouts, limits) never enter a model request. This crate is data and
-//! loading only: `toolgate-runtime` assembles the tools, dispatcher and gateway from a [`Config`].
+//! they are rendered; runtime settings (timeouts, limits) never enter a model request. This
+//! crate is data and loading only: `toolgate-runtime` assembles the tools, dispatcher and
+//! gateway from a [`Config`].
+
+#![deny(missing_docs)]
 
 mod check;
 mod error;

@@ -32,6 +32,7 @@
 //! (`run_shell` and `job_kill` through [`ProcessGroup::teardown`], mounted stdio servers
 //! through [`ProcessGroup::close`]).
 
+#![deny(missing_docs)]
 #![allow(unsafe_code)]
 
 use std::ffi::CString;

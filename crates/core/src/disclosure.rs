@@ -147,6 +147,43 @@ impl Default for DisclosureSettings {
 
 /// The disclosure engine of one runtime: rules, the per-generation view of the registry,
 /// and the registry it reads (weakly: the registry holds the tools that hold this).
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use serde_json::{Map, json};
+/// use toolgate_core::disclosure::{RUN_TOOL, SEARCH_TOOL, StubTool, Unmasked};
+/// use toolgate_core::{
+///     CallContext, Disclosure, DisclosureSettings, DispatchLimits, Dispatcher, DynTool, Policy,
+///     RawArgs, Registry, Scope, StaticProvider,
+/// };
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // Twenty tools: more than `auto:15`, so only the disclosure tools are in the array.
+/// let mut tools: Vec<Arc<dyn DynTool>> = (0..19)
+///     .map(|i| Arc::new(StubTool::new(&format!("ticket_{i}"), "Edit a ticket.", Map::new())) as _)
+///     .collect();
+/// tools.push(Arc::new(StubTool::new("get_weather", "Current weather for a city.", Map::new())));
+/// let registry = Arc::new(Registry::new());
+/// registry.register(None, Arc::new(StaticProvider::new("demo", tools)), 0)?;
+/// let disclosure = Arc::new(Disclosure::new(&DisclosureSettings::default(), &Default::default())?);
+/// disclosure.attach(&registry, Scope::global())?;
+///
+/// let snapshot = registry.snapshot(&Scope::global());
+/// let exposed = disclosure.exposed(&snapshot, &Unmasked::default());
+/// assert!(exposed.contains(SEARCH_TOOL) && exposed.contains(RUN_TOOL));
+/// assert!(!exposed.contains("get_weather"));
+///
+/// // The model finds the deferred tool with `search_tool`, then calls it through `run_tool`.
+/// let dispatcher =
+///     Dispatcher::new(registry, Scope::global(), Policy::allow_all(), DispatchLimits::default());
+/// let args = RawArgs::Json(json!({"query": "weather"}));
+/// let found = dispatcher.call(SEARCH_TOOL, args, CallContext::unattended()).await;
+/// assert!(found.text.contains("get_weather"), "{}", found.text);
+/// # Ok(())
+/// # }
+/// ```
 pub struct Disclosure {
     rules: Rules,
     mode: DisclosureMode,

@@ -10,6 +10,54 @@
 //!   that continues a cut result exactly.
 //! - `write_file` and `edit_file` (seed 000 s02): atomic writes that keep permissions; exact,
 //!   unique replacement with CRLF handling, stale-file refusal and a diff.
+//!
+//! # Example: the file tools over one root
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use toolgate_core::{
+//!     CallContext, DispatchLimits, Dispatcher, Policy, RawArgs, Registry, Scope, StaticProvider,
+//! };
+//! use toolgate_fs::{ReadLimits, Roots, builtin_fs_tools};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let project = tempfile::tempdir()?;
+//! let roots = Arc::new(Roots::new([project.path()])?);
+//! let tools = builtin_fs_tools(roots, ReadLimits::default(), None);
+//! let registry = Arc::new(Registry::new());
+//! registry.register(None, Arc::new(StaticProvider::new("fs", tools)), 0)?;
+//! let dispatcher =
+//!     Dispatcher::new(registry, Scope::global(), Policy::allow_all(), DispatchLimits::default());
+//! let call = |name: &'static str, args: serde_json::Value, ctx: &CallContext| {
+//!     dispatcher.call(name, RawArgs::Json(args), ctx.clone())
+//! };
+//!
+//! // One context per session: edit_file knows what this session last read.
+//! let session = CallContext::unattended();
+//! let args = serde_json::json!({"path": "src/main.rs", "content": "fn main() {}\n"});
+//! let out = call("write_file", args, &session).await;
+//! assert!(!out.is_error, "{}", out.text);
+//!
+//! let out = call("read_file", serde_json::json!({"path": "src/main.rs"}), &session).await;
+//! assert!(out.text.contains("1\tfn main() {}"), "{}", out.text);
+//!
+//! let args = serde_json::json!({"path": "src/main.rs", "old_string": "{}", "new_string": "{ run() }"});
+//! let out = call("edit_file", args, &session).await;
+//! assert!(!out.is_error, "{}", out.text);
+//! let written = std::fs::read_to_string(project.path().join("src/main.rs"))?;
+//! assert_eq!(written, "fn main() { run() }\n");
+//!
+//! // Paths outside the roots are refused with a message that says what to do instead.
+//! let out = call("read_file", serde_json::json!({"path": "../../etc/passwd"}), &session).await;
+//! assert!(out.is_error);
+//! assert!(out.text.contains("outside the allowed roots"), "{}", out.text);
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(missing_docs)]
 
 mod confine;
 mod edit;

@@ -24,6 +24,88 @@
 //!   against the server's schema, applies permissions by name (`mcp__github__*`) and by
 //!   action (`mcp.read`, `mcp.write`), times them out (sending `notifications/cancelled`
 //!   downstream), forwards progress, and passes their results through the output budget.
+//!
+//! # Example: mounting a Streamable HTTP server
+//!
+//! The server mounted here is toolgate's own MCP server on loopback, offering one tool;
+//! any MCP server, stdio (`command`) or HTTP (`url`), mounts the same way.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use futures::future::BoxFuture;
+//! use serde_json::{Map, Value, json};
+//! use tokio_util::sync::CancellationToken;
+//! use toolgate_core::{
+//!     CallContext, DispatchLimits, Dispatcher, DynTool, Policy, RawArgs, Registry,
+//!     RenderOptions, Scope, StaticProvider, ToolError, ToolMeta, ToolOutput, ToolSpec,
+//! };
+//! use toolgate_gateway::{Discovered, Gateway, GatewayLimits, McpServerConfig, ServerSpec};
+//! use toolgate_mcp::{DEFAULT_MAX_SESSIONS, HttpOptions, ToolgateServer, serve_http};
+//!
+//! /// `echo`, written against the erased trait (no schemars type at hand).
+//! struct Echo(ToolSpec, ToolMeta);
+//!
+//! impl DynTool for Echo {
+//!     fn spec(&self) -> &ToolSpec {
+//!         &self.0
+//!     }
+//!     fn meta(&self) -> &ToolMeta {
+//!         &self.1
+//!     }
+//!     fn call(&self, args: Value, _: CallContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+//!         Box::pin(async move { Ok(ToolOutput::text(args["text"].as_str().unwrap_or_default())) })
+//!     }
+//! }
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // Upstream: a registry with `echo`, served over HTTP on a free loopback port.
+//! let schema: Map<String, Value> = serde_json::from_value(json!({"type": "object"}))?;
+//! let echo = Echo(
+//!     ToolSpec { name: "echo".into(), description: "Say it back.".into(), input_schema: Arc::new(schema) },
+//!     ToolMeta::default(),
+//! );
+//! let upstream = Arc::new(Registry::new());
+//! upstream.register(None, Arc::new(StaticProvider::new("demo", vec![Arc::new(echo)])), 0)?;
+//! let dispatcher = Dispatcher::new(upstream, Scope::global(), Policy::allow_all(), DispatchLimits::default());
+//! let server = ToolgateServer::new(Arc::new(dispatcher), RenderOptions::default(), String::new());
+//! let options = HttpOptions {
+//!     addr: "127.0.0.1:0".parse()?,
+//!     token: None,
+//!     allowed_origins: Vec::new(),
+//!     insecure_no_auth: false,
+//!     max_sessions: DEFAULT_MAX_SESSIONS,
+//! };
+//! let stop = CancellationToken::new();
+//! let (bound, addr) = tokio::sync::oneshot::channel();
+//! let serving = tokio::spawn(serve_http(server, options, stop.clone(), move |a| {
+//!     let _ = bound.send(a);
+//! }));
+//! let addr = addr.await?;
+//!
+//! // Downstream: the gateway mounts it as `upstream`; its tool becomes `mcp__upstream__echo`.
+//! let config = McpServerConfig { url: Some(format!("http://{addr}/mcp")), ..Default::default() };
+//! let project = tempfile::tempdir()?;
+//! let spec = ServerSpec::resolve("upstream", &config, "example".to_owned(), project.path());
+//! let discovered = Discovered { servers: vec![spec], problems: Vec::new() };
+//! let registry = Arc::new(Registry::new());
+//! let gateway = Gateway::new(discovered, GatewayLimits::default(), &registry)?;
+//! gateway.start_all().await;
+//!
+//! let tools = Dispatcher::new(registry, Scope::global(), Policy::allow_all(), DispatchLimits::default());
+//! let args = RawArgs::Json(json!({"text": "through the gateway"}));
+//! let out = tools.call("mcp__upstream__echo", args, CallContext::unattended()).await;
+//! assert_eq!(out.text, "through the gateway");
+//!
+//! gateway.shutdown().await;
+//! stop.cancel();
+//! serving.await??;
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(missing_docs)]
 
 mod auth;
 mod catalog;

@@ -7,6 +7,45 @@
 //! bytes of the longest prefix (tools, system, messages in the provider's prompt order)
 //! shared with the previous request / 4, so cache-prefix stability shows up in the numbers.
 //! [`Reply::reporting`] sets one answer's prompt tokens instead (for compaction thresholds).
+//!
+//! # Example: a provider and one request
+//!
+//! A [`Provider`](crate::Provider) talks to the fake exactly as to a real endpoint; only
+//! `base_url` differs.
+//!
+//! ```
+//! use tokio_util::sync::CancellationToken;
+//! use toolgate_providers::fake::{FakeServer, Reply, step};
+//! use toolgate_providers::{Event, Finish, Kind, Message, Provider, ProviderConfig, Request};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let model = FakeServer::start(Kind::Anthropic, vec![step(Reply::text("Paris."))]).await;
+//! let config = ProviderConfig {
+//!     kind: Kind::Anthropic,
+//!     base_url: Some(model.url().to_owned()),
+//!     stream: Some(true),
+//!     ..ProviderConfig::default()
+//! };
+//! // Keys come from the environment through this lookup (`ANTHROPIC_API_KEY` here).
+//! let provider = Provider::new("claude", &config, |_variable| None)?;
+//!
+//! let messages = [Message::user("Capital of France?")];
+//! let request = Request { system: "Answer briefly.", tools: &[], stable_tools: 0, messages: &messages };
+//! let mut streamed = String::new();
+//! let mut on_event = |event: Event| {
+//!     if let Event::Text(piece) = event {
+//!         streamed.push_str(&piece);
+//!     }
+//! };
+//! let response = provider.complete(&request, &mut on_event, &CancellationToken::new()).await?;
+//! assert_eq!(response.text, "Paris.");
+//! assert_eq!(response.finish, Finish::Stop);
+//! assert_eq!(streamed, "Paris.");
+//! assert_eq!(model.requests()[0].path, "/v1/messages");
+//! # Ok(())
+//! # }
+//! ```
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

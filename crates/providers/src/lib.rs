@@ -9,7 +9,10 @@
 //! - Prompt caching: the request keeps the stable prefix (system + tools) first and
 //!   byte-identical; Anthropic gets `cache_control` breakpoints on it
 //!   ([`Provider::stable_prefix`] gives the bytes).
-//! - `fake` (feature): a scripted model over real HTTP in both protocols, for tests.
+//! - `fake` (feature): a scripted model over real HTTP in both protocols, for tests; its
+//!   module docs show a [`Provider`] answering one request end to end.
+
+#![deny(missing_docs)]
 
 mod anthropic;
 mod config;

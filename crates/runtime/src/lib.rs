@@ -7,6 +7,8 @@
 //! decided, not started) and the client profiles. Loading and layering stay in
 //! `toolgate-config`; this crate only wires.
 
+#![deny(missing_docs)]
+
 mod assemble;
 
 pub use assemble::{Runtime, mcp_sandbox};

@@ -23,6 +23,7 @@ use crate::shared::Shared;
 /// Which stream `job_output` reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[allow(missing_docs)] // The variants' names say it: `stdout`, `stderr`.
 pub enum StreamName {
     // No doc comments on the variants: the schema stays a plain `enum` of two strings.
     #[default]

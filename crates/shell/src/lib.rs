@@ -20,6 +20,36 @@
 //!   Commands that need both in one order write `2>&1`.
 //! - Background jobs live in the session's [`JobTable`]: at most
 //!   [`ShellLimits::max_jobs`] running, finished ones readable until the session ends.
+//!
+//! # Example: one command, both streams, its exit code
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use toolgate_budget::{Budget, BudgetLimits, SpillStore};
+//! use toolgate_core::CallContext;
+//! use toolgate_fs::Roots;
+//! use toolgate_shell::{ShellLimits, builtin_shell_tools};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let project = tempfile::tempdir()?;
+//! let roots = Arc::new(Roots::new([project.path()])?);
+//! let store = Arc::new(SpillStore::new(project.path().join(".toolgate/spill"), 1 << 30));
+//! let budget = Arc::new(Budget::new(BudgetLimits::default(), store, project.path().to_owned()));
+//! let tools = builtin_shell_tools(roots, budget, ShellLimits::default());
+//! let run_shell = tools.iter().find(|t| t.spec().name == "run_shell").expect("run_shell");
+//!
+//! let args = serde_json::json!({"command": "echo built; echo 'no such target' >&2; exit 2"});
+//! let out = run_shell.call(args, CallContext::unattended()).await?;
+//! assert!(out.is_error, "a failed command is an error result the model can read");
+//! assert_eq!(out.field("exit_code"), Some(serde_json::json!(2)));
+//! assert!(out.text.contains("built") && out.text.contains("no such target"), "{}", out.text);
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(missing_docs)]
 
 mod capture;
 mod clean;

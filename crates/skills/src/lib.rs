@@ -11,15 +11,56 @@
 //!   discovered.
 //! - [`catalog`]: the merged view of a scope chain — the nearest root wins a name, the
 //!   loser is listed as shadowed.
-//! - [`store`]: [`Skills`], the live store: roots are watched (debounced), each change
+//! - `store`: [`Skills`], the live store: roots are watched (debounced), each change
 //!   re-reads only the entries it touched, a periodic full rescan is compared with that
 //!   incremental state (and logged when they differ), and merged views are cached by their
 //!   resolved scope chain.
 //! - [`render`]: the catalog as the model reads it, within a character budget; past the
 //!   budget a count and a way to search.
-//! - [`tool`]: the `skill` tool (`{"name": …}` → body + bundled files) and its registry
+//! - `tool`: the `skill` tool (`{"name": …}` → body + bundled files) and its registry
 //!   provider, which invalidates the registry only when the tool's description changes.
-//! - [`prompts`]: user-invocable skills as MCP prompts, with `prompts/list_changed`.
+//! - `prompts`: user-invocable skills as MCP prompts, with `prompts/list_changed`.
+//!
+//! # Example: a skill folder behind the `skill` tool
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use toolgate_core::{CallContext, Registry, Scope};
+//! use toolgate_skills::{
+//!     RootKind, SKILL_TOOL, ScopeChain, SkillRoot, SkillToolProvider, Skills, SkillsConfig,
+//! };
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let root = tempfile::tempdir()?;
+//! std::fs::create_dir(root.path().join("release"))?;
+//! std::fs::write(
+//!     root.path().join("release/SKILL.md"),
+//!     "---\nname: release\ndescription: Cut a release (changelog, tag, publish).\n---\nFirst run the tests.\n",
+//! )?;
+//!
+//! let chain = ScopeChain::from_roots(vec![SkillRoot {
+//!     path: root.path().canonicalize()?,
+//!     kind: RootKind::Project,
+//!     confine: None,
+//! }]);
+//! let config = SkillsConfig { watch: false, rescan_secs: 0, ..SkillsConfig::default() };
+//! let skills = Arc::new(Skills::new(config, chain));
+//! let registry = Arc::new(Registry::new());
+//! SkillToolProvider::new(skills, None, 2_048).attach(&registry)?;
+//!
+//! // The catalog is in the tool's description; the body comes on demand.
+//! let snapshot = registry.snapshot(&Scope::global());
+//! let tool = snapshot.get(SKILL_TOOL).expect("one skill, so the tool is there");
+//! assert!(tool.spec().description.contains("Cut a release"), "{}", tool.spec().description);
+//! let out = tool.call(serde_json::json!({"name": "release"}), CallContext::unattended()).await?;
+//! assert!(out.text.contains("First run the tests."), "{}", out.text);
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(missing_docs)]
 
 mod body;
 pub mod catalog;

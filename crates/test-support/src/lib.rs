@@ -3,12 +3,14 @@
 //! ([`TempProject`]) and a JSON-RPC line client for MCP over any byte stream
 //! ([`LineClient`]).
 //!
-//! Used by integration tests (`tests/`), benches and examples only: a crate's own unit tests
-//! would see a second copy of `toolgate-core`, whose types do not match the crate's.
+//! Used by integration tests (`tests/`), benches and examples. A crate's own unit tests may
+//! use only what holds none of that crate's types ([`LineClient`] in `toolgate-mcp`'s):
+//! there the crate is compiled twice and its two copies' types do not match.
 //!
 //! Waits here wait for events; the only deadline is [`HANG_GUARD`], long enough that a loaded
 //! machine never reaches it and short enough that a hung test fails instead of stalling CI.
 
+#![deny(missing_docs)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod client;

@@ -24,7 +24,7 @@ pub(super) fn make(millis: u128, pid: u32, seq: u64, label: &str) -> String {
     format!("{millis:013}-{:05}-{seq:04}-{label}.txt", pid % 100_000)
 }
 
-/// Whether `name` has the shape of a name [`make`] gives: the spill store accounts for (and
+/// Whether `name` has the shape of a name `make` gives: the spill store accounts for (and
 /// may evict) only such files, and a spill folder outside the project lets tools read only
 /// them.
 pub fn is_spill_name(name: &str) -> bool {
