@@ -72,7 +72,9 @@
 //! };
 //! let provider = Provider::new("fake", &config, |_variable| None)?;
 //!
-//! let mut agent = Agent::new(tools, provider, AgentSettings::default());
+//! // Nobody watches here: a call an `ask` rule holds would not run.
+//! let approval = toolgate_core::Approval::Nobody;
+//! let mut agent = Agent::new(tools, provider, AgentSettings::default(), approval);
 //! let outcome = agent.run("What does the README say?", &mut |_| {}, &CancellationToken::new()).await;
 //! assert_eq!(outcome.status, Status::Finished);
 //! assert_eq!(outcome.text, "The README says hello.");
