@@ -145,7 +145,7 @@ pub(crate) fn mcp_warnings(runtime: &Runtime) {
     }
     for status in runtime.gateway.status() {
         match &status.state {
-            ServerState::Failed(reason) => {
+            ServerState::Failed(reason) | ServerState::NameClash(reason) => {
                 eprintln!("warning: MCP server `{}` failed: {reason}", status.name);
             }
             ServerState::Untrusted { reason, command } => eprintln!(

@@ -228,10 +228,7 @@ async fn tools(runtime: &Runtime, args: &ServerToolsArgs) -> ExitCode {
         eprintln!("toolgate: no MCP server named `{}` ({known})", args.name);
         return ExitCode::from(crate::USAGE_ERROR);
     }
-    runtime
-        .gateway
-        .start_for(&toolgate_gateway::server_prefix(&args.name))
-        .await;
+    runtime.gateway.start_server(&args.name).await;
     let status = runtime
         .gateway
         .status()
@@ -257,7 +254,7 @@ async fn tools(runtime: &Runtime, args: &ServerToolsArgs) -> ExitCode {
             );
             return ExitCode::FAILURE;
         }
-        Some(ServerState::Failed(reason)) if tools.is_empty() => {
+        Some(ServerState::Failed(reason) | ServerState::NameClash(reason)) if tools.is_empty() => {
             eprintln!("toolgate: `{}` failed: {reason}", args.name);
             return ExitCode::FAILURE;
         }
@@ -289,7 +286,8 @@ fn state_word(state: &ServerState) -> &'static str {
         ServerState::NotStarted => "not started",
         ServerState::Starting => "starting",
         ServerState::Ready => "ready",
-        ServerState::Failed(_) => "failed",
+        // A name clash is a startup failure; the reason says which names.
+        ServerState::Failed(_) | ServerState::NameClash(_) => "failed",
         ServerState::Untrusted { .. } => "untrusted",
         ServerState::NeedsLogin(_) => "needs login",
         _ => "unknown",
@@ -339,7 +337,7 @@ fn block(s: &ServerStatus, name_w: usize) -> String {
         s.transport,
         seconds(s.startup_timeout)
     ));
-    if let ServerState::Failed(reason) = &s.state {
+    if let ServerState::Failed(reason) | ServerState::NameClash(reason) = &s.state {
         out.push_str(&format!("{:<name_w$}  reason: {reason}\n", ""));
     }
     if let ServerState::NeedsLogin(reason) = &s.state {
@@ -380,7 +378,7 @@ fn status_json(s: &ServerStatus) -> Value {
         "transport": s.transport,
         "notes": s.notes,
     });
-    if let ServerState::Failed(reason) = &s.state {
+    if let ServerState::Failed(reason) | ServerState::NameClash(reason) = &s.state {
         v["reason"] = json!(reason);
     }
     if let ServerState::NeedsLogin(reason) = &s.state {

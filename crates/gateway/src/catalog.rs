@@ -165,6 +165,7 @@ mod tests {
             disabled_tools: Vec::new(),
             log_like: false,
             oauth: Default::default(),
+            prefix: Default::default(),
             source: "test".to_owned(),
             trust: crate::verdict::Trust::User,
             launch: None,

@@ -72,6 +72,24 @@ pub struct McpServerConfig {
     /// (`[mcp_servers.NAME.oauth]`); see [`OAuthConfig`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oauth: Option<OAuthConfig>,
+    /// Whether the server's tools and prompts are named `mcp__NAME__<name>` (`"always"`,
+    /// the default) or keep their own names (`"never"`); see [`Prefix`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<Prefix>,
+}
+
+/// `[mcp_servers.NAME] prefix`: how a mounted server's tools and prompts are named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Prefix {
+    /// `mcp__NAME__<tool>`: names never clash, and `mcp__NAME__*` names the whole server in
+    /// permission rules. Default.
+    #[default]
+    Always,
+    /// The server's own names, as a client connected to it directly would see them. A name
+    /// that clashes with one toolgate already has (a built-in tool, a skill's prompt, a tool
+    /// or prompt of another server) fails this server at startup, and only this one.
+    Never,
 }
 
 impl McpServerConfig {
@@ -104,7 +122,8 @@ impl McpServerConfig {
             enabled_tools,
             disabled_tools,
             log_like,
-            oauth
+            oauth,
+            prefix
         );
         self
     }
@@ -255,6 +274,8 @@ pub struct ServerSpec {
     pub log_like: bool,
     /// How to log in when the server needs OAuth (`[mcp_servers.NAME.oauth]`).
     pub oauth: OAuthConfig,
+    /// How its tools and prompts are named.
+    pub prefix: Prefix,
     /// Where it was configured: a file path, with the file that adjusted it if any.
     pub source: String,
     /// Whether it needs (and has) the user's trust: servers from project files start only
@@ -313,6 +334,7 @@ impl ServerSpec {
             disabled_tools: entry.disabled_tools.clone().unwrap_or_default(),
             log_like: entry.log_like.unwrap_or(false),
             oauth: entry.oauth.clone().unwrap_or_default(),
+            prefix: entry.prefix.unwrap_or_default(),
             source,
             trust: Trust::User,
             launch: None,

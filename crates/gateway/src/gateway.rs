@@ -8,11 +8,11 @@ use toolgate_core::{DynTool, Registry, RegistryError};
 
 use crate::auth::{LoginHandler, TokenStore};
 use crate::catalog::CatalogCache;
-use crate::config::{CredentialStoreMode, ServerSpec, Transport};
+use crate::config::{CredentialStoreMode, Prefix, ServerSpec, Transport};
 use crate::import::{Discovered, ImportProblem};
 use crate::limits::GatewayLimits;
 use crate::mount::{Host, Mount, MountProvider, Phase, lock};
-use crate::naming::{assign_names, server_prefix};
+use crate::naming::{Offer, Reserved, name_all, server_prefix};
 use crate::proxy::ProxyTool;
 
 /// Most characters of one mounted server's `instructions` passed on to the client.
@@ -71,6 +71,9 @@ pub enum ServerState {
     Ready,
     /// Not serving; the reason says why and what to do.
     Failed(String),
+    /// A `prefix = "never"` server whose tool or prompt names clash with names toolgate
+    /// already has: stopped, offering nothing. The reason names each clash and the fix.
+    NameClash(String),
     /// A remote server that needs a human to run `toolgate mcp login NAME`; the reason
     /// says what happened. It starts by itself after the login.
     NeedsLogin(String),
@@ -89,6 +92,8 @@ struct Inner {
     registry: Weak<Registry>,
     limits: GatewayLimits,
     naming: Mutex<()>,
+    /// Names toolgate has without the servers (`prefix = "never"` servers may not take them).
+    reserved: Mutex<Reserved>,
     /// Where each server's last tool list is kept between runs, when enabled.
     catalog: Mutex<Option<CatalogCache>>,
     /// Where OAuth tokens are kept: set by [`Gateway::use_token_store`], else the standard
@@ -123,20 +128,32 @@ impl Inner {
         }
     }
 
-    /// Names every listed tool of every server (names depend on all of them: collisions),
-    /// rebuilds the proxies that changed, and announces the change.
-    fn publish(&self) {
+    /// Names every listed tool and prompt of every server (names depend on all of them:
+    /// collisions, `prefix = "never"` clashes), fails the `never` servers whose names clash,
+    /// and rebuilds the proxies that changed. Returns whether the published tools changed.
+    fn publish(&self) -> bool {
         let _naming = lock(&self.naming);
         let lists: Vec<_> = self.mounts.iter().map(|m| m.listed()).collect();
-        let pairs: Vec<(&str, &str)> = self
+        let prompts: Vec<_> = self.mounts.iter().map(|m| m.prompts()).collect();
+        let offers: Vec<Offer<'_>> = self
             .mounts
             .iter()
             .zip(&lists)
-            .flat_map(|(m, list)| list.iter().map(|t| (m.spec.name.as_str(), t.name.as_ref())))
+            .zip(&prompts)
+            .map(|((m, list), prompts)| Offer {
+                server: &m.spec.name,
+                prefix: m.spec.prefix,
+                tools: list.iter().map(|t| t.name.as_ref()).collect(),
+                prompts: prompts.iter().map(|p| p.name.as_str()).collect(),
+                clashed: m.clash().is_some(),
+            })
             .collect();
-        let names = assign_names(&pairs);
-        let mut names = names.into_iter();
-        for (mount, list) in self.mounts.iter().zip(&lists) {
+        let named = name_all(&offers, &lock(&self.reserved));
+        let mut changed = false;
+        for ((mount, list), named) in self.mounts.iter().zip(&lists).zip(named) {
+            if let Some(reason) = named.clash {
+                changed |= mount.fail_for_clash(reason);
+            }
             let old: HashMap<String, (rmcp::model::Tool, Arc<dyn DynTool>)> =
                 lock(&mount.published)
                     .iter()
@@ -144,10 +161,10 @@ impl Inner {
                         (proxy.spec().name.clone(), (tool.clone(), Arc::clone(proxy)))
                     })
                     .collect();
-            let mut published = Vec::with_capacity(list.len());
+            let mut published = Vec::with_capacity(named.tools.len());
             let mut skipped = Vec::new();
-            for tool in list.iter() {
-                let Some(name) = names.next() else { break };
+            // A server that is not mounted has no names, so nothing is published.
+            for (tool, name) in list.iter().zip(named.tools) {
                 // Unchanged tools keep their proxy (and its compiled validator).
                 if let Some((source, proxy)) = old.get(&name)
                     && source == tool
@@ -173,9 +190,35 @@ impl Inner {
                     }
                 }
             }
-            *lock(&mount.published) = published;
+            let mut current = lock(&mount.published);
+            let same = current.len() == published.len()
+                && current
+                    .iter()
+                    .zip(&published)
+                    .all(|((_, a), (_, b))| Arc::ptr_eq(a, b));
+            changed |= !same;
+            *current = published;
         }
-        self.invalidate();
+        changed
+    }
+
+    /// The names a client sees for `mount`'s prompts, with each prompt's own name; none for
+    /// a server that is not mounted.
+    fn prompt_names(&self, mount: &Mount) -> Vec<(String, rmcp::model::Prompt)> {
+        if mount.clash().is_some() {
+            return Vec::new();
+        }
+        mount
+            .prompts()
+            .iter()
+            .map(|p| {
+                let name = match mount.spec.prefix {
+                    Prefix::Always => format!("{}{}", server_prefix(&mount.spec.name), p.name),
+                    Prefix::Never => p.name.clone(),
+                };
+                (name, p.clone())
+            })
+            .collect()
     }
 }
 
@@ -198,6 +241,7 @@ impl Host for Inner {
 
     fn tools_changed(&self) {
         self.publish();
+        self.invalidate();
     }
 
     fn availability_changed(&self) {
@@ -205,6 +249,10 @@ impl Host for Inner {
     }
 
     fn prompts_changed(&self) {
+        // A `never` server's prompt may clash, which unmounts its tools too.
+        if self.publish() {
+            self.invalidate();
+        }
         self.prompt_changes.send_modify(|n| *n += 1);
     }
 
@@ -252,7 +300,9 @@ impl std::fmt::Debug for Gateway {
 
 impl Gateway {
     /// Registers one provider per discovered server (named `mcp:<server>`) in the global
-    /// layer of `registry`. Nothing starts yet: see [`Gateway::start`].
+    /// layer of `registry`. Nothing starts yet: see [`Gateway::start`]. The tool names
+    /// `registry` already has (built-ins, `skill`, `search_tool`) are taken: a
+    /// `prefix = "never"` server that offers one is not mounted.
     pub fn new(
         discovered: Discovered,
         limits: GatewayLimits,
@@ -267,6 +317,10 @@ impl Gateway {
             registry: Arc::downgrade(registry),
             limits,
             naming: Mutex::new(()),
+            reserved: Mutex::new(Reserved {
+                tools: taken_tools(registry),
+                prompts: Vec::new(),
+            }),
             catalog: Mutex::new(None),
             prompt_changes: tokio::sync::watch::channel(0).0,
             resource_changes: tokio::sync::watch::channel(0).0,
@@ -315,8 +369,19 @@ impl Gateway {
         *lock(&self.inner.catalog) = Some(cache);
         if loaded > 0 {
             self.inner.publish();
+            self.inner.invalidate();
         }
         loaded
+    }
+
+    /// Reserves `names` for prompts toolgate offers itself (the skills a user may invoke): a
+    /// `prefix = "never"` server with a prompt of one of these names is not mounted. Call
+    /// before [`Gateway::start`].
+    pub fn reserve_prompts(&self, names: impl IntoIterator<Item = String>) {
+        lock(&self.inner.reserved).prompts.extend(names);
+        if self.inner.publish() {
+            self.inner.invalidate();
+        }
     }
 
     /// Keeps and reads OAuth tokens in `store` (call before [`Gateway::start`]).
@@ -386,25 +451,43 @@ impl Gateway {
         }
     }
 
-    /// Starts the servers whose tool names could include `tool` (by the `mcp__<server>__`
-    /// prefix; every server for another `mcp__` name) and waits until they are ready or
-    /// failed. For one-shot commands that should not start unrelated servers.
+    /// Starts the servers whose tool names could include `tool` and waits until they are
+    /// ready or failed: by the `mcp__<server>__` prefix (every prefixed server for another
+    /// `mcp__` name), and each `prefix = "never"` server that lists `tool` or whose tools
+    /// are not known yet. For one-shot commands that should not start unrelated servers.
     pub async fn start_for(&self, tool: &str) {
-        if !tool.starts_with("mcp__") {
-            return;
-        }
-        let matching: Vec<&Arc<Mount>> = self
-            .inner
-            .mounts
-            .iter()
-            .filter(|m| tool.starts_with(&server_prefix(&m.spec.name)))
-            .collect();
-        let targets = if matching.is_empty() {
-            self.inner.mounts.iter().collect()
-        } else {
-            matching
+        let never = |m: &&Arc<Mount>| {
+            m.spec.prefix == Prefix::Never
+                && (m.listed().iter().any(|t| t.name == tool) || {
+                    let st = m.state();
+                    !(st.ever_ready || st.from_cache)
+                })
         };
+        let mut targets: Vec<&Arc<Mount>> = self.inner.mounts.iter().filter(never).collect();
+        if tool.starts_with("mcp__") {
+            let prefixed = |m: &&Arc<Mount>| m.spec.prefix == Prefix::Always;
+            let matching: Vec<&Arc<Mount>> = self
+                .inner
+                .mounts
+                .iter()
+                .filter(prefixed)
+                .filter(|m| tool.starts_with(&server_prefix(&m.spec.name)))
+                .collect();
+            if matching.is_empty() {
+                targets.extend(self.inner.mounts.iter().filter(prefixed));
+            } else {
+                targets.extend(matching);
+            }
+        }
         futures::future::join_all(targets.into_iter().map(|m| m.start())).await;
+    }
+
+    /// Starts the server named `server` (if configured) and waits until it is ready or
+    /// failed.
+    pub async fn start_server(&self, server: &str) {
+        if let Some(mount) = self.inner.mounts.iter().find(|m| m.spec.name == server) {
+            mount.start().await;
+        }
     }
 
     /// Starts every enabled server and waits until each is ready or failed.
@@ -439,13 +522,16 @@ impl Gateway {
         let mut out = String::new();
         let mut left_out = Vec::new();
         for mount in &self.inner.mounts {
-            let Some(text) = mount.instructions() else {
+            let Some(text) = mount.instructions().filter(|_| mount.clash().is_none()) else {
                 continue;
             };
             let name = &mount.spec.name;
+            let tools = match mount.spec.prefix {
+                Prefix::Always => format!("tools `{}*`", server_prefix(name)),
+                Prefix::Never => "tools under their own names".to_owned(),
+            };
             let section = format!(
-                "\n\n### {name} (tools `{}*`)\n{}",
-                crate::naming::server_prefix(name),
+                "\n\n### {name} ({tools})\n{}",
                 cut(text.trim(), MAX_SERVER_INSTRUCTIONS_CHARS)
             );
             if out.chars().count() + section.chars().count() > MAX_MOUNTED_INSTRUCTIONS_CHARS {
@@ -466,15 +552,14 @@ impl Gateway {
         format!("## Mounted MCP servers\nWhat each server says about its own tools.{out}")
     }
 
-    /// Every mounted server's prompts, named like its tools (`mcp__<server>__<prompt>`), in
-    /// config order; a server that is not ready has none.
+    /// Every mounted server's prompts, named like its tools (`mcp__<server>__<prompt>`, or
+    /// the prompt's own name for a `prefix = "never"` server), in config order; a server
+    /// that is not ready, or not mounted because its names clash, has none.
     pub fn prompts(&self) -> Vec<rmcp::model::Prompt> {
         let mut out = Vec::new();
         for mount in &self.inner.mounts {
-            let prefix = crate::naming::server_prefix(&mount.spec.name);
-            for prompt in mount.prompts().iter() {
-                let mut prompt = prompt.clone();
-                prompt.name = format!("{prefix}{}", prompt.name);
+            for (name, mut prompt) in self.inner.prompt_names(mount) {
+                prompt.name = name;
                 out.push(prompt);
             }
         }
@@ -489,13 +574,14 @@ impl Gateway {
         arguments: Option<rmcp::model::JsonObject>,
     ) -> Result<rmcp::model::GetPromptResult, ForwardError> {
         for mount in &self.inner.mounts {
-            let prefix = crate::naming::server_prefix(&mount.spec.name);
-            let Some(own) = name.strip_prefix(&prefix) else {
-                continue;
-            };
-            if mount.prompts().iter().any(|p| p.name == own) {
+            let own = self
+                .inner
+                .prompt_names(mount)
+                .into_iter()
+                .find(|(listed, _)| listed == name);
+            if let Some((_, prompt)) = own {
                 return mount
-                    .get_prompt(own, arguments)
+                    .get_prompt(&prompt.name, arguments)
                     .await
                     .map_err(ForwardError::Server);
             }
@@ -517,6 +603,7 @@ impl Gateway {
         self.inner
             .mounts
             .iter()
+            .filter(|m| m.clash().is_none())
             .flat_map(|m| m.resources().resources.clone())
             .filter(|r| seen.insert(r.uri.clone()))
             .collect()
@@ -527,6 +614,7 @@ impl Gateway {
         self.inner
             .mounts
             .iter()
+            .filter(|m| m.clash().is_none())
             .flat_map(|m| m.resources().templates.clone())
             .collect()
     }
@@ -541,6 +629,7 @@ impl Gateway {
             .inner
             .mounts
             .iter()
+            .filter(|m| m.clash().is_none())
             .filter_map(|m| m.serves(uri).map(|fit| (fit, m)))
             .max_by_key(|(fit, _)| *fit);
         match best {
@@ -576,6 +665,9 @@ impl Gateway {
                 let settling = m.is_settling();
                 let st = m.state();
                 let state = match &st.phase {
+                    _ if st.clash.is_some() => {
+                        ServerState::NameClash(st.clash.clone().unwrap_or_default())
+                    }
                     Phase::Untrusted(reason) => ServerState::Untrusted {
                         reason: reason.clone(),
                         command: crate::trust::trust_command(&m.spec.name),
@@ -643,6 +735,17 @@ impl Drop for Gateway {
             mount.shutdown.cancel();
         }
     }
+}
+
+/// Every tool name `registry` has now, shown or hidden: taken before any server mounts.
+fn taken_tools(registry: &Registry) -> Vec<String> {
+    let snapshot = registry.snapshot(&toolgate_core::Scope::global());
+    snapshot
+        .tools
+        .keys()
+        .chain(snapshot.hidden.keys())
+        .cloned()
+        .collect()
 }
 
 /// `stdio: npx -y …` or `http: https://…`: how a server is reached, for humans.

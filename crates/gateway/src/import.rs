@@ -531,6 +531,7 @@ fn codex_entry(e: CodexEntry, callback_port: Option<u16>) -> McpServerConfig {
         disabled_tools: e.disabled_tools,
         log_like: None,
         oauth: (remote && !oauth.is_empty()).then_some(oauth),
+        prefix: None,
     }
 }
 

@@ -131,7 +131,7 @@ pub use auth::{AuthStatus, LoginError, LoginHandler, LoginOptions, StoreError, T
 pub use catalog::{CachedCatalog, CatalogCache};
 pub use config::{
     CredentialStoreMode, DEFAULT_STARTUP_TIMEOUT_SEC, DEFAULT_TOOL_TIMEOUT_SEC, GatewayConfig,
-    McpServerConfig, OAuthConfig, ServerSpec, Transport,
+    McpServerConfig, OAuthConfig, Prefix, ServerSpec, Transport,
 };
 pub use gateway::{
     ForwardError, Gateway, MAX_MOUNTED_INSTRUCTIONS_CHARS, MAX_SERVER_INSTRUCTIONS_CHARS,

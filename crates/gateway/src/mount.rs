@@ -90,6 +90,9 @@ pub(crate) struct State {
     login_stamp: Option<String>,
     /// Whether a task watches the token store for a login.
     login_watch: bool,
+    /// Why a `prefix = "never"` server's names clash with names toolgate already has: it
+    /// is stopped and offers nothing (set by the gateway's naming, never cleared).
+    pub(crate) clash: Option<String>,
 }
 
 /// One open connection.
@@ -202,6 +205,7 @@ impl Mount {
                 from_cache: false,
                 login_stamp: None,
                 login_watch: false,
+                clash: None,
             }),
             listed: Mutex::new(Arc::new(Vec::new())),
             instructions: Mutex::new(None),
@@ -239,6 +243,28 @@ impl Mount {
         if let Some(live) = live {
             live.closed.cancelled().await;
         }
+    }
+
+    /// Why the server's names clash, if they do (`prefix = "never"`).
+    pub(crate) fn clash(&self) -> Option<String> {
+        self.state().clash.clone()
+    }
+
+    /// Fails the server for good because its names clash: it offers nothing, and a running
+    /// connection is closed (the fix is a config change and a restart). Returns whether this
+    /// is news.
+    pub(crate) fn fail_for_clash(&self, reason: String) -> bool {
+        {
+            let mut st = self.state();
+            if st.clash.is_some() {
+                return false;
+            }
+            tracing::warn!(server = %self.spec.name, %reason, "MCP server not mounted");
+            st.clash = Some(reason);
+        }
+        self.shutdown.cancel();
+        self.changed.send_modify(|g| *g += 1);
+        true
     }
 
     fn set_phase(&self, phase: Phase) {

@@ -5,8 +5,16 @@
 //! cut) and that is too long or collides with another gets a suffix `_` + 8 hex digits of a
 //! stable hash (FNV-1a) of the original server and tool names, so the same tool gets the
 //! same name in every run and on every machine.
+//!
+//! A server with `prefix = "never"` keeps its own names instead ([`name_all`]). Such a name
+//! may clash with one toolgate already has; the server is then not mounted at all, and the
+//! reason names every clash and the fix. What already has a name, first wins: toolgate's own
+//! tools and the skills' prompts, then every `prefix = "always"` server (their names cannot
+//! clash with each other), then the `never` servers in config order.
 
 use std::collections::HashMap;
+
+use crate::config::Prefix;
 
 /// Most characters of a tool name (OpenAI and Anthropic limits).
 pub const MAX_NAME_LEN: usize = 64;
@@ -115,9 +123,255 @@ fn is_exact(server: &str, tool: &str, name: &str) -> bool {
         && name == format!("{PREFIX}{server}__{tool}")
 }
 
+/// Who already has a name, for the clash message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Holder {
+    /// A tool toolgate has without the gateway (built-ins, `skill`, `search_tool`).
+    Toolgate,
+    /// A skill offered as a prompt.
+    Skill,
+    /// Another mounted server.
+    Server(String),
+}
+
+impl std::fmt::Display for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Toolgate => f.write_str("toolgate's own"),
+            Self::Skill => f.write_str("a skill's"),
+            Self::Server(name) => write!(f, "MCP server `{name}`'s"),
+        }
+    }
+}
+
+/// Names toolgate has before any server is mounted.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Reserved {
+    /// Tool names of the registry's other providers.
+    pub(crate) tools: Vec<String>,
+    /// Prompt names of the skills.
+    pub(crate) prompts: Vec<String>,
+}
+
+/// What one server offers, as [`name_all`] reads it.
+pub(crate) struct Offer<'a> {
+    /// The server's config name.
+    pub(crate) server: &'a str,
+    /// Its `prefix` setting.
+    pub(crate) prefix: Prefix,
+    /// Its tools' own names, in its order.
+    pub(crate) tools: Vec<&'a str>,
+    /// Its prompts' own names, in its order.
+    pub(crate) prompts: Vec<&'a str>,
+    /// Whether it already failed for a clash (it keeps offering nothing).
+    pub(crate) clashed: bool,
+}
+
+/// The names one server's tools and prompts get, or why it gets none.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Named {
+    /// One name per offered tool (empty when the server is not mounted).
+    pub(crate) tools: Vec<String>,
+    /// One name per offered prompt (empty when the server is not mounted).
+    pub(crate) prompts: Vec<String>,
+    /// A new clash: the server's names clash and it must not be mounted.
+    pub(crate) clash: Option<String>,
+}
+
+/// Names every server's tools and prompts, in the order given (config order). A `never`
+/// server whose own names clash gets none and the reason in [`Named::clash`].
+pub(crate) fn name_all(offers: &[Offer<'_>], reserved: &Reserved) -> Vec<Named> {
+    let mut tools: HashMap<String, Holder> = HashMap::new();
+    let mut prompts: HashMap<String, Holder> = HashMap::new();
+    for name in &reserved.tools {
+        tools.insert(name.clone(), Holder::Toolgate);
+    }
+    for name in &reserved.prompts {
+        prompts.insert(name.clone(), Holder::Skill);
+    }
+    let always = |o: &&Offer<'_>| o.prefix == Prefix::Always;
+    let pairs: Vec<(&str, &str)> = offers
+        .iter()
+        .filter(always)
+        .flat_map(|o| o.tools.iter().map(|t| (o.server, *t)))
+        .collect();
+    let mut prefixed = assign_names(&pairs).into_iter();
+    let mut named: Vec<Named> = offers
+        .iter()
+        .map(|o| match o.prefix {
+            Prefix::Never => Named::default(),
+            Prefix::Always => {
+                let holder = || Holder::Server(o.server.to_owned());
+                let named = Named {
+                    tools: prefixed.by_ref().take(o.tools.len()).collect(),
+                    prompts: o
+                        .prompts
+                        .iter()
+                        .map(|p| format!("{}{p}", server_prefix(o.server)))
+                        .collect(),
+                    clash: None,
+                };
+                for name in &named.tools {
+                    tools.entry(name.clone()).or_insert_with(holder);
+                }
+                for name in &named.prompts {
+                    prompts.entry(name.clone()).or_insert_with(holder);
+                }
+                named
+            }
+        })
+        .collect();
+    for (offer, named) in offers.iter().zip(&mut named) {
+        if offer.prefix != Prefix::Never || offer.clashed {
+            continue;
+        }
+        let mut clashes = Vec::new();
+        for tool in &offer.tools {
+            if let Some(holder) = tools.get(*tool) {
+                clashes.push(format!("tool `{tool}` is {holder} tool"));
+            }
+        }
+        for prompt in &offer.prompts {
+            if let Some(holder) = prompts.get(*prompt) {
+                clashes.push(format!("prompt `{prompt}` is {holder} prompt"));
+            }
+        }
+        if !clashes.is_empty() {
+            named.clash = Some(clash_reason(offer, &clashes, &tools));
+            continue;
+        }
+        let holder = || Holder::Server(offer.server.to_owned());
+        for tool in &offer.tools {
+            tools.entry((*tool).to_owned()).or_insert_with(holder);
+        }
+        for prompt in &offer.prompts {
+            prompts.entry((*prompt).to_owned()).or_insert_with(holder);
+        }
+        named.tools = offer.tools.iter().map(|t| (*t).to_owned()).collect();
+        named.prompts = offer.prompts.iter().map(|p| (*p).to_owned()).collect();
+    }
+    named
+}
+
+/// What `toolgate mcp list` says about a `never` server whose names clash: each clash (the
+/// first five), then the ways out.
+fn clash_reason(offer: &Offer<'_>, clashes: &[String], tools: &HashMap<String, Holder>) -> String {
+    const SHOWN: usize = 5;
+    let server = offer.server;
+    let mut text = format!(
+        "with prefix = \"never\" its names clash with names toolgate already has: {}",
+        clashes
+            .iter()
+            .take(SHOWN)
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if clashes.len() > SHOWN {
+        text.push_str(&format!(" (+{} more)", clashes.len() - SHOWN));
+    }
+    let example = offer
+        .tools
+        .iter()
+        .chain(&offer.prompts)
+        .find(|n| tools.contains_key(**n))
+        .or(offer.tools.first())
+        .or(offer.prompts.first())
+        .copied()
+        .unwrap_or("NAME");
+    text.push_str(&format!(
+        "; so it is not mounted. Set `prefix = \"always\"` in [mcp_servers.{server}] (its names become `{}{example}`, …), or rename the clashing tools or prompts (on the server or the other side; `disabled_tools` hides a tool)",
+        server_prefix(server)
+    ));
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn offer<'a>(server: &'a str, prefix: Prefix, tools: &[&'a str]) -> Offer<'a> {
+        Offer {
+            server,
+            prefix,
+            tools: tools.to_vec(),
+            prompts: Vec::new(),
+            clashed: false,
+        }
+    }
+
+    #[test]
+    fn never_servers_keep_their_names_and_always_servers_are_prefixed() {
+        let mut docs = offer("docs", Prefix::Never, &["search"]);
+        docs.prompts = vec!["summarize"];
+        let named = name_all(
+            &[docs, offer("github", Prefix::Always, &["search"])],
+            &Reserved::default(),
+        );
+        assert_eq!(named[0].tools, ["search"]);
+        assert_eq!(named[0].prompts, ["summarize"]);
+        assert_eq!(named[0].clash, None);
+        assert_eq!(named[1].tools, ["mcp__github__search"]);
+    }
+
+    #[test]
+    fn a_never_server_that_clashes_gets_no_names_and_the_reason() {
+        let reserved = Reserved {
+            tools: vec!["read_file".to_owned()],
+            prompts: vec!["deploy".to_owned()],
+        };
+        let mut fs = offer("fs", Prefix::Never, &["read_file", "tree"]);
+        fs.prompts = vec!["deploy"];
+        let named = name_all(&[fs, offer("other", Prefix::Never, &["tree"])], &reserved);
+        assert!(named[0].tools.is_empty() && named[0].prompts.is_empty());
+        let reason = named[0].clash.as_deref().unwrap();
+        assert!(
+            reason.contains("tool `read_file` is toolgate's own tool"),
+            "{reason}"
+        );
+        assert!(reason.contains("prompt `deploy` is a skill's prompt"), "{reason}");
+        assert!(reason.contains("`prefix = \"always\"` in [mcp_servers.fs]"));
+        assert!(reason.contains("`mcp__fs__read_file`"), "{reason}");
+        // The clashing server takes nothing: the next one keeps `tree`.
+        assert_eq!(named[1].tools, ["tree"]);
+    }
+
+    #[test]
+    fn the_later_of_two_never_servers_and_a_never_server_under_an_always_name_clash() {
+        let named = name_all(
+            &[
+                offer("a", Prefix::Never, &["search", "mcp__b__x"]),
+                offer("b", Prefix::Always, &["x"]),
+                offer("c", Prefix::Never, &["search"]),
+            ],
+            &Reserved::default(),
+        );
+        let a = named[0].clash.as_deref().unwrap();
+        assert!(
+            a.contains("tool `mcp__b__x` is MCP server `b`'s tool"),
+            "{a}"
+        );
+        // `a` offers nothing, so `c` has `search` to itself.
+        assert_eq!(named[2].tools, ["search"]);
+        let named = name_all(
+            &[
+                offer("a", Prefix::Never, &["search"]),
+                offer("c", Prefix::Never, &["search"]),
+            ],
+            &Reserved::default(),
+        );
+        assert_eq!(named[0].tools, ["search"]);
+        let c = named[1].clash.as_deref().unwrap();
+        assert!(c.contains("tool `search` is MCP server `a`'s tool"), "{c}");
+    }
+
+    #[test]
+    fn a_server_that_already_clashed_stays_unmounted_without_news() {
+        let mut a = offer("a", Prefix::Never, &["read_file"]);
+        a.clashed = true;
+        let named = name_all(&[a], &Reserved::default());
+        assert_eq!(named[0], Named::default());
+    }
 
     #[test]
     fn plain_names_are_kept() {

@@ -177,6 +177,13 @@ impl Runtime {
             (project_roots, relay_policy),
             &registry,
         )?;
+        // A `prefix = "never"` server may not take a skill's prompt name (`serve` offers both).
+        gateway.reserve_prompts(
+            skills
+                .catalog()
+                .user_visible()
+                .map(|skill| skill.name.clone()),
+        );
         let profiles = ClientProfiles::with_config(&config.clients);
         Ok(Self {
             profiles,

@@ -51,6 +51,9 @@ pub(super) async fn check(report: &mut Report, runtime: &Runtime, start: bool) {
                 "{name}: failed: {reason}; check its command or url ({}) and run `toolgate mcp tools {name}` to see it start ({origin})",
                 status.transport
             )),
+            ServerState::NameClash(reason) => {
+                report.problem(&format!("{name}: not mounted: {reason} ({origin})"))
+            }
             ServerState::NeedsLogin(reason) => report.problem(&format!(
                 "{name}: needs login ({reason}); run `toolgate mcp login {name}` ({origin})"
             )),

@@ -31,6 +31,9 @@ impl Mount {
         let mut attempted = false;
         let mut logins = 0;
         loop {
+            if let Some(clash) = self.clash() {
+                return Err(format!("MCP server `{name}` is not mounted: {clash}"));
+            }
             if self.shutdown.is_cancelled() {
                 return Err(format!(
                     "MCP server `{name}` is stopped: toolgate is shutting down"
