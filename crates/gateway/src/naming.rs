@@ -329,7 +329,10 @@ mod tests {
             reason.contains("tool `read_file` is toolgate's own tool"),
             "{reason}"
         );
-        assert!(reason.contains("prompt `deploy` is a skill's prompt"), "{reason}");
+        assert!(
+            reason.contains("prompt `deploy` is a skill's prompt"),
+            "{reason}"
+        );
         assert!(reason.contains("`prefix = \"always\"` in [mcp_servers.fs]"));
         assert!(reason.contains("`mcp__fs__read_file`"), "{reason}");
         // The clashing server takes nothing: the next one keeps `tree`.

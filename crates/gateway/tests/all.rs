@@ -17,5 +17,7 @@ mod everything;
 mod filesystem;
 #[path = "all/misbehave.rs"]
 mod misbehave;
+#[path = "all/prefix.rs"]
+mod prefix;
 #[path = "all/support.rs"]
 mod support;

@@ -86,6 +86,7 @@ pub struct Rig {
 
 pub struct RigBuilder {
     servers: Vec<(String, McpServerConfig)>,
+    builtins: Vec<String>,
     limits: GatewayLimits,
     policy: Policy,
     budget: bool,
@@ -96,6 +97,7 @@ pub struct RigBuilder {
 pub fn setup() -> RigBuilder {
     RigBuilder {
         servers: Vec::new(),
+        builtins: Vec::new(),
         limits: GatewayLimits::default(),
         policy: Policy::allow_all(),
         budget: false,
@@ -123,6 +125,12 @@ impl RigBuilder {
         self.server(name, config)
     }
 
+    /// One more built-in named `name`, answering `builtin {name}`.
+    pub fn builtin(mut self, name: &str) -> Self {
+        self.builtins.push(name.to_owned());
+        self
+    }
+
     pub fn limits(mut self, limits: GatewayLimits) -> Self {
         self.limits = limits;
         self
@@ -146,12 +154,19 @@ impl RigBuilder {
             .meta(ToolMeta::default())
             .text("builtin ok")
             .erased();
+        let mut builtins = vec![builtin];
+        for name in &self.builtins {
+            let text = format!("builtin {name}");
+            builtins.push(
+                FnTool::new(name)
+                    .describe("A built-in.")
+                    .meta(ToolMeta::default())
+                    .text(&text)
+                    .erased(),
+            );
+        }
         registry
-            .register(
-                None,
-                Arc::new(StaticProvider::new("builtin", vec![builtin])),
-                0,
-            )
+            .register(None, Arc::new(StaticProvider::new("builtin", builtins)), 0)
             .unwrap();
         let servers: Vec<ServerSpec> = self
             .servers
