@@ -416,3 +416,33 @@ fn a_project_may_not_choose_where_api_keys_are_sent() {
         Some("http://localhost:11434/v1")
     );
 }
+
+#[test]
+fn mcp_server_prefix_is_always_or_never_and_anything_else_names_the_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = dir.path().join("user.toml");
+    write(
+        &user,
+        "[mcp_servers.docs]\ncommand = \"docs-mcp\"\nprefix = \"never\"\n\n[mcp_servers.github]\ncommand = \"gh-mcp\"\n",
+    );
+    let config = load(&options(dir.path(), Some(user.clone())))
+        .unwrap()
+        .config;
+    let prefix = |name: &str| config.mcp_servers[name].prefix;
+    assert_eq!(prefix("docs"), Some(toolgate_gateway::Prefix::Never));
+    assert_eq!(prefix("github"), None, "unset: the default, always");
+
+    write(
+        &user,
+        "[mcp_servers.docs]\ncommand = \"docs-mcp\"\nprefix = \"sometimes\"\n",
+    );
+    let err = load(&options(dir.path(), Some(user)))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("prefix"), "names the key: {err}");
+    assert!(err.contains("sometimes"), "names the value: {err}");
+    assert!(
+        err.contains("`always`") && err.contains("`never`"),
+        "names the values it takes: {err}"
+    );
+}

@@ -308,3 +308,115 @@ command = "/no/such/mcp-server"
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(!stderr.contains("starting 1 server"), "{stderr}");
 }
+
+/// `@modelcontextprotocol/server-filesystem` (from `scripts/install-peers.sh`) as a
+/// `[mcp_servers.NAME]` entry serving `dir`, with `extra` lines.
+fn filesystem_server(name: &str, dir: &std::path::Path, extra: &str) -> String {
+    let peers = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/peers/npm");
+    let node = peers.join("node_modules/node/bin/node");
+    let script = peers.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    assert!(
+        script.exists(),
+        "{} is missing: run scripts/install-peers.sh",
+        script.display()
+    );
+    format!(
+        "[mcp_servers.{name}]\ncommand = {:?}\nargs = [{:?}, {:?}]\nstartup_timeout_sec = 30\n{extra}\n",
+        node.display().to_string(),
+        script.display().to_string(),
+        dir.display().to_string(),
+    )
+}
+
+#[test]
+fn mcp_list_shows_a_never_server_whose_tool_names_clash_with_the_built_ins() {
+    let dir = project();
+    // The user's config: a server from it needs no trust.
+    let user = dir.path().join(".no-user-config/toolgate");
+    std::fs::create_dir_all(&user).unwrap();
+    let config = [
+        filesystem_server("fs", dir.path(), "prefix = \"never\""),
+        filesystem_server("files", dir.path(), ""),
+    ]
+    .concat();
+    std::fs::write(user.join("config.toml"), config).unwrap();
+    let list = |args: &[&str]| {
+        toolgate(dir.path())
+            .env_remove("CODEX_HOME")
+            .args(["mcp", "list"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+
+    let out = list(&[]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = |start: &str| {
+        text.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line for `{start}` in:\n{text}"))
+    };
+    assert!(line("fs ").contains("failed"), "{text}");
+    assert!(line("files ").contains("ready"), "{text}");
+    let reason = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("reason:"))
+        .unwrap();
+    for clash in ["read_file", "write_file", "edit_file", "search_files"] {
+        assert!(
+            reason.contains(&format!("tool `{clash}` is toolgate's own tool")),
+            "{reason}"
+        );
+    }
+    assert!(
+        reason.contains("Set `prefix = \"always\"` in [mcp_servers.fs]"),
+        "{reason}"
+    );
+
+    let out = list(&["--json"]);
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let fs = body["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "fs")
+        .unwrap();
+    assert_eq!(fs["status"], "failed");
+    assert_eq!(fs["tools"], 0);
+    assert!(
+        fs["reason"]
+            .as_str()
+            .unwrap()
+            .contains("its names clash with names toolgate already has")
+    );
+
+    // The built-in is still the one `read_file` names.
+    let out = toolgate(dir.path())
+        .env_remove("CODEX_HOME")
+        .args(["call", "read_file", r#"{"path": "README.md"}"#])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("hello"), "{stdout}");
+
+    // `doctor` lists it as a problem, with the same reason.
+    let out = toolgate(dir.path())
+        .env_remove("CODEX_HOME")
+        .arg("doctor")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report
+            .lines()
+            .any(|l| l.contains("fs: not mounted: with prefix = \"never\" its names clash")),
+        "{report}"
+    );
+}
