@@ -1,5 +1,6 @@
 //! The prompts `serve` offers: the skills a user may invoke, then the mounted servers'
-//! prompts under their servers' names (`mcp__<server>__<prompt>`), one list with one
+//! prompts under their servers' names (`mcp__<server>__<prompt>`, or their own names for a
+//! `prefix = "never"` server, which may not take a skill's name), one list with one
 //! `list_changed`.
 
 use std::sync::Arc;

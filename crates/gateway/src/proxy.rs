@@ -1,8 +1,9 @@
 //! A mounted server's tool as a registry tool ([`DynTool`]).
 //!
 //! The model-facing half comes from the server: description, input schema and output schema
-//! pass through unchanged, under the gateway's `mcp__<server>__<tool>` name. The host half is
-//! derived from the server's annotations:
+//! pass through unchanged, under the gateway's `mcp__<server>__<tool>` name (the tool's own
+//! name for a `prefix = "never"` server). The host half is derived from the server's
+//! annotations:
 //!
 //! | field | value |
 //! |---|---|
