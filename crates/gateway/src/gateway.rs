@@ -151,7 +151,12 @@ impl Inner {
         let named = name_all(&offers, &lock(&self.reserved));
         let mut changed = false;
         for ((mount, list), named) in self.mounts.iter().zip(&lists).zip(named) {
-            if let Some(reason) = named.clash {
+            // Only the server's own list fails it: a stale cached list that clashes must not
+            // keep it from ever starting (and refreshing the cache). Until it answers, the
+            // clashing cached names are simply not published.
+            if let Some(reason) = named.clash
+                && mount.state().ever_ready
+            {
                 changed |= mount.fail_for_clash(reason);
             }
             let old: HashMap<String, (rmcp::model::Tool, Arc<dyn DynTool>)> =
@@ -242,6 +247,12 @@ impl Host for Inner {
     fn tools_changed(&self) {
         self.publish();
         self.invalidate();
+    }
+
+    fn answered(&self) {
+        if self.publish() {
+            self.invalidate();
+        }
     }
 
     fn availability_changed(&self) {

@@ -386,8 +386,11 @@ impl Mount {
                     st.notes = connected.notes;
                 }
                 self.set_phase(Phase::Ready);
-                if changed && let Some(host) = self.host.upgrade() {
-                    host.tools_changed();
+                if let Some(host) = self.host.upgrade() {
+                    match changed {
+                        true => host.tools_changed(),
+                        false => host.answered(),
+                    }
                 }
                 tokio::spawn(Arc::clone(self).monitor(
                     connected.service,

@@ -20,6 +20,10 @@ pub(crate) trait Host: Send + Sync {
     fn login_handler(&self) -> Option<Arc<dyn LoginHandler>>;
     /// A server's tool list changed: every tool is named again and the change announced.
     fn tools_changed(&self);
+    /// A server answered with the tool list already shown (from the catalog cache or its
+    /// last start): names are checked again (a `prefix = "never"` clash fails it only on
+    /// its own answer), and a change announced only if there is one.
+    fn answered(&self);
     /// Which tools can be listed changed (a server became ready, failed or stopped).
     fn availability_changed(&self);
     /// A server's prompts changed.

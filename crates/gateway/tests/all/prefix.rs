@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use toolgate_core::Policy;
-use toolgate_gateway::{ForwardError, McpServerConfig, Prefix, ServerState};
+use toolgate_gateway::{CatalogCache, ForwardError, McpServerConfig, Prefix, ServerState};
 
 use crate::misbehave::state;
 use crate::support::{assert_no_survivors_except, fake, node, npm_server, setup, stdio};
@@ -176,5 +176,43 @@ async fn a_never_server_whose_prompt_is_a_skill_name_is_not_mounted() {
     assert!(!rig.names().iter().any(|n| n == "echo"));
     let call = rig.call("echo", json!({"message": "hi"})).await;
     assert!(call.is_error, "{}", call.text);
+    rig.finish().await;
+}
+
+/// Regression guard: a clash found in a stale cached list must not keep the server from
+/// ever starting (and so from ever refreshing the cache); only its own answer fails it.
+#[tokio::test]
+async fn a_clash_in_the_catalog_cache_waits_for_the_servers_own_answer() {
+    let cache_dir = tempfile::tempdir().unwrap();
+    let workdir = tempfile::tempdir().unwrap();
+    let first = setup();
+    let mark = first.mark.clone();
+    let mut config = stdio(&fake(), &["normal"], &mark);
+    config.cwd = Some(workdir.path().to_path_buf());
+    let cache = || CatalogCache::new(cache_dir.path().to_path_buf());
+
+    let rig = first.server("srv", config.clone()).build();
+    rig.gateway.use_catalog(cache());
+    rig.gateway.start_all().await;
+    assert_eq!(state(&rig, "srv"), ServerState::Ready);
+    rig.gateway.shutdown().await;
+
+    // Same launch config, now `never`, beside a built-in `ok`: the cached list clashes.
+    let mut second = setup().builtin("ok");
+    second.mark = mark;
+    let rig = second.server("srv", never(config)).build();
+    assert_eq!(rig.gateway.use_catalog(cache()), 1);
+    assert_eq!(state(&rig, "srv"), ServerState::NotStarted);
+    assert!(
+        !rig.names().iter().any(|n| n == "boom"),
+        "a cached list that clashes is not published"
+    );
+    rig.gateway.start_all().await;
+    let reason = clash(&rig, "srv");
+    assert!(
+        reason.contains("tool `ok` is toolgate's own tool"),
+        "{reason}"
+    );
+    assert_eq!(rig.call("ok", json!({})).await.text, "builtin ok");
     rig.finish().await;
 }
