@@ -119,7 +119,10 @@ impl Dispatcher {
         }
         // A name that is wrong, not just early, waits out the grace once: the registry
         // cannot tell them apart while servers are starting.
-        let known = |snapshot: &Snapshot| prepare(name, args.clone(), snapshot).is_ok();
+        let known = |snapshot: &Snapshot| {
+            unwrap_proxy(name, args.clone(), snapshot)
+                .is_ok_and(|(target, _)| snapshot.get(&target).is_some())
+        };
         if known(&snapshot) {
             return snapshot;
         }
