@@ -133,9 +133,20 @@ impl Dispatcher {
     /// the tool itself; `None` when there is no such tool. Front ends read its declaration
     /// (an output schema) to shape the result.
     pub fn target(&self, name: &str, args: &Value) -> Option<Arc<dyn DynTool>> {
+        // As `unwrap_proxy` decides, without copying the arguments (a call's may be large).
         let snapshot = self.snapshot();
-        let (target, _) = unwrap_proxy(name, RawArgs::Json(args.clone()), &snapshot).ok()?;
-        snapshot.get(&target).cloned()
+        let tool = snapshot.get(name)?;
+        if !is_proxy(tool.as_ref()) {
+            return Some(Arc::clone(tool));
+        }
+        match tool.forward(args) {
+            None => Some(Arc::clone(tool)),
+            Some(Err(_)) => None,
+            Some(Ok(fwd)) => snapshot
+                .get(&fwd.name)
+                .filter(|target| !is_proxy(target.as_ref()))
+                .cloned(),
+        }
     }
 
     /// The permission policy.

@@ -726,3 +726,29 @@ async fn search_tool_results_fit_the_sessions_client_with_fewer_hits_said_plainl
     );
     assert!(out.text.contains("## widget_tool_"));
 }
+
+/// A front end shapes a result by the tool that runs: for a call through `run_tool`, its
+/// target (issue 23: `serve` judged the output schema on `run_tool`'s own name).
+#[test]
+fn the_target_of_a_run_tool_call_is_the_tool_it_names() {
+    let s = seed();
+    let target = |name: &str, args| {
+        s.dispatcher
+            .target(name, &args)
+            .map(|tool| tool.spec().name.clone())
+    };
+    let through = json!({"name": "notify_user", "input": {"text": "hi"}});
+    assert_eq!(target(RUN_TOOL, through).as_deref(), Some("notify_user"));
+    assert_eq!(target("read_file", json!({})).as_deref(), Some("read_file"));
+    assert_eq!(target(RUN_TOOL, json!({"name": "no_such_tool"})), None);
+    assert_eq!(
+        target(RUN_TOOL, json!({"name": RUN_TOOL, "input": {}})),
+        None
+    );
+    assert_eq!(
+        target(RUN_TOOL, json!({"input": {}})),
+        None,
+        "no name: no target"
+    );
+    assert_eq!(target("no_such_tool", json!({})), None);
+}
