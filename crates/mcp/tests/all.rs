@@ -148,8 +148,6 @@ async fn registry_changes_reach_the_client_as_list_changed() {
         .await;
     let list = client.next_where(|m| m["id"] == 1).await;
     assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 1);
-    // Give the watcher a moment to subscribe after `initialized`.
-    tokio::time::sleep(Duration::from_millis(100)).await;
     registry
         .register(
             None,
@@ -157,9 +155,23 @@ async fn registry_changes_reach_the_client_as_list_changed() {
             0,
         )
         .unwrap();
-    client
-        .next_where(|m| m["method"] == "notifications/tools/list_changed")
-        .await;
+    // The session's watcher starts after `initialized` and ignores changes made before it
+    // did: until one is announced, change the registry again (a new generation).
+    tokio::time::timeout(HANG_GUARD, async {
+        loop {
+            let announced =
+                client.next_where(|m| m["method"] == "notifications/tools/list_changed");
+            if tokio::time::timeout(Duration::from_millis(500), announced)
+                .await
+                .is_ok()
+            {
+                break;
+            }
+            registry.invalidate();
+        }
+    })
+    .await
+    .expect("a registry change is announced as list_changed (hang guard)");
     client
         .send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}))
         .await;
