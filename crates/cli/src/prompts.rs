@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use rmcp::model::{GetPromptResult, Prompt};
 use serde_json::Value;
 use tokio::sync::watch;
+use toolgate_core::CallContext;
 use toolgate_gateway::Gateway;
 use toolgate_mcp::{PromptArguments, PromptSource, SourceError};
 
@@ -65,6 +66,7 @@ impl PromptSource for ServePrompts {
         &'a self,
         name: &'a str,
         arguments: &'a PromptArguments,
+        ctx: &'a CallContext,
     ) -> BoxFuture<'a, Result<GetPromptResult, SourceError>> {
         Box::pin(async move {
             if self.gateway.prompts().iter().any(|p| p.name == name) {
@@ -79,7 +81,7 @@ impl PromptSource for ServePrompts {
                     .map_err(|e| SourceError::Failed(e.to_string()));
             }
             match &self.skills {
-                Some(skills) => skills.get(name, arguments).await,
+                Some(skills) => skills.get(name, arguments, ctx).await,
                 None => Err(SourceError::UnknownPrompt(name.to_owned())),
             }
         })

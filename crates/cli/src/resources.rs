@@ -6,6 +6,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use rmcp::model::{Resource, ResourceContents, ResourceTemplate};
 use tokio::sync::watch;
+use toolgate_core::CallContext;
 use toolgate_gateway::{ForwardError, Gateway};
 use toolgate_mcp::{ResourceSource, SourceError};
 
@@ -31,6 +32,7 @@ impl ResourceSource for ServeResources {
     fn read<'a>(
         &'a self,
         uri: &'a str,
+        _ctx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Vec<ResourceContents>, SourceError>> {
         Box::pin(async move {
             let known = self.gateway.resources().iter().any(|r| r.uri == uri);

@@ -59,6 +59,14 @@ pub enum AskError {
         /// What happened instead.
         reason: String,
     },
+    /// The client did not declare that it handles the request (a 2026-07-28 client names
+    /// its capabilities in each request). A call that fails for this reason is answered
+    /// with the protocol's "missing required client capability" error.
+    #[error("the client did not declare the capability `{method}` needs")]
+    NotDeclared {
+        /// The request's method.
+        method: &'static str,
+    },
     /// The client's answer is not a result of the request.
     #[error("the client's answer to `{method}` is not valid: {reason}")]
     BadAnswer {
@@ -82,6 +90,20 @@ pub trait ClientLink: Send + Sync {
         ask: ClientAsk,
         params: serde_json::Value,
     ) -> futures::future::BoxFuture<'static, Result<serde_json::Value, AskError>>;
+
+    /// Like [`ClientLink::request`], with `key` naming the request among others the call
+    /// makes at the same time: a 2026-07-28 client receives them as one `input_required`
+    /// result whose `inputRequests` are keyed so (a repeated key gets a suffix). Links that
+    /// send each request on its own ignore the key.
+    fn request_as(
+        &self,
+        key: &str,
+        ask: ClientAsk,
+        params: serde_json::Value,
+    ) -> futures::future::BoxFuture<'static, Result<serde_json::Value, AskError>> {
+        let _ = key;
+        self.request(ask, params)
+    }
 
     /// The link as `Any`, so a front end can find its own client type behind it
     /// (`toolgate_mcp::McpClient::of`).

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::client::ClientLink;
 use crate::session::Session;
 
 /// One progress report of a long call.
@@ -33,6 +34,10 @@ pub struct CallContext {
     /// turn included). Set by the dispatcher; a tool with its own limit (run_shell's
     /// `timeout_ms`) stops itself by then.
     pub deadline: Option<tokio::time::Instant>,
+    /// The way back to the client for this call alone, when it differs from the session's
+    /// ([`Session::client`]): a 2026-07-28 request names its client's capabilities itself
+    /// and is asked through `input_required` results. Read it with [`CallContext::client`].
+    pub link: Option<Arc<dyn ClientLink>>,
 }
 
 impl std::fmt::Debug for CallContext {
@@ -53,7 +58,14 @@ impl CallContext {
             progress: None,
             session,
             deadline: None,
+            link: None,
         }
+    }
+
+    /// The client this call may ask for input (elicitation, sampling, roots): the call's own
+    /// link when it has one, else its session's; `None` when nobody can be asked.
+    pub fn client(&self) -> Option<&Arc<dyn ClientLink>> {
+        self.link.as_ref().or_else(|| self.session.client())
     }
 
     /// The context of a call in a session of its own with nobody to ask

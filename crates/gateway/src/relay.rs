@@ -87,6 +87,18 @@ pub(crate) async fn relay(
     ask: ClientAsk,
     params: Value,
 ) -> Result<Value, String> {
+    relay_as(link, server, None, ask, params).await
+}
+
+/// [`relay`], naming the request `key` among others relayed at the same time (the key of
+/// a 2026-07-28 server's `inputRequests`), so a 2026-07-28 client sees the server's keys.
+async fn relay_as(
+    link: Result<Arc<dyn ClientLink>, &str>,
+    server: &Asker<'_>,
+    key: Option<&str>,
+    ask: ClientAsk,
+    params: Value,
+) -> Result<Value, String> {
     let elicitation = matches!(ask, ClientAsk::FormElicitation | ClientAsk::UrlElicitation);
     if let Some(rule) = server.denied(ask) {
         let why = format!("refused by the permission rule {rule}");
@@ -97,7 +109,11 @@ pub(crate) async fn relay(
         Err(why) => return unanswered(server.name, ask, elicitation, why),
     };
     let schema = params.get("requestedSchema").cloned();
-    let mut result = link.request(ask, params).await.map_err(|e| e.to_string())?;
+    let asked = match key {
+        Some(key) => link.request_as(key, ask, params),
+        None => link.request(ask, params),
+    };
+    let mut result = asked.await.map_err(|e| e.to_string())?;
     if let (true, Some(schema)) = (elicitation, schema) {
         with_defaults(&mut result, &schema);
     }
@@ -202,7 +218,7 @@ pub(crate) async fn fulfil(
             if ask == ClientAsk::Roots {
                 return Ok((key, roots.clone()));
             }
-            relay(link, server, ask, params)
+            relay_as(link, server, Some(&key), ask, params)
                 .await
                 .map(|answer| (key, answer))
         }

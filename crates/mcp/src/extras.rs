@@ -15,6 +15,7 @@ use rmcp::model::{
 };
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
+use toolgate_core::CallContext;
 
 /// The arguments of one `prompts/get`: MCP prompt arguments are strings by name.
 pub type PromptArguments = BTreeMap<String, String>;
@@ -61,11 +62,13 @@ pub trait PromptSource: Send + Sync + 'static {
     /// Every prompt, in a stable order.
     fn prompts(&self) -> Vec<Prompt>;
 
-    /// Prompt `name` filled in with `arguments`.
+    /// Prompt `name` filled in with `arguments`. `ctx` is the request's: its cancellation,
+    /// its session, and the client it may ask for input ([`CallContext::client`]).
     fn get<'a>(
         &'a self,
         name: &'a str,
         arguments: &'a PromptArguments,
+        ctx: &'a CallContext,
     ) -> BoxFuture<'a, Result<GetPromptResult, SourceError>>;
 
     /// Suggested values for `argument` of prompt `name` given what the user typed so far
@@ -92,10 +95,12 @@ pub trait ResourceSource: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// The contents at `uri`, a direct resource or a template instance.
+    /// The contents at `uri`, a direct resource or a template instance. `ctx` is the
+    /// request's, as for [`PromptSource::get`].
     fn read<'a>(
         &'a self,
         uri: &'a str,
+        ctx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Vec<ResourceContents>, SourceError>>;
 
     /// Suggested values for `argument` of the template `template` given what the user typed
@@ -180,6 +185,7 @@ mod tests {
             &'a self,
             name: &'a str,
             _arguments: &'a PromptArguments,
+            _ctx: &'a CallContext,
         ) -> BoxFuture<'a, Result<GetPromptResult, SourceError>> {
             Box::pin(async move { Err(SourceError::UnknownPrompt(name.to_owned())) })
         }

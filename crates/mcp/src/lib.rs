@@ -97,6 +97,7 @@ mod disclosure;
 mod extras;
 mod http;
 mod notify;
+mod rounds;
 mod server;
 mod stdio;
 
@@ -104,5 +105,6 @@ pub use client::{LogLevel, McpClient};
 pub use convert::{call_result, has_output_schema};
 pub use extras::{PromptArguments, PromptSource, ResourceSource, SourceError};
 pub use http::{DEFAULT_MAX_SESSIONS, HttpError, HttpOptions, http_router, serve_http};
+pub use rounds::{MAX_PARKED, ROUND_TTL};
 pub use server::{InstructionSource, ToolgateServer};
 pub use stdio::{MAX_LINE_BYTES, serve_stdio, serve_streams};

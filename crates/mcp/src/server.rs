@@ -2,35 +2,39 @@
 //! sources ([`crate::extras`]) and the session's client handle ([`McpClient`]).
 
 use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::future::BoxFuture;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestMethod, CompleteRequestParams,
     CompleteResult, ConstString, GetPromptRequestMethod, GetPromptRequestParams, GetPromptResponse,
-    Implementation, InitializeRequestParams, InitializeResult, ListPromptsRequestMethod,
-    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
-    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    PromptsCapability, ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ResourcesCapability, ServerCapabilities, ServerConfig,
-    SubscribeRequestMethod, SubscribeRequestParams, SubscriptionFilter, Tool,
-    UnsubscribeRequestMethod, UnsubscribeRequestParams,
+    GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, InputResponses,
+    ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesRequestMethod,
+    ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, PromptsCapability, ReadResourceRequestMethod,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents,
+    ResourcesCapability, ServerCapabilities, ServerConfig, SubscribeRequestMethod,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestMethod,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use toolgate_core::disclosure::Exposed;
 use toolgate_core::{
-    Approval, CallContext, ClientProfile, ClientProfiles, Disclosure, Dispatcher, Progress,
-    RawArgs, RenderOptions, Session, SessionInit, Snapshot, Ticket,
+    Approval, CallContext, ClientLink, ClientProfile, ClientProfiles, Disclosure, Dispatcher,
+    Progress, RawArgs, RenderOptions, Session, SessionInit, Snapshot, Ticket,
 };
 
 use crate::client::McpClient;
 use crate::convert::{call_result, has_output_schema, mcp_tools, without_output_schemas};
 use crate::disclosure::{session_tools, tool_changes};
-use crate::extras::{self, PromptSource, ResourceSource};
+use crate::extras::{self, PromptSource, ResourceSource, SourceError};
 use crate::notify::{
     ListKind, ListenSources, ProgressQueue, Subscriptions, listen, watch_list, watch_updates,
 };
+use crate::rounds::{self, RoundLink, Rounds, Sealer, Step};
 
 /// How often a long call reports that it is still running, when the client asked for
 /// progress.
@@ -50,6 +54,26 @@ struct Shared {
     /// The rendered tool list of the last generation (rendering is byte-deterministic, so
     /// one copy serves every session).
     tools: Mutex<Option<(u64, Arc<Vec<Tool>>)>>,
+    /// Work waiting for a 2026-07-28 client's input, by kind of request.
+    rounds: RoundTables,
+}
+
+/// The requests that may ask a 2026-07-28 client for input, each with its parked work.
+struct RoundTables {
+    tools: Rounds<ToolDone>,
+    prompts: Rounds<Result<GetPromptResult, SourceError>>,
+    resources: Rounds<Result<Vec<ResourceContents>, SourceError>>,
+}
+
+impl RoundTables {
+    fn new() -> Self {
+        let sealer = Arc::new(Sealer::new());
+        Self {
+            tools: Rounds::new(Arc::clone(&sealer)),
+            prompts: Rounds::new(Arc::clone(&sealer)),
+            resources: Rounds::new(sealer),
+        }
+    }
 }
 
 /// A `tools/call`'s place in its session's line, taken by the transport as the request was
@@ -110,6 +134,7 @@ impl ToolgateServer {
                 more_instructions: None,
                 profiles: ClientProfiles::default(),
                 tools: Mutex::new(None),
+                rounds: RoundTables::new(),
             }),
             prompts: None,
             resources: None,
@@ -155,6 +180,7 @@ impl ToolgateServer {
             more_instructions: self.shared.more_instructions.clone(),
             profiles: self.shared.profiles.clone(),
             tools: Mutex::new(None),
+            rounds: RoundTables::new(),
         };
         edit(&mut shared);
         self.shared = Arc::new(shared);
@@ -345,6 +371,20 @@ impl ToolgateServer {
             .ok_or_else(McpError::method_not_found::<M>)
     }
 
+    /// The prompt source to move into a request's work, or method-not-found for `M`.
+    fn prompt_arc<M: ConstString>(&self) -> Result<&Arc<dyn PromptSource>, McpError> {
+        self.prompts
+            .as_ref()
+            .ok_or_else(McpError::method_not_found::<M>)
+    }
+
+    /// The resource source to move into a request's work, or method-not-found for `M`.
+    fn resource_arc<M: ConstString>(&self) -> Result<&Arc<dyn ResourceSource>, McpError> {
+        self.resources
+            .as_ref()
+            .ok_or_else(McpError::method_not_found::<M>)
+    }
+
     /// The resource source if it reports updates, or method-not-found for `M`: without
     /// updates a subscription would never fire.
     fn subscribable<M: ConstString>(&self) -> Result<&dyn ResourceSource, McpError> {
@@ -358,7 +398,7 @@ impl ToolgateServer {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> CallToolResponse {
+    ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         let args = request.arguments.map_or(Value::Null, Value::Object);
         // The tool that runs decides the result's shape: `run_tool`'s target, not `run_tool`.
@@ -370,14 +410,83 @@ impl ToolgateServer {
         let client = self.client();
         client.attach(&context.peer);
         client.saw_request(&context.meta);
+        let bound = bound_to("tools/call", &name, &args, &self.session);
+        let step = self
+            .run_asking(
+                &self.shared.rounds.tools,
+                bound,
+                request.input_responses,
+                request.request_state.as_deref(),
+                &context,
+                |ctx, link| self.tool_work(name, args, ctx, &context, link),
+            )
+            .await?;
+        match step {
+            Step::Input(input) => Ok(CallToolResponse::InputRequired(input)),
+            Step::Done(done) => {
+                if done.output.is_error
+                    && let Some(missing) = done.undeclared
+                {
+                    return Err(McpError::missing_required_client_capability(missing));
+                }
+                let profile = self.profile();
+                Ok(CallToolResponse::Complete(call_result(
+                    &done.output,
+                    has_schema,
+                    Some(&profile),
+                )))
+            }
+        }
+    }
+
+    /// Runs the work of a request that may ask the client for input. A 2025 client is asked
+    /// in the middle of the work through the session's link; a 2026-07-28 client through
+    /// `input_required` rounds: fresh work gets a [`RoundLink`] that knows what the request
+    /// says its client declared, and a request with a `requestState` resumes the work it
+    /// names. `make` builds the work from its context and round link.
+    async fn run_asking<T: Send + 'static>(
+        &self,
+        rounds: &Rounds<T>,
+        bound: Vec<u8>,
+        answers: Option<InputResponses>,
+        state: Option<&str>,
+        context: &RequestContext<RoleServer>,
+        make: impl FnOnce(CallContext, Option<Arc<RoundLink>>) -> BoxFuture<'static, T>,
+    ) -> Result<Step<T>, McpError> {
+        let by_rounds = asks_by_rounds(context);
+        if let (true, Some(state)) = (by_rounds, state) {
+            let answers = answers.unwrap_or_default();
+            return rounds.resume(&bound, state, answers, &context.ct).await;
+        }
+        let mut ctx = CallContext::new(Arc::clone(&self.session));
+        let cancel = ctx.cancel.clone();
+        if !by_rounds {
+            let work = make(ctx, None);
+            return Ok(Step::Done(run_to_end(work, &cancel, &context.ct).await));
+        }
+        let offered = answers.unwrap_or_default();
+        rounds::check_offered(&offered)?;
+        let (link, asks) = RoundLink::new(declared_by(context), offered);
+        ctx.link = Some(Arc::clone(&link) as Arc<dyn ClientLink>);
+        let work = make(ctx, Some(link));
+        let work = rounds::Work { work, asks, cancel };
+        Ok(rounds.start(bound, work, &context.ct).await)
+    }
+
+    /// The work of one `tools/call`: the call in its session's line, reporting progress
+    /// (and, for long calls, that it still runs) when the client asked for it.
+    fn tool_work(
+        &self,
+        name: String,
+        args: Value,
+        mut ctx: CallContext,
+        context: &RequestContext<RoleServer>,
+        link: Option<Arc<RoundLink>>,
+    ) -> BoxFuture<'static, ToolDone> {
         let progress = context
             .meta
             .get_progress_token()
             .map(|token| ProgressQueue::spawn(context.peer.clone(), token));
-        // The call stops when the client cancels it or when the whole session ends (stdin
-        // closed): rmcp alone would let in-flight handlers run on for its 5 s drain.
-        let mut ctx = CallContext::new(Arc::clone(&self.session));
-        let cancel = ctx.cancel.clone();
         // The place in line taken on arrival (stdio), else now (HTTP: each POST is its own
         // request, so there is no order beyond the one handlers start in).
         let ticket = context
@@ -392,31 +501,130 @@ impl ToolgateServer {
             }));
         }
         let dispatcher = Arc::clone(&self.shared.dispatcher);
-        let run = dispatcher.call_in_line(&name, RawArgs::Json(args), ctx, ticket);
-        tokio::pin!(run);
-        // Long calls report elapsed seconds so clients can tell "slow" from "stuck".
-        let started = Instant::now();
-        let mut ticker =
-            tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
-        let output = loop {
-            tokio::select! {
-                out = &mut run => break out,
-                () = context.ct.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
-                _ = ticker.tick(), if progress.is_some() => {
-                    if let Some(queue) = &progress {
-                        let secs = started.elapsed().as_secs_f64().floor();
-                        let message = format!("{name}: still running after {secs:.0} s");
-                        queue.send(secs, None, Some(message));
+        Box::pin(async move {
+            let run = dispatcher.call_in_line(&name, RawArgs::Json(args), ctx, ticket);
+            tokio::pin!(run);
+            // Long calls report elapsed seconds so clients can tell "slow" from "stuck".
+            let started = Instant::now();
+            let mut ticker =
+                tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+            let output = loop {
+                tokio::select! {
+                    out = &mut run => break out,
+                    _ = ticker.tick(), if progress.is_some() => {
+                        if let Some(queue) = &progress {
+                            let secs = started.elapsed().as_secs_f64().floor();
+                            let message = format!("{name}: still running after {secs:.0} s");
+                            queue.send(secs, None, Some(message));
+                        }
                     }
                 }
+            };
+            if let Some(queue) = &progress {
+                // Progress sent after the result would be dropped by the client.
+                queue.flush().await;
             }
-        };
-        if let Some(queue) = &progress {
-            // Progress sent after the result would be dropped by the client.
-            queue.flush().await;
+            ToolDone {
+                output,
+                undeclared: link.and_then(|l| l.undeclared()),
+            }
+        })
+    }
+}
+
+/// How a `tools/call`'s work ended: its output, and what it needed of the client that a
+/// 2026-07-28 client did not declare.
+struct ToolDone {
+    output: toolgate_core::ToolOutput,
+    undeclared: Option<rmcp::model::ClientCapabilities>,
+}
+
+/// Awaits `work`; the request's cancellation (`stop`) cancels it through `cancel`, and the
+/// work then ends as it does when cancelled.
+async fn run_to_end<T>(
+    work: BoxFuture<'static, T>,
+    cancel: &tokio_util::sync::CancellationToken,
+    stop: &tokio_util::sync::CancellationToken,
+) -> T {
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            out = &mut work => return out,
+            () = stop.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
         }
-        let profile = self.profile();
-        CallToolResponse::Complete(call_result(&output, has_schema, Some(&profile)))
+    }
+}
+
+/// Whether the request's client is asked through `input_required` results: a 2026-07-28
+/// request (its `_meta` names the revision, or the session was never initialised).
+fn asks_by_rounds(context: &RequestContext<RoleServer>) -> bool {
+    if let Some(version) = context.meta.protocol_version() {
+        return !version.has_initialize();
+    }
+    context
+        .peer
+        .peer_info()
+        .is_some_and(|info| !info.protocol_version.has_initialize())
+}
+
+/// The capabilities the request's client declared: in the request's `_meta` (2026-07-28),
+/// else at `initialize`.
+fn declared_by(context: &RequestContext<RoleServer>) -> rmcp::model::ClientCapabilities {
+    context
+        .meta
+        .client_capabilities()
+        .or_else(|| {
+            context
+                .peer
+                .peer_info()
+                .map(|info| info.capabilities.clone())
+        })
+        .unwrap_or_default()
+}
+
+/// What a request's `requestState` is bound to: the method, the name (tool, prompt or
+/// URI), the arguments in a canonical form, and the caller when one is known.
+fn bound_to(method: &str, name: &str, args: &Value, session: &Session) -> Vec<u8> {
+    let mut bound = format!("{method}\n{name}\n");
+    canonical(args, &mut bound);
+    if let Some(identity) = session.identity() {
+        bound.push('\n');
+        bound.push_str(identity.issuer.as_deref().unwrap_or(""));
+        bound.push('\n');
+        bound.push_str(&identity.subject);
+    }
+    bound.into_bytes()
+}
+
+/// `value` as JSON with object keys sorted, so the same arguments bind the same way
+/// whatever order a client sends them in.
+fn canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                canonical(&map[key], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
     }
 }
 
@@ -478,7 +686,7 @@ impl ServerHandler for ToolgateServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         self.adopt_requester(&context);
-        Ok(self.call(request, context).await)
+        self.call(request, context).await
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -498,12 +706,27 @@ impl ServerHandler for ToolgateServer {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let source = self.prompt_source::<GetPromptRequestMethod>()?;
+        let source = Arc::clone(self.prompt_arc::<GetPromptRequestMethod>()?);
         let arguments = extras::prompt_arguments(request.arguments);
-        let result = source.get(&request.name, &arguments).await?;
-        Ok(GetPromptResponse::Complete(result))
+        let args = serde_json::to_value(&arguments).unwrap_or_default();
+        let name = request.name;
+        let bound = bound_to("prompts/get", &name, &args, &self.session);
+        let step = self
+            .run_asking(
+                &self.shared.rounds.prompts,
+                bound,
+                request.input_responses,
+                request.request_state.as_deref(),
+                &context,
+                move |ctx, _| Box::pin(async move { source.get(&name, &arguments, &ctx).await }),
+            )
+            .await?;
+        match step {
+            Step::Input(input) => Ok(GetPromptResponse::InputRequired(input)),
+            Step::Done(result) => Ok(GetPromptResponse::Complete(result?)),
+        }
     }
 
     async fn list_resources(
@@ -531,15 +754,27 @@ impl ServerHandler for ToolgateServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let contents = self
-            .resource_source::<ReadResourceRequestMethod>()?
-            .read(&request.uri)
+        let source = Arc::clone(self.resource_arc::<ReadResourceRequestMethod>()?);
+        let uri = request.uri;
+        let bound = bound_to("resources/read", &uri, &Value::Null, &self.session);
+        let step = self
+            .run_asking(
+                &self.shared.rounds.resources,
+                bound,
+                request.input_responses,
+                request.request_state.as_deref(),
+                &context,
+                move |ctx, _| Box::pin(async move { source.read(&uri, &ctx).await }),
+            )
             .await?;
-        Ok(ReadResourceResponse::Complete(ReadResourceResult::new(
-            contents,
-        )))
+        match step {
+            Step::Input(input) => Ok(ReadResourceResponse::InputRequired(input)),
+            Step::Done(contents) => Ok(ReadResourceResponse::Complete(ReadResourceResult::new(
+                contents?,
+            ))),
+        }
     }
 
     #[allow(deprecated)] // legacy (pre-2026) subscriptions, which today's clients use
@@ -552,7 +787,8 @@ impl ServerHandler for ToolgateServer {
         // A listed resource, or a template instance that reads (which also checks it).
         let listed = source.resources().iter().any(|r| r.uri == request.uri);
         if !listed {
-            source.read(&request.uri).await?;
+            let ctx = CallContext::new(Arc::clone(&self.session));
+            source.read(&request.uri, &ctx).await?;
         }
         self.subscriptions.set().insert(request.uri);
         Ok(())

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use futures::future::BoxFuture;
 use rmcp::model::{GetPromptResult, Prompt, PromptArgument, PromptMessage, Role};
 use tokio::sync::watch;
+use toolgate_core::CallContext;
 use toolgate_fs::Roots;
 use toolgate_mcp::{PromptArguments, PromptSource, SourceError};
 
@@ -97,6 +98,7 @@ impl PromptSource for SkillPrompts {
         &'a self,
         name: &'a str,
         arguments: &'a PromptArguments,
+        _ctx: &'a CallContext,
     ) -> BoxFuture<'a, Result<GetPromptResult, SourceError>> {
         Box::pin(async move {
             let catalog = self.skills.catalog();

@@ -202,7 +202,7 @@ impl Mount {
                 )).into());
             }
         };
-        let caller = ctx.session.client().cloned();
+        let caller = ctx.client().cloned();
         // The server's own requests while the call runs (2025) go to this caller's client.
         let _caller = live.callers.enter(caller.clone());
         let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);

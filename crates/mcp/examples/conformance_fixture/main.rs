@@ -13,6 +13,7 @@
 
 #![allow(clippy::print_stderr)]
 
+mod asking;
 mod sources;
 mod tools;
 
@@ -43,7 +44,7 @@ async fn main() -> ExitCode {
     };
 
     let registry = Arc::new(Registry::new());
-    let provider = StaticProvider::new("fixtures", tools::all());
+    let provider = StaticProvider::new("fixtures", tools::all(Arc::downgrade(&registry)));
     if let Err(e) = registry.register(None, Arc::new(provider), 0) {
         eprintln!("conformance fixture: cannot register the fixture tools: {e}");
         return ExitCode::FAILURE;

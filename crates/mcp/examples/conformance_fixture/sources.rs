@@ -6,6 +6,7 @@ use rmcp::model::{
     ResourceContents, ResourceTemplate, Role,
 };
 use tokio::sync::broadcast;
+use toolgate_core::CallContext;
 use toolgate_mcp::{PromptArguments, PromptSource, ResourceSource, SourceError};
 
 use crate::RED_PIXEL_PNG;
@@ -47,6 +48,11 @@ impl PromptSource for FixturePrompts {
                 Some("A prompt with image content"),
                 None,
             ),
+            Prompt::new(
+                "test_input_required_result_prompt",
+                Some("A prompt that asks the user for its context (SEP-2322)"),
+                None,
+            ),
         ]
     }
 
@@ -54,6 +60,7 @@ impl PromptSource for FixturePrompts {
         &'a self,
         name: &'a str,
         arguments: &'a PromptArguments,
+        ctx: &'a CallContext,
     ) -> BoxFuture<'a, Result<GetPromptResult, SourceError>> {
         Box::pin(async move {
             let arg = |key: &str| {
@@ -85,6 +92,7 @@ impl PromptSource for FixturePrompts {
                     PromptMessage::new(Role::User, ContentBlock::image(RED_PIXEL_PNG, "image/png")),
                     user_text("Please analyze the image above.".into()),
                 ],
+                "test_input_required_result_prompt" => return crate::asking::prompt(ctx).await,
                 _ => return Err(SourceError::UnknownPrompt(name.to_owned())),
             };
             Ok(GetPromptResult::new(messages))
@@ -161,6 +169,7 @@ impl ResourceSource for FixtureResources {
     fn read<'a>(
         &'a self,
         uri: &'a str,
+        _ctx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Vec<ResourceContents>, SourceError>> {
         Box::pin(async move {
             let contents = match uri {

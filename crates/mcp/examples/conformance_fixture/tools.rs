@@ -7,29 +7,29 @@
 
 use std::future::Future;
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use futures::future::BoxFuture;
-use rmcp::model::{ClientResult, ElicitRequest, ElicitRequestParams, ServerRequest};
-use rmcp::{Peer, RoleServer};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use toolgate_core::{
-    CallContext, Concurrency, DynTool, Media, Tool, ToolError, ToolMeta, ToolOutput, ToolSpec,
-    TypedTool,
+    CallContext, Concurrency, DynTool, Media, Registry, Tool, ToolError, ToolMeta, ToolOutput,
+    ToolSpec, TypedTool,
 };
 use toolgate_mcp::{LogLevel, McpClient};
 
 use crate::RED_PIXEL_PNG;
+use crate::asking;
 
-/// Every fixture tool, ready for a `StaticProvider`.
-pub(crate) fn all() -> Vec<Arc<dyn DynTool>> {
-    vec![
+/// Every fixture tool, ready for a `StaticProvider`; `registry` is the one they are
+/// registered in (`test_trigger_tool_change` changes it).
+pub(crate) fn all(registry: Weak<Registry>) -> Vec<Arc<dyn DynTool>> {
+    let mut tools = vec![
         tool::<NoArgs, _, _>("test_simple_text", "Returns simple text", |_, _| async {
             ToolOutput::text("This is a simple text response for testing.")
         }),
@@ -116,7 +116,7 @@ pub(crate) fn all() -> Vec<Arc<dyn DynTool>> {
         tool::<SamplingArgs, _, _>(
             "test_sampling",
             "Asks the client's LLM to answer a prompt",
-            |args, ctx| async move { sampling(args, ctx).await },
+            |args, ctx| async move { asking::sampling(&args.prompt, &ctx).await },
         ),
         tool::<ElicitationArgs, _, _>(
             "test_elicitation",
@@ -130,7 +130,7 @@ pub(crate) fn all() -> Vec<Arc<dyn DynTool>> {
                     },
                     "required": ["username", "email"]
                 });
-                elicit(&ctx, &args.message, schema, "User response").await
+                asking::elicit(&ctx, &args.message, schema, "User response").await
             },
         ),
         tool::<NoArgs, _, _>(
@@ -151,7 +151,7 @@ pub(crate) fn all() -> Vec<Arc<dyn DynTool>> {
                         "verified": {"type": "boolean", "default": true}
                     }
                 });
-                elicit(
+                asking::elicit(
                     &ctx,
                     "Please review your details",
                     schema,
@@ -198,16 +198,18 @@ pub(crate) fn all() -> Vec<Arc<dyn DynTool>> {
                         }
                     }
                 });
-                elicit(&ctx, "Please choose", schema, "Elicitation completed").await
+                asking::elicit(&ctx, "Please choose", schema, "Elicitation completed").await
             },
         ),
         Arc::new(JsonSchema2020Tool::new()),
-    ]
+    ];
+    tools.extend(asking::tools(registry));
+    tools
 }
 
 /// Arguments of the fixtures that take none.
 #[derive(Deserialize, JsonSchema)]
-struct NoArgs {}
+pub(crate) struct NoArgs {}
 
 /// Arguments of `test_sampling`.
 #[derive(Deserialize, JsonSchema)]
@@ -231,7 +233,11 @@ struct FnTool<A, F> {
     args: PhantomData<fn(A)>,
 }
 
-fn tool<A, F, Fut>(name: &'static str, description: &'static str, run: F) -> Arc<dyn DynTool>
+pub(crate) fn tool<A, F, Fut>(
+    name: &'static str,
+    description: &'static str,
+    run: F,
+) -> Arc<dyn DynTool>
 where
     A: DeserializeOwned + JsonSchema + Send + 'static,
     F: Fn(A, CallContext) -> Fut + Send + Sync + 'static,
@@ -319,82 +325,6 @@ fn tiny_wav() -> Vec<u8> {
     wav.extend_from_slice(&len(samples.len()));
     wav.extend_from_slice(&samples);
     wav
-}
-
-/// The session's client peer, or the error result a tool gives without one.
-fn peer(ctx: &CallContext, what: &str) -> Result<Peer<RoleServer>, ToolOutput> {
-    McpClient::of(ctx).peer().ok_or_else(|| {
-        ToolOutput::error(format!(
-            "{what} needs an MCP client; run this tool through an MCP session"
-        ))
-    })
-}
-
-#[allow(deprecated)] // sampling is deprecated by SEP-2577 but part of the 2025 protocols
-async fn sampling(args: SamplingArgs, ctx: CallContext) -> ToolOutput {
-    let peer = match peer(&ctx, "sampling") {
-        Ok(peer) => peer,
-        Err(output) => return output,
-    };
-    if peer
-        .peer_info()
-        .is_none_or(|info| info.capabilities.sampling.is_none())
-    {
-        return ToolOutput::error(
-            "the client does not support sampling (no `sampling` capability)",
-        );
-    }
-    let params = json!({
-        "messages": [{"role": "user", "content": {"type": "text", "text": args.prompt}}],
-        "maxTokens": 100
-    });
-    let params = match serde_json::from_value(params) {
-        Ok(params) => params,
-        Err(e) => return ToolOutput::error(format!("cannot build the sampling request: {e}")),
-    };
-    match peer.create_message(params).await {
-        Ok(result) => {
-            let result = serde_json::to_value(&result).unwrap_or_default();
-            let text = result
-                .pointer("/content/text")
-                .and_then(Value::as_str)
-                .map_or_else(|| result["content"].to_string(), str::to_owned);
-            ToolOutput::text(format!("LLM response: {text}"))
-        }
-        Err(e) => ToolOutput::error(format!("sampling failed: {e}")),
-    }
-}
-
-/// Sends `elicitation/create` with `schema` and reports the answer as `"{label}: …"`.
-async fn elicit(ctx: &CallContext, message: &str, schema: Value, label: &str) -> ToolOutput {
-    let peer = match peer(ctx, "elicitation") {
-        Ok(peer) => peer,
-        Err(output) => return output,
-    };
-    if peer
-        .peer_info()
-        .is_none_or(|info| info.capabilities.elicitation.is_none())
-    {
-        return ToolOutput::error(
-            "the client does not support elicitation (no `elicitation` capability)",
-        );
-    }
-    let params = json!({"mode": "form", "message": message, "requestedSchema": schema});
-    let params: ElicitRequestParams = match serde_json::from_value(params) {
-        Ok(params) => params,
-        Err(e) => return ToolOutput::error(format!("cannot build the elicitation request: {e}")),
-    };
-    let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
-    match peer.send_request(request).await {
-        Ok(ClientResult::ElicitResult(result)) => {
-            let action = serde_json::to_value(&result.action).unwrap_or_default();
-            let action = action.as_str().unwrap_or("unknown");
-            let content = result.content.unwrap_or(Value::Null);
-            ToolOutput::text(format!("{label}: action={action}, content={content}"))
-        }
-        Ok(other) => ToolOutput::error(format!("unexpected elicitation answer: {other:?}")),
-        Err(e) => ToolOutput::error(format!("elicitation failed: {e}")),
-    }
 }
 
 /// `json_schema_2020_12_tool`: a tool whose input schema uses 2020-12 keywords (`$schema`,

@@ -105,6 +105,7 @@ impl PromptSource for Greetings {
         &'a self,
         name: &'a str,
         arguments: &'a PromptArguments,
+        _ctx: &'a CallContext,
     ) -> BoxFuture<'a, Result<GetPromptResult, SourceError>> {
         Box::pin(async move {
             if name != "greet" {
@@ -135,6 +136,7 @@ impl ResourceSource for Notes {
     fn read<'a>(
         &'a self,
         uri: &'a str,
+        _ctx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Vec<ResourceContents>, SourceError>> {
         Box::pin(async move {
             match uri {

@@ -47,20 +47,25 @@ async fn prompts_follow_the_user_flag_and_announce_only_list_changes() {
 
     let mut args = PromptArguments::new();
     args.insert(ARGUMENTS.to_owned(), "the thing".to_owned());
-    let got = prompts.get("alpha", &args).await.unwrap();
+    let got = prompts
+        .get("alpha", &args, &CallContext::unattended())
+        .await
+        .unwrap();
     let text = serde_json::to_value(&got.messages[0]).unwrap()["content"]["text"]
         .as_str()
         .unwrap()
         .to_owned();
     assert!(text.contains("Do the thing now."), "{text}");
     assert!(matches!(
-        prompts.get("beta", &PromptArguments::new()).await,
+        prompts
+            .get("beta", &PromptArguments::new(), &CallContext::unattended())
+            .await,
         Err(SourceError::UnknownPrompt(_))
     ));
     let mut bad = PromptArguments::new();
     bad.insert("other".to_owned(), "x".to_owned());
     assert!(matches!(
-        prompts.get("alpha", &bad).await,
+        prompts.get("alpha", &bad, &CallContext::unattended()).await,
         Err(SourceError::InvalidArguments(_))
     ));
 

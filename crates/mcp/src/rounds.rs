@@ -1,0 +1,493 @@
+//! Asking a 2026-07-28 client for input: `input_required` results (SEP-2322).
+//!
+//! A 2025 client is asked in the middle of a call with a request of the server's own. A
+//! 2026-07-28 client takes no such requests: the call is answered `input_required`, with
+//! the requests (`inputRequests`) and an opaque `requestState`, and the client sends the same
+//! request again with its answers (`inputResponses`) and the state. toolgate keeps the work
+//! itself waiting in between — a tool, a mounted server's call or prompt asks through its
+//! [`ClientLink`] the same way under both revisions — so the state names a parked piece of
+//! work, sealed with a per-process key (HMAC-SHA256) and bound to the request it belongs to
+//! (method, name, arguments): a forged, altered or borrowed state is refused.
+//!
+//! One round waits [`ROUND_TTL`] for its answers and at most [`MAX_PARKED`] wait at once;
+//! past either the oldest work is cancelled and its state refused with a message that says
+//! to send the request again without it. Answers sent with a request that has no state are
+//! taken as answers to the questions of that name, so a client (or a retry after a
+//! restart) can answer up front.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    ClientCapabilities, InputRequest, InputRequests, InputRequiredResult, InputResponses,
+    RequestStateCodec, SealOptions,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use toolgate_core::{AskError, ClientAsk, ClientLink};
+
+/// How long a round waits for the client's answers (a person may be filling in a form).
+pub const ROUND_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// Most pieces of work waiting for answers at once, over all sessions.
+pub const MAX_PARKED: usize = 256;
+
+/// The seal every state carries, shared by the three kinds of request.
+pub(crate) struct Sealer {
+    codec: RequestStateCodec,
+    next: AtomicU64,
+}
+
+impl Sealer {
+    /// A sealer with a fresh random key: states of an earlier process are refused.
+    pub(crate) fn new() -> Self {
+        let mut key = [0u8; 32];
+        if let Err(e) = getrandom::fill(&mut key) {
+            // No entropy source: fall back to the clock and the address space layout,
+            // which an attacker on the wire cannot read either.
+            tracing::warn!(%e, "no OS randomness for the requestState key; using a weaker one");
+            let seed = format!("{:?}{:p}", std::time::SystemTime::now(), &key);
+            for (i, b) in seed.bytes().enumerate() {
+                key[i % key.len()] ^= b;
+            }
+        }
+        Self {
+            codec: RequestStateCodec::new_unchecked(key.to_vec()),
+            next: AtomicU64::new(1),
+        }
+    }
+}
+
+/// What the sealed state says: which round of parked work (each round has an id of its
+/// own, so a state answers one round once).
+#[derive(Serialize, Deserialize)]
+struct Ticket {
+    id: u64,
+}
+
+/// One request of the work to the client, waiting for its answer.
+pub(crate) struct Asked {
+    key: String,
+    ask: ClientAsk,
+    request: InputRequest,
+    answer: oneshot::Sender<Result<Value, AskError>>,
+}
+
+/// The link a 2026-07-28 request's work asks through: what the request says its client
+/// declared, and a queue to the round that answers.
+pub(crate) struct RoundLink {
+    declared: ClientCapabilities,
+    asks: mpsc::UnboundedSender<Asked>,
+    /// Answers the client sent with the request itself (no state), taken by key.
+    offered: Mutex<InputResponses>,
+    /// What the work asked for that the client did not declare.
+    undeclared: Mutex<Vec<ClientAsk>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl RoundLink {
+    /// A link for a request whose client declared `declared`, and the queue its asks
+    /// arrive on.
+    pub(crate) fn new(
+        declared: ClientCapabilities,
+        offered: InputResponses,
+    ) -> (Arc<Self>, mpsc::UnboundedReceiver<Asked>) {
+        let (asks, rx) = mpsc::unbounded_channel();
+        let link = Arc::new(Self {
+            declared,
+            asks,
+            offered: Mutex::new(offered),
+            undeclared: Mutex::default(),
+        });
+        (link, rx)
+    }
+
+    /// The capabilities the work needed and the client did not declare, for the
+    /// "missing required client capability" error; `None` when it needed none.
+    pub(crate) fn undeclared(&self) -> Option<ClientCapabilities> {
+        let missing = lock(&self.undeclared);
+        if missing.is_empty() {
+            return None;
+        }
+        let mut caps = ClientCapabilities::default();
+        #[allow(deprecated)] // sampling and roots: deprecated by SEP-2577, still asked for
+        for ask in missing.iter() {
+            match ask {
+                ClientAsk::FormElicitation | ClientAsk::UrlElicitation => {
+                    caps.elicitation = Some(Default::default());
+                }
+                ClientAsk::Sampling => caps.sampling = Some(Default::default()),
+                ClientAsk::Roots => caps.roots = Some(Default::default()),
+            }
+        }
+        Some(caps)
+    }
+}
+
+/// Whether `caps` says the client handles `ask`.
+#[allow(deprecated)] // sampling and roots: deprecated by SEP-2577, still declared by clients
+pub(crate) fn declares(caps: &ClientCapabilities, ask: ClientAsk) -> bool {
+    match ask {
+        // An empty `elicitation: {}` means forms (the 2025-06-18 meaning).
+        ClientAsk::FormElicitation => caps
+            .elicitation
+            .as_ref()
+            .is_some_and(|e| e.form.is_some() || e.url.is_none()),
+        ClientAsk::UrlElicitation => caps.elicitation.as_ref().is_some_and(|e| e.url.is_some()),
+        ClientAsk::Sampling => caps.sampling.is_some(),
+        ClientAsk::Roots => caps.roots.is_some(),
+    }
+}
+
+/// The key a request gets when its asker names none.
+pub(crate) fn default_key(ask: ClientAsk) -> &'static str {
+    match ask {
+        ClientAsk::FormElicitation | ClientAsk::UrlElicitation => "elicitation",
+        ClientAsk::Sampling => "sampling",
+        ClientAsk::Roots => "roots",
+    }
+}
+
+impl ClientLink for RoundLink {
+    fn can_ask(&self, ask: ClientAsk) -> Result<(), &'static str> {
+        declares(&self.declared, ask)
+            .then_some(())
+            .ok_or("the client does not offer it")
+    }
+
+    fn request(
+        &self,
+        ask: ClientAsk,
+        params: Value,
+    ) -> BoxFuture<'static, Result<Value, AskError>> {
+        self.request_as(default_key(ask), ask, params)
+    }
+
+    fn request_as(
+        &self,
+        key: &str,
+        ask: ClientAsk,
+        params: Value,
+    ) -> BoxFuture<'static, Result<Value, AskError>> {
+        let method = ask.method();
+        if !declares(&self.declared, ask) {
+            lock(&self.undeclared).push(ask);
+            return Box::pin(async move { Err(AskError::NotDeclared { method }) });
+        }
+        let offered = lock(&self.offered).remove(key);
+        if let Some(answer) = offered.filter(|a| check_answer(ask, a).is_ok()) {
+            return Box::pin(async move { Ok(answer) });
+        }
+        let mut message = json!({"method": method});
+        if !params.is_null() {
+            message["params"] = params;
+        }
+        let request = match serde_json::from_value::<InputRequest>(message) {
+            Ok(request) => request,
+            Err(e) => {
+                let reason = e.to_string();
+                return Box::pin(async move { Err(AskError::Invalid { method, reason }) });
+            }
+        };
+        let (answer, answered) = oneshot::channel();
+        let asked = Asked {
+            key: key.to_owned(),
+            ask,
+            request,
+            answer,
+        };
+        let sent = self.asks.send(asked).is_ok();
+        Box::pin(async move {
+            if !sent {
+                return Err(AskError::NoAnswer {
+                    method,
+                    reason: "the request it belongs to is over".to_owned(),
+                });
+            }
+            answered.await.unwrap_or_else(|_| {
+                Err(AskError::NoAnswer {
+                    method,
+                    reason: "the client did not send the request again with its answer in time"
+                        .to_owned(),
+                })
+            })
+        })
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
+}
+
+/// Work waiting for the client's answers.
+struct Parked<T> {
+    work: BoxFuture<'static, T>,
+    asks: mpsc::UnboundedReceiver<Asked>,
+    asks_open: bool,
+    /// Asked and not answered yet, keys unique.
+    open: Vec<Asked>,
+    /// What the state is bound to: the request's method, name and arguments.
+    bound: Vec<u8>,
+    since: Instant,
+    /// Cancels the work (its call's token) when it is given up.
+    cancel: CancellationToken,
+}
+
+impl<T> Drop for Parked<T> {
+    fn drop(&mut self) {
+        // Work dropped unfinished (expired, evicted, the request cancelled) stops at once.
+        self.cancel.cancel();
+    }
+}
+
+/// How one request ends: done, or waiting for the client's input.
+pub(crate) enum Step<T> {
+    /// The work finished.
+    Done(T),
+    /// The client must answer these requests and send the request again.
+    Input(InputRequiredResult),
+}
+
+/// The parked work of one kind of request (tool calls, prompts, resource reads).
+pub(crate) struct Rounds<T> {
+    sealer: Arc<Sealer>,
+    parked: Mutex<HashMap<u64, Parked<T>>>,
+}
+
+/// What a request brings to the round machinery.
+pub(crate) struct Work<T> {
+    /// The work itself, asking through the link the queue belongs to.
+    pub(crate) work: BoxFuture<'static, T>,
+    /// Where the work's asks arrive.
+    pub(crate) asks: mpsc::UnboundedReceiver<Asked>,
+    /// Cancels the work.
+    pub(crate) cancel: CancellationToken,
+}
+
+impl<T: Send + 'static> Rounds<T> {
+    pub(crate) fn new(sealer: Arc<Sealer>) -> Self {
+        Self {
+            sealer,
+            parked: Mutex::default(),
+        }
+    }
+
+    /// Runs fresh work until it finishes or asks the client something; `stop` is the
+    /// request's own cancellation.
+    pub(crate) async fn start(
+        &self,
+        bound: Vec<u8>,
+        work: Work<T>,
+        stop: &CancellationToken,
+    ) -> Step<T> {
+        let parked = Parked {
+            work: work.work,
+            asks: work.asks,
+            asks_open: true,
+            open: Vec::new(),
+            bound,
+            since: Instant::now(),
+            cancel: work.cancel,
+        };
+        self.drive(parked, stop).await
+    }
+
+    /// Resumes the work `state` names with the client's `answers`. `Err` is the request's
+    /// error: a state that fails its seal or names no waiting work, or an answer that is not
+    /// a result.
+    pub(crate) async fn resume(
+        &self,
+        bound: &[u8],
+        state: &str,
+        answers: InputResponses,
+        stop: &CancellationToken,
+    ) -> Result<Step<T>, McpError> {
+        let ticket: Ticket = self
+            .sealer
+            .codec
+            .open_json_with(state, bound)
+            .map_err(|e| {
+                tracing::debug!(%e, "requestState refused");
+                McpError::invalid_params(
+                    "requestState failed its integrity check: it was altered, belongs to another request, or comes from an earlier toolgate process. Send the request again without requestState and inputResponses",
+                    None,
+                )
+            })?;
+        let Some(mut parked) = lock(&self.parked).remove(&ticket.id) else {
+            return Err(McpError::invalid_params(
+                "requestState names input that is no longer awaited (it was answered already, or waited longer than 15 minutes). Send the request again without requestState and inputResponses",
+                None,
+            ));
+        };
+        // Check every answer before handing any over: a bad one leaves the round as it was.
+        for asked in &parked.open {
+            if let Some(answer) = answers.get(&asked.key)
+                && let Err(why) = check_answer(asked.ask, answer)
+            {
+                let key = asked.key.clone();
+                let method = asked.ask.method();
+                lock(&self.parked).insert(ticket.id, parked);
+                return Err(McpError::invalid_params(
+                    format!(
+                        "inputResponses.{key} is not a result of `{method}`: {why}. Send the request again with a valid answer and the same requestState"
+                    ),
+                    None,
+                ));
+            }
+        }
+        let mut unanswered = Vec::new();
+        for asked in parked.open.drain(..) {
+            match answers.get(&asked.key) {
+                Some(answer) => {
+                    let _ = asked.answer.send(Ok(answer.clone()));
+                }
+                None => unanswered.push(asked),
+            }
+        }
+        parked.open = unanswered;
+        Ok(self.drive(parked, stop).await)
+    }
+
+    /// Polls the work until it finishes, or parks it with its open asks.
+    async fn drive(&self, mut parked: Parked<T>, stop: &CancellationToken) -> Step<T> {
+        loop {
+            if !parked.open.is_empty() {
+                // Let the work take what it was given and make its next asks first, so one
+                // round carries every request it makes at once.
+                if let Poll::Ready(out) = futures::poll!(&mut parked.work) {
+                    return Step::Done(out);
+                }
+                while let Ok(asked) = parked.asks.try_recv() {
+                    push_unique(&mut parked.open, asked);
+                }
+                return self.park(parked);
+            }
+            tokio::select! {
+                biased;
+                out = &mut parked.work => return Step::Done(out),
+                asked = parked.asks.recv(), if parked.asks_open => match asked {
+                    Some(asked) => {
+                        push_unique(&mut parked.open, asked);
+                        while let Ok(asked) = parked.asks.try_recv() {
+                            push_unique(&mut parked.open, asked);
+                        }
+                    }
+                    None => parked.asks_open = false,
+                },
+                () = stop.cancelled(), if !parked.cancel.is_cancelled() => parked.cancel.cancel(),
+            }
+        }
+    }
+
+    /// Keeps the work until the client answers, and says what to answer.
+    fn park(&self, mut parked: Parked<T>) -> Step<T> {
+        parked.since = Instant::now();
+        let id = self.sealer.next.fetch_add(1, Ordering::Relaxed);
+        let ticket = Ticket { id };
+        let options = SealOptions::new()
+            .associated_data(&parked.bound)
+            .ttl(ROUND_TTL);
+        let state = match self.sealer.codec.seal_json_with(&ticket, &options) {
+            Ok(state) => state,
+            // A two-integer struct always serialises; answer the asks so the work ends.
+            Err(e) => {
+                for asked in parked.open.drain(..) {
+                    let _ = asked.answer.send(Err(AskError::Invalid {
+                        method: asked.ask.method(),
+                        reason: e.to_string(),
+                    }));
+                }
+                return Step::Input(InputRequiredResult::new(Some(BTreeMap::new()), None));
+            }
+        };
+        let requests: InputRequests = parked
+            .open
+            .iter()
+            .map(|a| (a.key.clone(), a.request.clone()))
+            .collect();
+        let mut table = lock(&self.parked);
+        table.retain(|_, p| p.since.elapsed() < ROUND_TTL);
+        while table.len() >= MAX_PARKED {
+            let oldest = table.iter().min_by_key(|(_, p)| p.since).map(|(id, _)| *id);
+            match oldest {
+                Some(oldest) => table.remove(&oldest),
+                None => break,
+            };
+        }
+        table.insert(id, parked);
+        Step::Input(InputRequiredResult::new(Some(requests), Some(state)))
+    }
+}
+
+/// Adds `asked`, giving its key a suffix when the round already has that key.
+fn push_unique(open: &mut Vec<Asked>, mut asked: Asked) {
+    if open.iter().any(|a| a.key == asked.key) {
+        let base = asked.key.clone();
+        let mut n = 2;
+        while open.iter().any(|a| a.key == format!("{base}-{n}")) {
+            n += 1;
+        }
+        asked.key = format!("{base}-{n}");
+    }
+    open.push(asked);
+}
+
+/// Whether `answer` has the shape of a result of `ask`; `Err` says what is wrong.
+pub(crate) fn check_answer(ask: ClientAsk, answer: &Value) -> Result<(), String> {
+    let Some(object) = answer.as_object() else {
+        return Err(format!("expected an object, got {}", kind(answer)));
+    };
+    let needs = |field: &str| {
+        object
+            .contains_key(field)
+            .then_some(())
+            .ok_or_else(|| format!("the field `{field}` is missing"))
+    };
+    match ask {
+        ClientAsk::FormElicitation | ClientAsk::UrlElicitation => needs("action"),
+        ClientAsk::Sampling => needs("content").and_then(|()| needs("role")),
+        ClientAsk::Roots => match object.get("roots") {
+            Some(Value::Array(_)) => Ok(()),
+            Some(other) => Err(format!("`roots` must be an array, got {}", kind(other))),
+            None => Err("the field `roots` is missing".to_owned()),
+        },
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Checks the answers a request brings without a state: each must at least be an object
+/// (which request it answers is known only when the work asks).
+pub(crate) fn check_offered(answers: &InputResponses) -> Result<(), McpError> {
+    for (key, answer) in answers {
+        if !answer.is_object() {
+            return Err(McpError::invalid_params(
+                format!(
+                    "inputResponses.{key} must be the client's result object, got {}. Send the request again without it, or with a valid answer",
+                    kind(answer)
+                ),
+                None,
+            ));
+        }
+    }
+    Ok(())
+}
