@@ -66,9 +66,17 @@ class User:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize(
+    ("transport", "mode"),
+    [("stdio", "legacy"), ("http", "legacy"), ("stdio", "auto"), ("http", "auto")],
+    # "auto" speaks 2026-07-28: it takes no requests mid-call, so toolgate answers the call
+    # `input_required` with the server's request and resumes it when the client sends the
+    # answer back (SEP-2322).
+    ids=["stdio", "http", "stdio-2026-07-28", "http-2026-07-28"],
+)
 async def test_elicitation_and_sampling_reach_the_client_of_the_call(
     transport: str,
+    mode: str,
     project: Path,
     tmp_path: Path,
     mounted_env: dict[str, str],
@@ -78,10 +86,10 @@ async def test_elicitation_and_sampling_reach_the_client_of_the_call(
     options = {"elicitation_callback": user.elicit, "sampling_callback": user.sample}
     if transport == "stdio":
         connection = stdio_connection(
-            project, mounted_env, "legacy", tmp_path / "stdio-server.stderr", **options
+            project, mounted_env, mode, tmp_path / "stdio-server.stderr", **options
         )
     else:
-        connection = http_connection(start_http_server(project).url, "legacy", **options)
+        connection = http_connection(start_http_server(project).url, mode, **options)
     async with connection as client:
         result = await client.call_tool("mcp__asker__confirm", {})
         text = result.content[0].text
@@ -119,11 +127,10 @@ async def test_elicitation_and_sampling_reach_the_client_of_the_call(
     ("mode", "offers", "why"),
     [
         ("legacy", False, "does not offer"),
-        # A 2026-07-28 client takes no requests from a server mid-call; toolgate does not
-        # turn them into `input_required` results for its own clients yet.
-        ("auto", True, "2026-07-28"),
+        # A 2026-07-28 client declares its capabilities in each request's `_meta`.
+        ("auto", False, "does not offer"),
     ],
-    ids=["client-without-capabilities", "client-on-2026-07-28"],
+    ids=["client-without-capabilities", "client-on-2026-07-28-without-capabilities"],
 )
 async def test_a_client_that_cannot_be_asked_declines_the_form_and_sampling_says_why(
     mode: str, offers: bool, why: str, project: Path, tmp_path: Path, mounted_env: dict[str, str]
