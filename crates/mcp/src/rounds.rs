@@ -416,7 +416,9 @@ impl<T: Send + 'static> Rounds<T> {
             .map(|a| (a.key.clone(), a.request.clone()))
             .collect();
         let mut table = lock(&self.parked);
-        table.retain(|_, p| p.since.elapsed() < ROUND_TTL);
+        // Work whose session ended (its call's token is a child of the session's) or that
+        // waited too long is given up.
+        table.retain(|_, p| p.since.elapsed() < ROUND_TTL && !p.cancel.is_cancelled());
         while table.len() >= MAX_PARKED {
             let oldest = table.iter().min_by_key(|(_, p)| p.since).map(|(id, _)| *id);
             match oldest {

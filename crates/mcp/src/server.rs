@@ -879,4 +879,6 @@ impl ServerHandler for ToolgateServer {
 #[cfg(test)]
 mod profile_tests;
 #[cfg(test)]
+mod rounds_tests;
+#[cfg(test)]
 mod tests;
