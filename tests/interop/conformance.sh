@@ -1,24 +1,35 @@
 #!/usr/bin/env bash
-# The official MCP conformance suite (@modelcontextprotocol/conformance, server mode, on
-# Node 22; installed by scripts/install-peers.sh) against the fixture server
-# crates/mcp/examples/conformance_fixture, which registers the suite's `test_*` tools in a
-# toolgate registry and serves them with `toolgate_mcp::serve_http`, as `toolgate serve --http`.
+# The official MCP conformance suite (@modelcontextprotocol/conformance 0.2.0-alpha.12, server
+# mode, on Node 22; installed by scripts/install-oauth-peers.sh), run with both frozen
+# requirement sets, `--requirements 2025-11-25` and `--requirements 2026-07-28`, against two
+# servers:
+#
+# - `fixture`: crates/mcp/examples/conformance_fixture, which registers the suite's `test_*`
+#   tools, prompts and resources in a toolgate registry and serves them with
+#   `toolgate_mcp::serve_http`, as `toolgate serve --http` does (the MCP server layer);
+# - `gateway`: `toolgate serve --http` with that fixture mounted as a remote server
+#   (`url = …`, `prefix = "never"`, so its names stay the suite's): everything the suite
+#   asks of a server must pass through the gateway (the transparent gateway).
 #
 # A scenario passes when none of its checks is FAILURE or WARNING (the suite's own baseline
-# rule). Scenarios listed in conformance-expected-failures.txt (`name  # reason`) may fail;
-# any other failure makes this script exit non-zero. The last line is "N passed, M failed",
-# M counting only unexpected failures.
+# rule). Only the scenarios a requirement set lists under `server:` are scored; the others the
+# suite runs (extensions, pending) are printed as "extra". Scenarios listed in
+# conformance-expected-failures.txt (`TARGET REVISION scenario  # reason`) may fail; any other
+# failing scored scenario fails the script. The last line is "N passed, M failed", M counting
+# only unexpected failures.
 #
-# Env: CONFORMANCE_SUITE (active [default] | all | pending), PEERS (default .cache/peers),
+# Env: TARGETS (default "fixture gateway"), REQUIREMENTS (default "2025-11-25 2026-07-28"),
 #      KEEP_RESULTS=1 keeps the suite's output and checks.json files (always kept on failure).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
-PEERS=${PEERS:-$REPO/.cache/peers}
-SUITE=${CONFORMANCE_SUITE:-active}
-NODE=$PEERS/npm/node_modules/node/bin/node
-CONFORMANCE=$PEERS/npm/node_modules/@modelcontextprotocol/conformance/dist/index.js
+PEERS=$REPO/.cache/conformance-client
+NODE=$PEERS/node_modules/node/bin/node
+SUITE_DIR=$PEERS/node_modules/@modelcontextprotocol/conformance
+SUITE_VERSION=0.2.0-alpha.12
 EXPECTED_FILE=$REPO/tests/interop/conformance-expected-failures.txt
+TARGETS=${TARGETS:-fixture gateway}
+REQUIREMENTS=${REQUIREMENTS:-2025-11-25 2026-07-28}
 
 die() {
   echo "conformance.sh: $*" >&2
@@ -26,78 +37,117 @@ die() {
   exit 1
 }
 
-if [ ! -x "$NODE" ] || [ ! -f "$CONFORMANCE" ]; then
-  echo "conformance.sh: installing the MCP peers (scripts/install-peers.sh)" >&2
-  bash scripts/install-peers.sh >&2 || die "scripts/install-peers.sh failed"
-fi
-[ -x "$NODE" ] || die "Node 22 not found at $NODE (run: bash scripts/install-peers.sh)"
-[ -f "$CONFORMANCE" ] || die "conformance suite not found at $CONFORMANCE (run: bash scripts/install-peers.sh)"
-node_version=$("$NODE" --version) || die "cannot run $NODE"
-case $node_version in
-  v22.*) ;;
-  *) die "expected Node 22 from the node@22 package, got $node_version" ;;
-esac
+bash scripts/install-oauth-peers.sh >&2 || die "scripts/install-oauth-peers.sh failed"
+[ -x "$NODE" ] || die "Node 22 not found at $NODE"
+grep -q "\"version\": \"$SUITE_VERSION\"" "$SUITE_DIR/package.json" 2>/dev/null ||
+  die "conformance suite $SUITE_VERSION not found in $SUITE_DIR"
 
-cargo build -p toolgate-mcp --example conformance_fixture --quiet ||
-  die "cannot build the conformance fixture"
+cargo build --workspace --bin toolgate --examples --quiet ||
+  die "cannot build toolgate and the conformance fixture"
 FIXTURE=$REPO/target/debug/examples/conformance_fixture
+TOOLGATE=$REPO/target/debug/toolgate
 [ -x "$FIXTURE" ] || die "fixture binary not found at $FIXTURE"
+[ -x "$TOOLGATE" ] || die "toolgate binary not found at $TOOLGATE"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/toolgate-conformance.XXXXXX")
-FIXTURE_PID=
+PIDS=()
 cleanup() {
-  if [ -n "$FIXTURE_PID" ] && kill -0 "$FIXTURE_PID" 2>/dev/null; then
-    kill -INT "$FIXTURE_PID" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$FIXTURE_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$FIXTURE_PID" 2>/dev/null
-  fi
+  for pid in "${PIDS[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -INT "$pid" 2>/dev/null
+      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL "$pid" 2>/dev/null
+    fi
+  done
   [ "${KEEP_RESULTS:-}" = 1 ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# Waits for the line "…http://ADDR/mcp…" in $1 while process $2 lives; prints the URL.
+url_in() {
+  local url=
+  for _ in $(seq 600); do
+    url=$(grep -o 'http://[^ ]*/mcp' "$1" 2>/dev/null | head -n1)
+    [ -n "$url" ] && break
+    kill -0 "$2" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "$url"
+}
+
 # Port 0: the OS picks a free port; the fixture prints the URL it bound.
 "$FIXTURE" 127.0.0.1:0 2>"$WORK/fixture.log" &
 FIXTURE_PID=$!
-URL=
-for _ in $(seq 100); do
-  URL=$(grep -o 'http://[^ ]*/mcp' "$WORK/fixture.log" 2>/dev/null | head -n1)
-  [ -n "$URL" ] && break
-  kill -0 "$FIXTURE_PID" 2>/dev/null || break
-  sleep 0.1
+PIDS+=("$FIXTURE_PID")
+FIXTURE_URL=$(url_in "$WORK/fixture.log" "$FIXTURE_PID")
+[ -n "$FIXTURE_URL" ] || { cat "$WORK/fixture.log" >&2; die "the fixture did not report a URL"; }
+
+# The gateway: a project of its own, the fixture mounted under its own names, nothing else
+# from the user's machine (a private config home).
+start_gateway() {
+  local home=$WORK/gateway-home project=$WORK/gateway-project
+  mkdir -p "$home/toolgate" "$project"
+  cat >"$home/toolgate/config.toml" <<CONFIG
+[disclosure]
+mode = "off"
+
+[mcp_servers.fixture]
+url = "$FIXTURE_URL"
+prefix = "never"
+CONFIG
+  XDG_CONFIG_HOME=$home HOME=$home XDG_CACHE_HOME=$WORK/gateway-cache \
+    XDG_DATA_HOME=$WORK/gateway-data XDG_STATE_HOME=$WORK/gateway-state \
+    "$TOOLGATE" --root "$project" serve --http 127.0.0.1:0 2>"$WORK/gateway.log" &
+  GATEWAY_PID=$!
+  PIDS+=("$GATEWAY_PID")
+  GATEWAY_URL=$(url_in "$WORK/gateway.log" "$GATEWAY_PID")
+  [ -n "$GATEWAY_URL" ] || { tail -n 40 "$WORK/gateway.log" >&2; die "toolgate serve --http did not report a URL"; }
+}
+
+for target in $TARGETS; do
+  case $target in
+    fixture) url=$FIXTURE_URL ;;
+    gateway) start_gateway; url=$GATEWAY_URL ;;
+    *) die "unknown target $target (fixture or gateway)" ;;
+  esac
+  for rev in $REQUIREMENTS; do
+    echo "conformance.sh: $target at $url, --requirements $rev" >&2
+    dir=$WORK/$target/$rev
+    mkdir -p "$dir"
+    timeout 900 "$NODE" "$SUITE_DIR/dist/index.js" server --url "$url" \
+      --requirements "$rev" -o "$dir/results" >"$dir/suite.log" 2>&1
+    [ $? -eq 124 ] && { tail -n 40 "$dir/suite.log" >&2; die "the suite timed out on $target $rev"; }
+    sed -n '/=== SUMMARY ===/,/^Total:/p' "$dir/suite.log" | grep -E '^[✓✗] ' >"$dir/summary.txt"
+    [ -s "$dir/summary.txt" ] || {
+      tail -n 40 "$dir/suite.log" >&2
+      die "no scenario summary in the suite's output for $target $rev"
+    }
+  done
 done
-if [ -z "$URL" ]; then
-  cat "$WORK/fixture.log" >&2
-  die "the fixture did not report a URL"
-fi
-echo "conformance.sh: fixture at $URL; running the $SUITE suite" >&2
+for pid in "${PIDS[@]}"; do
+  kill -0 "$pid" 2>/dev/null || die "a server exited during the run (see $WORK/*.log)"
+done
 
-mkdir -p "$WORK/results"
-# The suite's exit code is ignored: the verdict below applies the expected failures.
-timeout 900 "$NODE" "$CONFORMANCE" server --url "$URL" --suite "$SUITE" \
-  -o "$WORK/results" >"$WORK/suite.log" 2>&1
-suite_rc=$?
-if [ "$suite_rc" -eq 124 ]; then
-  tail -n 40 "$WORK/suite.log" >&2
-  die "the conformance suite timed out"
-fi
-kill -0 "$FIXTURE_PID" 2>/dev/null || {
-  cat "$WORK/fixture.log" >&2
-  die "the fixture exited during the run"
-}
-
-# One line per scenario from the suite's summary ("✓ name: …" / "✗ name: …"), which also
-# covers scenarios that crashed before writing checks.json.
-sed -n '/=== SUMMARY ===/,$p' "$WORK/suite.log" | grep -E '^[✓✗] ' >"$WORK/summary.txt"
-[ -s "$WORK/summary.txt" ] || {
-  tail -n 40 "$WORK/suite.log" >&2
-  die "no scenario summary in the suite's output"
-}
-
-"$NODE" - "$WORK/summary.txt" "$WORK/results" "$EXPECTED_FILE" <<'EOF'
+"$NODE" - "$WORK" "$SUITE_DIR/requirements" "$EXPECTED_FILE" "$TARGETS" $REQUIREMENTS <<'EOF'
 const fs = require("fs");
 const path = require("path");
-const [summaryFile, resultsDir, expectedFile] = process.argv.slice(2);
+const [work, reqDir, expectedFile, targets, ...revs] = process.argv.slice(2);
+
+// The `server:` list of a requirements file (a flat YAML list; no YAML parser needed).
+function scored(rev) {
+  const lines = fs.readFileSync(path.join(reqDir, `${rev}.yaml`), "utf8").split("\n");
+  const out = [];
+  let inServer = false;
+  for (const line of lines) {
+    if (/^\S/.test(line)) inServer = line.startsWith("server:");
+    else if (inServer) {
+      const m = /^\s+-\s+(\S+)/.exec(line);
+      if (m) out.push(m[1]);
+    }
+  }
+  return out;
+}
 
 const expected = new Map();
 if (fs.existsSync(expectedFile)) {
@@ -105,52 +155,67 @@ if (fs.existsSync(expectedFile)) {
     const line = raw.trim();
     if (!line || line.startsWith("#")) continue;
     const hash = line.indexOf("#");
-    const name = (hash < 0 ? line : line.slice(0, hash)).trim();
-    const reason = hash < 0 ? "(no reason given)" : line.slice(hash + 1).trim();
-    expected.set(name, reason);
+    const key = (hash < 0 ? line : line.slice(0, hash)).trim().split(/\s+/).join(" ");
+    expected.set(key, hash < 0 ? "(no reason given)" : line.slice(hash + 1).trim());
   }
 }
 
 // checks.json of each scenario: results/server-<scenario>-<timestamp>/checks.json
-const checks = new Map();
-for (const dir of fs.readdirSync(resultsDir)) {
-  const m = /^server-(.+)-\d{4}-\d\d-\d\dT[\d-]+Z$/.exec(dir);
-  const file = path.join(resultsDir, dir, "checks.json");
-  if (m && fs.existsSync(file)) checks.set(m[1], JSON.parse(fs.readFileSync(file, "utf8")));
+function checksOf(resultsDir) {
+  const checks = new Map();
+  if (!fs.existsSync(resultsDir)) return checks;
+  for (const dir of fs.readdirSync(resultsDir)) {
+    const m = /^server-(.+)-\d{4}-\d\d-\d\dT[\d-]+Z$/.exec(dir);
+    const file = path.join(resultsDir, dir, "checks.json");
+    if (m && fs.existsSync(file)) checks.set(m[1], JSON.parse(fs.readFileSync(file, "utf8")));
+  }
+  return checks;
 }
 
-let passed = 0, unexpected = 0, expectedFailed = 0, total = 0;
-for (const line of fs.readFileSync(summaryFile, "utf8").split("\n")) {
-  const m = /^([✓✗]) ([^:]+):/.exec(line);
-  if (!m) continue;
-  total++;
-  const name = m[2];
-  const list = checks.get(name) || [];
-  const bad = list.filter((c) => c.status === "FAILURE" || c.status === "WARNING");
-  const failed = m[1] === "✗" || bad.length > 0;
-  if (!failed) {
-    passed++;
-    if (expected.has(name)) {
-      console.log(`STALE  ${name}: passes now; remove it from conformance-expected-failures.txt`);
-    } else {
-      console.log(`pass   ${name}`);
+let passed = 0, unexpected = 0, xfail = 0;
+for (const target of targets.split(/\s+/).filter(Boolean)) {
+  for (const rev of revs) {
+    const dir = path.join(work, target, rev);
+    const verdicts = new Map();
+    for (const line of fs.readFileSync(path.join(dir, "summary.txt"), "utf8").split("\n")) {
+      const m = /^([✓✗]) ([^:]+):/.exec(line);
+      if (m) verdicts.set(m[2], m[1] === "✓");
     }
-    continue;
-  }
-  const why = bad.map((c) => `${c.status} ${c.id}: ${c.errorMessage || c.description}`);
-  if (!why.length) why.push("the scenario failed to run (see the suite output)");
-  if (expected.has(name)) {
-    expectedFailed++;
-    console.log(`xfail  ${name}  # ${expected.get(name)}`);
-    for (const w of why) console.log(`         ${w}`);
-  } else {
-    unexpected++;
-    console.log(`FAIL   ${name}`);
-    for (const w of why) console.log(`         ${w}`);
+    const checks = checksOf(path.join(dir, "results"));
+    const list = scored(rev);
+    let revPassed = 0;
+    console.log(`== ${target}, --requirements ${rev}: ${list.length} scored scenarios`);
+    for (const name of list) {
+      const bad = (checks.get(name) || []).filter((c) => c.status === "FAILURE" || c.status === "WARNING");
+      const ok = verdicts.get(name) === true && bad.length === 0;
+      const key = `${target} ${rev} ${name}`;
+      if (ok) {
+        revPassed++;
+        passed++;
+        console.log(expected.has(key)
+          ? `STALE  ${name}: passes now; remove it from conformance-expected-failures.txt`
+          : `pass   ${name}`);
+        continue;
+      }
+      const why = bad.map((c) => `${c.status} ${c.id}: ${c.errorMessage || c.description}`);
+      if (!why.length) why.push(verdicts.has(name) ? "the scenario failed to run (see the suite output)" : "did not run");
+      if (expected.has(key)) {
+        xfail++;
+        console.log(`xfail  ${name}  # ${expected.get(key)}`);
+      } else {
+        unexpected++;
+        console.log(`FAIL   ${name}`);
+      }
+      for (const w of why) console.log(`         ${w.slice(0, 400)}`);
+    }
+    for (const [name, ok] of verdicts) {
+      if (!list.includes(name)) console.log(`extra  ${name}: ${ok ? "pass" : "fail"} (not scored)`);
+    }
+    console.log(`${target} ${rev}: ${revPassed} of ${list.length} scored scenarios pass`);
   }
 }
-console.log(`\n${total} scenarios: ${passed} passed, ${expectedFailed} expected failures, ${unexpected} unexpected failures`);
-fs.writeFileSync(path.join(resultsDir, "..", "verdict"), `${passed} ${unexpected}\n`);
+console.log(`\n${passed} passed, ${xfail} expected failures, ${unexpected} unexpected failures`);
+fs.writeFileSync(path.join(work, "verdict"), `${passed} ${unexpected}\n`);
 EOF
 [ -f "$WORK/verdict" ] || die "could not evaluate the results"
 read -r PASSED FAILED <"$WORK/verdict"

@@ -76,7 +76,7 @@ impl PromptSource for ServePrompts {
                     .collect();
                 return self
                     .gateway
-                    .get_prompt(name, Some(arguments))
+                    .get_prompt(name, Some(arguments), ctx.client().cloned())
                     .await
                     .map_err(|e| SourceError::Failed(e.to_string()));
             }

@@ -32,16 +32,19 @@ impl ResourceSource for ServeResources {
     fn read<'a>(
         &'a self,
         uri: &'a str,
-        _ctx: &'a CallContext,
+        ctx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Vec<ResourceContents>, SourceError>> {
         Box::pin(async move {
             let known = self.gateway.resources().iter().any(|r| r.uri == uri);
-            self.gateway.read_resource(uri).await.map_err(|e| match e {
-                ForwardError::UnknownResource { .. } if !known => {
-                    SourceError::UnknownResource(uri.to_owned())
-                }
-                e => SourceError::Failed(e.to_string()),
-            })
+            self.gateway
+                .read_resource(uri, ctx.client().cloned())
+                .await
+                .map_err(|e| match e {
+                    ForwardError::UnknownResource { .. } if !known => {
+                        SourceError::UnknownResource(uri.to_owned())
+                    }
+                    e => SourceError::Failed(e.to_string()),
+                })
         })
     }
 

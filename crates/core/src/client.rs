@@ -105,6 +105,27 @@ pub trait ClientLink: Send + Sync {
         self.request(ask, params)
     }
 
+    /// Notes that the work of the call needed `ask` and the client cannot be asked it (a
+    /// relay that found [`ClientLink::can_ask`] refusing, and answered for the client). A
+    /// 2026-07-28 request whose work then fails is answered with the protocol's "missing
+    /// required client capability" error. Nothing by default.
+    fn note_missing(&self, ask: ClientAsk) {
+        let _ = ask;
+    }
+
+    /// Passes a log message on to the client (a mounted server's `notifications/message`),
+    /// when the client takes log messages at `level` (an RFC 5424 name: "debug" … "emergency").
+    /// Nothing by default.
+    fn log(
+        &self,
+        level: &str,
+        logger: Option<&str>,
+        data: serde_json::Value,
+    ) -> futures::future::BoxFuture<'static, ()> {
+        let _ = (level, logger, data);
+        Box::pin(async {})
+    }
+
     /// The link as `Any`, so a front end can find its own client type behind it
     /// (`toolgate_mcp::McpClient::of`).
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;

@@ -579,10 +579,14 @@ impl Gateway {
 
     /// Prompt `name` (as [`Gateway::prompts`] lists it) from its server, filled in with
     /// `arguments`. `Err` says what went wrong, for the client.
+    ///
+    /// A server that asks for input while building the prompt asks `caller`'s client (the
+    /// request's [`toolgate_core::CallContext::client`]).
     pub async fn get_prompt(
         &self,
         name: &str,
         arguments: Option<rmcp::model::JsonObject>,
+        caller: Option<Arc<dyn toolgate_core::ClientLink>>,
     ) -> Result<rmcp::model::GetPromptResult, ForwardError> {
         for mount in &self.inner.mounts {
             let own = self
@@ -592,7 +596,7 @@ impl Gateway {
                 .find(|(listed, _)| listed == name);
             if let Some((_, prompt)) = own {
                 return mount
-                    .get_prompt(&prompt.name, arguments)
+                    .get_prompt(&prompt.name, arguments, caller)
                     .await
                     .map_err(ForwardError::Server);
             }
@@ -632,9 +636,12 @@ impl Gateway {
 
     /// The contents at `uri`, from the server that listed it (else the first whose template
     /// it fits). `Err` says what went wrong, for the client.
+    ///
+    /// A server that asks for input to read it asks `caller`'s client, as for prompts.
     pub async fn read_resource(
         &self,
         uri: &str,
+        caller: Option<Arc<dyn toolgate_core::ClientLink>>,
     ) -> Result<Vec<rmcp::model::ResourceContents>, ForwardError> {
         let best = self
             .inner
@@ -644,7 +651,10 @@ impl Gateway {
             .filter_map(|m| m.serves(uri).map(|fit| (fit, m)))
             .max_by_key(|(fit, _)| *fit);
         match best {
-            Some((_, mount)) => mount.read_resource(uri).await.map_err(ForwardError::Server),
+            Some((_, mount)) => mount
+                .read_resource(uri, caller)
+                .await
+                .map_err(ForwardError::Server),
             None => Err(ForwardError::UnknownResource {
                 uri: uri.to_owned(),
             }),

@@ -229,5 +229,14 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) {
         tracing::debug!(server = %self.server, level = ?params.level, data = %params.data, "server log");
+        // To the client of the call in flight, which filters by the level it set.
+        if let Ok(link) = self.callers.only() {
+            let level = serde_json::to_value(params.level)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_else(|| "info".to_owned());
+            let logger = params.logger.as_deref().unwrap_or(&self.server);
+            link.log(&level, Some(logger), params.data).await;
+        }
     }
 }

@@ -104,10 +104,14 @@ async fn relay_as(
         let why = format!("refused by the permission rule {rule}");
         return unanswered(server.name, ask, elicitation, &why);
     }
-    let link = match link.and_then(|link| link.can_ask(ask).map(|()| link)) {
+    let link = match link {
         Ok(link) => link,
         Err(why) => return unanswered(server.name, ask, elicitation, why),
     };
+    if let Err(why) = link.can_ask(ask) {
+        link.note_missing(ask);
+        return unanswered(server.name, ask, elicitation, why);
+    }
     let schema = params.get("requestedSchema").cloned();
     let asked = match key {
         Some(key) => link.request_as(key, ask, params),

@@ -121,20 +121,7 @@ impl McpClient {
     /// Sends a log message to the client when connected and `level` passes its filter;
     /// returns whether it was sent. `logger` names the source (e.g. the tool).
     pub async fn log(&self, level: LogLevel, logger: Option<&str>, data: Value) -> bool {
-        if self.min_level().is_some_and(|min| level < min) {
-            return false;
-        }
-        let Some(peer) = self.peer() else {
-            return false;
-        };
-        #[allow(deprecated)]
-        let mut param = rmcp::model::LoggingMessageNotificationParam::new(level.into(), data);
-        if let Some(logger) = logger {
-            param = param.with_logger(logger);
-        }
-        #[allow(deprecated)]
-        let sent = peer.notify_logging_message(param).await;
-        sent.is_ok()
+        send_log(self.peer(), self.min_level(), level, logger, data).await
     }
 
     pub(crate) fn attach(&self, peer: &Peer<RoleServer>) {
@@ -152,6 +139,30 @@ impl McpClient {
     pub(crate) fn set_min_level(&self, level: LogLevel) {
         *lock(&self.min_level) = Some(level);
     }
+}
+
+/// Sends a log message through `peer` when `level` passes `min_level`; whether it was sent.
+async fn send_log(
+    peer: Option<Peer<RoleServer>>,
+    min_level: Option<LogLevel>,
+    level: LogLevel,
+    logger: Option<&str>,
+    data: Value,
+) -> bool {
+    if min_level.is_some_and(|min| level < min) {
+        return false;
+    }
+    let Some(peer) = peer else {
+        return false;
+    };
+    #[allow(deprecated)]
+    let mut param = rmcp::model::LoggingMessageNotificationParam::new(level.into(), data);
+    if let Some(logger) = logger {
+        param = param.with_logger(logger);
+    }
+    #[allow(deprecated)]
+    let sent = peer.notify_logging_message(param).await;
+    sent.is_ok()
 }
 
 impl ClientLink for McpClient {
@@ -212,6 +223,17 @@ impl ClientLink for McpClient {
                 method,
                 reason: e.to_string(),
             })
+        })
+    }
+
+    fn log(&self, level: &str, logger: Option<&str>, data: Value) -> BoxFuture<'static, ()> {
+        #[allow(deprecated)] // logging: deprecated by SEP-2577, used by 2025 clients
+        let level = serde_json::from_value::<rmcp::model::LoggingLevel>(Value::from(level))
+            .map_or(LogLevel::Info, LogLevel::from);
+        let logger = logger.map(str::to_owned);
+        let (peer, min_level) = (self.peer(), self.min_level());
+        Box::pin(async move {
+            send_log(peer, min_level, level, logger.as_deref(), data).await;
         })
     }
 

@@ -89,6 +89,8 @@ pub(crate) struct RoundLink {
     offered: Mutex<InputResponses>,
     /// What the work asked for that the client did not declare.
     undeclared: Mutex<Vec<ClientAsk>>,
+    /// The session's own link, which log messages go through.
+    session: Option<Arc<dyn ClientLink>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -101,6 +103,7 @@ impl RoundLink {
     pub(crate) fn new(
         declared: ClientCapabilities,
         offered: InputResponses,
+        session: Option<Arc<dyn ClientLink>>,
     ) -> (Arc<Self>, mpsc::UnboundedReceiver<Asked>) {
         let (asks, rx) = mpsc::unbounded_channel();
         let link = Arc::new(Self {
@@ -108,6 +111,7 @@ impl RoundLink {
             asks,
             offered: Mutex::new(offered),
             undeclared: Mutex::default(),
+            session,
         });
         (link, rx)
     }
@@ -222,6 +226,17 @@ impl ClientLink for RoundLink {
                 })
             })
         })
+    }
+
+    fn note_missing(&self, ask: ClientAsk) {
+        lock(&self.undeclared).push(ask);
+    }
+
+    fn log(&self, level: &str, logger: Option<&str>, data: Value) -> BoxFuture<'static, ()> {
+        match &self.session {
+            Some(session) => session.log(level, logger, data),
+            None => Box::pin(async {}),
+        }
     }
 
     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {

@@ -466,7 +466,8 @@ impl ToolgateServer {
         }
         let offered = answers.unwrap_or_default();
         rounds::check_offered(&offered)?;
-        let (link, asks) = RoundLink::new(declared_by(context), offered);
+        let session_link = self.session.client().cloned();
+        let (link, asks) = RoundLink::new(declared_by(context), offered, session_link);
         ctx.link = Some(Arc::clone(&link) as Arc<dyn ClientLink>);
         let work = make(ctx, Some(link));
         let work = rounds::Work { work, asks, cancel };

@@ -252,6 +252,26 @@ impl Mount {
         .into())
     }
 
+    /// The answers to one `input_required` result of a prompt or resource request: the
+    /// requests fulfilled through the caller's client, or none after a pause when the server
+    /// sent only its state (it is working on it). `pauses` counts the state-only rounds in
+    /// a row.
+    pub(super) async fn answer_round(
+        &self,
+        caller: Option<Arc<dyn ClientLink>>,
+        input: InputRequiredResult,
+        pauses: &mut u32,
+    ) -> Result<Option<InputResponses>, String> {
+        let requests = input.input_requests.unwrap_or_default();
+        if requests.is_empty() {
+            tokio::time::sleep(Duration::from_millis((50 << (*pauses).min(3)).min(250))).await;
+            *pauses += 1;
+            return Ok(None);
+        }
+        *pauses = 0;
+        self.fulfil(caller, requests).await.map(Some)
+    }
+
     /// Answers the requests of an `input_required` result: through the caller's client, as
     /// the permission rules allow; roots from toolgate's own.
     async fn fulfil(
@@ -357,7 +377,7 @@ impl Mount {
 }
 
 /// Most `input_required` rounds one call may take (rmcp's own client allows as many).
-const MAX_INPUT_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
+pub(super) const MAX_INPUT_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
 
 /// How one round of a call ended.
 enum Round {

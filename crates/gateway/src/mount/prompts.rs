@@ -9,6 +9,9 @@ use rmcp::model::{
 
 use rmcp::{Peer, RoleClient};
 
+use toolgate_core::ClientLink;
+
+use super::call::MAX_INPUT_ROUNDS;
 use super::{Live, Mount, lock};
 
 impl Mount {
@@ -57,38 +60,64 @@ impl Mount {
         Arc::clone(&lock(&self.prompts))
     }
 
-    /// Prompt `name` (the server's own name) filled in with `arguments`.
+    /// Prompt `name` (the server's own name) filled in with `arguments`. A server that
+    /// asks for input while building it (a 2025 server's requests, a 2026-07-28 server's
+    /// `input_required` rounds) asks `caller`'s client.
     pub(crate) async fn get_prompt(
         self: &Arc<Self>,
         name: &str,
         arguments: Option<JsonObject>,
+        caller: Option<Arc<dyn ClientLink>>,
     ) -> Result<GetPromptResult, String> {
         let server = &self.spec.name;
         let live = self.ensure_live().await?;
+        let _caller = live.callers.enter(caller.clone());
         let mut params = GetPromptRequestParams::new(name);
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
-        let call = live.peer.get_prompt_once(params);
-        let answer = tokio::time::timeout(self.spec.tool_timeout, call)
-            .await
-            .map_err(|_| {
-                format!("MCP server `{server}` did not answer `prompts/get` for `{name}` in time")
-            })?;
-        match answer {
-            Ok(GetPromptResponse::Complete(mut result)) => {
-                // A 2025 server's result has no `resultType`; a 2026-07-28 client needs one
-                // (rmcp drops it again for older clients).
-                result.result_type = Some(ResultType::COMPLETE);
-                Ok(result)
+        let mut pauses = 0;
+        for _round in 0..MAX_INPUT_ROUNDS {
+            let call = live.peer.get_prompt_once(params.clone());
+            let answer = tokio::time::timeout(self.spec.tool_timeout, call)
+                .await
+                .map_err(|_| {
+                    format!(
+                        "MCP server `{server}` did not answer `prompts/get` for `{name}` in time"
+                    )
+                })?;
+            match answer {
+                Ok(GetPromptResponse::Complete(mut result)) => {
+                    // A 2025 server's result has no `resultType`; a 2026-07-28 client needs
+                    // one (rmcp drops it again for older clients).
+                    result.result_type = Some(ResultType::COMPLETE);
+                    return Ok(result);
+                }
+                Ok(GetPromptResponse::InputRequired(input)) => {
+                    let state = input.request_state.clone();
+                    params.input_responses = self
+                        .answer_round(caller.clone(), input, &mut pauses)
+                        .await
+                        .map_err(|e| {
+                            format!("MCP server `{server}` needs input for prompt `{name}` that this session cannot give: {e}")
+                        })?;
+                    params.request_state = state;
+                }
+                Ok(_) => {
+                    return Err(format!(
+                        "MCP server `{server}` answered with a kind of result toolgate does not know for prompt `{name}`"
+                    ));
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "MCP server `{server}` could not give prompt `{name}`: {}",
+                        super::call::tidy(&e.to_string())
+                    ));
+                }
             }
-            Ok(_) => Err(format!(
-                "MCP server `{server}` asked for more input to build prompt `{name}`, which toolgate does not relay for prompts yet"
-            )),
-            Err(e) => Err(format!(
-                "MCP server `{server}` could not give prompt `{name}`: {}",
-                super::call::tidy(&e.to_string())
-            )),
         }
+        Err(format!(
+            "MCP server `{server}` kept asking for more input for prompt `{name}` ({MAX_INPUT_ROUNDS} rounds); the server is misbehaving"
+        ))
     }
 }

@@ -9,6 +9,9 @@ use rmcp::model::{
 };
 use rmcp::{Peer, RoleClient};
 
+use toolgate_core::ClientLink;
+
+use super::call::MAX_INPUT_ROUNDS;
 use super::{Live, Mount, lock};
 
 /// What a server offers to read.
@@ -92,31 +95,55 @@ impl Mount {
             .then_some(Fit::Template)
     }
 
-    /// The contents at `uri`, read from the server.
+    /// The contents at `uri`. A server that asks for input to read it asks `caller`'s
+    /// client, as for prompts.
     pub(crate) async fn read_resource(
         self: &Arc<Self>,
         uri: &str,
+        caller: Option<Arc<dyn ClientLink>>,
     ) -> Result<Vec<ResourceContents>, String> {
         let server = &self.spec.name;
         let live = self.ensure_live().await?;
-        let read = live
-            .peer
-            .read_resource_once(ReadResourceRequestParams::new(uri));
-        let answer = tokio::time::timeout(self.spec.tool_timeout, read)
-            .await
-            .map_err(|_| {
-                format!("MCP server `{server}` did not answer `resources/read` for `{uri}` in time")
-            })?;
-        match answer {
-            Ok(ReadResourceResponse::Complete(result)) => Ok(result.contents),
-            Ok(_) => Err(format!(
-                "MCP server `{server}` asked for more input to read `{uri}`, which toolgate does not relay for resources yet"
-            )),
-            Err(e) => Err(format!(
-                "MCP server `{server}` could not read `{uri}`: {}",
-                super::call::tidy(&e.to_string())
-            )),
+        let _caller = live.callers.enter(caller.clone());
+        let mut params = ReadResourceRequestParams::new(uri);
+        let mut pauses = 0;
+        for _round in 0..MAX_INPUT_ROUNDS {
+            let read = live.peer.read_resource_once(params.clone());
+            let answer = tokio::time::timeout(self.spec.tool_timeout, read)
+                .await
+                .map_err(|_| {
+                    format!(
+                        "MCP server `{server}` did not answer `resources/read` for `{uri}` in time"
+                    )
+                })?;
+            match answer {
+                Ok(ReadResourceResponse::Complete(result)) => return Ok(result.contents),
+                Ok(ReadResourceResponse::InputRequired(input)) => {
+                    let state = input.request_state.clone();
+                    params.input_responses = self
+                        .answer_round(caller.clone(), input, &mut pauses)
+                        .await
+                        .map_err(|e| {
+                            format!("MCP server `{server}` needs input to read `{uri}` that this session cannot give: {e}")
+                        })?;
+                    params.request_state = state;
+                }
+                Ok(_) => {
+                    return Err(format!(
+                        "MCP server `{server}` answered with a kind of result toolgate does not know for `{uri}`"
+                    ));
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "MCP server `{server}` could not read `{uri}`: {}",
+                        super::call::tidy(&e.to_string())
+                    ));
+                }
+            }
         }
+        Err(format!(
+            "MCP server `{server}` kept asking for more input to read `{uri}` ({MAX_INPUT_ROUNDS} rounds); the server is misbehaving"
+        ))
     }
 }
 
