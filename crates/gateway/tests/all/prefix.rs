@@ -75,11 +75,15 @@ async fn a_never_server_keeps_its_own_tool_and_prompt_names() {
         !prompts.iter().any(|p| p.starts_with("mcp__")),
         "{prompts:?}"
     );
-    let prompt = rig.gateway.get_prompt("simple-prompt", None).await.unwrap();
+    let prompt = rig
+        .gateway
+        .get_prompt("simple-prompt", None, None)
+        .await
+        .unwrap();
     assert!(!prompt.messages.is_empty());
     let prefixed = rig
         .gateway
-        .get_prompt("mcp__everything__simple-prompt", None)
+        .get_prompt("mcp__everything__simple-prompt", None, None)
         .await;
     assert!(
         matches!(prefixed, Err(ForwardError::UnknownPrompt { .. })),
