@@ -564,6 +564,7 @@ impl Mount {
             end: Mutex::new(None),
             opened: Instant::now(),
         });
+        listen_for_changes(&self.spec.name, service.peer(), &handler, &live.closed);
         Ok(Connected {
             service,
             guard,
@@ -833,4 +834,81 @@ mod tests {
         assert_eq!(secs(Duration::from_secs(15)), "15 s");
         assert_eq!(secs(Duration::from_millis(1500)), "1.5 s");
     }
+}
+
+/// A 2026-07-28 server announces changes of its lists only on a `subscriptions/listen`
+/// stream: one is kept open while the connection lives, and its announcements wake the same
+/// refetches as a 2025 server's notifications do. Nothing for a 2025 server or one that
+/// announces no changes.
+fn listen_for_changes(
+    server: &str,
+    peer: &Peer<RoleClient>,
+    handler: &Handler,
+    closed: &CancellationToken,
+) {
+    let Some(info) = peer.peer_info() else {
+        return;
+    };
+    if info.protocol_version.has_initialize() {
+        return;
+    }
+    let caps = &info.capabilities;
+    let tools = caps
+        .tools
+        .as_ref()
+        .is_some_and(|c| c.list_changed == Some(true));
+    let prompts = caps
+        .prompts
+        .as_ref()
+        .is_some_and(|c| c.list_changed == Some(true));
+    let resources = caps
+        .resources
+        .as_ref()
+        .is_some_and(|c| c.list_changed == Some(true));
+    if !(tools || prompts || resources) {
+        return;
+    }
+    let mut filter = rmcp::model::SubscriptionFilter::builder();
+    if tools {
+        filter = filter.tools_list_changed();
+    }
+    if prompts {
+        filter = filter.prompts_list_changed();
+    }
+    if resources {
+        filter = filter.resources_list_changed();
+    }
+    let filter = filter.build();
+    let (peer, closed, server) = (peer.clone(), closed.clone(), server.to_owned());
+    let (tools, prompts, resources) = (
+        Arc::clone(&handler.list_changed),
+        Arc::clone(&handler.prompts_changed),
+        Arc::clone(&handler.resources_changed),
+    );
+    tokio::spawn(async move {
+        let mut subscription = tokio::select! {
+            () = closed.cancelled() => return,
+            opened = peer.listen(filter) => match opened {
+                Ok(subscription) => subscription,
+                Err(e) => {
+                    tracing::debug!(%server, %e, "subscriptions/listen failed; list changes are not heard");
+                    return;
+                }
+            },
+        };
+        loop {
+            let next = tokio::select! {
+                () = closed.cancelled() => break,
+                next = subscription.next() => next,
+            };
+            use rmcp::model::ServerNotification as N;
+            match next {
+                Ok(Some(N::ToolListChangedNotification(_))) => tools.notify_one(),
+                Ok(Some(N::PromptListChangedNotification(_))) => prompts.notify_one(),
+                Ok(Some(N::ResourceListChangedNotification(_))) => resources.notify_one(),
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => break,
+            }
+        }
+    });
 }
