@@ -819,23 +819,6 @@ pub(crate) fn secs(d: Duration) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_grows_to_a_minute() {
-        let steps: Vec<u64> = (1..=10).map(|n| backoff(n).as_secs()).collect();
-        assert_eq!(steps, [0, 1, 2, 4, 8, 16, 32, 60, 60, 60]);
-    }
-
-    #[test]
-    fn seconds_read_well() {
-        assert_eq!(secs(Duration::from_secs(15)), "15 s");
-        assert_eq!(secs(Duration::from_millis(1500)), "1.5 s");
-    }
-}
-
 /// A 2026-07-28 server announces changes of its lists only on a `subscriptions/listen`
 /// stream: one is kept open while the connection lives, and its announcements wake the same
 /// refetches as a 2025 server's notifications do. Nothing for a 2025 server or one that
@@ -911,4 +894,21 @@ fn listen_for_changes(
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_to_a_minute() {
+        let steps: Vec<u64> = (1..=10).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(steps, [0, 1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    }
+
+    #[test]
+    fn seconds_read_well() {
+        assert_eq!(secs(Duration::from_secs(15)), "15 s");
+        assert_eq!(secs(Duration::from_millis(1500)), "1.5 s");
+    }
 }
