@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use rmcp::model::{GetPromptResult, Prompt};
 use serde_json::Value;
 use tokio::sync::watch;
+use toolgate_core::ClientLimits;
 use toolgate_gateway::Gateway;
 use toolgate_mcp::{PromptArguments, PromptSource, SourceError};
 
@@ -72,9 +73,10 @@ impl PromptSource for ServePrompts {
                     .iter()
                     .map(|(k, v)| (k.clone(), Value::String(v.clone())))
                     .collect();
+                let limits = ClientLimits::default();
                 return self
                     .gateway
-                    .get_prompt(name, Some(arguments))
+                    .get_prompt_for(name, Some(arguments), limits)
                     .await
                     .map_err(|e| SourceError::Failed(e.to_string()));
             }

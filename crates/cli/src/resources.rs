@@ -1,11 +1,13 @@
 //! The resources `serve` offers: the mounted servers' resources and templates, URIs as the
-//! servers gave them, reads routed to the server that offers the URI.
+//! servers gave them, reads routed to the server that offers the URI and fitted to the
+//! output budget (a huge text comes back as an excerpt and a spill pointer).
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use rmcp::model::{Resource, ResourceContents, ResourceTemplate};
 use tokio::sync::watch;
+use toolgate_core::ClientLimits;
 use toolgate_gateway::{ForwardError, Gateway};
 use toolgate_mcp::{ResourceSource, SourceError};
 
@@ -34,7 +36,9 @@ impl ResourceSource for ServeResources {
     ) -> BoxFuture<'a, Result<Vec<ResourceContents>, SourceError>> {
         Box::pin(async move {
             let known = self.gateway.resources().iter().any(|r| r.uri == uri);
-            self.gateway.read_resource(uri).await.map_err(|e| match e {
+            let limits = ClientLimits::default();
+            let read = self.gateway.read_resource_for(uri, limits).await;
+            read.map_err(|e| match e {
                 ForwardError::UnknownResource { .. } if !known => {
                     SourceError::UnknownResource(uri.to_owned())
                 }

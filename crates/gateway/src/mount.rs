@@ -45,7 +45,7 @@ mod call;
 mod host;
 mod login;
 mod prompts;
-mod resources;
+pub(crate) mod resources;
 mod trust;
 pub(crate) use call::MountProvider;
 pub(crate) use host::Host;
