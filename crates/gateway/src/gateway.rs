@@ -510,8 +510,12 @@ impl Gateway {
     /// Starts the servers whose tool names could include `tool` and waits until they are
     /// ready or failed: by the `mcp__<server>__` prefix (every prefixed server for another
     /// `mcp__` name), and each `prefix = "never"` server that lists `tool` or whose tools
-    /// are not known yet. For one-shot commands that should not start unrelated servers.
+    /// are not known yet; every server for `list_resources` and `read_resource`. For
+    /// one-shot commands that should not start unrelated servers.
     pub async fn start_for(&self, tool: &str) {
+        if tool == LIST_RESOURCES || tool == READ_RESOURCE {
+            return self.start_all().await;
+        }
         let never = |m: &&Arc<Mount>| {
             m.spec.prefix == Prefix::Never
                 && (m.listed().iter().any(|t| t.name == tool) || {
