@@ -423,6 +423,10 @@ impl Gateway {
             .filter(|m| m.load_catalog(&cache))
             .count();
         *lock(&self.inner.catalog) = Some(cache);
+        let offered = self.inner.offers_resources();
+        self.inner
+            .resource_tools
+            .store(offered, std::sync::atomic::Ordering::Release);
         if loaded > 0 {
             self.inner.publish();
             self.inner.invalidate();

@@ -126,12 +126,26 @@ impl Inner {
             .filter(|m| self.resource_verdict(m).decision != Decision::Deny)
     }
 
+    /// What a listing or a failed lookup adds about servers the rules let through that are
+    /// still starting (their resources are not known yet); empty when none is.
+    fn starting_note(&self) -> String {
+        let starting: Vec<String> = self
+            .readable()
+            .filter(|m| m.is_settling() && m.resources().is_empty())
+            .map(|m| format!("`{}`", m.spec.name))
+            .collect();
+        if starting.is_empty() {
+            return String::new();
+        }
+        format!(
+            " (still starting, so their resources are not known yet: {}; call again once they are ready)",
+            starting.join(", ")
+        )
+    }
+
     /// Whether a server the rules let through offers any resource or template.
     pub(super) fn offers_resources(&self) -> bool {
-        self.readable().any(|m| {
-            let offered = m.resources();
-            !(offered.resources.is_empty() && offered.templates.is_empty())
-        })
+        self.readable().any(|m| m.offers_resources())
     }
 
     /// The server a read of `uri` goes to among `mounts`: the first that listed it, else
@@ -269,10 +283,7 @@ impl Tool for ListResources {
         };
         let with_resources: Vec<&Arc<Mount>> = inner
             .readable()
-            .filter(|m| {
-                let o = m.resources();
-                !(o.resources.is_empty() && o.templates.is_empty())
-            })
+            .filter(|m| !m.resources().is_empty())
             .collect();
         let names = |ms: &[&Arc<Mount>]| -> String {
             ms.iter()
@@ -336,7 +347,7 @@ impl Tool for ListResources {
                 }
                 (None, None) => "No mounted MCP server offers resources (now).".to_owned(),
             };
-            return Ok(ToolOutput::text(text));
+            return Ok(ToolOutput::text(format!("{text}{}", inner.starting_note())));
         }
         if offset >= total {
             return Err(ToolError::recoverable(format!(
@@ -358,6 +369,9 @@ impl Tool for ListResources {
         }
         if offset > 0 || end < total {
             text.push_str(&format!("; entries {}-{end} of {total}", offset + 1));
+        }
+        if args.server.is_none() {
+            text.push_str(&inner.starting_note());
         }
         text.push_str(".\n");
         let all = resources.iter().chain(templates.iter()).enumerate();
@@ -452,8 +466,9 @@ impl Tool for ReadResource {
                 return Err(denied(&hidden.spec.name, &inner.resource_verdict(hidden)));
             }
             return Err(ToolError::recoverable(format!(
-                "no mounted MCP server offers the resource `{}`; call list_resources to see the URIs and templates there are",
-                cut(&uri, 200)
+                "no mounted MCP server offers the resource `{}`; call list_resources to see the URIs and templates there are{}",
+                cut(&uri, 200),
+                inner.starting_note()
             )));
         };
         let verdict = inner.resource_verdict(mount);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::json;
 use toolgate_core::{ClientLimits, Policy, ResultBudget};
 use toolgate_gateway::{
-    GatewayLimits, LIST_RESOURCES, READ_RESOURCE, ResourceCollision, ServerState,
+    CatalogCache, GatewayLimits, LIST_RESOURCES, READ_RESOURCE, ResourceCollision, ServerState,
 };
 
 use crate::misbehave::state;
@@ -382,5 +382,48 @@ async fn a_uri_two_servers_list_is_reported_with_the_server_it_is_read_from() {
         matches!(&contents[0], rmcp::model::ResourceContents::TextResourceContents { text, .. } if text == "readme of one"),
         "{contents:?}"
     );
+    rig.finish().await;
+}
+
+#[tokio::test]
+async fn the_catalog_cache_offers_the_resource_tools_before_the_server_answers() {
+    let cache_dir = tempfile::tempdir().unwrap();
+    let workdir = tempfile::tempdir().unwrap();
+    let first = setup();
+    let mark = first.mark.clone();
+    let mut config = stdio(&fake(), &["normal"], &mark);
+    config.cwd = Some(workdir.path().to_path_buf());
+    config
+        .env
+        .as_mut()
+        .unwrap()
+        .insert("FAKE_RESOURCES".to_owned(), "one".to_owned());
+    let cache = || CatalogCache::new(cache_dir.path().to_path_buf());
+
+    // First run: the tools appear when the server has answered; the cache learns it.
+    let rig = first.server("srv", config.clone()).build();
+    rig.gateway.use_catalog(cache());
+    assert!(!rig.names().iter().any(|n| n == LIST_RESOURCES));
+    rig.gateway.start_all().await;
+    assert!(rig.names().iter().any(|n| n == LIST_RESOURCES));
+    rig.gateway.shutdown().await;
+
+    // Second run: offered at once, and the server's answer changes nothing (no list_changed).
+    let mut second = setup();
+    second.mark = mark;
+    let rig = second.server("srv", config).build();
+    assert_eq!(rig.gateway.use_catalog(cache()), 1);
+    let names = rig.names();
+    assert!(names.iter().any(|n| n == LIST_RESOURCES), "{names:?}");
+    assert!(names.iter().any(|n| n == READ_RESOURCE), "{names:?}");
+    rig.gateway.start();
+    let before = rig.registry.generation();
+    rig.gateway.settled().await;
+    assert_eq!(state(&rig, "srv"), ServerState::Ready);
+    assert_eq!(rig.registry.generation(), before, "the cache was right");
+    let out = rig
+        .call(READ_RESOURCE, json!({"uri": "fake://one/small"}))
+        .await;
+    assert!(out.text.ends_with("\nsmall text of one\n"), "{}", out.text);
     rig.finish().await;
 }
