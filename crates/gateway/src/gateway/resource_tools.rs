@@ -143,6 +143,25 @@ impl Inner {
         )
     }
 
+    /// Waits for the servers the rules let through whose resources the catalog cache
+    /// promised and that are still starting, as a call of one of their tools would, until
+    /// a second before the call's deadline.
+    async fn await_cached(&self, ctx: &CallContext) {
+        let coming: Vec<Arc<Mount>> = self
+            .readable()
+            .filter(|m| m.resources_coming())
+            .cloned()
+            .collect();
+        if coming.is_empty() {
+            return;
+        }
+        let limit = ctx.remaining().map_or(Duration::from_secs(60), |r| {
+            r.saturating_sub(Duration::from_secs(1))
+        });
+        let all = futures::future::join_all(coming.iter().map(|m| m.settled()));
+        let _ = tokio::time::timeout(limit, all).await;
+    }
+
     /// Whether a server the rules let through offers any resource or template.
     pub(super) fn offers_resources(&self) -> bool {
         self.readable().any(|m| m.offers_resources())
@@ -267,8 +286,9 @@ impl Tool for ListResources {
         meta(None)
     }
 
-    async fn call(&self, args: ListArgs, _ctx: CallContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, args: ListArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
         let inner = self.inner.upgrade().ok_or_else(gone)?;
+        inner.await_cached(&ctx).await;
         let limits = self.limits;
         let query = match args.query.as_deref().map(str::trim) {
             Some(q) if q.chars().count() > limits.max_uri_chars => {
@@ -459,6 +479,9 @@ impl Tool for ReadResource {
                 "`uri` contains control characters (`{}`); copy the URI from list_resources exactly",
                 cut(&uri.escape_debug().to_string(), 200)
             )));
+        }
+        if Inner::owner(inner.readable(), &uri).is_none() {
+            inner.await_cached(&ctx).await;
         }
         let Some(mount) = Inner::owner(inner.readable(), &uri) else {
             let mounted = inner.mounts.iter().filter(|m| m.clash().is_none());

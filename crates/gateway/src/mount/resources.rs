@@ -95,6 +95,12 @@ impl Mount {
         !self.resources().is_empty() || self.cached_resources.load(Ordering::SeqCst)
     }
 
+    /// Whether the server is starting and the catalog cache says it offers resources,
+    /// which it has not listed yet.
+    pub(crate) fn resources_coming(&self) -> bool {
+        self.cached_resources.load(Ordering::SeqCst) && self.is_settling()
+    }
+
     /// Whether `uri` is one of this server's resources or fits one of its templates.
     pub(crate) fn serves(&self, uri: &str) -> Option<Fit> {
         let offered = self.resources();

@@ -418,6 +418,9 @@ async fn the_catalog_cache_offers_the_resource_tools_before_the_server_answers()
     assert!(names.iter().any(|n| n == READ_RESOURCE), "{names:?}");
     rig.gateway.start();
     let before = rig.registry.generation();
+    // A listing waits for the server the cache promised resources of, as a call would.
+    let out = rig.call(LIST_RESOURCES, json!({})).await;
+    assert!(out.text.contains("- fake://one/small"), "{}", out.text);
     rig.gateway.settled().await;
     assert_eq!(state(&rig, "srv"), ServerState::Ready);
     assert_eq!(rig.registry.generation(), before, "the cache was right");
