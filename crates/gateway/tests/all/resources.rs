@@ -430,3 +430,23 @@ async fn the_catalog_cache_offers_the_resource_tools_before_the_server_answers()
     assert!(out.text.ends_with("\nsmall text of one\n"), "{}", out.text);
     rig.finish().await;
 }
+
+#[tokio::test]
+async fn the_resource_tools_are_pinned_as_a_client_sees_them() {
+    let rig = with_resources(setup(), "one", "one", 0).build();
+    rig.gateway.start_all().await;
+    let snapshot = rig.dispatcher.snapshot();
+    let tools: Vec<&dyn toolgate_core::DynTool> = [LIST_RESOURCES, READ_RESOURCE]
+        .iter()
+        .map(|name| snapshot.get(name).unwrap().as_ref())
+        .collect();
+    let options = toolgate_core::RenderOptions::default();
+    let rendered =
+        toolgate_core::render_tools(tools.clone(), toolgate_core::Protocol::Mcp, &options);
+    insta::assert_json_snapshot!(rendered);
+    // What the two add to a tools array when they are direct (disclosure off).
+    let bytes =
+        toolgate_core::render_tools_bytes(tools, toolgate_core::Protocol::Mcp, &options).len();
+    assert!(bytes < 2_000, "{bytes} bytes");
+    rig.finish().await;
+}
