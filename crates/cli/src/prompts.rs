@@ -73,6 +73,7 @@ impl PromptSource for ServePrompts {
                     .iter()
                     .map(|(k, v)| (k.clone(), Value::String(v.clone())))
                     .collect();
+                // No client cap known here: the per-result budget applies.
                 let limits = ClientLimits::default();
                 return self
                     .gateway

@@ -36,6 +36,7 @@ impl ResourceSource for ServeResources {
     ) -> BoxFuture<'a, Result<Vec<ResourceContents>, SourceError>> {
         Box::pin(async move {
             let known = self.gateway.resources().iter().any(|r| r.uri == uri);
+            // No client cap known here: the per-result budget applies.
             let limits = ClientLimits::default();
             let read = self.gateway.read_resource_for(uri, limits).await;
             read.map_err(|e| match e {

@@ -495,7 +495,9 @@ impl Tool for ReadResource {
             )));
         };
         let verdict = inner.resource_verdict(mount);
-        if verdict.decision == Decision::Ask {
+        // An `ask` the dispatcher asked already (an `mcp.read` rule) is not asked twice.
+        let asked = inner.limits.policy.decide(READ_RESOURCE, "mcp.read") == verdict;
+        if verdict.decision == Decision::Ask && !asked {
             approve(&mount.spec.name, &uri, &verdict, &ctx).await?;
         }
         read(mount, &uri).await

@@ -450,3 +450,51 @@ async fn the_resource_tools_are_pinned_as_a_client_sees_them() {
     assert!(bytes < 2_000, "{bytes} bytes");
     rig.finish().await;
 }
+
+/// Says yes, and keeps what it was asked.
+#[derive(Default)]
+struct Yes(std::sync::Mutex<Vec<toolgate_core::ApprovalRequest>>);
+
+impl toolgate_core::Approver for Yes {
+    fn approve(
+        &self,
+        request: toolgate_core::ApprovalRequest,
+    ) -> futures::future::BoxFuture<'static, bool> {
+        self.0.lock().unwrap().push(request);
+        Box::pin(async { true })
+    }
+}
+
+#[tokio::test]
+async fn an_ask_rule_asks_once_per_read() {
+    for (ask, asked_for) in [
+        (
+            "mcp__one__*",
+            json!({"uri": "fake://one/small", "server": "one"}),
+        ),
+        ("mcp.read", json!({"uri": "fake://one/small"})),
+    ] {
+        let rig = with_resources(rules(setup(), &[ask], &[]), "one", "one", 0).build();
+        rig.gateway.start_all().await;
+        let yes = Arc::new(Yes::default());
+        let session = toolgate_core::Session::new(toolgate_core::SessionInit {
+            approval: toolgate_core::Approval::By(yes.clone()),
+            profile: None,
+            client: None,
+            identity: None,
+        });
+        let out = rig
+            .dispatcher
+            .call(
+                READ_RESOURCE,
+                toolgate_core::RawArgs::Json(json!({"uri": "fake://one/small"})),
+                toolgate_core::CallContext::new(session),
+            )
+            .await;
+        assert!(out.text.ends_with("\nsmall text of one\n"), "{}", out.text);
+        let asked = yes.0.lock().unwrap().clone();
+        assert_eq!(asked.len(), 1, "{ask}: {asked:?}");
+        assert_eq!(asked[0].args, asked_for, "{ask}");
+        rig.finish().await;
+    }
+}
