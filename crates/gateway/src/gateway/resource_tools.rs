@@ -206,14 +206,15 @@ struct ListResources {
 
 /// One line of a listing.
 enum Entry<'a> {
-    Resource(&'a str, &'a Resource),
+    /// A resource of a server, and the other server reads of its URI go to, if any.
+    Resource(&'a str, &'a Resource, Option<String>),
     Template(&'a str, &'a ResourceTemplate),
 }
 
 impl Entry<'_> {
     fn matches(&self, query: &str) -> bool {
         let fields: [Option<&str>; 4] = match self {
-            Entry::Resource(_, r) => [
+            Entry::Resource(_, r, _) => [
                 Some(r.uri.as_str()),
                 Some(r.name.as_str()),
                 r.title.as_deref(),
@@ -235,7 +236,7 @@ impl Entry<'_> {
     /// `- URI · name · server · type · size — description`.
     fn line(&self, description_chars: usize) -> String {
         let (uri, name, title, server, mime, size, description) = match self {
-            Entry::Resource(server, r) => (
+            Entry::Resource(server, r, _) => (
                 r.uri.as_str(),
                 r.name.as_str(),
                 r.title.as_deref(),
@@ -261,6 +262,9 @@ impl Entry<'_> {
         }
         if let Some(size) = size {
             line.push_str(&format!(" · {} bytes", group(size)));
+        }
+        if let Entry::Resource(_, _, Some(owner)) = self {
+            line.push_str(&format!(" · read from `{owner}`, which lists it first"));
         }
         if let Some(d) = description.map(one_line).filter(|d| !d.is_empty()) {
             line.push_str(" — ");
@@ -343,9 +347,15 @@ impl Tool for ListResources {
                 offer
                     .resources
                     .iter()
-                    // A URI two servers list is read from the first: list it once, there.
+                    // A URI two servers list is read from the first: list it once, there
+                    // (and, listing one server, say where a read of it goes).
                     .filter(|r| seen.insert(r.uri.as_str()))
-                    .map(|r| Entry::Resource(server, r)),
+                    .map(|r| {
+                        let owner = Inner::owner(inner.readable(), &r.uri)
+                            .map(|m| m.spec.name.clone())
+                            .filter(|owner| owner != server);
+                        Entry::Resource(server, r, owner)
+                    }),
             );
             templates.extend(offer.templates.iter().map(|t| Entry::Template(server, t)));
         }
@@ -687,7 +697,7 @@ mod tests {
             .with_description("line one\nline two")
             .with_mime_type("text/plain")
             .with_size(12_345);
-        let line = Entry::Resource("srv", &r).line(120);
+        let line = Entry::Resource("srv", &r, None).line(120);
         assert_eq!(
             line,
             "- test://a · a name · srv · text/plain · 12,345 bytes — line one line two"

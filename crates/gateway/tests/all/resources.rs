@@ -97,6 +97,13 @@ async fn tools_only_clients_list_and_read_every_servers_resources() {
         "{}",
         out.text
     );
+    assert!(
+        out.text.contains(
+            "- fake://shared/readme · readme · two · text/markdown · read from `one`, which lists it first\n"
+        ),
+        "{}",
+        out.text
+    );
     let out = rig.call(LIST_RESOURCES, json!({"query": "ITEM"})).await;
     assert!(
         out.text
