@@ -10,6 +10,7 @@
 //! (`mcp__NAME__*`, decided as for its requests to the client): denied, they are neither
 //! listed nor read; `ask`, a read asks the session's approver.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -207,7 +208,7 @@ struct ListResources {
 /// One line of a listing.
 enum Entry<'a> {
     /// A resource of a server, and the other server reads of its URI go to, if any.
-    Resource(&'a str, &'a Resource, Option<String>),
+    Resource(&'a str, &'a Resource, Option<&'a str>),
     Template(&'a str, &'a ResourceTemplate),
 }
 
@@ -338,9 +339,19 @@ impl Tool for ListResources {
             }
         };
         let offered: Vec<_> = chosen.iter().map(|m| (m, m.resources())).collect();
+        // Where reads of each listed URI go: the first server that lists it.
+        let every: Vec<_> = inner.readable().map(|m| m.resources()).collect();
+        let mut first: HashMap<&str, &str> = HashMap::new();
+        for (mount, offer) in inner.readable().zip(&every) {
+            for r in &offer.resources {
+                first
+                    .entry(r.uri.as_str())
+                    .or_insert(mount.spec.name.as_str());
+            }
+        }
         let mut resources = Vec::new();
         let mut templates = Vec::new();
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = HashSet::new();
         for (mount, offer) in &offered {
             let server = mount.spec.name.as_str();
             resources.extend(
@@ -351,10 +362,8 @@ impl Tool for ListResources {
                     // (and, listing one server, say where a read of it goes).
                     .filter(|r| seen.insert(r.uri.as_str()))
                     .map(|r| {
-                        let owner = Inner::owner(inner.readable(), &r.uri)
-                            .map(|m| m.spec.name.clone())
-                            .filter(|owner| owner != server);
-                        Entry::Resource(server, r, owner)
+                        let owner = first.get(r.uri.as_str()).filter(|o| **o != server);
+                        Entry::Resource(server, r, owner.copied())
                     }),
             );
             templates.extend(offer.templates.iter().map(|t| Entry::Template(server, t)));
