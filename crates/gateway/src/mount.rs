@@ -377,7 +377,7 @@ impl Mount {
                 *lock(&self.instructions) = instructions;
                 let changed = never_shown || **lock(&self.listed) != connected.tools;
                 let offers = !connected.resources.is_empty();
-                let new_offer = self.cached_resources.load(Ordering::SeqCst) != offers;
+                let new_offer = self.offers_resources() != offers;
                 if changed || new_instructions || new_offer {
                     self.save_catalog(&connected.tools, offers);
                 }
