@@ -293,7 +293,6 @@ impl Tool for ListResources {
 
     async fn call(&self, args: ListArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
         let inner = self.inner.upgrade().ok_or_else(gone)?;
-        inner.await_cached(&ctx).await;
         let limits = self.limits;
         let query = match args.query.as_deref().map(str::trim) {
             Some(q) if q.chars().count() > limits.max_uri_chars => {
@@ -306,11 +305,15 @@ impl Tool for ListResources {
             Some(q) if !q.is_empty() => Some(q.to_lowercase()),
             _ => None,
         };
+        inner.await_cached(&ctx).await;
         let with_resources: Vec<&Arc<Mount>> = inner
             .readable()
             .filter(|m| !m.resources().is_empty())
             .collect();
         let names = |ms: &[&Arc<Mount>]| -> String {
+            if ms.is_empty() {
+                return "none".to_owned();
+            }
             ms.iter()
                 .map(|m| format!("`{}`", m.spec.name))
                 .collect::<Vec<_>>()
