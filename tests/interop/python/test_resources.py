@@ -141,3 +141,16 @@ def test_a_uri_two_servers_list_is_reported_by_mcp_list_and_doctor(
         "reads go to `asker`, the first in config order; if the servers are copies of one, "
         "disable one"
     ) in doctor.stdout, doctor.stdout
+
+
+def test_toolgate_call_starts_the_servers_for_the_resource_tools(
+    project: Path, server_env: dict[str, str]
+) -> None:
+    # No catalog cache yet: the one-shot command must start the server to know its resources.
+    mount(server_env, "asker")
+    listed = toolgate(project, server_env, "call", "list_resources", "{}")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert "- notes://readme · readme · asker" in listed.stdout, listed.stdout
+    read = toolgate(project, server_env, "call", "read_resource", '{"uri": "notes://readme"}')
+    assert read.returncode == 0, read.stdout + read.stderr
+    assert read.stdout.rstrip().endswith("read me first"), read.stdout
