@@ -9,7 +9,12 @@
 #   `toolgate_mcp::serve_http`, as `toolgate serve --http` does (the MCP server layer);
 # - `gateway`: `toolgate serve --http` with that fixture mounted as a remote server
 #   (`url = …`, `prefix = "never"`, so its names stay the suite's): everything the suite
-#   asks of a server must pass through the gateway (the transparent gateway).
+#   asks of a server must pass through the gateway (the transparent gateway);
+# - `gateway-stdio`: the same with the fixture mounted as a stdio server (`conformance_fixture
+#   --stdio`, spawned by toolgate);
+# - `serve`: `toolgate serve --http` alone, with nothing mounted: the scenarios its own
+#   features cover pass, the ones that need the suite's `test_*` tools, prompts and
+#   resources are listed as expected failures.
 #
 # A scenario passes when none of its checks is FAILURE or WARNING (the suite's own baseline
 # rule). Only the scenarios a requirement set lists under `server:` are scored; the others the
@@ -28,7 +33,7 @@ NODE=$PEERS/node_modules/node/bin/node
 SUITE_DIR=$PEERS/node_modules/@modelcontextprotocol/conformance
 SUITE_VERSION=0.2.0-alpha.12
 EXPECTED_FILE=$REPO/tests/interop/conformance-expected-failures.txt
-TARGETS=${TARGETS:-fixture gateway}
+TARGETS=${TARGETS:-fixture gateway gateway-stdio serve}
 REQUIREMENTS=${REQUIREMENTS:-2025-11-25 2026-07-28}
 
 die() {
@@ -77,39 +82,51 @@ url_in() {
 }
 
 # Port 0: the OS picks a free port; the fixture prints the URL it bound.
-"$FIXTURE" 127.0.0.1:0 2>"$WORK/fixture.log" &
+"$FIXTURE" 127.0.0.1:0 >/dev/null 2>"$WORK/fixture.log" &
 FIXTURE_PID=$!
 PIDS+=("$FIXTURE_PID")
 FIXTURE_URL=$(url_in "$WORK/fixture.log" "$FIXTURE_PID")
 [ -n "$FIXTURE_URL" ] || { cat "$WORK/fixture.log" >&2; die "the fixture did not report a URL"; }
 
-# The gateway: a project of its own, the fixture mounted under its own names, nothing else
-# from the user's machine (a private config home).
-start_gateway() {
-  local home=$WORK/gateway-home project=$WORK/gateway-project
+# `toolgate serve --http` ($1: a name) with a project and config home of its own, nothing
+# from the user's machine; $2 is its config. Sets SERVE_URL.
+start_serve() {
+  local name=$1 home=$WORK/$1-home project=$WORK/$1-project
   mkdir -p "$home/toolgate" "$project"
-  cat >"$home/toolgate/config.toml" <<CONFIG
-[disclosure]
-mode = "off"
-
-[mcp_servers.fixture]
-url = "$FIXTURE_URL"
-prefix = "never"
-CONFIG
-  XDG_CONFIG_HOME=$home HOME=$home XDG_CACHE_HOME=$WORK/gateway-cache \
-    XDG_DATA_HOME=$WORK/gateway-data XDG_STATE_HOME=$WORK/gateway-state \
-    "$TOOLGATE" --root "$project" serve --http 127.0.0.1:0 2>"$WORK/gateway.log" &
-  GATEWAY_PID=$!
-  PIDS+=("$GATEWAY_PID")
-  GATEWAY_URL=$(url_in "$WORK/gateway.log" "$GATEWAY_PID")
-  [ -n "$GATEWAY_URL" ] || { tail -n 40 "$WORK/gateway.log" >&2; die "toolgate serve --http did not report a URL"; }
+  printf '%s' "$2" >"$home/toolgate/config.toml"
+  XDG_CONFIG_HOME=$home HOME=$home XDG_CACHE_HOME=$WORK/$name-cache \
+    XDG_DATA_HOME=$WORK/$name-data XDG_STATE_HOME=$WORK/$name-state \
+    "$TOOLGATE" --root "$project" serve --http 127.0.0.1:0 >/dev/null 2>"$WORK/$name.log" &
+  local pid=$!
+  PIDS+=("$pid")
+  SERVE_URL=$(url_in "$WORK/$name.log" "$pid")
+  [ -n "$SERVE_URL" ] || { tail -n 40 "$WORK/$name.log" >&2; die "toolgate serve --http ($name) did not report a URL"; }
 }
 
+# Mounted servers' tools shown directly (the suite is a client that lists and calls them).
+GATEWAY_CONFIG='[disclosure]
+mode = "off"
+'
 for target in $TARGETS; do
   case $target in
     fixture) url=$FIXTURE_URL ;;
-    gateway) start_gateway; url=$GATEWAY_URL ;;
-    *) die "unknown target $target (fixture or gateway)" ;;
+    gateway)
+      start_serve gateway "$GATEWAY_CONFIG
+[mcp_servers.fixture]
+url = \"$FIXTURE_URL\"
+prefix = \"never\"
+"
+      url=$SERVE_URL ;;
+    gateway-stdio)
+      start_serve gateway-stdio "$GATEWAY_CONFIG
+[mcp_servers.fixture]
+command = \"$FIXTURE\"
+args = [\"--stdio\"]
+prefix = \"never\"
+"
+      url=$SERVE_URL ;;
+    serve) start_serve serve ""; url=$SERVE_URL ;;
+    *) die "unknown target $target (fixture, gateway, gateway-stdio or serve)" ;;
   esac
   for rev in $REQUIREMENTS; do
     echo "conformance.sh: $target at $url, --requirements $rev" >&2

@@ -74,9 +74,11 @@ impl PromptSource for ServePrompts {
                     .iter()
                     .map(|(k, v)| (k.clone(), Value::String(v.clone())))
                     .collect();
+                // Sized to the client of the request (its profile's per-result cap).
+                let limits = ctx.session.limits();
                 return self
                     .gateway
-                    .get_prompt(name, Some(arguments), ctx.client().cloned())
+                    .get_prompt_for(name, Some(arguments), ctx.client().cloned(), limits)
                     .await
                     .map_err(|e| SourceError::Failed(e.to_string()));
             }

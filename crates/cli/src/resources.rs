@@ -1,5 +1,6 @@
 //! The resources `serve` offers: the mounted servers' resources and templates, URIs as the
-//! servers gave them, reads routed to the server that offers the URI.
+//! servers gave them, reads routed to the server that offers the URI and fitted to the
+//! output budget (a huge text comes back as an excerpt and a spill pointer).
 
 use std::sync::Arc;
 
@@ -36,15 +37,18 @@ impl ResourceSource for ServeResources {
     ) -> BoxFuture<'a, Result<Vec<ResourceContents>, SourceError>> {
         Box::pin(async move {
             let known = self.gateway.resources().iter().any(|r| r.uri == uri);
-            self.gateway
-                .read_resource(uri, ctx.client().cloned())
-                .await
-                .map_err(|e| match e {
-                    ForwardError::UnknownResource { .. } if !known => {
-                        SourceError::UnknownResource(uri.to_owned())
-                    }
-                    e => SourceError::Failed(e.to_string()),
-                })
+            // Sized to the client of the request (its profile's per-result cap).
+            let limits = ctx.session.limits();
+            let read = self
+                .gateway
+                .read_resource_for(uri, ctx.client().cloned(), limits)
+                .await;
+            read.map_err(|e| match e {
+                ForwardError::UnknownResource { .. } if !known => {
+                    SourceError::UnknownResource(uri.to_owned())
+                }
+                e => SourceError::Failed(e.to_string()),
+            })
         })
     }
 

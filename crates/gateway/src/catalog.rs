@@ -35,6 +35,9 @@ struct Entry {
     /// The server's `instructions`, if it gave any (absent in older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     instructions: Option<String>,
+    /// Whether it offered resources or templates (absent in older files: no).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    resources: bool,
 }
 
 /// What the cache holds for one server.
@@ -44,6 +47,9 @@ pub struct CachedCatalog {
     pub tools: Vec<Tool>,
     /// Its `instructions`, if it gave any.
     pub instructions: Option<String>,
+    /// Whether it offered resources or resource templates, so `list_resources` and
+    /// `read_resource` are in a session's first tool list.
+    pub resources: bool,
 }
 
 impl CatalogCache {
@@ -73,19 +79,21 @@ impl CatalogCache {
         (entry.format == FORMAT && entry.key == key).then_some(CachedCatalog {
             tools: entry.tools,
             instructions: entry.instructions,
+            resources: entry.resources,
         })
     }
 
-    /// Records `tools` and `instructions` as what the server launched as `spec` offers.
-    /// Failures are logged: the cache only speeds up the next start.
-    pub fn store(&self, spec: &ServerSpec, tools: &[Tool], instructions: Option<&str>) {
+    /// Records `catalog` as what the server launched as `spec` offers. Failures are
+    /// logged: the cache only speeds up the next start.
+    pub fn store(&self, spec: &ServerSpec, catalog: &CachedCatalog) {
         let Some(key) = launch_key(spec) else { return };
         let entry = Entry {
             format: FORMAT,
             server: spec.name.clone(),
             key: key.clone(),
-            tools: tools.to_vec(),
-            instructions: instructions.map(str::to_owned),
+            tools: catalog.tools.clone(),
+            instructions: catalog.instructions.clone(),
+            resources: catalog.resources,
         };
         let path = self.path(&key);
         let write = || -> std::io::Result<()> {
@@ -181,15 +189,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = CatalogCache::new(dir.path().join("catalog"));
         assert!(cache.load(&spec("srv")).is_none(), "empty cache: a miss");
-        cache.store(
-            &spec("srv"),
-            &[tool("a"), tool("b")],
-            Some("Use a before b."),
-        );
+        let stored = CachedCatalog {
+            tools: vec![tool("a"), tool("b")],
+            instructions: Some("Use a before b.".to_owned()),
+            resources: true,
+        };
+        cache.store(&spec("srv"), &stored);
         let cached = cache.load(&spec("srv")).unwrap();
-        assert_eq!(cached.tools.len(), 2);
-        assert_eq!(cached.tools[1].name, "b");
-        assert_eq!(cached.instructions.as_deref(), Some("Use a before b."));
+        assert_eq!(cached, stored);
         assert!(
             cache.load(&spec("other")).is_none(),
             "another command: a miss"
@@ -203,7 +210,12 @@ mod tests {
     fn a_corrupt_entry_is_a_miss_not_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let cache = CatalogCache::new(dir.path().to_path_buf());
-        cache.store(&spec("srv"), &[tool("a")], None);
+        let catalog = CachedCatalog {
+            tools: vec![tool("a")],
+            instructions: None,
+            resources: false,
+        };
+        cache.store(&spec("srv"), &catalog);
         let file = fs_err::read_dir(dir.path())
             .unwrap()
             .next()

@@ -15,6 +15,14 @@ use crate::mount::{Host, Mount, MountProvider, Phase, lock};
 use crate::naming::{Offer, Reserved, name_all, server_prefix};
 use crate::proxy::ProxyTool;
 
+mod resource_tools;
+mod resources;
+mod sizing;
+
+pub use resource_tools::{LIST_RESOURCES, READ_RESOURCE};
+pub use resources::{ResourceCollision, describe_collisions};
+pub use sizing::{fit_prompt, fit_resource_contents};
+
 /// Most characters of one mounted server's `instructions` passed on to the client.
 pub const MAX_SERVER_INSTRUCTIONS_CHARS: usize = 2_000;
 /// Most characters of all mounted servers' `instructions` together.
@@ -107,6 +115,12 @@ struct Inner {
     prompt_changes: tokio::sync::watch::Sender<u64>,
     /// Bumped when any server's resources or templates change.
     resource_changes: tokio::sync::watch::Sender<u64>,
+    /// Whether `list_resources` and `read_resource` are offered (some server the rules
+    /// let through offers resources): a change is a change of the tools.
+    resource_tools: std::sync::atomic::AtomicBool,
+    /// The output budget prompts and resource reads served over MCP are fitted to
+    /// ([`Gateway::use_budget`]).
+    budget: Mutex<Option<Arc<dyn toolgate_core::ResultBudget>>>,
 }
 
 impl Inner {
@@ -268,6 +282,13 @@ impl Host for Inner {
     }
 
     fn resources_changed(&self) {
+        let offered = self.offers_resources();
+        let was = self
+            .resource_tools
+            .swap(offered, std::sync::atomic::Ordering::AcqRel);
+        if was != offered {
+            self.invalidate();
+        }
         self.resource_changes.send_modify(|n| *n += 1);
     }
 }
@@ -329,7 +350,11 @@ impl Gateway {
             limits,
             naming: Mutex::new(()),
             reserved: Mutex::new(Reserved {
-                tools: taken_tools(registry),
+                // `list_resources` and `read_resource` are toolgate's own, offered or not.
+                tools: taken_tools(registry)
+                    .into_iter()
+                    .chain([LIST_RESOURCES.to_owned(), READ_RESOURCE.to_owned()])
+                    .collect(),
                 prompts: Vec::new(),
             }),
             catalog: Mutex::new(None),
@@ -338,6 +363,8 @@ impl Gateway {
             tokens: Mutex::new(None),
             token_mode: Mutex::new(CredentialStoreMode::Auto),
             login: Mutex::new(None),
+            resource_tools: std::sync::atomic::AtomicBool::new(false),
+            budget: Mutex::new(None),
         });
         for mount in &inner.mounts {
             let provider = MountProvider {
@@ -346,6 +373,15 @@ impl Gateway {
             };
             registry.register(None, Arc::new(provider), 0)?;
         }
+        // A read may take as long as the slowest server allows its calls.
+        let slowest = inner
+            .mounts
+            .iter()
+            .map(|m| m.spec.tool_timeout)
+            .max()
+            .unwrap_or_default();
+        let resource_tools = resource_tools::ResourceTools::new(Arc::downgrade(&inner), slowest);
+        registry.register(None, Arc::new(resource_tools), 0)?;
         for problem in &problems {
             tracing::warn!(%problem, "MCP server config skipped");
         }
@@ -378,6 +414,10 @@ impl Gateway {
             .filter(|m| m.load_catalog(&cache))
             .count();
         *lock(&self.inner.catalog) = Some(cache);
+        let offered = self.inner.offers_resources();
+        self.inner
+            .resource_tools
+            .store(offered, std::sync::atomic::Ordering::Release);
         if loaded > 0 {
             self.inner.publish();
             self.inner.invalidate();
@@ -465,8 +505,12 @@ impl Gateway {
     /// Starts the servers whose tool names could include `tool` and waits until they are
     /// ready or failed: by the `mcp__<server>__` prefix (every prefixed server for another
     /// `mcp__` name), and each `prefix = "never"` server that lists `tool` or whose tools
-    /// are not known yet. For one-shot commands that should not start unrelated servers.
+    /// are not known yet; every server for `list_resources` and `read_resource`. For
+    /// one-shot commands that should not start unrelated servers.
     pub async fn start_for(&self, tool: &str) {
+        if tool == LIST_RESOURCES || tool == READ_RESOURCE {
+            return self.start_all().await;
+        }
         let never = |m: &&Arc<Mount>| {
             m.spec.prefix == Prefix::Never
                 && (m.listed().iter().any(|t| t.name == tool) || {
@@ -606,64 +650,25 @@ impl Gateway {
         })
     }
 
+    /// [`Gateway::get_prompt`], each message's text fitted to the budget
+    /// ([`Gateway::use_budget`]) for a client with `limits`.
+    pub async fn get_prompt_for(
+        &self,
+        name: &str,
+        arguments: Option<rmcp::model::JsonObject>,
+        caller: Option<Arc<dyn toolgate_core::ClientLink>>,
+        limits: toolgate_core::ClientLimits,
+    ) -> Result<rmcp::model::GetPromptResult, ForwardError> {
+        let mut result = self.get_prompt(name, arguments, caller).await?;
+        if let Some(budget) = lock(&self.inner.budget).clone() {
+            fit_prompt(&mut result, budget.as_ref(), limits);
+        }
+        Ok(result)
+    }
+
     /// A receiver that changes whenever a server's prompts do.
     pub fn prompt_changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.inner.prompt_changes.subscribe()
-    }
-
-    /// Every mounted server's resources, URIs as the servers gave them, in config order
-    /// (a URI two servers list is read from the first).
-    pub fn resources(&self) -> Vec<rmcp::model::Resource> {
-        let mut seen = std::collections::HashSet::new();
-        self.inner
-            .mounts
-            .iter()
-            .filter(|m| m.clash().is_none())
-            .flat_map(|m| m.resources().resources.clone())
-            .filter(|r| seen.insert(r.uri.clone()))
-            .collect()
-    }
-
-    /// Every mounted server's resource templates, in config order.
-    pub fn resource_templates(&self) -> Vec<rmcp::model::ResourceTemplate> {
-        self.inner
-            .mounts
-            .iter()
-            .filter(|m| m.clash().is_none())
-            .flat_map(|m| m.resources().templates.clone())
-            .collect()
-    }
-
-    /// The contents at `uri`, from the server that listed it (else the first whose template
-    /// it fits). `Err` says what went wrong, for the client.
-    ///
-    /// A server that asks for input to read it asks `caller`'s client, as for prompts.
-    pub async fn read_resource(
-        &self,
-        uri: &str,
-        caller: Option<Arc<dyn toolgate_core::ClientLink>>,
-    ) -> Result<Vec<rmcp::model::ResourceContents>, ForwardError> {
-        let best = self
-            .inner
-            .mounts
-            .iter()
-            .filter(|m| m.clash().is_none())
-            .filter_map(|m| m.serves(uri).map(|fit| (fit, m)))
-            .max_by_key(|(fit, _)| *fit);
-        match best {
-            Some((_, mount)) => mount
-                .read_resource(uri, caller)
-                .await
-                .map_err(ForwardError::Server),
-            None => Err(ForwardError::UnknownResource {
-                uri: uri.to_owned(),
-            }),
-        }
-    }
-
-    /// A receiver that changes whenever a server's resources or templates do.
-    pub fn resource_changes(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.inner.resource_changes.subscribe()
     }
 
     /// Every server's status, in name order.

@@ -134,8 +134,9 @@ pub use config::{
     McpServerConfig, OAuthConfig, Prefix, ServerSpec, Transport,
 };
 pub use gateway::{
-    ForwardError, Gateway, MAX_MOUNTED_INSTRUCTIONS_CHARS, MAX_SERVER_INSTRUCTIONS_CHARS,
-    ServerState, ServerStatus, describe_transport,
+    ForwardError, Gateway, LIST_RESOURCES, MAX_MOUNTED_INSTRUCTIONS_CHARS,
+    MAX_SERVER_INSTRUCTIONS_CHARS, READ_RESOURCE, ResourceCollision, ServerState, ServerStatus,
+    describe_collisions, describe_transport, fit_prompt, fit_resource_contents,
 };
 pub use import::{Discovered, ImportOptions, ImportProblem, NESTED_ENV, discover};
 pub use limits::GatewayLimits;

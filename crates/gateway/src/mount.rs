@@ -45,7 +45,7 @@ mod call;
 mod host;
 mod login;
 mod prompts;
-mod resources;
+pub(crate) mod resources;
 mod trust;
 pub(crate) use call::MountProvider;
 pub(crate) use host::Host;
@@ -147,6 +147,9 @@ pub(crate) struct Mount {
     prompts: Mutex<Arc<Vec<rmcp::model::Prompt>>>,
     /// The server's resources and templates, as last listed (empty until it is ready).
     resources: Mutex<Arc<resources::Offered>>,
+    /// Set while the catalog cache says the server offers resources and it has not
+    /// answered yet.
+    cached_resources: AtomicBool,
     /// The published proxies with the definitions they were built from (set by
     /// [`Host::tools_changed`]).
     pub(crate) published: Mutex<Vec<(rmcp::model::Tool, Arc<dyn DynTool>)>>,
@@ -211,6 +214,7 @@ impl Mount {
             instructions: Mutex::new(None),
             prompts: Mutex::new(Arc::new(Vec::new())),
             resources: Mutex::new(Arc::default()),
+            cached_resources: AtomicBool::new(false),
             published: Mutex::new(Vec::new()),
             changed: watch::channel(0).0,
             requested: AtomicBool::new(false),
@@ -372,8 +376,10 @@ impl Mount {
                 let new_instructions = *lock(&self.instructions) != instructions;
                 *lock(&self.instructions) = instructions;
                 let changed = never_shown || **lock(&self.listed) != connected.tools;
-                if changed || new_instructions {
-                    self.save_catalog(&connected.tools);
+                let offers = !connected.resources.is_empty();
+                let new_offer = self.offers_resources() != offers;
+                if changed || new_instructions || new_offer {
+                    self.save_catalog(&connected.tools, offers);
                 }
                 *lock(&self.listed) = Arc::new(connected.tools);
                 self.set_prompts(connected.prompts);
@@ -668,14 +674,22 @@ impl Mount {
         tracing::debug!(server = %self.spec.name, tools = cached.tools.len(), "tools from the catalog cache");
         *lock(&self.listed) = Arc::new(cached.tools);
         *lock(&self.instructions) = cached.instructions;
+        self.cached_resources
+            .store(cached.resources, Ordering::SeqCst);
         self.state().from_cache = true;
         true
     }
 
-    fn save_catalog(&self, tools: &[rmcp::model::Tool]) {
+    /// Saves what the server offers to the catalog cache: `tools`, its instructions, and
+    /// whether it `offers_resources`.
+    fn save_catalog(&self, tools: &[rmcp::model::Tool], offers_resources: bool) {
         if let Some(cache) = self.host.upgrade().and_then(|h| h.catalog()) {
-            let instructions = lock(&self.instructions).clone();
-            cache.store(&self.spec, tools, instructions.as_deref());
+            let catalog = crate::catalog::CachedCatalog {
+                tools: tools.to_vec(),
+                instructions: lock(&self.instructions).clone(),
+                resources: offers_resources,
+            };
+            cache.store(&self.spec, &catalog);
         }
     }
 
@@ -784,7 +798,7 @@ impl Mount {
                 self.state().notes = notes;
                 if changed {
                     tracing::info!(server = %self.spec.name, tools = tools.len(), "MCP server's tools changed");
-                    self.save_catalog(&tools);
+                    self.save_catalog(&tools, !self.resources().is_empty());
                     *lock(&self.listed) = Arc::new(tools);
                     if let Some(host) = self.host.upgrade() {
                         host.tools_changed();

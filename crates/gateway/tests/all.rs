@@ -19,5 +19,7 @@ mod filesystem;
 mod misbehave;
 #[path = "all/prefix.rs"]
 mod prefix;
+#[path = "all/resources.rs"]
+mod resources;
 #[path = "all/support.rs"]
 mod support;

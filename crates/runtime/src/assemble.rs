@@ -165,7 +165,7 @@ impl Runtime {
         };
         let dispatcher = Arc::new(
             Dispatcher::new(Arc::clone(&registry), Scope::global(), policy, limits)
-                .with_budget(budget),
+                .with_budget(Arc::clone(&budget) as Arc<dyn toolgate_core::ResultBudget>),
         );
         let render = RenderOptions {
             description_budget: config.render.description_budget,
@@ -177,6 +177,8 @@ impl Runtime {
             (project_roots, relay_policy),
             &registry,
         )?;
+        // Mounted servers' prompts and resource reads served over MCP get the tools' budget.
+        gateway.use_budget(budget);
         // A `prefix = "never"` server may not take a skill's prompt name (`serve` offers both).
         gateway.reserve_prompts(
             skills

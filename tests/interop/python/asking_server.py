@@ -1,7 +1,7 @@
 """A stdio MCP server (the Python SDK's own `MCPServer`) whose tools ask the client: `confirm`
 shows a form with a default (elicitation), `summarize` asks for a completion (sampling),
-`where` lists the client's roots; prompt `deploy_plan` takes an argument; resource `notes://readme` and template
-`notes://item/{name}`. Mounted behind `toolgate serve`, its requests must reach
+`where` lists the client's roots; prompt `deploy_plan` takes an argument; resources `notes://readme`
+and `notes://huge` (5.6 MB of text) and template `notes://item/{name}`. Mounted behind `toolgate serve`, its requests must reach
 toolgate's client (roots are answered by toolgate: the project's folders)."""
 
 from __future__ import annotations
@@ -77,6 +77,15 @@ async def add_checklist(ctx: Context) -> str:
 def readme() -> str:
     """The readme note."""
     return "read me first"
+
+
+HUGE_LINES = 200_000
+
+
+@app.resource("notes://huge")
+def huge() -> str:
+    """A 5.6 MB note."""
+    return "".join(f"line {i:07} of a huge note\n" for i in range(HUGE_LINES))
 
 
 @app.resource("notes://item/{name}")

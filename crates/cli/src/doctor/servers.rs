@@ -93,6 +93,17 @@ pub(super) async fn check(report: &mut Report, runtime: &Runtime, start: bool) {
             }
         }
     }
+    collisions(report, runtime);
+}
+
+/// Resource URIs that more than one server lists: only the first server's is ever read.
+fn collisions(report: &mut Report, runtime: &Runtime) {
+    let collisions = runtime.gateway.resource_collisions();
+    for line in toolgate_gateway::describe_collisions(&collisions) {
+        report.warn(&format!(
+            "{line}; if the servers are copies of one, disable one (enabled = false), else ask a server's author for distinct URIs"
+        ));
+    }
 }
 
 fn trust_word(trust: Trust) -> &'static str {

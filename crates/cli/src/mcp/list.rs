@@ -95,7 +95,12 @@ pub(super) async fn list(runtime: &Runtime, args: &ListArgs) -> ExitCode {
             .iter()
             .map(|p| json!({ "path": p.path, "reason": p.reason }))
             .collect();
-        let body = json!({ "servers": servers, "problems": problems });
+        let collisions = runtime.gateway.resource_collisions();
+        let body = json!({
+            "servers": servers,
+            "problems": problems,
+            "resource_collisions": collisions,
+        });
         outln!(
             "{}",
             serde_json::to_string_pretty(&body).unwrap_or_default()
@@ -143,6 +148,10 @@ pub(super) async fn list(runtime: &Runtime, args: &ListArgs) -> ExitCode {
                 seconds(status.startup_timeout)
             );
         }
+    }
+    let collisions = runtime.gateway.resource_collisions();
+    for line in toolgate_gateway::describe_collisions(&collisions) {
+        outln!("note: {line}");
     }
     ExitCode::SUCCESS
 }

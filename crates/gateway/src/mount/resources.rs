@@ -3,6 +3,7 @@
 //! the URI (or whose template it fits).
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use rmcp::model::{
     ReadResourceRequestParams, ReadResourceResponse, Resource, ResourceContents, ResourceTemplate,
@@ -19,6 +20,13 @@ use super::{Live, Mount, lock};
 pub(crate) struct Offered {
     pub(crate) resources: Vec<Resource>,
     pub(crate) templates: Vec<ResourceTemplate>,
+}
+
+impl Offered {
+    /// Whether there is neither a resource nor a template.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.resources.is_empty() && self.templates.is_empty()
+    }
 }
 
 impl Mount {
@@ -66,9 +74,11 @@ impl Mount {
         }
     }
 
-    /// Records what the server offers; the gateway hears of a change.
+    /// Records what the server offers; the gateway hears of a change (also when the
+    /// catalog cache's word is replaced by the server's own).
     pub(super) fn set_resources(&self, offered: Offered) {
-        if **lock(&self.resources) == offered {
+        let was_cached = self.cached_resources.swap(false, Ordering::SeqCst);
+        if **lock(&self.resources) == offered && !was_cached {
             return;
         }
         *lock(&self.resources) = Arc::new(offered);
@@ -80,6 +90,18 @@ impl Mount {
     /// What the server offers, as last listed.
     pub(crate) fn resources(&self) -> Arc<Offered> {
         Arc::clone(&lock(&self.resources))
+    }
+
+    /// Whether the server offers resources or templates: as last listed, or, until it
+    /// answers, as the catalog cache remembers.
+    pub(crate) fn offers_resources(&self) -> bool {
+        !self.resources().is_empty() || self.cached_resources.load(Ordering::SeqCst)
+    }
+
+    /// Whether the server is starting and the catalog cache says it offers resources,
+    /// which it has not listed yet.
+    pub(crate) fn resources_coming(&self) -> bool {
+        self.cached_resources.load(Ordering::SeqCst) && self.is_settling()
     }
 
     /// Whether `uri` is one of this server's resources or fits one of its templates.

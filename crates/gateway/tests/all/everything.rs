@@ -277,3 +277,47 @@ async fn an_http_server_that_goes_away_fails_calls_clearly_and_is_used_again_whe
     server.kill().await.unwrap();
     assert_no_survivors(&mark).await;
 }
+
+#[tokio::test]
+async fn everythings_resources_are_listed_and_read_through_the_resource_tools() {
+    let builder = setup().with_budget();
+    let config = stdio(
+        &node(),
+        &[&npm_server("server-everything"), "stdio"],
+        &builder.mark,
+    );
+    let rig = builder.server("everything", config).build();
+    rig.gateway.start_all().await;
+    let out = rig.call(toolgate_gateway::LIST_RESOURCES, json!({})).await;
+    assert!(!out.is_error, "{}", out.text);
+    assert!(
+        out.text.contains(
+            "- demo://resource/static/document/architecture.md · architecture.md · everything · text/markdown"
+        ),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text
+            .contains("- demo://resource/dynamic/text/{resourceId} · "),
+        "{}",
+        out.text
+    );
+    let read = |uri: &'static str| rig.call(toolgate_gateway::READ_RESOURCE, json!({ "uri": uri }));
+    let out = read("demo://resource/dynamic/text/7").await;
+    assert!(
+        out.text.starts_with(
+            "[resource demo://resource/dynamic/text/7 (text/plain) from MCP server `everything`]\nResource 7: This is a plaintext resource"
+        ),
+        "{}",
+        out.text
+    );
+    // A blob, even of text/plain, is described.
+    let out = read("demo://resource/dynamic/blob/7").await;
+    assert!(
+        out.text.contains("binary, text/plain,") && out.text.contains("bytes; not shown"),
+        "{}",
+        out.text
+    );
+    rig.finish().await;
+}

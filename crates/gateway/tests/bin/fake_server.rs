@@ -160,13 +160,36 @@ fn main() {
                 if slow_init {
                     std::thread::sleep(Duration::from_secs(3));
                 }
+                let mut capabilities = json!({"tools": {"listChanged": true}});
+                if resources_tag().is_some() {
+                    capabilities["resources"] = json!({});
+                    capabilities["prompts"] = json!({});
+                }
                 json!({
                 "protocolVersion": "2025-06-18",
-                "capabilities": {"tools": {"listChanged": true}},
+                "capabilities": capabilities,
                 "serverInfo": {"name": "fake", "version": "1.0.0"},
                 })
             }
             "ping" => json!({}),
+            "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
+            | "prompts/list"
+            | "prompts/get"
+                if resources_tag().is_some() =>
+            {
+                match offered(&method, &msg["params"]) {
+                    Ok(result) => result,
+                    Err(message) => {
+                        send(
+                            &out,
+                            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32002, "message": message}}),
+                        );
+                        continue;
+                    }
+                }
+            }
             "tools/list" => list(mode, &args, &msg, bumped.load(Ordering::SeqCst)),
             "tools/call" => {
                 let name = msg["params"]["name"]
@@ -289,4 +312,87 @@ fn list(mode: &str, args: &[String], msg: &Value, bumped: bool) -> Value {
         result["nextCursor"] = json!(format!("page-{end}"));
     }
     result
+}
+
+/// `FAKE_RESOURCES=TAG`: the server offers resources (and a prompt), named after `TAG`.
+fn resources_tag() -> Option<String> {
+    std::env::var("FAKE_RESOURCES").ok()
+}
+
+/// Characters of `fake://TAG/huge` (`FAKE_HUGE_CHARS`, default 5,000,000).
+fn huge_chars() -> usize {
+    std::env::var("FAKE_HUGE_CHARS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(5_000_000)
+}
+
+/// `huge` as many characters: numbered lines.
+fn huge_text(chars: usize) -> String {
+    let mut body = String::with_capacity(chars + 16);
+    let mut i = 0;
+    while body.len() < chars {
+        body.push_str(&format!("line {i:07} of a huge resource\n"));
+        i += 1;
+    }
+    body.truncate(chars);
+    body
+}
+
+/// The answers of a server with `FAKE_RESOURCES=TAG`: `fake://TAG/small`, `fake://TAG/huge`,
+/// `fake://TAG/blob`, `fake://shared/readme` (every such server lists it), `FAKE_RESOURCE_COUNT`
+/// numbered ones, the template `fake://TAG/item/{name}`, and the prompt `huge_prompt`.
+fn offered(method: &str, params: &Value) -> Result<Value, String> {
+    let tag = resources_tag().unwrap_or_default();
+    let count: usize = std::env::var("FAKE_RESOURCE_COUNT")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let blob = "iVBORw0KGgo=";
+    Ok(match method {
+        "resources/list" => {
+            let mut resources = vec![
+                json!({"uri": format!("fake://{tag}/small"), "name": "small", "mimeType": "text/plain", "description": format!("A small text of {tag}.")}),
+                json!({"uri": format!("fake://{tag}/huge"), "name": "huge", "mimeType": "text/plain", "size": huge_chars()}),
+                json!({"uri": format!("fake://{tag}/blob"), "name": "blob", "mimeType": "image/png"}),
+                json!({"uri": "fake://shared/readme", "name": "readme", "mimeType": "text/markdown"}),
+            ];
+            resources.extend((0..count).map(
+                |i| json!({"uri": format!("fake://{tag}/n/{i:03}"), "name": format!("number {i}")}),
+            ));
+            json!({"resources": resources})
+        }
+        "resources/templates/list" => json!({"resourceTemplates": [
+            {"uriTemplate": format!("fake://{tag}/item/{{name}}"), "name": "item", "mimeType": "text/plain", "description": "One item by name."}
+        ]}),
+        "resources/read" => {
+            let uri = params["uri"].as_str().unwrap_or_default();
+            log(&format!("read {uri}"));
+            let rest = uri.strip_prefix(&format!("fake://{tag}/"));
+            let text = match rest {
+                Some("small") => format!("small text of {tag}"),
+                Some("huge") => huge_text(huge_chars()),
+                Some("blob") => {
+                    return Ok(
+                        json!({"contents": [{"uri": uri, "mimeType": "image/png", "blob": blob}]}),
+                    );
+                }
+                Some(item) if item.starts_with("item/") => {
+                    format!("item {} of {tag}", &item["item/".len()..])
+                }
+                Some(n) if n.starts_with("n/") => format!("resource {n} of {tag}"),
+                _ if uri == "fake://shared/readme" => format!("readme of {tag}"),
+                _ => return Err(format!("Resource {uri} not found")),
+            };
+            json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]})
+        }
+        "prompts/list" => {
+            json!({"prompts": [{"name": "huge_prompt", "description": "A prompt with a huge message."}]})
+        }
+        "prompts/get" => json!({"messages": [
+            {"role": "user", "content": {"type": "text", "text": huge_text(huge_chars())}},
+            {"role": "user", "content": {"type": "text", "text": "short question"}}
+        ]}),
+        _ => return Err(format!("no {method}")),
+    })
 }

@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! cargo run -p toolgate-mcp --example conformance_fixture -- 127.0.0.1:0
+//! cargo run -p toolgate-mcp --example conformance_fixture -- --stdio
 //! ```
 //!
 //! Prints `conformance fixture: listening on http://ADDR/mcp` on stderr once bound.
@@ -35,10 +36,16 @@ const RED_PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUl
 #[tokio::main]
 async fn main() -> ExitCode {
     let arg = std::env::args().nth(1);
-    let addr: SocketAddr = match arg.as_deref().unwrap_or("127.0.0.1:0").parse() {
+    let stdio = arg.as_deref() == Some("--stdio");
+    let addr: SocketAddr = match arg
+        .as_deref()
+        .filter(|_| !stdio)
+        .unwrap_or("127.0.0.1:0")
+        .parse()
+    {
         Ok(addr) => addr,
         Err(_) => {
-            eprintln!("usage: conformance_fixture [IP:PORT]   (default 127.0.0.1:0)");
+            eprintln!("usage: conformance_fixture [IP:PORT | --stdio]   (default 127.0.0.1:0)");
             return ExitCode::from(2);
         }
     };
@@ -63,6 +70,16 @@ async fn main() -> ExitCode {
     .with_prompts(Arc::new(FixturePrompts))
     .with_resources(Arc::new(FixtureResources::new()));
 
+    if stdio {
+        // The same server on stdin/stdout, for a client that spawns it (toolgate's gateway).
+        return match toolgate_mcp::serve_stdio(server).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("conformance fixture: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let options = HttpOptions {
         addr,
         token: None,

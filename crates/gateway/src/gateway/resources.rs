@@ -1,0 +1,197 @@
+//! The mounted servers' resources as one set: listed in config order, a URI read from the
+//! first server that lists it (else the first whose template it fits), reads fitted to the
+//! output budget for MCP clients, and the URIs more than one server lists.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::{ForwardError, Gateway, Inner, fit_resource_contents};
+use crate::mount::lock;
+
+/// A resource URI that more than one mounted server lists ([`Gateway::resource_collisions`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ResourceCollision {
+    /// The URI.
+    pub uri: String,
+    /// The server reads of it go to: the first in config order that lists it.
+    pub read_from: String,
+    /// The other servers that list it, in config order; their copy is never read.
+    pub also_listed_by: Vec<String>,
+}
+
+impl Gateway {
+    /// Every mounted server's resources, URIs as the servers gave them, in config order
+    /// (a URI two servers list is read from the first).
+    pub fn resources(&self) -> Vec<rmcp::model::Resource> {
+        let mut seen = std::collections::HashSet::new();
+        self.inner
+            .mounts
+            .iter()
+            .filter(|m| m.clash().is_none())
+            .flat_map(|m| m.resources().resources.clone())
+            .filter(|r| seen.insert(r.uri.clone()))
+            .collect()
+    }
+
+    /// Every mounted server's resource templates, in config order.
+    pub fn resource_templates(&self) -> Vec<rmcp::model::ResourceTemplate> {
+        self.inner
+            .mounts
+            .iter()
+            .filter(|m| m.clash().is_none())
+            .flat_map(|m| m.resources().templates.clone())
+            .collect()
+    }
+
+    /// The contents at `uri`, from the server that listed it (else the first whose template
+    /// it fits). `Err` says what went wrong, for the client.
+    ///
+    /// A server that asks for input to read it asks `caller`'s client, as for prompts.
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        caller: Option<Arc<dyn toolgate_core::ClientLink>>,
+    ) -> Result<Vec<rmcp::model::ResourceContents>, ForwardError> {
+        let mounted = self.inner.mounts.iter().filter(|m| m.clash().is_none());
+        match Inner::owner(mounted, uri) {
+            Some(mount) => mount
+                .read_resource(uri, caller)
+                .await
+                .map_err(ForwardError::Server),
+            None => Err(ForwardError::UnknownResource {
+                uri: uri.to_owned(),
+            }),
+        }
+    }
+
+    /// Fits the prompts and resource reads served over MCP ([`Gateway::get_prompt_for`],
+    /// [`Gateway::read_resource_for`]) to `budget`, as the dispatcher fits tool results.
+    pub fn use_budget(&self, budget: Arc<dyn toolgate_core::ResultBudget>) {
+        *lock(&self.inner.budget) = Some(budget);
+    }
+
+    /// [`Gateway::read_resource`], each text fitted to the budget ([`Gateway::use_budget`])
+    /// for a client with `limits`: a huge text comes back as an excerpt and a pointer to the
+    /// spill file holding all of it.
+    pub async fn read_resource_for(
+        &self,
+        uri: &str,
+        caller: Option<Arc<dyn toolgate_core::ClientLink>>,
+        limits: toolgate_core::ClientLimits,
+    ) -> Result<Vec<rmcp::model::ResourceContents>, ForwardError> {
+        let mut contents = self.read_resource(uri, caller).await?;
+        if let Some(budget) = lock(&self.inner.budget).clone() {
+            fit_resource_contents(&mut contents, budget.as_ref(), limits);
+        }
+        Ok(contents)
+    }
+
+    /// The resource URIs more than one mounted server lists, each with the servers in
+    /// config order: reads go to the first.
+    pub fn resource_collisions(&self) -> Vec<ResourceCollision> {
+        let mut listed: Vec<(String, Vec<String>)> = Vec::new();
+        let mut at: HashMap<String, usize> = HashMap::new();
+        for mount in self.inner.mounts.iter().filter(|m| m.clash().is_none()) {
+            let offered = mount.resources();
+            let mut own = std::collections::HashSet::new();
+            for resource in &offered.resources {
+                if !own.insert(resource.uri.as_str()) {
+                    continue;
+                }
+                let server = mount.spec.name.clone();
+                match at.get(&resource.uri) {
+                    Some(&i) => listed[i].1.push(server),
+                    None => {
+                        at.insert(resource.uri.clone(), listed.len());
+                        listed.push((resource.uri.clone(), vec![server]));
+                    }
+                }
+            }
+        }
+        listed
+            .into_iter()
+            .filter(|(_, servers)| servers.len() > 1)
+            .map(|(uri, mut servers)| ResourceCollision {
+                uri,
+                read_from: servers.remove(0),
+                also_listed_by: servers,
+            })
+            .collect()
+    }
+
+    /// A receiver that changes whenever a server's resources or templates do.
+    pub fn resource_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.resource_changes.subscribe()
+    }
+}
+
+/// One sentence per group of [`ResourceCollision`]s that the same servers share, for
+/// humans: "resource `test://a` is listed by `a` and `b`; reads go to `a`, the first in
+/// config order".
+pub fn describe_collisions(collisions: &[ResourceCollision]) -> Vec<String> {
+    const SHOWN: usize = 3;
+    let mut groups: Vec<(&ResourceCollision, Vec<&str>)> = Vec::new();
+    for c in collisions {
+        let same = |(g, _): &&mut (&ResourceCollision, Vec<&str>)| {
+            g.read_from == c.read_from && g.also_listed_by == c.also_listed_by
+        };
+        match groups.iter_mut().find(|g| same(g)) {
+            Some((_, uris)) => uris.push(&c.uri),
+            None => groups.push((c, vec![&c.uri])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(c, uris)| {
+            let mut servers: Vec<String> = std::iter::once(&c.read_from)
+                .chain(&c.also_listed_by)
+                .map(|s| format!("`{s}`"))
+                .collect();
+            let last = servers.pop().unwrap_or_default();
+            let servers = format!("{} and {last}", servers.join(", "));
+            let what = match uris.as_slice() {
+                [uri] => format!("resource `{uri}` is"),
+                many => {
+                    let mut shown: Vec<String> =
+                        many.iter().take(SHOWN).map(|u| format!("`{u}`")).collect();
+                    if many.len() > SHOWN {
+                        shown.push(format!("{} more", many.len() - SHOWN));
+                    }
+                    format!("{} resource URIs ({}) are", many.len(), shown.join(", "))
+                }
+            };
+            format!(
+                "{what} listed by {servers}; reads go to `{}`, the first in config order",
+                c.read_from
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ResourceCollision, describe_collisions};
+
+    #[test]
+    fn collisions_are_told_once_per_group_of_servers() {
+        let c = |uri: &str, first: &str, others: &[&str]| ResourceCollision {
+            uri: uri.to_owned(),
+            read_from: first.to_owned(),
+            also_listed_by: others.iter().map(|s| (*s).to_owned()).collect(),
+        };
+        let all = [
+            c("a://1", "one", &["two"]),
+            c("a://2", "one", &["two"]),
+            c("b://x", "two", &["three", "four"]),
+            c("a://3", "one", &["two"]),
+            c("a://4", "one", &["two"]),
+        ];
+        assert_eq!(
+            describe_collisions(&all),
+            [
+                "4 resource URIs (`a://1`, `a://2`, `a://3`, 1 more) are listed by `one` and `two`; reads go to `one`, the first in config order",
+                "resource `b://x` is listed by `two`, `three` and `four`; reads go to `two`, the first in config order",
+            ]
+        );
+    }
+}
