@@ -15,10 +15,16 @@ use crate::mount::{Host, Mount, MountProvider, Phase, lock};
 use crate::naming::{Offer, Reserved, name_all, server_prefix};
 use crate::proxy::ProxyTool;
 
+mod forward;
+pub use forward::Followed;
+
 /// Most characters of one mounted server's `instructions` passed on to the client.
 pub const MAX_SERVER_INSTRUCTIONS_CHARS: usize = 2_000;
 /// Most characters of all mounted servers' `instructions` together.
 pub const MAX_MOUNTED_INSTRUCTIONS_CHARS: usize = 8_000;
+/// Resource updates held for a session that has not taken them yet; one that falls
+/// further behind misses the oldest (and the log says so).
+const UPDATES_BUFFER: usize = 256;
 
 /// `text` cut to `max` characters, saying how much was left out.
 fn cut(text: &str, max: usize) -> String {
@@ -107,6 +113,8 @@ struct Inner {
     prompt_changes: tokio::sync::watch::Sender<u64>,
     /// Bumped when any server's resources or templates change.
     resource_changes: tokio::sync::watch::Sender<u64>,
+    /// Every server's `notifications/resources/updated`, as URIs.
+    updates: tokio::sync::broadcast::Sender<String>,
 }
 
 impl Inner {
@@ -270,6 +278,10 @@ impl Host for Inner {
     fn resources_changed(&self) {
         self.resource_changes.send_modify(|n| *n += 1);
     }
+
+    fn resource_updates(&self) -> tokio::sync::broadcast::Sender<String> {
+        self.updates.clone()
+    }
 }
 
 /// Why a mounted server's prompt or resource could not be had ([`Gateway::get_prompt`],
@@ -335,6 +347,7 @@ impl Gateway {
             catalog: Mutex::new(None),
             prompt_changes: tokio::sync::watch::channel(0).0,
             resource_changes: tokio::sync::watch::channel(0).0,
+            updates: tokio::sync::broadcast::channel(UPDATES_BUFFER).0,
             tokens: Mutex::new(None),
             token_mode: Mutex::new(CredentialStoreMode::Auto),
             login: Mutex::new(None),

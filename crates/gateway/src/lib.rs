@@ -124,6 +124,7 @@ mod mount;
 mod naming;
 mod proxy;
 mod relay;
+mod roots;
 mod trust;
 mod verdict;
 
@@ -134,11 +135,12 @@ pub use config::{
     McpServerConfig, OAuthConfig, Prefix, ServerSpec, Transport,
 };
 pub use gateway::{
-    ForwardError, Gateway, MAX_MOUNTED_INSTRUCTIONS_CHARS, MAX_SERVER_INSTRUCTIONS_CHARS,
+    Followed, ForwardError, Gateway, MAX_MOUNTED_INSTRUCTIONS_CHARS, MAX_SERVER_INSTRUCTIONS_CHARS,
     ServerState, ServerStatus, describe_transport,
 };
 pub use import::{Discovered, ImportOptions, ImportProblem, NESTED_ENV, discover};
 pub use limits::GatewayLimits;
 pub use naming::{MAX_NAME_LEN, assign_names, sanitize, server_prefix};
+pub use roots::ClientRoots;
 pub use trust::{TrustError, TrustStore, fingerprint, trust_command};
 pub use verdict::{LaunchTrust, Trust};

@@ -117,12 +117,18 @@ impl PromptSource for Greetings {
             )]))
         })
     }
-    fn complete(&self, _name: &str, _argument: &str, typed: &str) -> Vec<String> {
-        ["alice", "bob"]
+    fn complete<'a>(
+        &'a self,
+        _name: &'a str,
+        argument: &'a rmcp::model::ArgumentInfo,
+        _context: Option<&'a rmcp::model::CompletionContext>,
+    ) -> BoxFuture<'a, Result<rmcp::model::CompletionInfo, SourceError>> {
+        let values = ["alice", "bob"]
             .into_iter()
-            .filter(|v| v.starts_with(typed))
+            .filter(|v| v.starts_with(argument.value.as_str()))
             .map(str::to_owned)
-            .collect()
+            .collect();
+        Box::pin(async move { Ok(crate::completion(values)) })
     }
 }
 

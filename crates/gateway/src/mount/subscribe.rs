@@ -1,0 +1,154 @@
+//! A mounted server's resource subscriptions: toolgate subscribes to a URI upstream once,
+//! however many of its own sessions follow it, unsubscribes when the last one stops, and
+//! subscribes again after a restart; the server's `notifications/resources/updated` go to
+//! the gateway's update stream (`handler.rs`), which each session filters by its own
+//! subscriptions.
+
+use std::sync::Arc;
+
+use rmcp::model::{SubscribeRequestParams, UnsubscribeRequestParams};
+use rmcp::{Peer, RoleClient};
+
+use super::{Mount, Phase, lock};
+
+impl Mount {
+    /// Follows `uri` for one more subscriber, subscribing upstream for the first. `Err`
+    /// says why the server cannot be followed (no `resources.subscribe`, not available).
+    pub(crate) async fn follow(self: &Arc<Self>, uri: &str) -> Result<(), String> {
+        let first = {
+            let mut followed = lock(&self.followed);
+            let count = followed.entry(uri.to_owned()).or_insert(0);
+            *count += 1;
+            *count == 1
+        };
+        if !first {
+            return Ok(());
+        }
+        let subscribed = async {
+            let live = self.ensure_live().await?;
+            self.subscribe_upstream(&live.peer, uri).await
+        };
+        if let Err(e) = subscribed.await {
+            self.unfollow(uri, Upstream::Leave);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// One subscriber less for `uri`; the last one unsubscribes upstream (in the
+    /// background: a lease dropped outside any call must not wait for the server).
+    pub(crate) fn unfollow(self: &Arc<Self>, uri: &str, upstream: Upstream) {
+        let last = {
+            let mut followed = lock(&self.followed);
+            match followed.get_mut(uri) {
+                Some(count) if *count > 1 => {
+                    *count -= 1;
+                    false
+                }
+                Some(_) => {
+                    followed.remove(uri);
+                    true
+                }
+                None => false,
+            }
+        };
+        if !last || upstream == Upstream::Leave {
+            return;
+        }
+        let Some(peer) = self.live_peer() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let uri = uri.to_owned();
+        let server = self.spec.name.clone();
+        let limit = self.spec.tool_timeout;
+        runtime.spawn(async move {
+            #[allow(deprecated)] // legacy (2025) subscriptions, which mounted servers use
+            let sent = peer.unsubscribe(UnsubscribeRequestParams::new(&uri));
+            match tokio::time::timeout(limit, sent).await {
+                Ok(Ok(_)) => tracing::debug!(%server, %uri, "unsubscribed"),
+                Ok(Err(e)) => tracing::debug!(%server, %uri, %e, "`resources/unsubscribe` failed"),
+                Err(_) => tracing::debug!(%server, %uri, "`resources/unsubscribe` timed out"),
+            }
+        });
+    }
+
+    /// Subscribes again to every followed URI on a new connection (after a restart).
+    pub(super) fn resubscribe(self: &Arc<Self>, peer: &Peer<RoleClient>) {
+        let uris: Vec<String> = lock(&self.followed).keys().cloned().collect();
+        if uris.is_empty() {
+            return;
+        }
+        let mount = Arc::clone(self);
+        let peer = peer.clone();
+        tokio::spawn(async move {
+            for uri in uris {
+                if let Err(e) = mount.subscribe_upstream(&peer, &uri).await {
+                    tracing::warn!(server = %mount.spec.name, %uri, %e, "subscribing again after a restart failed");
+                }
+            }
+        });
+    }
+
+    async fn subscribe_upstream(&self, peer: &Peer<RoleClient>, uri: &str) -> Result<(), String> {
+        let server = &self.spec.name;
+        let info = peer.peer_info();
+        let offers = info.as_ref().is_some_and(|info| {
+            info.capabilities
+                .resources
+                .as_ref()
+                .is_some_and(|r| r.subscribe == Some(true))
+        });
+        if !offers {
+            return Err(format!(
+                "MCP server `{server}` does not offer subscriptions to its resources (no `resources.subscribe`), so `{uri}` cannot be followed; read it again instead"
+            ));
+        }
+        if info.is_some_and(|info| !info.protocol_version.has_initialize()) {
+            return Err(format!(
+                "MCP server `{server}` speaks MCP 2026-07-28, whose subscriptions toolgate does not forward yet, so `{uri}` cannot be followed; read it again instead"
+            ));
+        }
+        #[allow(deprecated)] // legacy (2025) subscriptions, which mounted servers use
+        let sent = peer.subscribe(SubscribeRequestParams::new(uri));
+        match tokio::time::timeout(self.spec.tool_timeout, sent).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(format!(
+                "MCP server `{server}` refused the subscription to `{uri}`: {}",
+                super::call::tidy(&e.to_string())
+            )),
+            Err(_) => Err(format!(
+                "MCP server `{server}` did not answer `resources/subscribe` for `{uri}` in time"
+            )),
+        }
+    }
+
+    /// The open connection's peer, if the server is ready.
+    pub(crate) fn live_peer(&self) -> Option<Peer<RoleClient>> {
+        let st = self.state();
+        match st.phase {
+            Phase::Ready => st.live.as_ref().map(|live| live.peer.clone()),
+            _ => None,
+        }
+    }
+
+    /// Tells the server (when ready, and offered roots) that the client's roots changed.
+    pub(crate) fn roots_changed(&self) {
+        let Some(peer) = self.live_peer() else { return };
+        let server = self.spec.name.clone();
+        tokio::spawn(async move {
+            if let Err(e) = peer.notify_roots_list_changed().await {
+                tracing::debug!(%server, %e, "`notifications/roots/list_changed` not sent");
+            }
+        });
+    }
+}
+
+/// Whether dropping the last follower unsubscribes upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Upstream {
+    /// Unsubscribe upstream.
+    Unsubscribe,
+    /// The upstream subscription never happened (a failed follow): leave it.
+    Leave,
+}
