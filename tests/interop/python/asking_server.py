@@ -1,12 +1,17 @@
 """A stdio MCP server (the Python SDK's own `MCPServer`) whose tools ask the client: `confirm`
 shows a form with a default (elicitation), `summarize` asks for a completion (sampling),
 `where` lists the client's roots; prompt `deploy_plan` takes an argument; resource `notes://readme` and template
-`notes://item/{name}`. Mounted behind `toolgate serve`, its requests must reach
-toolgate's client (roots are answered by toolgate: the project's folders)."""
+`notes://item/{name}`, both subscribable (`subscriptions` tells how often each was
+subscribed and unsubscribed, `touch` reports a URI updated) and completable (the context the
+client gave comes back as `ctx:NAME=VALUE` values); `roots_changes` counts the
+`notifications/roots/list_changed` it got. Mounted behind `toolgate serve`, its requests
+must reach toolgate's client."""
 
 from __future__ import annotations
 
 import warnings
+
+from collections import Counter
 
 from mcp import types
 from mcp.server.mcpserver import Context, MCPServer
@@ -83,6 +88,64 @@ def readme() -> str:
 def item(name: str) -> str:
     """A note by name."""
     return f"note {name}"
+
+
+# What toolgate asked of this server: `subscribe URI`, `unsubscribe URI`, `roots changed`.
+asked: Counter[str] = Counter()
+
+
+async def on_subscribe(_ctx: object, params: types.SubscribeRequestParams) -> types.EmptyResult:
+    asked[f"subscribe {params.uri}"] += 1
+    return types.EmptyResult()
+
+
+async def on_unsubscribe(_ctx: object, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+    asked[f"unsubscribe {params.uri}"] += 1
+    return types.EmptyResult()
+
+
+async def on_roots_changed(_ctx: object, _params: types.NotificationParams) -> None:
+    asked["roots changed"] += 1
+
+
+app._lowlevel_server.add_request_handler(
+    "resources/subscribe", types.SubscribeRequestParams, on_subscribe
+)
+app._lowlevel_server.add_request_handler(
+    "resources/unsubscribe", types.UnsubscribeRequestParams, on_unsubscribe
+)
+app._lowlevel_server.add_notification_handler(
+    "notifications/roots/list_changed", types.NotificationParams, on_roots_changed
+)
+
+
+@app.tool()
+async def subscriptions() -> str:
+    """How often each URI was subscribed and unsubscribed, and the roots changes heard."""
+    return "; ".join(f"{key}: {count}" for key, count in sorted(asked.items())) or "none"
+
+
+@app.tool()
+async def touch(uri: str, ctx: Context) -> str:
+    """Reports `uri` updated to the client."""
+    await ctx.session.send_resource_updated(uri)
+    return "touched"
+
+
+@app.completion()
+async def complete(
+    ref: types.PromptReference | types.ResourceTemplateReference,
+    argument: types.CompletionArgument,
+    context: types.CompletionContext | None,
+) -> types.Completion:
+    if isinstance(ref, types.PromptReference):
+        options = ["staging", "production"] if ref.name == "deploy_plan" else []
+    else:
+        options = ["alpha", "beta"] if ref.uri == "notes://item/{name}" else []
+    values = [v for v in options if v.startswith(argument.value)]
+    given = (context.arguments or {}) if context else {}
+    values += [f"ctx:{k}={v}" for k, v in sorted(given.items())]
+    return types.Completion(values=values, total=len(values), has_more=False)
 
 
 if __name__ == "__main__":
