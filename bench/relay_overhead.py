@@ -11,6 +11,11 @@ written and read directly, which shows the transport and relay cost alone.
     .cache/peers/venv/bin/python bench/relay_overhead.py [--bin target/release/toolgate] [--calls 200] [--rounds 3] [--client sdk|raw]
 
 Needs .cache/peers (bash scripts/install-peers.sh).
+
+Measured 2026-12-02 (release build of branch `subs`, 2 shared cores, load about 4), medians
+of 200 per round, 3 rounds: raw client direct 0.67-0.81 ms, through toolgate 1.19-1.40 ms
+(+0.52-0.60 ms); SDK client direct 1.59-1.93 ms, through toolgate 2.31-2.88 ms
+(+0.72-0.95 ms).
 """
 
 from __future__ import annotations

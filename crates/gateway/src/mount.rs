@@ -155,6 +155,9 @@ pub(crate) struct Mount {
     /// The resource URIs toolgate's sessions follow, with how many follow each: subscribed
     /// upstream while at least one does.
     followed: Mutex<std::collections::HashMap<String, usize>>,
+    /// Taken for each subscribe and unsubscribe sent upstream, so they reach the server in
+    /// the order the followers came and went.
+    upstream: tokio::sync::Mutex<()>,
     /// The published proxies with the definitions they were built from (set by
     /// [`Host::tools_changed`]).
     pub(crate) published: Mutex<Vec<(rmcp::model::Tool, Arc<dyn DynTool>)>>,
@@ -220,6 +223,7 @@ impl Mount {
             prompts: Mutex::new(Arc::new(Vec::new())),
             resources: Mutex::new(Arc::default()),
             followed: Mutex::new(std::collections::HashMap::new()),
+            upstream: tokio::sync::Mutex::new(()),
             published: Mutex::new(Vec::new()),
             changed: watch::channel(0).0,
             requested: AtomicBool::new(false),

@@ -60,9 +60,16 @@ impl Mount {
             return;
         };
         let uri = uri.to_owned();
-        let server = self.spec.name.clone();
-        let limit = self.spec.tool_timeout;
+        let mount = Arc::clone(self);
         runtime.spawn(async move {
+            let _turn = mount.upstream.lock().await;
+            // Followed again meanwhile (its subscribe waited for this turn or went first):
+            // the server stays subscribed.
+            if lock(&mount.followed).contains_key(&uri) {
+                return;
+            }
+            let server = &mount.spec.name;
+            let limit = mount.spec.tool_timeout;
             #[allow(deprecated)] // legacy (2025) subscriptions, which mounted servers use
             let sent = peer.unsubscribe(UnsubscribeRequestParams::new(&uri));
             match tokio::time::timeout(limit, sent).await {
@@ -91,6 +98,8 @@ impl Mount {
     }
 
     async fn subscribe_upstream(&self, peer: &Peer<RoleClient>, uri: &str) -> Result<(), String> {
+        // In turn with unsubscribes, so a quick unfollow and follow leave it subscribed.
+        let _turn = self.upstream.lock().await;
         let server = &self.spec.name;
         let info = peer.peer_info();
         let offers = info.as_ref().is_some_and(|info| {
