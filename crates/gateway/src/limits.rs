@@ -23,8 +23,8 @@ pub struct GatewayLimits {
     /// `roots` capability.
     pub roots: Vec<std::path::PathBuf>,
     /// What a server gets of the roots of the client whose call it serves. Default: the
-    /// client's as given ([`ClientRoots::Relayed`]); the runtime cuts them to `roots`
-    /// when the config sets it.
+    /// client's as given ([`ClientRoots::Relayed`]); the runtime cuts them to the
+    /// configured roots when `roots` (or `--root`) gives them.
     pub client_roots: ClientRoots,
     /// The permission rules a server's requests to the client obey: `mcp.sample` and
     /// `mcp.elicit` (or the server's `mcp__NAME__*`) denied means refused. Default: all

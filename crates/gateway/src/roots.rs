@@ -5,8 +5,9 @@
 //! `roots` at `initialize`), the server gets that client's roots: what the user has open
 //! is what the server should work on. Outside a call, for a client without roots, or when
 //! the client does not answer, it gets toolgate's own: `roots` in the config, else the
-//! folder `serve` runs in. When `roots` is set in the config the user has drawn the
-//! project's borders, so the client's roots are cut to them ([`ClientRoots::WithinConfigured`]).
+//! folder `serve` runs in. When roots are given (`roots` in the config, or `--root`) the
+//! user has drawn the project's borders, so the client's roots are cut to them
+//! ([`ClientRoots::WithinConfigured`]).
 //!
 //! Roots only tell a server where to look: they widen nothing. toolgate's own file tools
 //! stay confined to the configured roots whatever a client says, and a stdio server's

@@ -297,9 +297,9 @@ fn mount_servers(
         max_inline_chars: config.budget.per_result_chars,
         sandbox: Arc::new(mcp_sandbox(config, roots)),
         roots: project_roots,
-        // `roots` set in the config draws the project's borders: a client's roots are cut
-        // to them. Unset, toolgate's root is only where it was started: the client knows
-        // better.
+        // Roots given (`roots`, `--root`) draw the project's borders: a client's roots are
+        // cut to them. None given, toolgate's root is only where it was started: the client
+        // knows better.
         client_roots: match config.roots.is_empty() {
             true => ClientRoots::Relayed,
             false => ClientRoots::WithinConfigured,

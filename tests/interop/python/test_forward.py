@@ -144,23 +144,31 @@ async def test_completion_is_forwarded_with_its_context(
         assert got.completion.values == ["alpha", "beta", "ctx:kind=draft"], got
 
 
-async def test_a_server_asking_for_roots_during_a_call_gets_the_clients(
+async def test_a_server_asking_for_roots_during_a_call_gets_the_clients_within_the_project(
     project: Path, tmp_path: Path, mounted_env: dict[str, str]
 ) -> None:
-    sub = project / "sub"
+    sub = project.resolve() / "sub"
     calls = 0
 
     async def roots(_ctx: Any) -> types.ListRootsResult:
         nonlocal calls
         calls += 1
-        return types.ListRootsResult(roots=[types.Root(uri=sub.resolve().as_uri() + "/", name="sub")])
+        return types.ListRootsResult(
+            roots=[
+                types.Root(uri=sub.as_uri() + "/", name="sub"),
+                types.Root(uri=tmp_path.resolve().as_uri() + "/", name="around"),
+                types.Root(uri="file:///nonexistent-elsewhere/", name="elsewhere"),
+            ]
+        )
 
+    # `serve --root PROJECT` sets the roots, so the client's are cut to the project: a root
+    # inside it is kept, one around it is replaced by the project, one elsewhere dropped.
     async with stdio_connection(
         project, mounted_env, "legacy", tmp_path / "stderr", list_roots_callback=roots
     ) as client:
         result = await client.call_tool("mcp__asker__where", {})
         text = result.content[0].text
-        assert text == f"sub={sub.resolve().as_uri()}/", text
+        assert text == f"sub={sub.as_uri()}/ project={project.resolve().as_uri()}/", text
         assert calls == 1
         # The client's roots changed: the mounted server hears of it.
         with warnings.catch_warnings():
