@@ -158,6 +158,8 @@ pub(crate) struct Mount {
     /// Taken for each subscribe and unsubscribe sent upstream, so they reach the server in
     /// the order the followers came and went.
     upstream: tokio::sync::Mutex<()>,
+    /// Stops the `subscriptions/listen` stream open to a 2026-07-28 server, if any.
+    listening: Mutex<Option<CancellationToken>>,
     /// The published proxies with the definitions they were built from (set by
     /// [`Host::tools_changed`]).
     pub(crate) published: Mutex<Vec<(rmcp::model::Tool, Arc<dyn DynTool>)>>,
@@ -224,6 +226,7 @@ impl Mount {
             resources: Mutex::new(Arc::default()),
             followed: Mutex::new(std::collections::HashMap::new()),
             upstream: tokio::sync::Mutex::new(()),
+            listening: Mutex::new(None),
             published: Mutex::new(Vec::new()),
             changed: watch::channel(0).0,
             requested: AtomicBool::new(false),

@@ -5,7 +5,8 @@ shows a form with a default (elicitation), `summarize` asks for a completion (sa
 subscribed and unsubscribed, `touch` reports a URI updated) and completable (the context the
 client gave comes back as `ctx:NAME=VALUE` values); `roots_changes` counts the
 `notifications/roots/list_changed` it got. Mounted behind `toolgate serve`, its requests
-must reach toolgate's client."""
+must reach toolgate's client. `--http PORT` serves it over Streamable HTTP (both
+revisions) instead of stdio."""
 
 from __future__ import annotations
 
@@ -127,8 +128,13 @@ async def subscriptions() -> str:
 
 @app.tool()
 async def touch(uri: str, ctx: Context) -> str:
-    """Reports `uri` updated to the client."""
-    await ctx.session.send_resource_updated(uri)
+    """Reports `uri` updated to the client: to its `subscriptions/listen` streams
+    (2026-07-28) and as a 2025 notification on its session."""
+    await ctx.notify_resource_updated(uri)
+    try:
+        await ctx.session.send_resource_updated(uri)
+    except Exception:  # a 2026-07-28 request has no session stream to send it on
+        pass
     return "touched"
 
 
@@ -149,4 +155,9 @@ async def complete(
 
 
 if __name__ == "__main__":
-    app.run()
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        app.run("streamable-http", port=int(sys.argv[2]))
+    else:
+        app.run()

@@ -8,14 +8,17 @@ The mounted server is `asking_server.py` (the Python SDK's `MCPServer`), whose
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from conftest import HttpServer, http_connection, stdio_connection
+from conftest import ASKER, HttpServer, http_connection, stdio_connection, toolgate_bin
 from mcp import types
 from mcp.client.subscriptions import ResourceUpdated
 
@@ -175,3 +178,67 @@ async def test_a_server_asking_for_roots_during_a_call_gets_the_clients_within_t
             warnings.simplefilter("ignore")  # roots: deprecated in 2026, not gone
             await client.send_roots_list_changed()
         await until_asked(client, "roots changed: 1")
+
+
+@pytest.fixture
+def http_asker(tmp_path: Path, server_env: dict[str, str]) -> Iterator[str]:
+    """`asking_server.py` over Streamable HTTP (it speaks 2026-07-28 when asked), its URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(tmp_path / "asker-http.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [sys.executable, str(ASKER), "--http", str(port)], stdout=log, stderr=log, env=server_env
+    )
+    try:
+        with anyio.from_thread.start_blocking_portal() as portal:
+            portal.call(wait_for_port, port)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+async def wait_for_port(port: int) -> None:
+    with anyio.fail_after(GUARD):
+        while True:
+            try:
+                stream = await anyio.connect_tcp("127.0.0.1", port)
+            except OSError:
+                await anyio.sleep(0.1)  # a poll interval, not a deadline
+                continue
+            await stream.aclose()
+            return
+
+
+async def test_a_resource_of_a_server_mounted_on_2026_07_28_is_followed_through_a_listen_stream(
+    project: Path, tmp_path: Path, server_env: dict[str, str], http_asker: str
+) -> None:
+    config = Path(server_env["XDG_CONFIG_HOME"]) / "toolgate" / "config.toml"
+    config.write_text(config.read_text() + f'\n[mcp_servers.remote]\nurl = "{http_asker}"\n')
+    listed = subprocess.run(
+        [toolgate_bin(), "--root", str(project), "mcp", "list"],
+        env=server_env, capture_output=True, text=True, timeout=120,
+    )
+    assert " ready " in listed.stdout, listed.stdout + listed.stderr
+    updates = Updates()
+    async with stdio_connection(
+        project, server_env, "legacy", tmp_path / "stderr", message_handler=updates.handle
+    ) as client:
+        await client.call_tool("mcp__remote__subscriptions", {})  # waits until it is ready
+        await legacy(client.subscribe_resource, "notes://readme")
+        await client.call_tool("mcp__remote__touch", {"uri": "notes://item/beta"})
+        await client.call_tool("mcp__remote__touch", {"uri": "notes://readme"})
+        await updates.wait_for("notes://readme")
+        assert updates.uris == ["notes://readme"], updates.uris
+        # A second URI: the stream is opened again naming both, and both keep coming.
+        await legacy(client.subscribe_resource, "notes://item/alpha")
+        await client.call_tool("mcp__remote__touch", {"uri": "notes://item/alpha"})
+        await updates.wait_for("notes://item/alpha")
+        await client.call_tool("mcp__remote__touch", {"uri": "notes://readme"})
+        with anyio.fail_after(GUARD):
+            while updates.uris.count("notes://readme") < 2:
+                updates.arrived = anyio.Event()
+                await updates.arrived.wait()
+        assert "notes://item/beta" not in updates.uris, updates.uris

@@ -2,12 +2,17 @@
 //! however many of its own sessions follow it, unsubscribes when the last one stops, and
 //! subscribes again after a restart; the server's `notifications/resources/updated` go to
 //! the gateway's update stream (`handler.rs`), which each session filters by its own
-//! subscriptions.
+//! subscriptions. A 2025 server gets `resources/subscribe` and `resources/unsubscribe`; a
+//! 2026-07-28 server one `subscriptions/listen` stream naming every followed URI, opened
+//! again whenever that set changes.
 
 use std::sync::Arc;
 
-use rmcp::model::{SubscribeRequestParams, UnsubscribeRequestParams};
+use rmcp::model::{
+    ServerNotification, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+};
 use rmcp::{Peer, RoleClient};
+use tokio_util::sync::CancellationToken;
 
 use super::{Mount, Phase, lock};
 
@@ -69,6 +74,13 @@ impl Mount {
                 return;
             }
             let server = &mount.spec.name;
+            if !speaks_initialize(&peer) {
+                // A 2026-07-28 server: listen again for what is still followed.
+                if let Err(e) = mount.relisten(&peer).await {
+                    tracing::debug!(%server, %uri, %e, "listening again failed");
+                }
+                return;
+            }
             let limit = mount.spec.tool_timeout;
             #[allow(deprecated)] // legacy (2025) subscriptions, which mounted servers use
             let sent = peer.unsubscribe(UnsubscribeRequestParams::new(&uri));
@@ -89,6 +101,11 @@ impl Mount {
         let mount = Arc::clone(self);
         let peer = peer.clone();
         tokio::spawn(async move {
+            // A 2026-07-28 server's one stream names them all.
+            let uris = match speaks_initialize(&peer) {
+                true => uris,
+                false => uris.into_iter().take(1).collect(),
+            };
             for uri in uris {
                 if let Err(e) = mount.subscribe_upstream(&peer, &uri).await {
                     tracing::warn!(server = %mount.spec.name, %uri, %e, "subscribing again after a restart failed");
@@ -113,15 +130,24 @@ impl Mount {
                 "MCP server `{server}` does not offer subscriptions to its resources (no `resources.subscribe`), so `{uri}` cannot be followed; read it again instead"
             ));
         }
-        if info.is_some_and(|info| !info.protocol_version.has_initialize()) {
-            return Err(format!(
-                "MCP server `{server}` speaks MCP 2026-07-28, whose subscriptions toolgate does not forward yet, so `{uri}` cannot be followed; read it again instead"
-            ));
+        if !speaks_initialize(peer) {
+            return self.relisten(peer).await.and_then(|accepted| {
+                accepted
+                    .iter()
+                    .any(|u| u == uri)
+                    .then_some(())
+                    .ok_or_else(|| {
+                        format!("MCP server `{server}` did not accept updates of `{uri}`")
+                    })
+            });
         }
         #[allow(deprecated)] // legacy (2025) subscriptions, which mounted servers use
         let sent = peer.subscribe(SubscribeRequestParams::new(uri));
         match tokio::time::timeout(self.spec.tool_timeout, sent).await {
-            Ok(Ok(_)) => Ok(()),
+            Ok(Ok(_)) => {
+                tracing::debug!(%server, %uri, "subscribed");
+                Ok(())
+            }
             Ok(Err(e)) => Err(format!(
                 "MCP server `{server}` refused the subscription to `{uri}`: {}",
                 super::call::tidy(&e.to_string())
@@ -130,6 +156,73 @@ impl Mount {
                 "MCP server `{server}` did not answer `resources/subscribe` for `{uri}` in time"
             )),
         }
+    }
+
+    /// Opens a `subscriptions/listen` stream to a 2026-07-28 server for every followed URI,
+    /// in place of the one open before (a stream's filter is fixed when it opens); returns
+    /// the URIs the server accepted. The stream passes the server's updates on until it is
+    /// replaced, the connection ends or the server ends it. Call with `upstream` held.
+    async fn relisten(&self, peer: &Peer<RoleClient>) -> Result<Vec<String>, String> {
+        let server = &self.spec.name;
+        let uris: Vec<String> = lock(&self.followed).keys().cloned().collect();
+        if let Some(old) = lock(&self.listening).take() {
+            old.cancel();
+        }
+        if uris.is_empty() {
+            return Ok(Vec::new());
+        }
+        let filter = SubscriptionFilter::builder()
+            .resource_subscriptions(uris)
+            .build();
+        let opened = tokio::time::timeout(self.spec.tool_timeout, peer.listen(filter))
+            .await
+            .map_err(|_| {
+                format!("MCP server `{server}` did not acknowledge `subscriptions/listen` in time")
+            })?;
+        let mut stream = opened.map_err(|e| {
+            format!(
+                "MCP server `{server}` refused `subscriptions/listen`: {}",
+                super::call::tidy(&e.to_string())
+            )
+        })?;
+        let accepted = stream
+            .acknowledged()
+            .resource_subscriptions
+            .clone()
+            .unwrap_or_default();
+        tracing::debug!(%server, uris = accepted.len(), "listening for resource updates");
+        let stop = CancellationToken::new();
+        *lock(&self.listening) = Some(stop.clone());
+        let updates = self.host.upgrade().map(|h| h.resource_updates());
+        let server = server.clone();
+        tokio::spawn(async move {
+            loop {
+                let next = tokio::select! {
+                    () = stop.cancelled() => {
+                        let _ = stream.cancel().await;
+                        return;
+                    }
+                    next = stream.next() => next,
+                };
+                match next {
+                    Ok(Some(ServerNotification::ResourceUpdatedNotification(n))) => {
+                        if let Some(updates) = &updates {
+                            let _ = updates.send(n.params.uri);
+                        }
+                    }
+                    Ok(Some(_)) => {}
+                    Ok(None) => {
+                        tracing::debug!(%server, end = ?stream.end(), "the listen stream ended");
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::debug!(%server, %e, "the listen stream failed");
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(accepted)
     }
 
     /// The open connection's peer, if the server is ready.
@@ -151,6 +244,13 @@ impl Mount {
             }
         });
     }
+}
+
+/// Whether `peer` was opened with `initialize` (2025: `resources/subscribe`), rather than
+/// on 2026-07-28 (`subscriptions/listen`).
+fn speaks_initialize(peer: &Peer<RoleClient>) -> bool {
+    peer.peer_info()
+        .is_none_or(|info| info.protocol_version.has_initialize())
 }
 
 /// Whether dropping the last follower unsubscribes upstream.
