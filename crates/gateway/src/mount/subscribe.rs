@@ -20,6 +20,10 @@ impl Mount {
     /// Follows `uri` for one more subscriber, subscribing upstream for the first. `Err`
     /// says why the server cannot be followed (no `resources.subscribe`, not available).
     pub(crate) async fn follow(self: &Arc<Self>, uri: &str) -> Result<(), String> {
+        // In turn with other follows and with unsubscribes: one that comes while the first
+        // follower's subscribe is on its way counts only once that one has succeeded (or
+        // failed, and then it tries itself).
+        let _turn = self.upstream.lock().await;
         let first = {
             let mut followed = lock(&self.followed);
             let count = followed.entry(uri.to_owned()).or_insert(0);
@@ -31,7 +35,7 @@ impl Mount {
         }
         let subscribed = async {
             let live = self.ensure_live().await?;
-            self.subscribe_upstream(&live.peer, uri).await
+            self.subscribe_in_turn(&live.peer, uri).await
         };
         if let Err(e) = subscribed.await {
             self.unfollow(uri, Upstream::Leave);
@@ -114,9 +118,14 @@ impl Mount {
         });
     }
 
+    /// Subscribes upstream to `uri`, in turn with follows and unsubscribes.
     async fn subscribe_upstream(&self, peer: &Peer<RoleClient>, uri: &str) -> Result<(), String> {
-        // In turn with unsubscribes, so a quick unfollow and follow leave it subscribed.
         let _turn = self.upstream.lock().await;
+        self.subscribe_in_turn(peer, uri).await
+    }
+
+    /// Subscribes upstream to `uri`; call with `upstream` held.
+    async fn subscribe_in_turn(&self, peer: &Peer<RoleClient>, uri: &str) -> Result<(), String> {
         let server = &self.spec.name;
         let info = peer.peer_info();
         let offers = info.as_ref().is_some_and(|info| {
