@@ -19,7 +19,8 @@ from typing import Any
 import anyio
 import pytest
 from conftest import ASKER, HttpServer, http_connection, stdio_connection, toolgate_bin
-from mcp import types
+from mcp import Client, types
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.subscriptions import ResourceUpdated
 
 pytestmark = pytest.mark.anyio
@@ -242,3 +243,33 @@ async def test_a_resource_of_a_server_mounted_on_2026_07_28_is_followed_through_
                 updates.arrived = anyio.Event()
                 await updates.arrived.wait()
         assert "notes://item/beta" not in updates.uris, updates.uris
+
+
+async def test_without_given_roots_a_server_gets_the_clients_roots_as_they_are(
+    project: Path, tmp_path: Path, mounted_env: dict[str, str]
+) -> None:
+    outside = tmp_path.resolve()
+
+    async def roots(_ctx: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(
+            roots=[
+                types.Root(uri=outside.as_uri() + "/", name="around"),
+                types.Root(uri="file:///nonexistent-elsewhere/", name="elsewhere"),
+            ]
+        )
+
+    # No `--root` and no `roots` in the config: toolgate's root is just where it started,
+    # so the client's roots go to the server as the client gave them.
+    params = StdioServerParameters(
+        command=toolgate_bin(),
+        args=["serve"],
+        env={"XDG_CONFIG_HOME": mounted_env["XDG_CONFIG_HOME"], "HOME": mounted_env["HOME"]},
+        cwd=str(project),
+    )
+    with open(tmp_path / "stderr", "a") as errlog:
+        async with Client(
+            stdio_client(params, errlog=errlog), mode="legacy", list_roots_callback=roots
+        ) as client:
+            result = await client.call_tool("mcp__asker__where", {})
+            text = result.content[0].text
+            assert text == f"around={outside.as_uri()}/ elsewhere=file:///nonexistent-elsewhere/", text
