@@ -6,12 +6,12 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use rmcp::model::{GetPromptResult, Prompt};
+use rmcp::model::{ArgumentInfo, CompletionContext, CompletionInfo, GetPromptResult, Prompt};
 use serde_json::Value;
 use tokio::sync::watch;
 use toolgate_core::CallContext;
 use toolgate_gateway::Gateway;
-use toolgate_mcp::{PromptArguments, PromptSource, SourceError};
+use toolgate_mcp::{PromptArguments, PromptSource, SourceError, completion};
 
 pub struct ServePrompts {
     skills: Option<Arc<dyn PromptSource>>,
@@ -89,11 +89,25 @@ impl PromptSource for ServePrompts {
         })
     }
 
-    fn complete(&self, name: &str, argument: &str, typed: &str) -> Vec<String> {
-        self.skills
-            .as_ref()
-            .map(|s| s.complete(name, argument, typed))
-            .unwrap_or_default()
+    fn complete<'a>(
+        &'a self,
+        name: &'a str,
+        argument: &'a ArgumentInfo,
+        context: Option<&'a CompletionContext>,
+    ) -> BoxFuture<'a, Result<CompletionInfo, SourceError>> {
+        Box::pin(async move {
+            if self.gateway.prompts().iter().any(|p| p.name == name) {
+                return self
+                    .gateway
+                    .complete_prompt(name, argument, context)
+                    .await
+                    .map_err(|e| SourceError::Failed(e.to_string()));
+            }
+            match &self.skills {
+                Some(skills) => skills.complete(name, argument, context).await,
+                None => Ok(completion(Vec::new())),
+            }
+        })
     }
 
     fn changes(&self) -> Option<watch::Receiver<u64>> {

@@ -1,15 +1,18 @@
 //! The resources `serve` offers: the mounted servers' resources and templates, URIs as the
 //! servers gave them, reads routed to the server that offers the URI and fitted to the
-//! output budget (a huge text comes back as an excerpt and a spill pointer).
+//! output budget (a huge text comes back as an excerpt and a spill pointer); subscriptions
+//! followed upstream (once per URI), completion forwarded to the server with the template.
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use rmcp::model::{Resource, ResourceContents, ResourceTemplate};
-use tokio::sync::watch;
+use rmcp::model::{
+    ArgumentInfo, CompletionContext, CompletionInfo, Resource, ResourceContents, ResourceTemplate,
+};
+use tokio::sync::{broadcast, watch};
 use toolgate_core::CallContext;
 use toolgate_gateway::{ForwardError, Gateway};
-use toolgate_mcp::{ResourceSource, SourceError};
+use toolgate_mcp::{ResourceSource, SourceError, UpdateLease};
 
 pub struct ServeResources {
     gateway: Arc<Gateway>,
@@ -52,7 +55,40 @@ impl ResourceSource for ServeResources {
         })
     }
 
+    fn complete<'a>(
+        &'a self,
+        template: &'a str,
+        argument: &'a ArgumentInfo,
+        context: Option<&'a CompletionContext>,
+    ) -> BoxFuture<'a, Result<CompletionInfo, SourceError>> {
+        Box::pin(async move {
+            self.gateway
+                .complete_resource(template, argument, context)
+                .await
+                .map_err(|e| match e {
+                    ForwardError::UnknownResource { uri } => SourceError::UnknownResource(uri),
+                    e => SourceError::Failed(e.to_string()),
+                })
+        })
+    }
+
     fn changes(&self) -> Option<watch::Receiver<u64>> {
         Some(self.gateway.resource_changes())
+    }
+
+    fn updates(&self) -> Option<broadcast::Receiver<String>> {
+        Some(self.gateway.resource_updates())
+    }
+
+    fn follow<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<UpdateLease, SourceError>> {
+        Box::pin(async move {
+            match self.gateway.follow(uri).await {
+                Ok(followed) => Ok(UpdateLease::new(followed)),
+                Err(ForwardError::UnknownResource { uri }) => {
+                    Err(SourceError::UnknownResource(uri))
+                }
+                Err(e) => Err(SourceError::InvalidArguments(e.to_string())),
+            }
+        })
     }
 }

@@ -3,6 +3,7 @@
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 use tokio_util::sync::CancellationToken;
@@ -128,7 +129,9 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
                 skills,
                 std::sync::Arc::clone(&gateway),
             ))
-            .with_resources(crate::resources::ServeResources::new(gateway))
+            .with_resources(crate::resources::ServeResources::new(Arc::clone(&gateway)))
+            // A client's new roots: each server asks again (and gets them during its calls).
+            .with_roots_changed(Arc::new(move || gateway.client_roots_changed()))
     } else if let Some(skills) = skills {
         server.with_prompts(skills)
     } else {

@@ -22,11 +22,16 @@ mod sizing;
 pub use resource_tools::{LIST_RESOURCES, READ_RESOURCE};
 pub use resources::{ResourceCollision, describe_collisions};
 pub use sizing::{fit_prompt, fit_resource_contents};
+mod forward;
+pub use forward::Followed;
 
 /// Most characters of one mounted server's `instructions` passed on to the client.
 pub const MAX_SERVER_INSTRUCTIONS_CHARS: usize = 2_000;
 /// Most characters of all mounted servers' `instructions` together.
 pub const MAX_MOUNTED_INSTRUCTIONS_CHARS: usize = 8_000;
+/// Resource updates held for a session that has not taken them yet; one that falls
+/// further behind misses the oldest (and the log says so).
+const UPDATES_BUFFER: usize = 256;
 
 /// `text` cut to `max` characters, saying how much was left out.
 fn cut(text: &str, max: usize) -> String {
@@ -121,6 +126,8 @@ struct Inner {
     /// The output budget prompts and resource reads served over MCP are fitted to
     /// ([`Gateway::use_budget`]).
     budget: Mutex<Option<Arc<dyn toolgate_core::ResultBudget>>>,
+    /// Every server's `notifications/resources/updated`, as URIs.
+    updates: tokio::sync::broadcast::Sender<String>,
 }
 
 impl Inner {
@@ -291,6 +298,10 @@ impl Host for Inner {
         }
         self.resource_changes.send_modify(|n| *n += 1);
     }
+
+    fn resource_updates(&self) -> tokio::sync::broadcast::Sender<String> {
+        self.updates.clone()
+    }
 }
 
 /// Why a mounted server's prompt or resource could not be had ([`Gateway::get_prompt`],
@@ -360,6 +371,7 @@ impl Gateway {
             catalog: Mutex::new(None),
             prompt_changes: tokio::sync::watch::channel(0).0,
             resource_changes: tokio::sync::watch::channel(0).0,
+            updates: tokio::sync::broadcast::channel(UPDATES_BUFFER).0,
             tokens: Mutex::new(None),
             token_mode: Mutex::new(CredentialStoreMode::Auto),
             login: Mutex::new(None),

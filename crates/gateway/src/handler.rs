@@ -1,8 +1,9 @@
 //! The gateway's side of one connection: what it tells a server about itself, and what it
 //! does with the server's notifications — `tools/list_changed` wakes a refetch, progress
 //! goes to the call that asked for it, log messages go to toolgate's log, prompt and
-//! resource list changes wake a refetch — and requests: elicitation and sampling go to the
-//! client of the call in flight (`relay.rs`), `roots/list` gets the project's folders.
+//! resource list changes wake a refetch, resource updates go to the gateway's update stream
+//! — and requests: elicitation and sampling go to the client of the call in flight
+//! (`relay.rs`), `roots/list` gets that client's roots or the project's folders (`roots.rs`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -13,21 +14,23 @@ use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
     FormElicitationCapability, Implementation, ProgressNotificationParam, ProgressToken,
-    UrlElicitationCapability,
+    ResourceUpdatedNotificationParam, UrlElicitationCapability,
 };
 // Sampling and roots are deprecated by SEP-2577 but 2025 servers still use them.
 #[allow(deprecated)]
 use rmcp::model::{
-    CreateMessageRequestParams, CreateMessageResult, ListRootsResult, Root, RootsCapabilities,
+    CreateMessageRequestParams, CreateMessageResult, ListRootsResult, RootsCapabilities,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, broadcast};
 use toolgate_core::{ClientAsk, Policy, Progress, ProgressSink};
 
+use crate::limits::GatewayLimits;
 use crate::relay::{Asker, Callers, relay};
+use crate::roots::{ClientRoots, roots_for};
 
 /// Progress sinks of the calls in flight, by the progress token of their request.
 #[derive(Default)]
@@ -73,21 +76,6 @@ impl Drop for RouteGuard {
     }
 }
 
-/// `dirs` as MCP roots: `file://` URIs named after their folders.
-#[allow(deprecated)] // roots: deprecated by SEP-2577, used by 2025 servers
-pub(crate) fn roots_of(dirs: &[PathBuf]) -> Vec<Root> {
-    dirs.iter()
-        .filter_map(|dir| {
-            let uri = url::Url::from_directory_path(dir).ok()?;
-            let root = Root::new(uri.as_str());
-            Some(match dir.file_name() {
-                Some(name) => root.with_name(name.to_string_lossy()),
-                None => root,
-            })
-        })
-        .collect()
-}
-
 /// The rmcp client handler of one connection.
 #[derive(Clone)]
 pub(crate) struct Handler {
@@ -99,17 +87,23 @@ pub(crate) struct Handler {
     pub(crate) resources_changed: Arc<Notify>,
     pub(crate) progress: Arc<ProgressRoutes>,
     pub(crate) callers: Arc<Callers>,
-    /// What `roots/list` answers: the project's folders as `file://` URIs.
-    #[allow(deprecated)]
-    roots: Arc<Vec<Root>>,
+    /// What `roots/list` answers outside a call from a client with roots: the project's
+    /// folders.
+    roots: Arc<Vec<PathBuf>>,
+    /// What the server gets of the client's roots during a call.
+    client_roots: ClientRoots,
+    /// Where the server's `notifications/resources/updated` go.
+    updates: Option<broadcast::Sender<String>>,
     /// The rules the server's requests to the client obey.
     policy: Arc<Policy>,
 }
 
 impl Handler {
-    #[allow(deprecated)] // roots: deprecated by SEP-2577, used by 2025 servers
-    pub(crate) fn new(server: &str, roots: &[PathBuf], policy: Arc<Policy>) -> Self {
-        let roots = roots_of(roots);
+    pub(crate) fn new(
+        server: &str,
+        limits: &GatewayLimits,
+        updates: Option<broadcast::Sender<String>>,
+    ) -> Self {
         Self {
             server: server.to_owned(),
             list_changed: Arc::new(Notify::new()),
@@ -117,8 +111,10 @@ impl Handler {
             resources_changed: Arc::new(Notify::new()),
             progress: Arc::new(ProgressRoutes::default()),
             callers: Arc::new(Callers::default()),
-            roots: Arc::new(roots),
-            policy,
+            roots: Arc::new(limits.roots.clone()),
+            client_roots: limits.client_roots,
+            updates,
+            policy: Arc::clone(&limits.policy),
         }
     }
 
@@ -157,9 +153,13 @@ impl ClientHandler for Handler {
             )
             .build();
         if !self.roots.is_empty() {
+            // The client's roots may change under a server: toolgate says so.
+            #[allow(deprecated)]
+            let mut roots = RootsCapabilities::default();
+            roots.list_changed = Some(true);
             #[allow(deprecated)]
             {
-                capabilities.roots = Some(RootsCapabilities::default());
+                capabilities.roots = Some(roots);
             }
         }
         ClientConfig::new(
@@ -194,7 +194,22 @@ impl ClientHandler for Handler {
         &self,
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, McpError> {
-        Ok(ListRootsResult::new(self.roots.as_ref().clone()))
+        // The client of the call in flight, if there is exactly one session to ask.
+        let link = self.callers.only().ok();
+        let roots = roots_for(&self.server, link, &self.roots, self.client_roots).await;
+        Ok(ListRootsResult::new(roots))
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        tracing::debug!(server = %self.server, uri = %params.uri, "resources/updated");
+        if let Some(updates) = &self.updates {
+            // Nobody listening is not an error.
+            let _ = updates.send(params.uri);
+        }
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -124,6 +124,7 @@ mod mount;
 mod naming;
 mod proxy;
 mod relay;
+mod roots;
 mod trust;
 mod verdict;
 
@@ -134,12 +135,13 @@ pub use config::{
     McpServerConfig, OAuthConfig, Prefix, ServerSpec, Transport,
 };
 pub use gateway::{
-    ForwardError, Gateway, LIST_RESOURCES, MAX_MOUNTED_INSTRUCTIONS_CHARS,
+    Followed, ForwardError, Gateway, LIST_RESOURCES, MAX_MOUNTED_INSTRUCTIONS_CHARS,
     MAX_SERVER_INSTRUCTIONS_CHARS, READ_RESOURCE, ResourceCollision, ServerState, ServerStatus,
     describe_collisions, describe_transport, fit_prompt, fit_resource_contents,
 };
 pub use import::{Discovered, ImportOptions, ImportProblem, NESTED_ENV, discover};
 pub use limits::GatewayLimits;
 pub use naming::{MAX_NAME_LEN, assign_names, sanitize, server_prefix};
+pub use roots::ClientRoots;
 pub use trust::{TrustError, TrustStore, fingerprint, trust_command};
 pub use verdict::{LaunchTrust, Trust};

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::config::GatewayConfig;
+use crate::roots::ClientRoots;
 
 /// Limits on what one server may bring in.
 #[derive(Debug, Clone)]
@@ -21,6 +22,10 @@ pub struct GatewayLimits {
     /// The project's folders, offered to servers as their roots (`roots/list`); none: no
     /// `roots` capability.
     pub roots: Vec<std::path::PathBuf>,
+    /// What a server gets of the roots of the client whose call it serves. Default: the
+    /// client's as given ([`ClientRoots::Relayed`]); the runtime cuts them to the
+    /// configured roots when `roots` (or `--root`) gives them.
+    pub client_roots: ClientRoots,
     /// The permission rules a server's requests to the client obey: `mcp.sample` and
     /// `mcp.elicit` (or the server's `mcp__NAME__*`) denied means refused. Default: all
     /// allowed.
@@ -36,6 +41,7 @@ impl Default for GatewayLimits {
             max_inline_chars: 50_000,
             sandbox: Arc::default(),
             roots: Vec::new(),
+            client_roots: ClientRoots::default(),
             policy: Arc::default(),
         }
     }

@@ -18,7 +18,9 @@
 //! "unavailable" error, so snapshots are marked incomplete; after a crash, its last tool list,
 //! whose calls restart it or answer with the reason and when the next attempt is allowed.
 //! The call path (a live connection on demand, progress, cancellation) is in `mount/call.rs`,
-//! the server's prompts in `mount/prompts.rs`, its resources in `mount/resources.rs`.
+//! the server's prompts in `mount/prompts.rs`, its resources in `mount/resources.rs`, their
+//! subscriptions in `mount/subscribe.rs`, completion of their arguments in
+//! `mount/complete.rs`.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,13 +44,16 @@ use crate::limits::GatewayLimits;
 use crate::list::list_all;
 
 mod call;
+mod complete;
 mod host;
 mod login;
 mod prompts;
 pub(crate) mod resources;
+mod subscribe;
 mod trust;
 pub(crate) use call::MountProvider;
 pub(crate) use host::Host;
+pub(crate) use subscribe::Upstream;
 
 /// A connection that lived this long resets the restart backoff.
 const STABLE_AFTER: Duration = Duration::from_secs(60);
@@ -150,6 +155,14 @@ pub(crate) struct Mount {
     /// Set while the catalog cache says the server offers resources and it has not
     /// answered yet.
     cached_resources: AtomicBool,
+    /// The resource URIs toolgate's sessions follow, with how many follow each: subscribed
+    /// upstream while at least one does.
+    followed: Mutex<std::collections::HashMap<String, usize>>,
+    /// Taken for each subscribe and unsubscribe sent upstream, so they reach the server in
+    /// the order the followers came and went.
+    upstream: tokio::sync::Mutex<()>,
+    /// Stops the `subscriptions/listen` stream open to a 2026-07-28 server, if any.
+    listening: Mutex<Option<CancellationToken>>,
     /// The published proxies with the definitions they were built from (set by
     /// [`Host::tools_changed`]).
     pub(crate) published: Mutex<Vec<(rmcp::model::Tool, Arc<dyn DynTool>)>>,
@@ -215,6 +228,9 @@ impl Mount {
             prompts: Mutex::new(Arc::new(Vec::new())),
             resources: Mutex::new(Arc::default()),
             cached_resources: AtomicBool::new(false),
+            followed: Mutex::new(std::collections::HashMap::new()),
+            upstream: tokio::sync::Mutex::new(()),
+            listening: Mutex::new(None),
             published: Mutex::new(Vec::new()),
             changed: watch::channel(0).0,
             requested: AtomicBool::new(false),
@@ -392,6 +408,7 @@ impl Mount {
                     st.notes = connected.notes;
                 }
                 self.set_phase(Phase::Ready);
+                self.resubscribe(&connected.live.peer);
                 if let Some(host) = self.host.upgrade() {
                     match changed {
                         true => host.tools_changed(),
@@ -436,7 +453,8 @@ impl Mount {
     /// timeout. On failure nothing is left running.
     async fn connect(&self) -> Result<Connected, Failure> {
         let limits = self.limits();
-        let handler = Handler::new(&self.spec.name, &limits.roots, Arc::clone(&limits.policy));
+        let updates = self.host.upgrade().map(|h| h.resource_updates());
+        let handler = Handler::new(&self.spec.name, &limits, updates);
         let diag = Arc::new(Diagnostics::default());
         let timeout = self.spec.startup_timeout;
         let stage = Mutex::new("initialize");

@@ -206,7 +206,7 @@ fn ask_of(request: &InputRequest) -> Result<(ClientAsk, Value), String> {
 }
 
 /// Answers every request of an `input_required` result through the caller's client; roots
-/// are `roots` (the project's folders, as `roots/list` answers).
+/// are `roots` (a `ListRootsResult`, as `roots/list` answers).
 pub(crate) async fn fulfil(
     link: Option<Arc<dyn ClientLink>>,
     server: &Asker<'_>,

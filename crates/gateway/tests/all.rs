@@ -15,6 +15,8 @@ mod e2e;
 mod everything;
 #[path = "all/filesystem.rs"]
 mod filesystem;
+#[path = "all/forward.rs"]
+mod forward;
 #[path = "all/misbehave.rs"]
 mod misbehave;
 #[path = "all/prefix.rs"]

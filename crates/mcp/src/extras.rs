@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use futures::future::BoxFuture;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptResult, JsonObject, Prompt,
-    Reference, Resource, ResourceContents, ResourceTemplate,
+    ArgumentInfo, CompleteRequestParams, CompleteResult, CompletionContext, CompletionInfo,
+    GetPromptResult, JsonObject, Prompt, Reference, Resource, ResourceContents, ResourceTemplate,
 };
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
@@ -71,11 +71,17 @@ pub trait PromptSource: Send + Sync + 'static {
         ctx: &'a CallContext,
     ) -> BoxFuture<'a, Result<GetPromptResult, SourceError>>;
 
-    /// Suggested values for `argument` of prompt `name` given what the user typed so far
-    /// (`completion/complete`), best first. None by default.
-    fn complete(&self, name: &str, argument: &str, typed: &str) -> Vec<String> {
-        let _ = (name, argument, typed);
-        Vec::new()
+    /// Suggested values for `argument` of prompt `name` (`completion/complete`: its name
+    /// and what the user typed so far), best first, given the values of the arguments
+    /// already filled in (`context`). None by default; [`completion`] caps a plain list.
+    fn complete<'a>(
+        &'a self,
+        name: &'a str,
+        argument: &'a ArgumentInfo,
+        context: Option<&'a CompletionContext>,
+    ) -> BoxFuture<'a, Result<CompletionInfo, SourceError>> {
+        let _ = (name, argument, context);
+        Box::pin(async { Ok(completion(Vec::new())) })
     }
 
     /// A receiver that changes whenever the prompt list does; `Some` makes the server
@@ -103,11 +109,17 @@ pub trait ResourceSource: Send + Sync + 'static {
         ctx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Vec<ResourceContents>, SourceError>>;
 
-    /// Suggested values for `argument` of the template `template` given what the user typed
-    /// so far, best first. None by default.
-    fn complete(&self, template: &str, argument: &str, typed: &str) -> Vec<String> {
-        let _ = (template, argument, typed);
-        Vec::new()
+    /// Suggested values for `argument` of the template `template` (its name and what the
+    /// user typed so far), best first, given the values of the arguments already filled in
+    /// (`context`). None by default; [`completion`] caps a plain list.
+    fn complete<'a>(
+        &'a self,
+        template: &'a str,
+        argument: &'a ArgumentInfo,
+        context: Option<&'a CompletionContext>,
+    ) -> BoxFuture<'a, Result<CompletionInfo, SourceError>> {
+        let _ = (template, argument, context);
+        Box::pin(async { Ok(completion(Vec::new())) })
     }
 
     /// A receiver that changes whenever the resource list does; `Some` makes the server
@@ -122,6 +134,53 @@ pub trait ResourceSource: Send + Sync + 'static {
     fn updates(&self) -> Option<broadcast::Receiver<String>> {
         None
     }
+
+    /// Starts following `uri` for one more subscriber (a session's `resources/subscribe`,
+    /// or a `subscriptions/listen` stream naming it), until the returned lease is dropped:
+    /// a source that must ask for updates itself (a mounted server's) asks once however many
+    /// follow, and stops when the last lease goes. `Err` refuses the subscription and says
+    /// why. By default there is nothing to ask: every update is reported anyway.
+    fn follow<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<UpdateLease, SourceError>> {
+        let _ = uri;
+        Box::pin(async { Ok(UpdateLease::none()) })
+    }
+}
+
+/// Keeps one subscriber's interest in a resource's updates alive ([`ResourceSource::follow`]);
+/// dropping it withdraws that interest.
+pub struct UpdateLease(Option<Box<dyn Send + Sync>>);
+
+impl UpdateLease {
+    /// A lease that holds nothing (the source follows every URI anyway).
+    pub fn none() -> Self {
+        Self(None)
+    }
+
+    /// A lease that holds `guard` until it is dropped (the guard's `Drop` withdraws).
+    pub fn new(guard: impl Send + Sync + 'static) -> Self {
+        Self(Some(Box::new(guard)))
+    }
+}
+
+impl std::fmt::Debug for UpdateLease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("UpdateLease")
+            .field(&self.0.is_some())
+            .finish()
+    }
+}
+
+/// `values` as a completion: the first [`CompletionInfo::MAX_VALUES`] (the protocol's
+/// limit), the total, and whether there are more.
+pub fn completion(mut values: Vec<String>) -> CompletionInfo {
+    let total = values.len();
+    values.truncate(CompletionInfo::MAX_VALUES);
+    let has_more = total > values.len();
+    let mut info = CompletionInfo::default();
+    info.values = values;
+    info.total = Some(u32::try_from(total).unwrap_or(u32::MAX));
+    info.has_more = Some(has_more);
+    info
 }
 
 /// MCP prompt arguments as strings; non-string JSON values keep their JSON text, so a
@@ -141,37 +200,36 @@ pub(crate) fn prompt_arguments(arguments: Option<JsonObject>) -> PromptArguments
 }
 
 /// Answers `completion/complete` from whichever source the reference points at.
-pub(crate) fn complete(
+pub(crate) async fn complete(
     prompts: Option<&dyn PromptSource>,
     resources: Option<&dyn ResourceSource>,
     request: &CompleteRequestParams,
 ) -> Result<CompleteResult, McpError> {
     let argument = &request.argument;
-    let mut values = match &request.r#ref {
-        Reference::Prompt(prompt) => prompts
-            .map(|p| p.complete(&prompt.name, &argument.name, &argument.value))
-            .unwrap_or_default(),
-        Reference::Resource(template) => resources
-            .map(|r| r.complete(&template.uri, &argument.name, &argument.value))
-            .unwrap_or_default(),
-        _ => Vec::new(),
+    let context = request.context.as_ref();
+    let mut info = match &request.r#ref {
+        Reference::Prompt(prompt) => match prompts {
+            Some(p) => p.complete(&prompt.name, argument, context).await?,
+            None => completion(Vec::new()),
+        },
+        Reference::Resource(template) => match resources {
+            Some(r) => r.complete(&template.uri, argument, context).await?,
+            None => completion(Vec::new()),
+        },
+        _ => completion(Vec::new()),
     };
-    let total = values.len();
-    values.truncate(CompletionInfo::MAX_VALUES);
-    let has_more = total > values.len();
-    let info = CompletionInfo::with_pagination(
-        values,
-        Some(u32::try_from(total).unwrap_or(u32::MAX)),
-        has_more,
-    )
-    .map_err(|e| McpError::internal_error(e, None))?;
+    // A source that sent more than the protocol allows (a mounted server) is cut to it.
+    if info.values.len() > CompletionInfo::MAX_VALUES {
+        let sent = u32::try_from(info.values.len()).unwrap_or(u32::MAX);
+        let total = info.total.unwrap_or(0).max(sent);
+        info = completion(std::mem::take(&mut info.values));
+        info.total = Some(total);
+    }
     Ok(CompleteResult::new(info))
 }
 
 #[cfg(test)]
 mod tests {
-    use rmcp::model::ArgumentInfo;
-
     use super::*;
 
     struct Colours;
@@ -190,31 +248,38 @@ mod tests {
             Box::pin(async move { Err(SourceError::UnknownPrompt(name.to_owned())) })
         }
 
-        fn complete(&self, _name: &str, _argument: &str, typed: &str) -> Vec<String> {
-            (0..150).map(|i| format!("{typed}{i}")).collect::<Vec<_>>()
+        fn complete<'a>(
+            &'a self,
+            _name: &'a str,
+            argument: &'a ArgumentInfo,
+            _context: Option<&'a CompletionContext>,
+        ) -> BoxFuture<'a, Result<CompletionInfo, SourceError>> {
+            let typed = &argument.value;
+            let values = (0..150).map(|i| format!("{typed}{i}")).collect::<Vec<_>>();
+            Box::pin(async move { Ok(completion(values)) })
         }
     }
 
-    #[test]
-    fn completion_is_capped_at_the_protocol_limit_and_says_there_is_more() {
+    #[tokio::test]
+    async fn completion_is_capped_at_the_protocol_limit_and_says_there_is_more() {
         let request = CompleteRequestParams::new(
             Reference::for_prompt("p"),
             ArgumentInfo::new("colour", "re"),
         );
-        let result = complete(Some(&Colours), None, &request).unwrap();
+        let result = complete(Some(&Colours), None, &request).await.unwrap();
         assert_eq!(result.completion.values.len(), 100);
         assert_eq!(result.completion.values[0], "re0");
         assert_eq!(result.completion.total, Some(150));
         assert_eq!(result.completion.has_more, Some(true));
     }
 
-    #[test]
-    fn completion_without_a_source_is_empty() {
+    #[tokio::test]
+    async fn completion_without_a_source_is_empty() {
         let request = CompleteRequestParams::new(
             Reference::for_resource("test://{id}"),
             ArgumentInfo::new("id", "1"),
         );
-        let result = complete(Some(&Colours), None, &request).unwrap();
+        let result = complete(Some(&Colours), None, &request).await.unwrap();
         assert!(result.completion.values.is_empty());
         assert_eq!(result.completion.has_more, Some(false));
     }

@@ -103,8 +103,10 @@ mod stdio;
 
 pub use client::{LogLevel, McpClient};
 pub use convert::{call_result, has_output_schema};
-pub use extras::{PromptArguments, PromptSource, ResourceSource, SourceError};
+pub use extras::{
+    PromptArguments, PromptSource, ResourceSource, SourceError, UpdateLease, completion,
+};
 pub use http::{DEFAULT_MAX_SESSIONS, HttpError, HttpOptions, http_router, serve_http};
 pub use rounds::{MAX_PARKED, ROUND_TTL};
-pub use server::{InstructionSource, ToolgateServer};
+pub use server::{InstructionSource, RootsChanged, ToolgateServer};
 pub use stdio::{MAX_LINE_BYTES, serve_stdio, serve_streams};

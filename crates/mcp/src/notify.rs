@@ -2,8 +2,8 @@
 //! `list_changed` for tools, prompts and resources, and `resources/updated` for the URIs a
 //! session subscribed to.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{ProgressNotificationParam, ProgressToken, ResourceUpdatedNotificationParam};
@@ -17,13 +17,26 @@ const WATCH_POLL: Duration = Duration::from_secs(5);
 /// its result does (they are only queued in memory, so this is a safety net).
 const PROGRESS_FLUSH: Duration = Duration::from_secs(5);
 
-/// The resource URIs one session subscribed to (kept in its session state).
+use crate::extras::UpdateLease;
+
+/// The resource URIs one session subscribed to, each with the source's lease on its updates
+/// (dropped with the entry: an unsubscribe, or the session's handler going away).
 #[derive(Default)]
-pub(crate) struct Subscriptions(Mutex<HashSet<String>>);
+pub(crate) struct Subscriptions(Mutex<HashMap<String, UpdateLease>>);
 
 impl Subscriptions {
-    pub(crate) fn set(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+    pub(crate) fn map(&self) -> MutexGuard<'_, HashMap<String, UpdateLease>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn contains(&self, uri: &str) -> bool {
+        self.map().contains_key(uri)
+    }
+
+    /// Drops every subscription (the session ended).
+    pub(crate) fn clear(&self) {
+        let leases = std::mem::take(&mut *self.map());
+        drop(leases);
     }
 }
 
@@ -138,7 +151,7 @@ pub(crate) fn watch_updates(
             tokio::select! {
                 update = updates.recv() => match update {
                     Ok(uri) => {
-                        if subscriptions.set().contains(&uri) {
+                        if subscriptions.contains(&uri) {
                             let param = ResourceUpdatedNotificationParam::new(uri);
                             if peer.notify_resource_updated(param).await.is_err() {
                                 break;

@@ -43,12 +43,17 @@ const HEARTBEAT: Duration = Duration::from_secs(2);
 /// Text added to the instructions each time a client asks for them.
 pub type InstructionSource = Arc<dyn Fn() -> String + Send + Sync>;
 
+/// Told when a client says its roots changed (`notifications/roots/list_changed`).
+pub type RootsChanged = Arc<dyn Fn() + Send + Sync>;
+
 struct Shared {
     dispatcher: Arc<Dispatcher>,
     render: RenderOptions,
     instructions: String,
     /// Instructions known only when a client arrives (mounted servers'), after the rest.
     more_instructions: Option<InstructionSource>,
+    /// Who hears of a client's new roots (the gateway, which tells its servers).
+    roots_changed: Option<RootsChanged>,
     /// The client profiles a session's profile is chosen from at `initialize`.
     profiles: ClientProfiles,
     /// The rendered tool list of the last generation (rendering is byte-deterministic, so
@@ -132,6 +137,7 @@ impl ToolgateServer {
                 render,
                 instructions,
                 more_instructions: None,
+                roots_changed: None,
                 profiles: ClientProfiles::default(),
                 tools: Mutex::new(None),
                 rounds: RoundTables::new(),
@@ -167,6 +173,12 @@ impl ToolgateServer {
         self
     }
 
+    /// Calls `hook` whenever a client says its roots changed.
+    pub fn with_roots_changed(mut self, hook: RootsChanged) -> Self {
+        self.edit_shared(|shared| shared.roots_changed = Some(hook));
+        self
+    }
+
     fn edit_shared(&mut self, edit: impl FnOnce(&mut Shared)) {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
             edit(shared);
@@ -178,6 +190,7 @@ impl ToolgateServer {
             render: self.shared.render.clone(),
             instructions: self.shared.instructions.clone(),
             more_instructions: self.shared.more_instructions.clone(),
+            roots_changed: self.shared.roots_changed.clone(),
             profiles: self.shared.profiles.clone(),
             tools: Mutex::new(None),
             rounds: RoundTables::new(),
@@ -270,9 +283,11 @@ impl ToolgateServer {
         &self.session
     }
 
-    /// Ends the session: every call still running is cancelled (the transport closed).
+    /// Ends the session: every call still running is cancelled (the transport closed), and
+    /// its resource subscriptions are dropped.
     pub fn end_session(&self) {
         self.session.end();
+        self.subscriptions.clear();
     }
 
     /// Gives a `tools/call` request its place in the session's line; a transport calls this
@@ -791,7 +806,11 @@ impl ServerHandler for ToolgateServer {
             let ctx = CallContext::new(Arc::clone(&self.session));
             source.read(&request.uri, &ctx).await?;
         }
-        self.subscriptions.set().insert(request.uri);
+        if self.subscriptions.contains(&request.uri) {
+            return Ok(());
+        }
+        let lease = source.follow(&request.uri).await?;
+        self.subscriptions.map().insert(request.uri, lease);
         Ok(())
     }
 
@@ -802,7 +821,8 @@ impl ServerHandler for ToolgateServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.subscribable::<UnsubscribeRequestMethod>()?;
-        self.subscriptions.set().remove(&request.uri);
+        let lease = self.subscriptions.map().remove(&request.uri);
+        drop(lease);
         Ok(())
     }
 
@@ -826,7 +846,7 @@ impl ServerHandler for ToolgateServer {
         if self.prompts.is_none() && self.resources.is_none() {
             return Err(McpError::method_not_found::<CompleteRequestMethod>());
         }
-        extras::complete(self.prompts.as_deref(), self.resources.as_deref(), &request)
+        extras::complete(self.prompts.as_deref(), self.resources.as_deref(), &request).await
     }
 
     fn accepted_subscription_filter(
@@ -855,8 +875,29 @@ impl ServerHandler for ToolgateServer {
             resources: self.resources.as_ref().and_then(|r| r.changes()),
             updates: self.resources.as_ref().and_then(|r| r.updates()),
         };
+        // The URIs the stream follows, for as long as it runs.
+        let mut leases = Vec::new();
+        if let (true, Some(source), Some(uris)) = (
+            self.resource_updates,
+            self.resources.as_deref(),
+            context.accepted().resource_subscriptions.as_ref(),
+        ) {
+            for uri in uris {
+                match source.follow(uri).await {
+                    Ok(lease) => leases.push(lease),
+                    Err(e) => tracing::debug!(%uri, %e, "a listened-to resource is not followed"),
+                }
+            }
+        }
         listen(context, sources).await;
+        drop(leases);
         Ok(())
+    }
+
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        if let Some(hook) = &self.shared.roots_changed {
+            hook();
+        }
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -13,7 +13,8 @@ use toolgate_core::{
 };
 use toolgate_fs::{ControlFiles, Covers, HardLinks, LaunchFile, Roots};
 use toolgate_gateway::{
-    CatalogCache, Discovered, Gateway, GatewayLimits, ImportOptions, TrustStore, discover,
+    CatalogCache, ClientRoots, Discovered, Gateway, GatewayLimits, ImportOptions, TrustStore,
+    discover,
 };
 use toolgate_skills::{CatalogText, HomeDirs, RootKind, ScopeChain, SkillToolProvider, Skills};
 
@@ -298,6 +299,13 @@ fn mount_servers(
         max_inline_chars: config.budget.per_result_chars,
         sandbox: Arc::new(mcp_sandbox(config, roots)),
         roots: project_roots,
+        // Roots given (`roots`, `--root`) draw the project's borders: a client's roots are
+        // cut to them. None given, toolgate's root is only where it was started: the client
+        // knows better.
+        client_roots: match config.roots.is_empty() {
+            true => ClientRoots::Relayed,
+            false => ClientRoots::WithinConfigured,
+        },
         policy,
     };
     let gateway = Gateway::new(discovered, limits, registry)

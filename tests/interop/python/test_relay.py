@@ -7,39 +7,16 @@ must see each request exactly as the server made it; its answers must reach the 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from conftest import HttpServer, http_connection, stdio_connection, toolgate_bin
+from conftest import HttpServer, http_connection, stdio_connection
 from mcp import types
 
-ASKER = Path(__file__).with_name("asking_server.py")
 INSTRUCTIONS = "Call confirm before any deploy; summarize needs a model."
-
-
-@pytest.fixture
-def mounted_env(project: Path, server_env: dict[str, str]) -> dict[str, str]:
-    """The user config mounts the asking server; `mcp list` has seen it once (the catalog is
-    warm, as after any earlier session), so `serve` lists its tools from the start."""
-    config = Path(server_env["XDG_CONFIG_HOME"]) / "toolgate" / "config.toml"
-    config.write_text(
-        config.read_text()
-        + f'\n[mcp_servers.asker]\ncommand = "{sys.executable}"\nargs = ["{ASKER}"]\n'
-    )
-    listed = subprocess.run(
-        [toolgate_bin(), "--root", str(project), "mcp", "list"],
-        env=server_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert listed.returncode == 0 and " ready " in listed.stdout, listed.stdout + listed.stderr
-    return server_env
 
 
 class User:

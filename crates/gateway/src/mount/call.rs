@@ -273,16 +273,32 @@ impl Mount {
     }
 
     /// Answers the requests of an `input_required` result: through the caller's client, as
-    /// the permission rules allow; roots from toolgate's own.
+    /// the permission rules allow; roots as `roots/list` answers them (`roots.rs`).
     async fn fulfil(
         &self,
         caller: Option<Arc<dyn ClientLink>>,
         requests: InputRequests,
     ) -> Result<InputResponses, String> {
         let limits = self.limits();
-        #[allow(deprecated)] // roots: deprecated by SEP-2577, used by 2025 servers
-        let roots = ListRootsResult::new(crate::handler::roots_of(&limits.roots));
-        let roots = serde_json::to_value(roots).map_err(|e| e.to_string())?;
+        // Roots only when asked for: the caller's client is asked for its own.
+        let wants_roots = requests
+            .values()
+            .any(|r| matches!(r, rmcp::model::InputRequest::ListRoots(_)));
+        let roots = match wants_roots {
+            true => {
+                let roots = crate::roots::roots_for(
+                    &self.spec.name,
+                    caller.clone(),
+                    &limits.roots,
+                    limits.client_roots,
+                )
+                .await;
+                #[allow(deprecated)] // roots: deprecated by SEP-2577, used by 2025 servers
+                let roots = ListRootsResult::new(roots);
+                serde_json::to_value(roots).map_err(|e| e.to_string())?
+            }
+            false => serde_json::Value::Null,
+        };
         let asker = Asker {
             name: &self.spec.name,
             policy: &limits.policy,

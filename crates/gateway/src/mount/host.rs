@@ -30,4 +30,6 @@ pub(crate) trait Host: Send + Sync {
     fn prompts_changed(&self);
     /// A server's resources or resource templates changed.
     fn resources_changed(&self);
+    /// Where a server's `notifications/resources/updated` go (the URIs).
+    fn resource_updates(&self) -> tokio::sync::broadcast::Sender<String>;
 }

@@ -89,6 +89,14 @@ async fn a_never_server_keeps_its_own_tool_and_prompt_names() {
         matches!(prefixed, Err(ForwardError::UnknownPrompt { .. })),
         "{prefixed:?}"
     );
+    // Completion finds the prompt by its own name too.
+    let argument = rmcp::model::ArgumentInfo::new("department", "Sa");
+    let got = rig
+        .gateway
+        .complete_prompt("completable-prompt", &argument, None)
+        .await
+        .unwrap();
+    assert_eq!(got.values, ["Sales"]);
     rig.finish().await;
 }
 

@@ -2,12 +2,12 @@
 
 use futures::future::BoxFuture;
 use rmcp::model::{
-    ContentBlock, GetPromptResult, Prompt, PromptArgument, PromptMessage, Resource,
-    ResourceContents, ResourceTemplate, Role,
+    ArgumentInfo, CompletionContext, CompletionInfo, ContentBlock, GetPromptResult, Prompt,
+    PromptArgument, PromptMessage, Resource, ResourceContents, ResourceTemplate, Role,
 };
 use tokio::sync::broadcast;
 use toolgate_core::CallContext;
-use toolgate_mcp::{PromptArguments, PromptSource, ResourceSource, SourceError};
+use toolgate_mcp::{PromptArguments, PromptSource, ResourceSource, SourceError, completion};
 
 use crate::RED_PIXEL_PNG;
 
@@ -99,15 +99,22 @@ impl PromptSource for FixturePrompts {
         })
     }
 
-    fn complete(&self, name: &str, argument: &str, typed: &str) -> Vec<String> {
-        if name != "test_prompt_with_arguments" || argument != "arg1" {
-            return Vec::new();
-        }
-        ["paris", "park", "party"]
-            .into_iter()
-            .filter(|v| v.starts_with(typed))
-            .map(str::to_owned)
-            .collect()
+    fn complete<'a>(
+        &'a self,
+        name: &'a str,
+        argument: &'a ArgumentInfo,
+        _context: Option<&'a CompletionContext>,
+    ) -> BoxFuture<'a, Result<CompletionInfo, SourceError>> {
+        let values = if name != "test_prompt_with_arguments" || argument.name != "arg1" {
+            Vec::new()
+        } else {
+            ["paris", "park", "party"]
+                .into_iter()
+                .filter(|v| v.starts_with(argument.value.as_str()))
+                .map(str::to_owned)
+                .collect()
+        };
+        Box::pin(async move { Ok(completion(values)) })
     }
 }
 
@@ -197,15 +204,22 @@ impl ResourceSource for FixtureResources {
         })
     }
 
-    fn complete(&self, template: &str, argument: &str, typed: &str) -> Vec<String> {
-        if template != TEMPLATE || argument != "id" {
-            return Vec::new();
-        }
-        ["123", "456"]
-            .into_iter()
-            .filter(|v| v.starts_with(typed))
-            .map(str::to_owned)
-            .collect()
+    fn complete<'a>(
+        &'a self,
+        template: &'a str,
+        argument: &'a ArgumentInfo,
+        _context: Option<&'a CompletionContext>,
+    ) -> BoxFuture<'a, Result<CompletionInfo, SourceError>> {
+        let values = if template != TEMPLATE || argument.name != "id" {
+            Vec::new()
+        } else {
+            ["123", "456"]
+                .into_iter()
+                .filter(|v| v.starts_with(argument.value.as_str()))
+                .map(str::to_owned)
+                .collect()
+        };
+        Box::pin(async move { Ok(completion(values)) })
     }
 
     fn updates(&self) -> Option<broadcast::Receiver<String>> {

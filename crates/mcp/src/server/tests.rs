@@ -15,7 +15,7 @@ use toolgate_test_support::LineClient;
 
 use crate::{
     LogLevel, McpClient, PromptArguments, PromptSource, ResourceSource, SourceError,
-    ToolgateServer, serve_streams,
+    ToolgateServer, UpdateLease, serve_streams,
 };
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -118,12 +118,18 @@ impl PromptSource for Greetings {
             )]))
         })
     }
-    fn complete(&self, _name: &str, _argument: &str, typed: &str) -> Vec<String> {
-        ["alice", "bob"]
+    fn complete<'a>(
+        &'a self,
+        _name: &'a str,
+        argument: &'a rmcp::model::ArgumentInfo,
+        _context: Option<&'a rmcp::model::CompletionContext>,
+    ) -> BoxFuture<'a, Result<rmcp::model::CompletionInfo, SourceError>> {
+        let values = ["alice", "bob"]
             .into_iter()
-            .filter(|v| v.starts_with(typed))
+            .filter(|v| v.starts_with(argument.value.as_str()))
             .map(str::to_owned)
-            .collect()
+            .collect();
+        Box::pin(async move { Ok(crate::completion(values)) })
     }
 }
 
@@ -386,4 +392,81 @@ async fn each_connection_gets_a_whole_session_of_its_own() {
     assert_eq!(seen["profile"], "default");
     assert_eq!(seen["forms"], false, "{seen}");
     assert_eq!(seen["linked"], true);
+}
+
+/// Notes whose subscriptions are followed: `held` counts the leases alive.
+struct Followed {
+    held: tokio::sync::watch::Sender<usize>,
+    updates: tokio::sync::broadcast::Sender<String>,
+}
+
+/// Withdraws one follower when dropped.
+struct Held(tokio::sync::watch::Sender<usize>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
+}
+
+impl ResourceSource for Followed {
+    fn resources(&self) -> Vec<Resource> {
+        Notes.resources()
+    }
+    fn read<'a>(
+        &'a self,
+        uri: &'a str,
+        ctx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<Vec<ResourceContents>, SourceError>> {
+        Box::pin(async move { Notes.read(uri, ctx).await })
+    }
+    fn updates(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        Some(self.updates.subscribe())
+    }
+    fn follow<'a>(&'a self, _uri: &'a str) -> BoxFuture<'a, Result<UpdateLease, SourceError>> {
+        self.held.send_modify(|n| *n += 1);
+        let held = Held(self.held.clone());
+        Box::pin(async move { Ok(UpdateLease::new(held)) })
+    }
+}
+
+#[tokio::test]
+async fn a_session_follows_a_subscribed_uri_once_until_it_unsubscribes_or_ends() {
+    let (held, mut leases) = tokio::sync::watch::channel(0usize);
+    let source = Arc::new(Followed {
+        held,
+        updates: tokio::sync::broadcast::channel(16).0,
+    });
+    let updates = source.updates.clone();
+    let (mut client, init) = start(server().with_resources(source)).await;
+    assert_eq!(init["capabilities"]["resources"]["subscribe"], true);
+    let subscribe = json!({"uri": "note://a"});
+    for id in 1..=2 {
+        let answer = client
+            .request(id, "resources/subscribe", subscribe.clone())
+            .await;
+        assert_eq!(answer["result"], json!({}), "{answer}");
+    }
+    assert_eq!(*leases.borrow(), 1, "subscribing twice follows once");
+    // Only the subscribed URI's updates are passed on.
+    updates.send("note://other".to_owned()).unwrap();
+    updates.send("note://a".to_owned()).unwrap();
+    let update = client
+        .next_where(|m| m["method"] == "notifications/resources/updated")
+        .await;
+    assert_eq!(update["params"]["uri"], "note://a");
+    let answer = client
+        .request(3, "resources/unsubscribe", subscribe.clone())
+        .await;
+    assert_eq!(answer["result"], json!({}));
+    assert_eq!(*leases.borrow(), 0, "unsubscribing drops the lease");
+    client.request(4, "resources/subscribe", subscribe).await;
+    assert_eq!(*leases.borrow(), 1);
+    // The client goes away: its session ends and stops following.
+    drop(client);
+    let guard = std::time::Duration::from_secs(120); // a hang guard, not a speed goal
+    tokio::time::timeout(guard, leases.wait_for(|n| *n == 0))
+        .await
+        .unwrap()
+        .unwrap();
 }

@@ -1,0 +1,48 @@
+//! Completion of a mounted server's prompt and template arguments: `completion/complete`
+//! forwarded to the server with the argument and context the client gave, when the server
+//! declared `completions`.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    ArgumentInfo, CompleteRequestParams, CompletionContext, CompletionInfo, Reference,
+};
+
+use super::Mount;
+
+impl Mount {
+    /// The server's suggestions for `argument` of `reference` (its own prompt name or
+    /// template); none when the server offers no completion.
+    pub(crate) async fn complete(
+        self: &Arc<Self>,
+        reference: Reference,
+        argument: &ArgumentInfo,
+        context: Option<&CompletionContext>,
+    ) -> Result<CompletionInfo, String> {
+        let server = &self.spec.name;
+        let live = self.ensure_live().await?;
+        let offers = live
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.completions.is_some());
+        if !offers {
+            return Ok(CompletionInfo::default());
+        }
+        let mut params = CompleteRequestParams::new(reference, argument.clone());
+        if let Some(context) = context {
+            params = params.with_context(context.clone());
+        }
+        let answer = tokio::time::timeout(self.spec.tool_timeout, live.peer.complete(params))
+            .await
+            .map_err(|_| {
+                format!("MCP server `{server}` did not answer `completion/complete` in time")
+            })?;
+        answer.map(|result| result.completion).map_err(|e| {
+            format!(
+                "MCP server `{server}` could not complete `{}`: {}",
+                argument.name,
+                super::call::tidy(&e.to_string())
+            )
+        })
+    }
+}
