@@ -105,6 +105,14 @@ pub trait ClientLink: Send + Sync {
         self.request(ask, params)
     }
 
+    /// What identifies the client behind the link: the links of one client (its session's
+    /// link and the links of single calls, as a 2026-07-28 request has) give the same value,
+    /// so a relay can tell calls of one client from calls of several. By default the link's
+    /// own address.
+    fn client_id(&self) -> usize {
+        std::ptr::from_ref(self).cast::<()>() as usize
+    }
+
     /// Notes that the work of the call needed `ask` and the client cannot be asked it (a
     /// relay that found [`ClientLink::can_ask`] refusing, and answered for the client). A
     /// 2026-07-28 request whose work then fails is answered with the protocol's "missing

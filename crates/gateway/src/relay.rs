@@ -44,23 +44,26 @@ impl Callers {
         }
     }
 
-    /// The one session a request of the server can be for: every call in flight must come
-    /// from it. `Err` says why there is none.
+    /// The one client a request of the server can be for: every call in flight must come
+    /// from it ([`ClientLink::client_id`]). Of its calls the latest asks (an earlier one may
+    /// be waiting for the client's answer to a round of its own). `Err` says why there is
+    /// none.
     pub(crate) fn only(&self) -> Result<Arc<dyn ClientLink>, &'static str> {
         let list = self.lock();
-        let mut links = list.calls.iter().map(|(_, link)| link);
-        let Some(first) = links.next() else {
+        let mut links = list.calls.iter().rev().map(|(_, link)| link);
+        let Some(latest) = links.next() else {
             return Err("no call of the server is in progress");
         };
-        let Some(first) = first else {
+        let Some(latest) = latest else {
             return Err("the call comes from a session without an MCP client");
         };
-        if links.any(|l| !l.as_ref().is_some_and(|l| Arc::ptr_eq(l, first))) {
+        let client = latest.client_id();
+        if links.any(|l| l.as_ref().is_none_or(|l| l.client_id() != client)) {
             return Err(
                 "calls from several sessions are in progress, so whose user to ask is unknown",
             );
         }
-        Ok(Arc::clone(first))
+        Ok(Arc::clone(latest))
     }
 }
 
@@ -297,6 +300,43 @@ mod tests {
         assert!(callers.only().is_err());
         let _anonymous = callers.enter(None);
         assert!(callers.only().is_err());
+    }
+
+    /// A link of one call of client `.0`, as a 2026-07-28 request has.
+    struct CallLink(usize);
+
+    impl ClientLink for CallLink {
+        fn can_ask(&self, ask: ClientAsk) -> Result<(), &'static str> {
+            Link.can_ask(ask)
+        }
+
+        fn request(
+            &self,
+            ask: ClientAsk,
+            params: Value,
+        ) -> futures::future::BoxFuture<'static, Result<Value, toolgate_core::AskError>> {
+            Link.request(ask, params)
+        }
+
+        fn client_id(&self) -> usize {
+            self.0
+        }
+
+        fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+            self
+        }
+    }
+
+    #[test]
+    fn calls_of_one_client_through_links_of_their_own_ask_the_latest() {
+        let callers = Arc::new(Callers::default());
+        let waiting: Arc<dyn ClientLink> = Arc::new(CallLink(1));
+        let latest: Arc<dyn ClientLink> = Arc::new(CallLink(1));
+        let _waiting = callers.enter(Some(waiting));
+        let _latest = callers.enter(Some(Arc::clone(&latest)));
+        assert!(Arc::ptr_eq(&callers.only().unwrap(), &latest));
+        let _other = callers.enter(Some(Arc::new(CallLink(2))));
+        assert!(callers.only().is_err(), "another client: nobody is asked");
     }
 
     #[tokio::test]

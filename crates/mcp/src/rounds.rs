@@ -228,6 +228,13 @@ impl ClientLink for RoundLink {
         })
     }
 
+    fn client_id(&self) -> usize {
+        match &self.session {
+            Some(session) => session.client_id(),
+            None => std::ptr::from_ref(self).cast::<()>() as usize,
+        }
+    }
+
     fn note_missing(&self, ask: ClientAsk) {
         lock(&self.undeclared).push(ask);
     }
