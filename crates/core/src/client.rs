@@ -113,6 +113,13 @@ pub trait ClientLink: Send + Sync {
         std::ptr::from_ref(self).cast::<()>() as usize
     }
 
+    /// Whether a request sent through this link is waiting for the client's answer (a
+    /// 2026-07-28 round the client has not answered yet): the call is blocked on it, so a
+    /// new request of a mounted server is not this call's. `false` by default.
+    fn is_waiting(&self) -> bool {
+        false
+    }
+
     /// Notes that the work of the call needed `ask` and the client cannot be asked it (a
     /// relay that found [`ClientLink::can_ask`] refusing, and answered for the client). A
     /// 2026-07-28 request whose work then fails is answered with the protocol's "missing

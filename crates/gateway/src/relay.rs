@@ -45,12 +45,23 @@ impl Callers {
     }
 
     /// The one client a request of the server can be for: every call in flight must come
-    /// from it ([`ClientLink::client_id`]). Of its calls the latest asks (an earlier one may
-    /// be waiting for the client's answer to a round of its own). `Err` says why there is
-    /// none.
+    /// from it ([`ClientLink::client_id`]), and the latest of its calls asks. Calls blocked
+    /// on an answer their client has not sent yet ([`ClientLink::is_waiting`]) are left out
+    /// while another call is in flight (the blocked one is not the one asking again; a round
+    /// a client abandoned does not stop the others), and count when there is nothing else
+    /// (one call asking several things at once). `Err` says why there is nobody.
     pub(crate) fn only(&self) -> Result<Arc<dyn ClientLink>, &'static str> {
         let list = self.lock();
-        let mut links = list.calls.iter().rev().map(|(_, link)| link);
+        let waiting =
+            |link: &Option<Arc<dyn ClientLink>>| link.as_ref().is_some_and(|l| l.is_waiting());
+        let candidates: Vec<&Option<Arc<dyn ClientLink>>> =
+            if list.calls.iter().all(|(_, link)| waiting(link)) {
+                list.calls.iter().rev().map(|(_, link)| link).collect()
+            } else {
+                let active = list.calls.iter().rev().map(|(_, link)| link);
+                active.filter(|link| !waiting(link)).collect()
+            };
+        let mut links = candidates.into_iter();
         let Some(latest) = links.next() else {
             return Err("no call of the server is in progress");
         };
@@ -337,6 +348,47 @@ mod tests {
         assert!(Arc::ptr_eq(&callers.only().unwrap(), &latest));
         let _other = callers.enter(Some(Arc::new(CallLink(2))));
         assert!(callers.only().is_err(), "another client: nobody is asked");
+    }
+
+    /// A call of client `.0` blocked on an answer it has not had yet.
+    struct Blocked(usize);
+
+    impl ClientLink for Blocked {
+        fn can_ask(&self, ask: ClientAsk) -> Result<(), &'static str> {
+            Link.can_ask(ask)
+        }
+
+        fn request(
+            &self,
+            ask: ClientAsk,
+            params: Value,
+        ) -> futures::future::BoxFuture<'static, Result<Value, toolgate_core::AskError>> {
+            Link.request(ask, params)
+        }
+
+        fn client_id(&self) -> usize {
+            self.0
+        }
+
+        fn is_waiting(&self) -> bool {
+            true
+        }
+
+        fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+            self
+        }
+    }
+
+    #[test]
+    fn a_call_blocked_on_the_clients_answer_is_not_the_one_asking() {
+        let callers = Arc::new(Callers::default());
+        let blocked: Arc<dyn ClientLink> = Arc::new(Blocked(7));
+        let _blocked = callers.enter(Some(Arc::clone(&blocked)));
+        // Alone, it is the one asking (several requests of one call at once).
+        assert!(Arc::ptr_eq(&callers.only().unwrap(), &blocked));
+        let active: Arc<dyn ClientLink> = Arc::new(CallLink(8));
+        let _active = callers.enter(Some(Arc::clone(&active)));
+        assert!(Arc::ptr_eq(&callers.only().unwrap(), &active));
     }
 
     #[tokio::test]

@@ -16,7 +16,7 @@
 //! restart) can answer up front.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -91,6 +91,17 @@ pub(crate) struct RoundLink {
     undeclared: Mutex<Vec<ClientAsk>>,
     /// The session's own link, which log messages go through.
     session: Option<Arc<dyn ClientLink>>,
+    /// Requests sent and not answered yet.
+    waiting: Arc<AtomicUsize>,
+}
+
+/// Counts a request as waiting until it is answered (or given up).
+struct Waiting(Arc<AtomicUsize>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -112,6 +123,7 @@ impl RoundLink {
             offered: Mutex::new(offered),
             undeclared: Mutex::default(),
             session,
+            waiting: Arc::default(),
         });
         (link, rx)
     }
@@ -211,7 +223,10 @@ impl ClientLink for RoundLink {
             answer,
         };
         let sent = self.asks.send(asked).is_ok();
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let waiting = Waiting(Arc::clone(&self.waiting));
         Box::pin(async move {
+            let _waiting = waiting;
             if !sent {
                 return Err(AskError::NoAnswer {
                     method,
@@ -233,6 +248,10 @@ impl ClientLink for RoundLink {
             Some(session) => session.client_id(),
             None => std::ptr::from_ref(self).cast::<()>() as usize,
         }
+    }
+
+    fn is_waiting(&self) -> bool {
+        self.waiting.load(Ordering::Relaxed) > 0
     }
 
     fn note_missing(&self, ask: ClientAsk) {

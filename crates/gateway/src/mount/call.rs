@@ -280,30 +280,37 @@ impl Mount {
         requests: InputRequests,
     ) -> Result<InputResponses, String> {
         let limits = self.limits();
-        // Roots only when asked for: the caller's client is asked for its own.
-        let wants_roots = requests
-            .values()
-            .any(|r| matches!(r, rmcp::model::InputRequest::ListRoots(_)));
-        let roots = match wants_roots {
-            true => {
-                let roots = crate::roots::roots_for(
-                    &self.spec.name,
-                    caller.clone(),
-                    &limits.roots,
-                    limits.client_roots,
-                )
-                .await;
-                #[allow(deprecated)] // roots: deprecated by SEP-2577, used by 2025 servers
-                let roots = ListRootsResult::new(roots);
-                serde_json::to_value(roots).map_err(|e| e.to_string())?
+        // Roots only when asked for: the caller's client is asked for its own, at the same
+        // time as the rest (a 2026-07-28 client then gets every request in one round).
+        let (roots_keys, requests): (InputRequests, InputRequests) = requests
+            .into_iter()
+            .partition(|(_, r)| matches!(r, rmcp::model::InputRequest::ListRoots(_)));
+        let roots = async {
+            if roots_keys.is_empty() {
+                return Ok(serde_json::Value::Null);
             }
-            false => serde_json::Value::Null,
+            let roots = crate::roots::roots_for(
+                &self.spec.name,
+                caller.clone(),
+                &limits.roots,
+                limits.client_roots,
+            )
+            .await;
+            #[allow(deprecated)] // roots: deprecated by SEP-2577, used by 2025 servers
+            let roots = ListRootsResult::new(roots);
+            serde_json::to_value(roots).map_err(|e| e.to_string())
         };
         let asker = Asker {
             name: &self.spec.name,
             policy: &limits.policy,
         };
-        crate::relay::fulfil(caller, &asker, &roots, requests).await
+        let rest = crate::relay::fulfil(caller.clone(), &asker, &serde_json::Value::Null, requests);
+        let (roots, rest) = futures::join!(roots, rest);
+        let (roots, mut answers) = (roots?, rest?);
+        for key in roots_keys.into_keys() {
+            answers.insert(key, roots.clone());
+        }
+        Ok(answers)
     }
 
     /// Sends the call once and waits for the server's answer.
