@@ -46,9 +46,14 @@ def toolgate_server(project: Path, env: dict[str, str] | None = None) -> dict:
     return server
 
 
-def mount_probe(project: Path, extra_tools: int = 0, delay: float = 0.0) -> None:
-    """Mounts probe_server.py behind toolgate through the project's .mcp.json."""
+def mount_probe(
+    project: Path, extra_tools: int = 0, delay: float = 0.0, resources: bool = False
+) -> None:
+    """Mounts probe_server.py behind toolgate through the project's .mcp.json (with its
+    resources when `resources`)."""
     env = {"PROBE_TOOLS": str(extra_tools), "PROBE_DELAY": str(delay)}
+    if resources:
+        env["PROBE_RESOURCES"] = "1"
     (project / ".mcp.json").write_text(
         json.dumps({"mcpServers": {"probe": {"command": sys.executable, "args": [PROBE], "env": env}}})
     )

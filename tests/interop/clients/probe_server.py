@@ -7,7 +7,8 @@ schema). Each line starts with its number, so a reader can tell exactly which li
 
 Env: PROBE_TOOLS=N adds N more tools (`probe_extra_NNNN`, for catalog sizes); PROBE_DELAY=S
 sleeps S seconds before answering `initialize` (a slow starter); PROBE_LOG=FILE appends each
-client's `clientInfo`.
+client's `clientInfo`; PROBE_RESOURCES=1 offers resources: `probe://notes/readme` (a short text
+naming itself) and `probe://notes/big` (200,000 characters of numbered lines).
 """
 
 import json
@@ -46,6 +47,8 @@ def answer(msg_id, result):
     sys.stdout.flush()
 
 
+RESOURCES = os.environ.get("PROBE_RESOURCES") == "1"
+
 for raw in sys.stdin:
     msg = json.loads(raw)
     method = msg.get("method")
@@ -59,7 +62,7 @@ for raw in sys.stdin:
                 log.write(json.dumps(msg["params"].get("clientInfo")) + "\n")
         answer(msg["id"], {
             "protocolVersion": msg["params"].get("protocolVersion", "2025-06-18"),
-            "capabilities": {"tools": {}},
+            "capabilities": {"tools": {}, **({"resources": {}} if RESOURCES else {})},
             "serverInfo": {"name": "probe", "version": "1"},
         })
     elif method == "tools/list":
@@ -74,6 +77,17 @@ for raw in sys.stdin:
              "inputSchema": SCHEMA_IN,
              "outputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
         ]})
+    elif method == "resources/list" and RESOURCES:
+        answer(msg["id"], {"resources": [
+            {"uri": "probe://notes/readme", "name": "readme", "mimeType": "text/plain"},
+            {"uri": "probe://notes/big", "name": "big", "mimeType": "text/plain"},
+        ]})
+    elif method == "resources/templates/list" and RESOURCES:
+        answer(msg["id"], {"resourceTemplates": []})
+    elif method == "resources/read" and RESOURCES:
+        uri = msg["params"]["uri"]
+        text = "the probe's readme: resources reach the model" if uri.endswith("readme") else body(200_000, 80)
+        answer(msg["id"], {"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]})
     elif method == "tools/call":
         args = msg["params"].get("arguments") or {}
         text = body(int(args.get("chars", 100)), int(args.get("line", 80)), str(args.get("fill") or "x")[:1])

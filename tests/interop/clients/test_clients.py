@@ -124,6 +124,29 @@ def test_a_mounted_tool_is_callable_through_search_tool_and_run_tool_in_turn_1(
 
 
 @pytest.mark.parametrize("client", CLIENTS)
+def test_a_mounted_servers_resources_are_readable_through_read_resource(client, project):
+    """A model in a client that never sends `resources/*` itself reads a mounted server's
+    resources through toolgate's `list_resources` and `read_resource` tools; a large one
+    arrives as an excerpt and a spill pointer, within what the client shows whole."""
+    mount_probe(project, resources=True)
+    warm_catalog(project)
+    steps = [
+        Step("list_resources", {}),
+        Step("read_resource", {"uri": "probe://notes/readme"}),
+        Step("read_resource", {"uri": "probe://notes/big"}),
+    ]
+    run = drive(client, project, steps)
+    results = run.model.tool_results()
+    assert len(results) == 3, f"calls made: {len(results)}; stderr: {run.stderr[-1500:]}"
+    listing, readme, big = (CLIENT_WRAP.sub("", r["text"]) for r in results)
+    assert "probe://notes/readme" in listing and "probe://notes/big" in listing, listing
+    assert "the probe's readme: resources reach the model" in readme, readme
+    assert_not_cut(big)
+    assert "L000001 " in big, big[:300]
+    assert "saved to" in big and len(big) < 20_000, big[-500:]
+
+
+@pytest.mark.parametrize("client", CLIENTS)
 def test_a_login_protected_server_in_claude_json_works_after_one_mcp_login(
     client, project, provider: Provider, tmp_path
 ):

@@ -6,7 +6,7 @@ tells how often each was subscribed and unsubscribed, `touch` reports a URI upda
 completable (the context the client gave comes back as `ctx:NAME=VALUE` values); `roots_changes`
 counts the `notifications/roots/list_changed` it got. Mounted behind `toolgate serve`, its
 requests must reach toolgate's client. `--http PORT` serves it over Streamable HTTP (both
-revisions) instead of stdio.
+revisions) instead of stdio."""
 
 from __future__ import annotations
 
