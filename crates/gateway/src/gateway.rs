@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use toolgate_core::{DynTool, Registry, RegistryError};
+use toolgate_core::{Decision, DynTool, Registry, RegistryError};
 
 use crate::auth::{LoginHandler, TokenStore};
 use crate::catalog::CatalogCache;
@@ -325,6 +325,27 @@ pub enum ForwardError {
     /// text names the server and says what to do.
     #[error("{0}")]
     Server(String),
+    /// A permission rule refuses it: denied, or an `ask` rule nobody can answer over MCP.
+    /// The text names the rule and what to do.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// What a client is told when a rule refuses `what` over MCP, where nobody can answer an
+/// `ask` rule (MCP sessions have no approver).
+fn refusal(what: &str, verdict: &toolgate_core::Verdict) -> String {
+    let rule = verdict
+        .rule
+        .as_deref()
+        .map_or_else(String::new, |r| format!(" by the rule {r}"));
+    match verdict.decision {
+        Decision::Ask => format!(
+            "{what} needs the user's approval{rule}, and nobody can be asked over MCP; ask the user to change that rule to allow it"
+        ),
+        _ => {
+            format!("permission denied: {what} is blocked{rule}; ask the user to change that rule")
+        }
+    }
 }
 
 /// Mounts MCP servers into a registry and runs them.
@@ -622,10 +643,16 @@ impl Gateway {
     /// Every mounted server's prompts, named like its tools (`mcp__<server>__<prompt>`, or
     /// the prompt's own name for a `prefix = "never"` server), in config order; a server
     /// that is not ready, or not mounted because its names clash, has none.
+    ///
+    /// A prompt a permission rule denies (by its name, `mcp__<server>__*`, or the action
+    /// `mcp.prompt`) is left out.
     pub fn prompts(&self) -> Vec<rmcp::model::Prompt> {
         let mut out = Vec::new();
         for mount in &self.inner.mounts {
             for (name, mut prompt) in self.inner.prompt_names(mount) {
+                if self.inner.prompt_verdict(&name).decision == Decision::Deny {
+                    continue;
+                }
                 prompt.name = name;
                 out.push(prompt);
             }
@@ -651,6 +678,13 @@ impl Gateway {
                 .into_iter()
                 .find(|(listed, _)| listed == name);
             if let Some((_, prompt)) = own {
+                let verdict = self.inner.prompt_verdict(name);
+                if verdict.decision != Decision::Allow {
+                    return Err(ForwardError::Refused(refusal(
+                        &format!("prompt `{name}`"),
+                        &verdict,
+                    )));
+                }
                 return mount
                     .get_prompt(&prompt.name, arguments, caller)
                     .await

@@ -113,6 +113,12 @@ fn meta(timeout: Option<Duration>) -> ToolMeta {
 impl Inner {
     /// The rules' verdict on reading `mount`'s resources: the rules for the server
     /// (`mcp__NAME__*`) and the `mcp.read` action.
+    /// How the rules treat a client's use of the mounted prompt `name` (its toolgate name):
+    /// by the name, or the action `mcp.prompt`.
+    pub(super) fn prompt_verdict(&self, name: &str) -> Verdict {
+        self.limits.policy.decide(name, "mcp.prompt")
+    }
+
     pub(super) fn resource_verdict(&self, mount: &Mount) -> Verdict {
         self.limits
             .policy
@@ -120,7 +126,7 @@ impl Inner {
     }
 
     /// The servers whose resources may be listed: mounted, and not denied.
-    fn readable(&self) -> impl Iterator<Item = &Arc<Mount>> {
+    pub(super) fn readable(&self) -> impl Iterator<Item = &Arc<Mount>> {
         self.mounts
             .iter()
             .filter(|m| m.clash().is_none())

@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use toolgate_core::Decision;
+
 use super::{ForwardError, Gateway, Inner, fit_resource_contents};
 use crate::mount::lock;
 
@@ -22,12 +24,13 @@ pub struct ResourceCollision {
 impl Gateway {
     /// Every mounted server's resources, URIs as the servers gave them, in config order
     /// (a URI two servers list is read from the first).
+    ///
+    /// A server whose resources a permission rule denies (`mcp__<server>__*`, or the
+    /// action `mcp.read`) is left out, here and in [`Gateway::resource_templates`].
     pub fn resources(&self) -> Vec<rmcp::model::Resource> {
         let mut seen = std::collections::HashSet::new();
         self.inner
-            .mounts
-            .iter()
-            .filter(|m| m.clash().is_none())
+            .readable()
             .flat_map(|m| m.resources().resources.clone())
             .filter(|r| seen.insert(r.uri.clone()))
             .collect()
@@ -36,9 +39,7 @@ impl Gateway {
     /// Every mounted server's resource templates, in config order.
     pub fn resource_templates(&self) -> Vec<rmcp::model::ResourceTemplate> {
         self.inner
-            .mounts
-            .iter()
-            .filter(|m| m.clash().is_none())
+            .readable()
             .flat_map(|m| m.resources().templates.clone())
             .collect()
     }
@@ -52,16 +53,26 @@ impl Gateway {
         uri: &str,
         caller: Option<Arc<dyn toolgate_core::ClientLink>>,
     ) -> Result<Vec<rmcp::model::ResourceContents>, ForwardError> {
-        let mounted = self.inner.mounts.iter().filter(|m| m.clash().is_none());
-        match Inner::owner(mounted, uri) {
-            Some(mount) => mount
-                .read_resource(uri, caller)
-                .await
-                .map_err(ForwardError::Server),
-            None => Err(ForwardError::UnknownResource {
+        let Some(mount) = Inner::owner(self.inner.readable(), uri) else {
+            let mounted = self.inner.mounts.iter().filter(|m| m.clash().is_none());
+            if let Some(hidden) = Inner::owner(mounted, uri) {
+                let verdict = self.inner.resource_verdict(hidden);
+                let what = format!("reading `{uri}` from MCP server `{}`", hidden.spec.name);
+                return Err(ForwardError::Refused(super::refusal(&what, &verdict)));
+            }
+            return Err(ForwardError::UnknownResource {
                 uri: uri.to_owned(),
-            }),
+            });
+        };
+        let verdict = self.inner.resource_verdict(mount);
+        if verdict.decision != Decision::Allow {
+            let what = format!("reading `{uri}` from MCP server `{}`", mount.spec.name);
+            return Err(ForwardError::Refused(super::refusal(&what, &verdict)));
         }
+        mount
+            .read_resource(uri, caller)
+            .await
+            .map_err(ForwardError::Server)
     }
 
     /// Fits the prompts and resource reads served over MCP ([`Gateway::get_prompt_for`],

@@ -255,6 +255,80 @@ async fn a_denied_servers_resources_are_invisible_and_unreadable() {
 }
 
 #[tokio::test]
+async fn the_rules_apply_to_resources_and_prompts_served_over_mcp() {
+    let builder = rules(setup(), &["mcp__three__*"], &["mcp__two__*"]);
+    let builder = with_resources(builder, "one", "one", 0);
+    let builder = with_resources(builder, "two", "two", 0);
+    let rig = with_resources(builder, "three", "three", 0).build();
+    rig.gateway.start_all().await;
+    // Denied: neither listed nor read, and the refusal names the rule.
+    let uris: Vec<String> = rig.gateway.resources().into_iter().map(|r| r.uri).collect();
+    assert!(uris.iter().any(|u| u == "fake://one/small"), "{uris:?}");
+    assert!(
+        !uris.iter().any(|u| u.starts_with("fake://two/")),
+        "{uris:?}"
+    );
+    let templates = rig.gateway.resource_templates();
+    assert!(
+        !templates
+            .iter()
+            .any(|t| t.uri_template.starts_with("fake://two/"))
+    );
+    let refused = rig
+        .gateway
+        .read_resource("fake://two/small", None)
+        .await
+        .unwrap_err();
+    let text = refused.to_string();
+    assert!(
+        text.contains("permission denied") && text.contains("deny = [\"mcp__two__*\"]"),
+        "{text}"
+    );
+    assert!(!rig.fake_log("two").contains("read "));
+    // `ask`: listed, but nobody can approve over MCP, so it is refused with the rule.
+    assert!(
+        uris.iter().any(|u| u.starts_with("fake://three/")),
+        "{uris:?}"
+    );
+    let refused = rig
+        .gateway
+        .read_resource("fake://three/small", None)
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("needs the user's approval"),
+        "{refused}"
+    );
+    assert!(!rig.fake_log("three").contains("read "));
+    // Prompts by their names: a denied one is not offered, an `ask` one is refused.
+    let prompts: Vec<String> = rig.gateway.prompts().into_iter().map(|p| p.name).collect();
+    assert!(
+        prompts.iter().any(|p| p == "mcp__one__huge_prompt"),
+        "{prompts:?}"
+    );
+    assert!(
+        !prompts.iter().any(|p| p.starts_with("mcp__two__")),
+        "{prompts:?}"
+    );
+    let refused = rig
+        .gateway
+        .get_prompt("mcp__three__huge_prompt", None, None)
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("ask = [\"mcp__three__*\"]"),
+        "{refused}"
+    );
+    assert!(
+        rig.gateway
+            .read_resource("fake://one/small", None)
+            .await
+            .is_ok()
+    );
+    rig.finish().await;
+}
+
+#[tokio::test]
 async fn the_tools_are_not_offered_when_no_allowed_server_has_resources() {
     let builder = rules(setup(), &[], &["mcp__one__*"]);
     let builder = with_resources(builder, "one", "one", 0);
