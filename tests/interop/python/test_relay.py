@@ -15,6 +15,7 @@ import anyio
 import pytest
 from conftest import HttpServer, http_connection, stdio_connection
 from mcp import types
+from mcp.shared.exceptions import MCPError
 
 INSTRUCTIONS = "Call confirm before any deploy; summarize needs a model."
 
@@ -100,32 +101,28 @@ async def test_elicitation_and_sampling_reach_the_client_of_the_call(
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(
-    ("mode", "offers", "why"),
-    [
-        ("legacy", False, "does not offer"),
-        # A 2026-07-28 client declares its capabilities in each request's `_meta`.
-        ("auto", False, "does not offer"),
-    ],
-    ids=["client-without-capabilities", "client-on-2026-07-28-without-capabilities"],
-)
+@pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["2025-11-25", "2026-07-28"])
 async def test_a_client_that_cannot_be_asked_declines_the_form_and_sampling_says_why(
-    mode: str, offers: bool, why: str, project: Path, tmp_path: Path, mounted_env: dict[str, str]
+    mode: str, project: Path, tmp_path: Path, mounted_env: dict[str, str]
 ) -> None:
-    user = User()
-    options = (
-        {"elicitation_callback": user.elicit, "sampling_callback": user.sample} if offers else {}
-    )
-    async with stdio_connection(
-        project, mounted_env, mode, tmp_path / "stdio-server.stderr", **options
-    ) as client:
+    """A client that offers neither forms nor sampling: the server's form is declined (it
+    goes on without the answer); its sampling, which it cannot do without, fails the call —
+    with the reason in the result for a 2025 client, and with the protocol's "missing
+    required client capability" error (-32021) for a 2026-07-28 client, which names its
+    capabilities in each request (SEP-2575)."""
+    async with stdio_connection(project, mounted_env, mode, tmp_path / "stdio-server.stderr") as client:
         result = await client.call_tool("mcp__asker__confirm", {})
         assert result.content[0].text == "decline", result.content[0].text
-        result = await client.call_tool("mcp__asker__summarize", {"text": "x"})
-        text = result.content[0].text
-        assert result.is_error, text
-        assert "sampling/createMessage" in text and why in text, text
-    assert not user.forms and not user.samples
+        if mode == "legacy":
+            result = await client.call_tool("mcp__asker__summarize", {"text": "x"})
+            text = result.content[0].text
+            assert result.is_error, text
+            assert "sampling/createMessage" in text and "does not offer" in text, text
+        else:
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("mcp__asker__summarize", {"text": "x"})
+            assert refused.value.code == -32021, refused.value
+            assert "sampling" in str(refused.value.data), refused.value
 
 
 @pytest.mark.anyio
