@@ -146,6 +146,18 @@ def test_a_mounted_servers_resources_are_readable_through_read_resource(client, 
     assert "saved to" in big and len(big) < 20_000, big[-500:]
 
 
+def test_codex_reads_a_mounted_servers_resource_with_its_own_resource_tool(project):
+    """Codex's own `read_mcp_resource` tool sends `resources/read` to toolgate, which reads
+    it from the mounted server that lists the URI."""
+    mount_probe(project, resources=True)
+    warm_catalog(project)
+    steps = [Step("read_mcp_resource", {"server": "tg", "uri": "probe://notes/readme"})]
+    run = drive("codex", project, steps)
+    results = run.model.tool_results()
+    assert len(results) == 1, f"calls made: {len(results)}; stderr: {run.stderr[-1500:]}"
+    assert "the probe's readme: resources reach the model" in results[0]["text"], results[0]
+
+
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_login_protected_server_in_claude_json_works_after_one_mcp_login(
     client, project, provider: Provider, tmp_path
