@@ -38,6 +38,9 @@ struct Entry {
     /// Whether it offered resources or templates (absent in older files: no).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     resources: bool,
+    /// Its prompts (absent in older files: none known).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    prompts: Vec<rmcp::model::Prompt>,
 }
 
 /// What the cache holds for one server.
@@ -50,6 +53,9 @@ pub struct CachedCatalog {
     /// Whether it offered resources or resource templates, so `list_resources` and
     /// `read_resource` are in a session's first tool list.
     pub resources: bool,
+    /// Its prompts, so a client that reads the prompt list once at its start (Claude Code's
+    /// slash commands) finds them before the server answers.
+    pub prompts: Vec<rmcp::model::Prompt>,
 }
 
 impl CatalogCache {
@@ -80,6 +86,7 @@ impl CatalogCache {
             tools: entry.tools,
             instructions: entry.instructions,
             resources: entry.resources,
+            prompts: entry.prompts,
         })
     }
 
@@ -94,6 +101,7 @@ impl CatalogCache {
             tools: catalog.tools.clone(),
             instructions: catalog.instructions.clone(),
             resources: catalog.resources,
+            prompts: catalog.prompts.clone(),
         };
         let path = self.path(&key);
         let write = || -> std::io::Result<()> {
@@ -193,6 +201,7 @@ mod tests {
             tools: vec![tool("a"), tool("b")],
             instructions: Some("Use a before b.".to_owned()),
             resources: true,
+            prompts: vec![rmcp::model::Prompt::new("plan", Some("A plan"), None)],
         };
         cache.store(&spec("srv"), &stored);
         let cached = cache.load(&spec("srv")).unwrap();
@@ -214,6 +223,7 @@ mod tests {
             tools: vec![tool("a")],
             instructions: None,
             resources: false,
+            prompts: Vec::new(),
         };
         cache.store(&spec("srv"), &catalog);
         let file = fs_err::read_dir(dir.path())

@@ -394,11 +394,12 @@ impl Mount {
                 let changed = never_shown || **lock(&self.listed) != connected.tools;
                 let offers = !connected.resources.is_empty();
                 let new_offer = self.offers_resources() != offers;
-                if changed || new_instructions || new_offer {
+                let new_prompts = **lock(&self.prompts) != connected.prompts;
+                self.set_prompts(connected.prompts);
+                if changed || new_instructions || new_offer || new_prompts {
                     self.save_catalog(&connected.tools, offers);
                 }
                 *lock(&self.listed) = Arc::new(connected.tools);
-                self.set_prompts(connected.prompts);
                 self.set_resources(connected.resources);
                 {
                     let mut st = self.state();
@@ -692,20 +693,22 @@ impl Mount {
         tracing::debug!(server = %self.spec.name, tools = cached.tools.len(), "tools from the catalog cache");
         *lock(&self.listed) = Arc::new(cached.tools);
         *lock(&self.instructions) = cached.instructions;
+        *lock(&self.prompts) = Arc::new(cached.prompts);
         self.cached_resources
             .store(cached.resources, Ordering::SeqCst);
         self.state().from_cache = true;
         true
     }
 
-    /// Saves what the server offers to the catalog cache: `tools`, its instructions, and
-    /// whether it `offers_resources`.
-    fn save_catalog(&self, tools: &[rmcp::model::Tool], offers_resources: bool) {
+    /// Saves what the server offers to the catalog cache: `tools`, its instructions and
+    /// prompts as last recorded, and whether it `offers_resources`.
+    pub(super) fn save_catalog(&self, tools: &[rmcp::model::Tool], offers_resources: bool) {
         if let Some(cache) = self.host.upgrade().and_then(|h| h.catalog()) {
             let catalog = crate::catalog::CachedCatalog {
                 tools: tools.to_vec(),
                 instructions: lock(&self.instructions).clone(),
                 resources: offers_resources,
+                prompts: lock(&self.prompts).to_vec(),
             };
             cache.store(&self.spec, &catalog);
         }

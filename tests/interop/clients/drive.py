@@ -76,8 +76,10 @@ def run_claude(
     servers: dict[str, Any],
     model: FakeModel,
     extra_env: dict[str, str] | None = None,
+    prompt: str = "Use the tools as asked.",
 ) -> Run:
-    """`claude -p` in `workdir` with `servers` as its only MCP servers, talking to `model`."""
+    """`claude -p PROMPT` in `workdir` with `servers` as its only MCP servers, talking to
+    `model`."""
     exe = _exe("claude")
     home = client_home("claude", workdir)
     home.mkdir(exist_ok=True)
@@ -98,7 +100,7 @@ def run_claude(
     env.update(extra_env or {})
     allowed = ",".join(f"mcp__{name}" for name in servers)
     cmd = [
-        exe, "-p", "Use the tools as asked.",
+        exe, "-p", prompt,
         "--mcp-config", str(config), "--strict-mcp-config",
         "--allowedTools", allowed,
         "--model", "claude-sonnet-4-5",

@@ -8,7 +8,8 @@ schema). Each line starts with its number, so a reader can tell exactly which li
 Env: PROBE_TOOLS=N adds N more tools (`probe_extra_NNNN`, for catalog sizes); PROBE_DELAY=S
 sleeps S seconds before answering `initialize` (a slow starter); PROBE_LOG=FILE appends each
 client's `clientInfo`; PROBE_RESOURCES=1 offers resources: `probe://notes/readme` (a short text
-naming itself) and `probe://notes/big` (200,000 characters of numbered lines).
+naming itself) and `probe://notes/big` (200,000 characters of numbered lines), and the prompt
+`release_notes {version}`.
 """
 
 import json
@@ -62,7 +63,7 @@ for raw in sys.stdin:
                 log.write(json.dumps(msg["params"].get("clientInfo")) + "\n")
         answer(msg["id"], {
             "protocolVersion": msg["params"].get("protocolVersion", "2025-06-18"),
-            "capabilities": {"tools": {}, **({"resources": {}} if RESOURCES else {})},
+            "capabilities": {"tools": {}, **({"resources": {}, "prompts": {}} if RESOURCES else {})},
             "serverInfo": {"name": "probe", "version": "1"},
         })
     elif method == "tools/list":
@@ -82,6 +83,16 @@ for raw in sys.stdin:
             {"uri": "probe://notes/readme", "name": "readme", "mimeType": "text/plain"},
             {"uri": "probe://notes/big", "name": "big", "mimeType": "text/plain"},
         ]})
+    elif method == "prompts/list" and RESOURCES:
+        answer(msg["id"], {"prompts": [{
+            "name": "release_notes",
+            "description": "Release notes for a version.",
+            "arguments": [{"name": "version", "description": "The version", "required": True}],
+        }]})
+    elif method == "prompts/get" and RESOURCES:
+        version = (msg["params"].get("arguments") or {}).get("version", "?")
+        text = f"Write the release notes of version {version} (probe prompt)."
+        answer(msg["id"], {"messages": [{"role": "user", "content": {"type": "text", "text": text}}]})
     elif method == "resources/templates/list" and RESOURCES:
         answer(msg["id"], {"resourceTemplates": []})
     elif method == "resources/read" and RESOURCES:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 from conftest import CLIENTS, drive, mount_probe, toolgate, toolgate_server, warm_catalog
-from drive import client_home
-from fake_models import Step, calls
+from drive import client_home, run_claude
+from fake_models import FakeModel, Step, calls
 from oauth_provider import SERVER, TOOL, Provider, browser, free_port, stored_tokens, write_claude_json
 
 # What each client puts in front of or after a result; not part of toolgate's text.
@@ -156,6 +156,27 @@ def test_codex_reads_a_mounted_servers_resource_with_its_own_resource_tool(proje
     results = run.model.tool_results()
     assert len(results) == 1, f"calls made: {len(results)}; stderr: {run.stderr[-1500:]}"
     assert "the probe's readme: resources reach the model" in results[0]["text"], results[0]
+
+
+def test_a_mounted_servers_prompt_is_a_slash_command_in_claude_code(project):
+    """A mounted server's prompt, served by toolgate as `mcp__probe__release_notes`, is the
+    slash command `/mcp__tg__mcp__probe__release_notes` in Claude Code; its text (filled in
+    with the argument) is what reaches the model."""
+    mount_probe(project, resources=True)
+    warm_catalog(project)
+    model = FakeModel([])
+    try:
+        run = run_claude(
+            project,
+            {"tg": toolgate_server(project)},
+            model,
+            prompt="/mcp__tg__mcp__probe__release_notes 1.2.3",
+        )
+    finally:
+        model.close()
+    assert model.requests, f"no model request; stderr: {run.stderr[-1500:]}"
+    sent = json.dumps(model.requests[0]["body"]["messages"])
+    assert "Write the release notes of version 1.2.3 (probe prompt)." in sent, sent[-1500:]
 
 
 @pytest.mark.parametrize("client", CLIENTS)

@@ -19,7 +19,12 @@ impl Mount {
     /// when they changed.
     pub(super) async fn refresh_prompts(&self, live: &Live) {
         let prompts = self.list_prompts(&live.peer).await;
-        self.set_prompts(prompts);
+        if **lock(&self.prompts) != prompts {
+            self.set_prompts(prompts);
+            // The next session's first prompt list comes from the cache.
+            let tools = lock(&self.listed).clone();
+            self.save_catalog(&tools, !self.resources().is_empty());
+        }
     }
 
     /// The server's prompts, when it offers any; empty (and logged) when listing fails.
