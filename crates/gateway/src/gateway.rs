@@ -21,7 +21,7 @@ mod sizing;
 
 pub use resource_tools::{LIST_RESOURCES, READ_RESOURCE};
 pub use resources::{ResourceCollision, describe_collisions};
-pub use sizing::{fit_prompt, fit_resource_contents};
+pub use sizing::{MAX_BLOB_CHARS, SaveBlob, fit_prompt, fit_resource_contents, save_large_blobs};
 mod forward;
 pub use forward::Followed;
 
@@ -126,6 +126,8 @@ struct Inner {
     /// The output budget prompts and resource reads served over MCP are fitted to
     /// ([`Gateway::use_budget`]).
     budget: Mutex<Option<Arc<dyn toolgate_core::ResultBudget>>>,
+    /// Where a binary resource too large to send is saved ([`Gateway::use_blob_spill`]).
+    save_blob: Mutex<Option<SaveBlob>>,
     /// Every server's `notifications/resources/updated`, as URIs.
     updates: tokio::sync::broadcast::Sender<String>,
 }
@@ -398,6 +400,7 @@ impl Gateway {
             login: Mutex::new(None),
             resource_tools: std::sync::atomic::AtomicBool::new(false),
             budget: Mutex::new(None),
+            save_blob: Mutex::new(None),
         });
         for mount in &inner.mounts {
             let provider = MountProvider {

@@ -135,9 +135,10 @@ pub use config::{
     McpServerConfig, OAuthConfig, Prefix, ServerSpec, Transport,
 };
 pub use gateway::{
-    Followed, ForwardError, Gateway, LIST_RESOURCES, MAX_MOUNTED_INSTRUCTIONS_CHARS,
-    MAX_SERVER_INSTRUCTIONS_CHARS, READ_RESOURCE, ResourceCollision, ServerState, ServerStatus,
-    describe_collisions, describe_transport, fit_prompt, fit_resource_contents,
+    Followed, ForwardError, Gateway, LIST_RESOURCES, MAX_BLOB_CHARS,
+    MAX_MOUNTED_INSTRUCTIONS_CHARS, MAX_SERVER_INSTRUCTIONS_CHARS, READ_RESOURCE,
+    ResourceCollision, SaveBlob, ServerState, ServerStatus, describe_collisions,
+    describe_transport, fit_prompt, fit_resource_contents, save_large_blobs,
 };
 pub use import::{Discovered, ImportOptions, ImportProblem, NESTED_ENV, discover};
 pub use limits::GatewayLimits;

@@ -313,8 +313,16 @@ mod tests {
         assert!(callers.only().is_err());
     }
 
-    /// A link of one call of client `.0`, as a 2026-07-28 request has.
-    struct CallLink(usize);
+    /// A link of one call of client `client`, as a 2026-07-28 request has; `waiting` while
+    /// blocked on an answer the client has not sent.
+    struct CallLink {
+        client: usize,
+        waiting: bool,
+    }
+
+    fn call_link(client: usize, waiting: bool) -> Arc<dyn ClientLink> {
+        Arc::new(CallLink { client, waiting })
+    }
 
     impl ClientLink for CallLink {
         fn can_ask(&self, ask: ClientAsk) -> Result<(), &'static str> {
@@ -330,7 +338,11 @@ mod tests {
         }
 
         fn client_id(&self) -> usize {
-            self.0
+            self.client
+        }
+
+        fn is_waiting(&self) -> bool {
+            self.waiting
         }
 
         fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
@@ -341,52 +353,23 @@ mod tests {
     #[test]
     fn calls_of_one_client_through_links_of_their_own_ask_the_latest() {
         let callers = Arc::new(Callers::default());
-        let waiting: Arc<dyn ClientLink> = Arc::new(CallLink(1));
-        let latest: Arc<dyn ClientLink> = Arc::new(CallLink(1));
-        let _waiting = callers.enter(Some(waiting));
+        let earlier = call_link(1, false);
+        let latest = call_link(1, false);
+        let _earlier = callers.enter(Some(earlier));
         let _latest = callers.enter(Some(Arc::clone(&latest)));
         assert!(Arc::ptr_eq(&callers.only().unwrap(), &latest));
-        let _other = callers.enter(Some(Arc::new(CallLink(2))));
+        let _other = callers.enter(Some(call_link(2, false)));
         assert!(callers.only().is_err(), "another client: nobody is asked");
-    }
-
-    /// A call of client `.0` blocked on an answer it has not had yet.
-    struct Blocked(usize);
-
-    impl ClientLink for Blocked {
-        fn can_ask(&self, ask: ClientAsk) -> Result<(), &'static str> {
-            Link.can_ask(ask)
-        }
-
-        fn request(
-            &self,
-            ask: ClientAsk,
-            params: Value,
-        ) -> futures::future::BoxFuture<'static, Result<Value, toolgate_core::AskError>> {
-            Link.request(ask, params)
-        }
-
-        fn client_id(&self) -> usize {
-            self.0
-        }
-
-        fn is_waiting(&self) -> bool {
-            true
-        }
-
-        fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
-            self
-        }
     }
 
     #[test]
     fn a_call_blocked_on_the_clients_answer_is_not_the_one_asking() {
         let callers = Arc::new(Callers::default());
-        let blocked: Arc<dyn ClientLink> = Arc::new(Blocked(7));
+        let blocked = call_link(7, true);
         let _blocked = callers.enter(Some(Arc::clone(&blocked)));
         // Alone, it is the one asking (several requests of one call at once).
         assert!(Arc::ptr_eq(&callers.only().unwrap(), &blocked));
-        let active: Arc<dyn ClientLink> = Arc::new(CallLink(8));
+        let active = call_link(8, false);
         let _active = callers.enter(Some(Arc::clone(&active)));
         assert!(Arc::ptr_eq(&callers.only().unwrap(), &active));
     }

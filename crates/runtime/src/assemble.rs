@@ -180,6 +180,11 @@ impl Runtime {
         )?;
         // Mounted servers' prompts and resource reads served over MCP get the tools' budget.
         gateway.use_budget(budget);
+        // A binary resource too large to send goes to the spill store, like a long output.
+        let store = Arc::clone(&spill);
+        gateway.use_blob_spill(Arc::new(move |label: &str, bytes: &[u8]| {
+            store.write(label, bytes).map(|file| file.path)
+        }));
         // A `prefix = "never"` server may not take a skill's prompt name (`serve` offers both).
         gateway.reserve_prompts(
             skills

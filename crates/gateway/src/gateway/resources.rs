@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use toolgate_core::Decision;
 
-use super::{ForwardError, Gateway, Inner, fit_resource_contents};
+use super::{ForwardError, Gateway, Inner, SaveBlob, fit_resource_contents, save_large_blobs};
 use crate::mount::lock;
 
 /// A resource URI that more than one mounted server lists ([`Gateway::resource_collisions`]).
@@ -94,7 +94,16 @@ impl Gateway {
         if let Some(budget) = lock(&self.inner.budget).clone() {
             fit_resource_contents(&mut contents, budget.as_ref(), limits);
         }
+        if let Some(save) = lock(&self.inner.save_blob).clone() {
+            save_large_blobs(&mut contents, &save);
+        }
         Ok(contents)
+    }
+
+    /// Saves binary resource contents too large to send ([`super::MAX_BLOB_CHARS`]) with `save`
+    /// (the spill store), so [`Gateway::read_resource_for`] names the file instead.
+    pub fn use_blob_spill(&self, save: SaveBlob) {
+        *lock(&self.inner.save_blob) = Some(save);
     }
 
     /// The resource URIs more than one mounted server lists, each with the servers in

@@ -1,11 +1,58 @@
 //! The output budget on the mounted servers' prompts and resource reads served over MCP
 //! (`prompts/get`, `resources/read`), as on tool results (SPEC "MCP": "under toolgate's
 //! names, budgets and permissions"): each text of one answer is a result of one turn, so a
-//! 5 MB resource reaches the client as an excerpt and a spill pointer, not as 5 MB. Binary
-//! contents pass unchanged (the budget counts text).
+//! 5 MB resource reaches the client as an excerpt and a spill pointer, not as 5 MB. A binary
+//! content passes whole up to [`MAX_BLOB_CHARS`] (an image, a PDF); a larger one is saved to
+//! a spill file and named instead ([`save_large_blobs`]).
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{ContentBlock, GetPromptResult, ResourceContents};
 use toolgate_core::{ClientLimits, ResultBudget, ToolMeta, ToolOutput, TurnResult};
+
+/// Largest binary content (its base64 characters) a `resources/read` answer passes on
+/// whole: about 750 KB of bytes.
+pub const MAX_BLOB_CHARS: usize = 1_000_000;
+
+/// Saves a file of spilled bytes labelled so, and says where it is.
+pub type SaveBlob = Arc<dyn Fn(&str, &[u8]) -> std::io::Result<PathBuf> + Send + Sync>;
+
+/// Replaces each binary content of a `resources/read` answer over [`MAX_BLOB_CHARS`] by a
+/// text naming the file `save` put its bytes in (or why it could not).
+pub fn save_large_blobs(contents: &mut [ResourceContents], save: &SaveBlob) {
+    for part in contents.iter_mut() {
+        let ResourceContents::BlobResourceContents {
+            uri,
+            mime_type,
+            blob,
+            ..
+        } = part
+        else {
+            continue;
+        };
+        if blob.len() <= MAX_BLOB_CHARS {
+            continue;
+        }
+        let bytes = BASE64
+            .decode(blob.as_bytes())
+            .unwrap_or_else(|_| blob.as_bytes().to_vec());
+        let mime = mime_type.as_deref().unwrap_or("application/octet-stream");
+        let size = bytes.len();
+        let text = match save("resource", &bytes) {
+            Ok(path) => format!(
+                "[binary resource `{uri}` ({mime}, {size} bytes) is too large to send whole; its bytes are saved to `{}`]",
+                path.display()
+            ),
+            Err(e) => format!(
+                "[binary resource `{uri}` ({mime}, {size} bytes) is too large to send whole, and saving it failed: {e}]"
+            ),
+        };
+        *part = ResourceContents::text(text, uri.clone()).with_mime_type("text/plain");
+    }
+}
 
 /// Fits the texts of a `resources/read` answer to `budget` for a client with `limits`.
 pub fn fit_resource_contents(
@@ -72,6 +119,39 @@ fn fit<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_large_blob_is_saved_and_named_a_small_one_passes() {
+        let saved: Arc<std::sync::Mutex<Vec<Vec<u8>>>> = Arc::default();
+        let into = Arc::clone(&saved);
+        let save: SaveBlob = Arc::new(move |label, bytes| {
+            into.lock().unwrap().push(bytes.to_vec());
+            Ok(PathBuf::from(format!("/spill/{label}-1")))
+        });
+        let big = vec![7u8; MAX_BLOB_CHARS];
+        let mut contents = vec![
+            ResourceContents::blob(BASE64.encode([1u8, 2, 3]), "x://small"),
+            ResourceContents::blob(BASE64.encode(&big), "x://big")
+                .with_mime_type("application/zip"),
+        ];
+        save_large_blobs(&mut contents, &save);
+        assert!(matches!(
+            &contents[0],
+            ResourceContents::BlobResourceContents { .. }
+        ));
+        let ResourceContents::TextResourceContents { text, uri, .. } = &contents[1] else {
+            panic!("the large blob is not named: {:?}", contents[1]);
+        };
+        assert_eq!(uri, "x://big");
+        assert_eq!(
+            text,
+            &format!(
+                "[binary resource `x://big` (application/zip, {} bytes) is too large to send whole; its bytes are saved to `/spill/resource-1`]",
+                big.len()
+            )
+        );
+        assert_eq!(saved.lock().unwrap().as_slice(), &[big]);
+    }
 
     /// Cuts every text over 10 characters to its first 10 and a marker.
     struct Cut;
