@@ -2,13 +2,12 @@
 //! call's link, the client answers by sending the call again; what a state may and may not
 //! be used for.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 use toolgate_core::{
-    CallContext, ClientAsk, Concurrency, DispatchLimits, Dispatcher, Policy, Registry,
-    RenderOptions, Scope, StaticProvider, Tool, ToolError, ToolMeta, ToolOutput, TypedTool,
+    CallContext, ClientAsk, Concurrency, RenderOptions, Tool, ToolError, ToolMeta, ToolOutput,
+    TypedTool,
 };
+use toolgate_test_support::{dispatcher, registry_with};
 
 use super::tests::{Client, connect};
 use crate::ToolgateServer;
@@ -73,19 +72,9 @@ impl Tool for AskName {
 }
 
 fn server() -> ToolgateServer {
-    let registry = Arc::new(Registry::new());
-    let tools = vec![TypedTool::erased(AskName)];
-    registry
-        .register(None, Arc::new(StaticProvider::new("test", tools)), 0)
-        .unwrap();
-    let dispatcher = Dispatcher::new(
-        registry,
-        Scope::global(),
-        Policy::allow_all(),
-        DispatchLimits::default(),
-    );
+    let registry = registry_with(vec![TypedTool::erased(AskName)]);
     ToolgateServer::new(
-        Arc::new(dispatcher),
+        dispatcher(registry),
         RenderOptions::default(),
         String::new(),
     )
