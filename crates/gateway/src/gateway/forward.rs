@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use rmcp::model::{ArgumentInfo, CompletionContext, CompletionInfo, Reference};
 
+use toolgate_core::Decision;
+
 use super::{ForwardError, Gateway};
 use crate::mount::{Mount, Upstream};
 
@@ -46,6 +48,12 @@ impl Gateway {
                 .into_iter()
                 .find(|(listed, _)| listed == name);
             if let Some((_, prompt)) = own {
+                // A prompt the rules keep from the client is not completed either.
+                if self.inner.prompt_verdict(name).decision == Decision::Deny {
+                    return Err(ForwardError::UnknownPrompt {
+                        name: name.to_owned(),
+                    });
+                }
                 return mount
                     .complete(Reference::for_prompt(prompt.name), argument, context)
                     .await
@@ -66,17 +74,13 @@ impl Gateway {
         argument: &ArgumentInfo,
         context: Option<&CompletionContext>,
     ) -> Result<CompletionInfo, ForwardError> {
-        let owner = self
-            .inner
-            .mounts
-            .iter()
-            .filter(|m| m.clash().is_none())
-            .find(|m| {
-                m.resources()
-                    .templates
-                    .iter()
-                    .any(|t| t.uri_template == template)
-            });
+        // A server whose resources the rules keep from the client lists no templates.
+        let owner = self.inner.readable().find(|m| {
+            m.resources()
+                .templates
+                .iter()
+                .any(|t| t.uri_template == template)
+        });
         match owner {
             Some(mount) => mount
                 .complete(Reference::for_resource(template), argument, context)

@@ -274,6 +274,25 @@ async fn the_rules_apply_to_resources_and_prompts_served_over_mcp() {
             .iter()
             .any(|t| t.uri_template.starts_with("fake://two/"))
     );
+    // Nor are its templates completed.
+    let one_template = templates
+        .iter()
+        .find(|t| t.uri_template.starts_with("fake://one/"))
+        .expect("server one has a template")
+        .uri_template
+        .clone();
+    let two_template = one_template.replacen("fake://one/", "fake://two/", 1);
+    let argument = rmcp::model::ArgumentInfo::new("name", "a");
+    let refused = rig
+        .gateway
+        .complete_resource(&two_template, &argument, None)
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    let allowed = rig
+        .gateway
+        .complete_resource(&one_template, &argument, None)
+        .await;
+    assert!(allowed.is_ok(), "{allowed:?}");
     let refused = rig
         .gateway
         .read_resource("fake://two/small", None)
