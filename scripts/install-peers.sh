@@ -2,11 +2,12 @@
 # Installs the real MCP peers the interop tests talk to, into .cache/peers (idempotent):
 #   - Python: the `mcp` SDK (2.3.x) and pytest, in a virtualenv
 #   - npm: Node 22 (the `node@22` package; the Inspector needs Node >= 22.19),
-#     @modelcontextprotocol/inspector 2.x, @modelcontextprotocol/conformance,
+#     @modelcontextprotocol/inspector 2.x,
 #     @modelcontextprotocol/server-filesystem (benchmark anchor, gateway tests),
 #     @modelcontextprotocol/server-everything (gateway tests: stdio and streamableHttp)
 #   - npm, pinned, in .cache/peers/clients: the real agent CLIs the last-hop tests drive
 #     (tests/interop/clients): @anthropic-ai/claude-code and @openai/codex
+# (The conformance suite, pinned, comes with scripts/install-oauth-peers.sh.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PEERS="$PWD/.cache/peers"
@@ -27,7 +28,7 @@ if [ ! -f "$PEERS/npm/.installed-v2" ] || [ ! -x "$PEERS/npm/node_modules/node/b
   mkdir -p "$PEERS/npm"
   (cd "$PEERS/npm" && [ -f package.json ] || echo '{"name":"toolgate-peers","private":true}' > package.json)
   (cd "$PEERS/npm" && npm install --no-audit --no-fund --loglevel=error \
-    node@22 @modelcontextprotocol/inspector@2 @modelcontextprotocol/conformance \
+    node@22 @modelcontextprotocol/inspector@2 \
     @modelcontextprotocol/server-filesystem @modelcontextprotocol/server-everything)
   touch "$PEERS/npm/.installed-v2"
 fi
