@@ -356,12 +356,18 @@ fn a_crashed_server_whose_script_changed_is_not_restarted_with_the_new_code() {
     let pids = mounted_servers(dir.path());
     // The server, and the relay that waits for it outside its PID namespace.
     assert!(!pids.is_empty(), "the mounted server is not running");
-    let killed = std::process::Command::new("kill")
-        .arg("-9")
-        .args(&pids)
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    // One by one: the relay may exit on its own once the server is gone (then its kill
+    // finds no process), so at least one kill must land, not every one.
+    let killed = pids
+        .iter()
+        .filter(|pid| {
+            std::process::Command::new("kill")
+                .args(["-9", pid.as_str()])
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+        .count();
+    assert!(killed > 0, "none of {pids:?} could be killed");
 
     // The next calls find it gone and restart it: the restart checks its files first.
     let deadline = Instant::now() + DEADLINE;
