@@ -232,6 +232,16 @@ impl Inner {
 
     /// The names a client sees for `mount`'s prompts, with each prompt's own name; none for
     /// a server that is not mounted.
+    /// The server of the prompt listed as `name`, and the prompt under its own name.
+    fn prompt_owner(&self, name: &str) -> Option<(&Arc<Mount>, rmcp::model::Prompt)> {
+        self.mounts.iter().find_map(|mount| {
+            self.prompt_names(mount)
+                .into_iter()
+                .find(|(listed, _)| listed == name)
+                .map(|(_, prompt)| (mount, prompt))
+        })
+    }
+
     fn prompt_names(&self, mount: &Mount) -> Vec<(String, rmcp::model::Prompt)> {
         if mount.clash().is_some() {
             return Vec::new();
@@ -674,25 +684,16 @@ impl Gateway {
         arguments: Option<rmcp::model::JsonObject>,
         caller: Option<Arc<dyn toolgate_core::ClientLink>>,
     ) -> Result<rmcp::model::GetPromptResult, ForwardError> {
-        for mount in &self.inner.mounts {
-            let own = self
-                .inner
-                .prompt_names(mount)
-                .into_iter()
-                .find(|(listed, _)| listed == name);
-            if let Some((_, prompt)) = own {
-                let verdict = self.inner.prompt_verdict(name);
-                if verdict.decision != Decision::Allow {
-                    return Err(ForwardError::Refused(refusal(
-                        &format!("prompt `{name}`"),
-                        &verdict,
-                    )));
-                }
-                return mount
-                    .get_prompt(&prompt.name, arguments, caller)
-                    .await
-                    .map_err(ForwardError::Server);
+        if let Some((mount, prompt)) = self.inner.prompt_owner(name) {
+            let verdict = self.inner.prompt_verdict(name);
+            if verdict.decision != Decision::Allow {
+                let what = format!("prompt `{name}`");
+                return Err(ForwardError::Refused(refusal(&what, &verdict)));
             }
+            return mount
+                .get_prompt(&prompt.name, arguments, caller)
+                .await
+                .map_err(ForwardError::Server);
         }
         Err(ForwardError::UnknownPrompt {
             name: name.to_owned(),

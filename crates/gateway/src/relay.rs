@@ -219,12 +219,12 @@ fn ask_of(request: &InputRequest) -> Result<(ClientAsk, Value), String> {
     Ok((ask, params))
 }
 
-/// Answers every request of an `input_required` result through the caller's client; roots
-/// are `roots` (a `ListRootsResult`, as `roots/list` answers).
+/// Answers every request of an `input_required` result through the caller's client, all at
+/// once (a 2026-07-28 client gets them in one round). Roots requests are not among them: the
+/// caller answers those (`Mount::fulfil`, the client's roots within the configured ones).
 pub(crate) async fn fulfil(
     link: Option<Arc<dyn ClientLink>>,
     server: &Asker<'_>,
-    roots: &Value,
     requests: InputRequests,
 ) -> Result<InputResponses, String> {
     let answers = requests.into_iter().map(|(key, request)| {
@@ -233,9 +233,6 @@ pub(crate) async fn fulfil(
             .ok_or("the call comes from a session without an MCP client");
         async move {
             let (ask, params) = ask_of(&request)?;
-            if ask == ClientAsk::Roots {
-                return Ok((key, roots.clone()));
-            }
             relay_as(link, server, Some(&key), ask, params)
                 .await
                 .map(|answer| (key, answer))

@@ -173,7 +173,7 @@ impl ClientLink for McpClient {
             .ok_or("the client is not connected")?;
         if self.stateless.load(Ordering::Relaxed) || !info.protocol_version.has_initialize() {
             return Err(
-                "the client speaks MCP 2026-07-28, whose clients are asked only through `input_required` results, which toolgate does not send to its clients yet",
+                "the client speaks MCP 2026-07-28 and takes no requests mid-call; it is asked through `input_required` results of the call that needs the answer",
             );
         }
         let caps = &info.capabilities;

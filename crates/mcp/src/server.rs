@@ -373,28 +373,14 @@ impl ToolgateServer {
     }
 
     /// The prompt source, or method-not-found for `M` when the server has none.
-    fn prompt_source<M: ConstString>(&self) -> Result<&dyn PromptSource, McpError> {
-        self.prompts
-            .as_deref()
-            .ok_or_else(McpError::method_not_found::<M>)
-    }
-
-    /// The resource source, or method-not-found for `M` when the server has none.
-    fn resource_source<M: ConstString>(&self) -> Result<&dyn ResourceSource, McpError> {
-        self.resources
-            .as_deref()
-            .ok_or_else(McpError::method_not_found::<M>)
-    }
-
-    /// The prompt source to move into a request's work, or method-not-found for `M`.
-    fn prompt_arc<M: ConstString>(&self) -> Result<&Arc<dyn PromptSource>, McpError> {
+    fn prompt_source<M: ConstString>(&self) -> Result<&Arc<dyn PromptSource>, McpError> {
         self.prompts
             .as_ref()
             .ok_or_else(McpError::method_not_found::<M>)
     }
 
-    /// The resource source to move into a request's work, or method-not-found for `M`.
-    fn resource_arc<M: ConstString>(&self) -> Result<&Arc<dyn ResourceSource>, McpError> {
+    /// The resource source, or method-not-found for `M` when the server has none.
+    fn resource_source<M: ConstString>(&self) -> Result<&Arc<dyn ResourceSource>, McpError> {
         self.resources
             .as_ref()
             .ok_or_else(McpError::method_not_found::<M>)
@@ -724,7 +710,7 @@ impl ServerHandler for ToolgateServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let source = Arc::clone(self.prompt_arc::<GetPromptRequestMethod>()?);
+        let source = Arc::clone(self.prompt_source::<GetPromptRequestMethod>()?);
         let arguments = extras::prompt_arguments(request.arguments);
         let args = serde_json::to_value(&arguments).unwrap_or_default();
         let name = request.name;
@@ -772,7 +758,7 @@ impl ServerHandler for ToolgateServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let source = Arc::clone(self.resource_arc::<ReadResourceRequestMethod>()?);
+        let source = Arc::clone(self.resource_source::<ReadResourceRequestMethod>()?);
         let uri = request.uri;
         let bound = bound_to("resources/read", &uri, &Value::Null, &self.session);
         let step = self

@@ -41,24 +41,15 @@ impl Gateway {
         argument: &ArgumentInfo,
         context: Option<&CompletionContext>,
     ) -> Result<CompletionInfo, ForwardError> {
-        for mount in &self.inner.mounts {
-            let own = self
-                .inner
-                .prompt_names(mount)
-                .into_iter()
-                .find(|(listed, _)| listed == name);
-            if let Some((_, prompt)) = own {
-                // A prompt the rules keep from the client is not completed either.
-                if self.inner.prompt_verdict(name).decision == Decision::Deny {
-                    return Err(ForwardError::UnknownPrompt {
-                        name: name.to_owned(),
-                    });
-                }
-                return mount
-                    .complete(Reference::for_prompt(prompt.name), argument, context)
-                    .await
-                    .map_err(ForwardError::Server);
-            }
+        // A prompt the rules keep from the client is not completed either.
+        let owner = self.inner.prompt_owner(name);
+        if let Some((mount, prompt)) =
+            owner.filter(|_| self.inner.prompt_verdict(name).decision != Decision::Deny)
+        {
+            return mount
+                .complete(Reference::for_prompt(prompt.name), argument, context)
+                .await
+                .map_err(ForwardError::Server);
         }
         Err(ForwardError::UnknownPrompt {
             name: name.to_owned(),

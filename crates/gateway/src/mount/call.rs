@@ -304,7 +304,7 @@ impl Mount {
             name: &self.spec.name,
             policy: &limits.policy,
         };
-        let rest = crate::relay::fulfil(caller.clone(), &asker, &serde_json::Value::Null, requests);
+        let rest = crate::relay::fulfil(caller.clone(), &asker, requests);
         let (roots, rest) = futures::join!(roots, rest);
         let (roots, mut answers) = (roots?, rest?);
         for key in roots_keys.into_keys() {
