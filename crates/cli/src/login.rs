@@ -28,9 +28,9 @@ pub struct LogoutArgs {
 }
 
 /// The remote server named `name`, or the error already printed.
-fn remote<'a>(runtime: &'a Runtime, name: &str) -> Result<&'a ServerSpec, ExitCode> {
+fn remote(runtime: &Runtime, name: &str) -> Result<ServerSpec, ExitCode> {
     let Some(spec) = runtime.gateway.servers().find(|s| s.name == name) else {
-        let names: Vec<&str> = runtime.gateway.servers().map(|s| s.name.as_str()).collect();
+        let names: Vec<String> = runtime.gateway.servers().map(|s| s.name).collect();
         eprintln!(
             "toolgate: no MCP server named `{name}` ({})",
             if names.is_empty() {
@@ -66,7 +66,7 @@ pub async fn login(runtime: &Runtime, args: &LoginArgs) -> ExitCode {
         ..LoginOptions::default()
     };
     let say = |line: &str| outln!("{line}");
-    match toolgate_gateway::login(spec, &store, &options, &say).await {
+    match toolgate_gateway::login(&spec, &store, &options, &say).await {
         Ok(status) => {
             outln!(
                 "logged in to `{}`{}; tokens kept in {}",

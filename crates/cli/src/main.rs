@@ -63,7 +63,7 @@ struct Cli {
     command: Command,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 struct GlobalArgs {
     /// Folder the tools may touch (repeatable; default: the current directory). The first
     /// one is the project root relative paths resolve against.
@@ -168,6 +168,18 @@ fn main() -> ExitCode {
         Command::Run(args) => agent::run(loaded.config, args),
         Command::Chat(args) => agent::chat(loaded.config, args),
         command => {
+            // `serve` reads the config again when a file it came from changes.
+            let reload = matches!(command, Command::Serve(_)).then(|| {
+                let global = cli.global.clone();
+                let http = cli_http(&command);
+                let disclosure = cli_disclosure(&command);
+                let load: toolgate_runtime::LoadConfig = Box::new(move || {
+                    load_config(&global, http.clone(), disclosure)
+                        .map(|loaded| loaded.config)
+                        .map_err(toolgate_config::ConfigError::Invalid)
+                });
+                (own_config_files(&cli.global), load)
+            });
             let mut config = loaded.config;
             let one_shot = match &command {
                 Command::Call(args) => {
@@ -207,7 +219,7 @@ fn main() -> ExitCode {
             };
             let code = tokio.block_on(async move {
                 match command {
-                    Command::Serve(args) => serve::run(runtime, args).await,
+                    Command::Serve(args) => serve::run(runtime, args, reload).await,
                     Command::Tools(args) => call::tools(&runtime, &args).await,
                     Command::Call(args) => call::call(&runtime, args).await,
                     Command::Mcp(command) => mcp::run(&runtime, command).await,
@@ -259,6 +271,16 @@ fn load_config(
     };
     let options = LoadOptions::standard(cwd, global.config.clone(), flags);
     toolgate_config::load(&options).map_err(|e| e.to_string())
+}
+
+/// toolgate's config files outside the project: the user file and `--config FILE`.
+fn own_config_files(global: &GlobalArgs) -> Vec<PathBuf> {
+    let options = LoadOptions::standard(PathBuf::new(), global.config.clone(), Flags::default());
+    options
+        .user_file
+        .into_iter()
+        .chain(options.explicit_file)
+        .collect()
 }
 
 fn init_logging(level: &str, serving: bool) {

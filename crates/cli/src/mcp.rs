@@ -90,7 +90,7 @@ pub async fn run(runtime: &Runtime, command: McpCommand) -> ExitCode {
 
 fn trust(runtime: &Runtime, args: &TrustArgs) -> ExitCode {
     let project = runtime.roots.primary();
-    let candidates: Vec<&ServerSpec> = runtime
+    let candidates: Vec<ServerSpec> = runtime
         .gateway
         .servers()
         .filter(|s| s.trust.is_project())
@@ -115,7 +115,7 @@ fn trust(runtime: &Runtime, args: &TrustArgs) -> ExitCode {
         }
     }
     let chosen: Vec<&ServerSpec> = candidates
-        .into_iter()
+        .iter()
         .filter(|s| args.names.is_empty() || args.names.contains(&s.name))
         .collect();
     if chosen.is_empty() {

@@ -2,6 +2,7 @@
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -55,13 +56,26 @@ impl From<DisclosureArg> for toolgate_config::DisclosureFlag {
 
 const INSTRUCTIONS: &str = "toolgate gives bounded, safe file tools for this project. Paths are relative to the project root. Results that are cut say so and tell you how to get the rest (offset/next_offset); never rerun a command just to see more output.";
 
-pub async fn run(runtime: Runtime, args: ServeArgs) -> ExitCode {
+/// Serves until the client leaves or a signal comes. With `reload` (toolgate's own config
+/// files outside the project, and how to read the config again) and `[mcp] watch` on, a
+/// change to a file the MCP servers come from is applied while serving.
+pub async fn run(
+    runtime: Runtime,
+    args: ServeArgs,
+    reload: Option<(Vec<PathBuf>, toolgate_runtime::LoadConfig)>,
+) -> ExitCode {
     // Mounted MCP servers start in the background; the built-ins are served at once and
     // each server's tools arrive with a `list_changed` when it is ready.
     // The signal handlers are in place before anything is logged as started: a signal that
     // arrives once "serving" is printed always stops the server cleanly.
     let stop = terminated();
     runtime.gateway.start();
+    let _watch = match reload {
+        Some((own_files, load)) if runtime.config.mcp.watch => {
+            toolgate_runtime::watch_config(runtime.server_reload(own_files), load)
+        }
+        _ => None,
+    };
     let code = tokio::select! {
         code = serve(&runtime, args) => code,
         signal = stop => {
@@ -122,7 +136,10 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
             SkillPrompts::new(runtime.skills.clone(), Some(runtime.roots.clone()))
                 as std::sync::Arc<dyn toolgate_mcp::PromptSource>
         });
-    let server = if runtime.gateway.servers().next().is_some() {
+    // A config change may mount servers later: their prompts and resources are served
+    // whenever servers may come (`[mcp] watch`), not only when some are configured now.
+    let servers_may_come = runtime.config.mcp.watch || runtime.gateway.servers().next().is_some();
+    let server = if servers_may_come {
         let gateway = std::sync::Arc::clone(&runtime.gateway);
         server
             .with_prompts(crate::prompts::ServePrompts::new(

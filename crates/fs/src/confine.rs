@@ -25,7 +25,7 @@ use suggest::suggest;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use rustix::fs::OFlags;
 use std::path::{Component, Path, PathBuf};
@@ -163,7 +163,9 @@ pub struct Roots {
     spill: Option<PathBuf>,
     control_files: ControlFiles,
     hard_links: HardLinks,
-    launch_files: Arc<Vec<LaunchFile>>,
+    /// Shared by the clones of these roots, so [`Roots::set_launch_files`] reaches every
+    /// tool holding them.
+    launch_files: Arc<RwLock<Vec<LaunchFile>>>,
 }
 
 /// Whether tools may write toolgate's and its peers' control files.
@@ -268,17 +270,32 @@ impl Roots {
             spill: None,
             control_files: ControlFiles::Protected,
             hard_links: HardLinks::Allowed,
-            launch_files: Arc::new(Vec::new()),
+            launch_files: Arc::new(RwLock::new(Vec::new())),
         })
     }
 
     /// Adds files trusted MCP servers run to the control files (refused unless
     /// [`ControlFiles::Writable`]).
     pub fn with_launch_files(mut self, files: Vec<LaunchFile>) -> Self {
-        let mut all = (*self.launch_files).clone();
+        let mut all = self.launch_files().clone();
         all.extend(files);
-        self.launch_files = Arc::new(all);
+        self.launch_files = Arc::new(RwLock::new(all));
         self
+    }
+
+    /// Replaces the files trusted MCP servers run (a config change mounted other servers),
+    /// for every tool holding these roots or a clone of them.
+    pub fn set_launch_files(&self, files: Vec<LaunchFile>) {
+        *self
+            .launch_files
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = files;
+    }
+
+    fn launch_files(&self) -> std::sync::RwLockReadGuard<'_, Vec<LaunchFile>> {
+        self.launch_files
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Sets whether tools may write control files (default: [`ControlFiles::Protected`]).
@@ -362,7 +379,7 @@ impl Roots {
                             rule,
                         });
                     }
-                    if let Some(file) = self.launch_files.iter().find(|f| f.guards(&real)) {
+                    if let Some(file) = self.launch_files().iter().find(|f| f.guards(&real)) {
                         return Err(PathError::LaunchFile {
                             path: input.to_owned(),
                             server: file.server.clone(),

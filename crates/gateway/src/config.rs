@@ -195,6 +195,12 @@ pub struct GatewayConfig {
     /// credential store when one answers, else a 0600 file under the user config folder),
     /// `"keyring"` or `"file"`.
     pub oauth_credentials_store: CredentialStoreMode,
+    /// While `serve` runs, watch the files servers come from (toolgate's config files, the
+    /// imported Claude and Codex files, the trust file) and apply a change at once: only
+    /// the servers that were added, removed or changed are mounted, unmounted or
+    /// restarted, and clients get `list_changed`. Default true; false keeps the servers
+    /// as they started until toolgate restarts.
+    pub watch: bool,
 }
 
 impl Default for GatewayConfig {
@@ -208,6 +214,7 @@ impl Default for GatewayConfig {
             sandbox: toolgate_contain::SandboxMode::Off,
             sandbox_network: true,
             oauth_credentials_store: CredentialStoreMode::Auto,
+            watch: true,
         }
     }
 }

@@ -24,6 +24,8 @@ pub use resources::{ResourceCollision, describe_collisions};
 pub use sizing::{MAX_BLOB_CHARS, SaveBlob, fit_prompt, fit_resource_contents, save_large_blobs};
 mod forward;
 pub use forward::Followed;
+mod reconcile;
+pub use reconcile::Reconciled;
 
 /// Most characters of one mounted server's `instructions` passed on to the client.
 pub const MAX_SERVER_INSTRUCTIONS_CHARS: usize = 2_000;
@@ -101,7 +103,11 @@ pub enum ServerState {
 }
 
 struct Inner {
-    mounts: Vec<Arc<Mount>>,
+    /// The mounted servers, in name order: replaced whole when the config changes
+    /// ([`Gateway::reconcile`]); readers take the list of the moment.
+    mounts: Mutex<Arc<[Arc<Mount>]>>,
+    /// Whether [`Gateway::start`] ran: servers added by a config change then start too.
+    started: std::sync::atomic::AtomicBool,
     registry: Weak<Registry>,
     limits: GatewayLimits,
     naming: Mutex<()>,
@@ -133,6 +139,11 @@ struct Inner {
 }
 
 impl Inner {
+    /// The mounted servers now.
+    fn mounts(&self) -> Arc<[Arc<Mount>]> {
+        Arc::clone(&lock(&self.mounts))
+    }
+
     /// The token store, opening the standard one on first use.
     fn token_store(&self) -> Option<TokenStore> {
         let mut tokens = lock(&self.tokens);
@@ -156,10 +167,10 @@ impl Inner {
     /// and rebuilds the proxies that changed. Returns whether the published tools changed.
     fn publish(&self) -> bool {
         let _naming = lock(&self.naming);
-        let lists: Vec<_> = self.mounts.iter().map(|m| m.listed()).collect();
-        let prompts: Vec<_> = self.mounts.iter().map(|m| m.prompts()).collect();
-        let offers: Vec<Offer<'_>> = self
-            .mounts
+        let mounts = self.mounts();
+        let lists: Vec<_> = mounts.iter().map(|m| m.listed()).collect();
+        let prompts: Vec<_> = mounts.iter().map(|m| m.prompts()).collect();
+        let offers: Vec<Offer<'_>> = mounts
             .iter()
             .zip(&lists)
             .zip(&prompts)
@@ -173,7 +184,7 @@ impl Inner {
             .collect();
         let named = name_all(&offers, &lock(&self.reserved));
         let mut changed = false;
-        for ((mount, list), named) in self.mounts.iter().zip(&lists).zip(named) {
+        for ((mount, list), named) in mounts.iter().zip(&lists).zip(named) {
             // Only the server's own list fails it: a stale cached list that clashes must not
             // keep it from ever starting (and refreshing the cache). Until it answers, the
             // clashing cached names are simply not published.
@@ -230,18 +241,18 @@ impl Inner {
         changed
     }
 
-    /// The names a client sees for `mount`'s prompts, with each prompt's own name; none for
-    /// a server that is not mounted.
     /// The server of the prompt listed as `name`, and the prompt under its own name.
-    fn prompt_owner(&self, name: &str) -> Option<(&Arc<Mount>, rmcp::model::Prompt)> {
-        self.mounts.iter().find_map(|mount| {
+    fn prompt_owner(&self, name: &str) -> Option<(Arc<Mount>, rmcp::model::Prompt)> {
+        self.mounts().iter().find_map(|mount| {
             self.prompt_names(mount)
                 .into_iter()
                 .find(|(listed, _)| listed == name)
-                .map(|(_, prompt)| (mount, prompt))
+                .map(|(_, prompt)| (Arc::clone(mount), prompt))
         })
     }
 
+    /// The names a client sees for `mount`'s prompts, with each prompt's own name; none for
+    /// a server that is not mounted.
     fn prompt_names(&self, mount: &Mount) -> Vec<(String, rmcp::model::Prompt)> {
         if mount.clash().is_some() {
             return Vec::new();
@@ -363,13 +374,13 @@ fn refusal(what: &str, verdict: &toolgate_core::Verdict) -> String {
 /// Mounts MCP servers into a registry and runs them.
 pub struct Gateway {
     inner: Arc<Inner>,
-    problems: Vec<ImportProblem>,
+    problems: Mutex<Vec<ImportProblem>>,
 }
 
 impl std::fmt::Debug for Gateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gateway")
-            .field("servers", &self.inner.mounts.len())
+            .field("servers", &self.inner.mounts().len())
             .finish_non_exhaustive()
     }
 }
@@ -386,10 +397,13 @@ impl Gateway {
     ) -> Result<Self, RegistryError> {
         let Discovered { servers, problems } = discovered;
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
-            mounts: servers
-                .into_iter()
-                .map(|spec| Arc::new(Mount::new(spec, weak.clone())))
-                .collect(),
+            mounts: Mutex::new(
+                servers
+                    .into_iter()
+                    .map(|spec| Arc::new(Mount::new(spec, weak.clone() as Weak<dyn Host>)))
+                    .collect(),
+            ),
+            started: std::sync::atomic::AtomicBool::new(false),
             registry: Arc::downgrade(registry),
             limits,
             naming: Mutex::new(()),
@@ -412,16 +426,12 @@ impl Gateway {
             budget: Mutex::new(None),
             save_blob: Mutex::new(None),
         });
-        for mount in &inner.mounts {
-            let provider = MountProvider {
-                name: format!("mcp:{}", mount.spec.name),
-                mount: Arc::clone(mount),
-            };
-            registry.register(None, Arc::new(provider), 0)?;
+        let mounts = inner.mounts();
+        for mount in mounts.iter() {
+            register(registry, mount)?;
         }
         // A read may take as long as the slowest server allows its calls.
-        let slowest = inner
-            .mounts
+        let slowest = mounts
             .iter()
             .map(|m| m.spec.tool_timeout)
             .max()
@@ -431,7 +441,7 @@ impl Gateway {
         for problem in &problems {
             tracing::warn!(%problem, "MCP server config skipped");
         }
-        for mount in &inner.mounts {
+        for mount in mounts.iter() {
             // `info`: commands print it themselves (`tools`, `call`, `mcp list`), and the
             // model reads it in the result of a call to one of its tools.
             if let Phase::Untrusted(reason) = &mount.state().phase {
@@ -444,7 +454,10 @@ impl Gateway {
                 );
             }
         }
-        Ok(Self { inner, problems })
+        Ok(Self {
+            inner,
+            problems: Mutex::new(problems),
+        })
     }
 
     /// Uses `cache` for every server: tools it holds for a server's exact launch config are
@@ -455,7 +468,7 @@ impl Gateway {
     pub fn use_catalog(&self, cache: CatalogCache) -> usize {
         let loaded = self
             .inner
-            .mounts
+            .mounts()
             .iter()
             .filter(|m| m.load_catalog(&cache))
             .count();
@@ -508,7 +521,7 @@ impl Gateway {
     /// Whether any enabled server is still starting (its tools not known yet, and not in
     /// the catalog cache).
     pub fn pending(&self) -> bool {
-        self.inner.mounts.iter().any(|m| {
+        self.inner.mounts().iter().any(|m| {
             let known = {
                 let st = m.state();
                 st.ever_ready || st.from_cache
@@ -518,25 +531,25 @@ impl Gateway {
     }
 
     /// Config files that could not be read, with why.
-    pub fn problems(&self) -> &[ImportProblem] {
-        &self.problems
+    pub fn problems(&self) -> Vec<ImportProblem> {
+        lock(&self.problems).clone()
     }
 
-    /// The configured servers.
-    pub fn servers(&self) -> impl Iterator<Item = &ServerSpec> {
-        self.inner.mounts.iter().map(|m| &m.spec)
+    /// The configured servers, as they are now (a config change may add or remove some).
+    pub fn servers(&self) -> impl Iterator<Item = ServerSpec> + use<> {
+        let specs: Vec<ServerSpec> = self.inner.mounts().iter().map(|m| m.spec.clone()).collect();
+        specs.into_iter()
     }
 
     /// Starts every enabled server in the background, concurrently; returns at once. Each
     /// server's tools appear (registry invalidation → upstream `list_changed`) when it is
     /// ready. Must be called inside a tokio runtime.
     pub fn start(&self) {
-        let queued: Vec<&Arc<Mount>> = self
-            .inner
-            .mounts
-            .iter()
-            .filter(|m| m.request_start())
-            .collect();
+        self.inner
+            .started
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let mounts = self.inner.mounts();
+        let queued: Vec<&Arc<Mount>> = mounts.iter().filter(|m| m.request_start()).collect();
         if queued.is_empty() {
             return;
         }
@@ -564,18 +577,17 @@ impl Gateway {
                     !(st.ever_ready || st.from_cache)
                 })
         };
-        let mut targets: Vec<&Arc<Mount>> = self.inner.mounts.iter().filter(never).collect();
+        let mounts = self.inner.mounts();
+        let mut targets: Vec<&Arc<Mount>> = mounts.iter().filter(never).collect();
         if tool.starts_with("mcp__") {
             let prefixed = |m: &&Arc<Mount>| m.spec.prefix == Prefix::Always;
-            let matching: Vec<&Arc<Mount>> = self
-                .inner
-                .mounts
+            let matching: Vec<&Arc<Mount>> = mounts
                 .iter()
                 .filter(prefixed)
                 .filter(|m| tool.starts_with(&server_prefix(&m.spec.name)))
                 .collect();
             if matching.is_empty() {
-                targets.extend(self.inner.mounts.iter().filter(prefixed));
+                targets.extend(mounts.iter().filter(prefixed));
             } else {
                 targets.extend(matching);
             }
@@ -586,33 +598,44 @@ impl Gateway {
     /// Starts the server named `server` (if configured) and waits until it is ready or
     /// failed.
     pub async fn start_server(&self, server: &str) {
-        if let Some(mount) = self.inner.mounts.iter().find(|m| m.spec.name == server) {
+        let mount = self
+            .inner
+            .mounts()
+            .iter()
+            .find(|m| m.spec.name == server)
+            .cloned();
+        if let Some(mount) = mount {
             mount.start().await;
         }
     }
 
     /// Starts every enabled server and waits until each is ready or failed.
     pub async fn start_all(&self) {
-        futures::future::join_all(self.inner.mounts.iter().map(|m| m.start())).await;
+        let mounts = self.inner.mounts();
+        futures::future::join_all(mounts.iter().map(|m| m.start())).await;
     }
 
     /// Starts every enabled server, as [`Gateway::start_all`] does, yielding each server's
     /// name as soon as it is ready or failed (disabled and untrusted ones at once), so a
     /// listing can show each as it is known.
-    pub fn start_each(&self) -> impl futures::Stream<Item = String> + '_ {
+    pub fn start_each(&self) -> impl futures::Stream<Item = String> + use<> {
         self.inner
-            .mounts
+            .mounts()
             .iter()
-            .map(|m| async move {
-                m.start().await;
-                m.spec.name.clone()
+            .map(|m| {
+                let m = Arc::clone(m);
+                async move {
+                    m.start().await;
+                    m.spec.name.clone()
+                }
             })
             .collect::<futures::stream::FuturesUnordered<_>>()
     }
 
     /// Waits until no server is starting.
     pub async fn settled(&self) {
-        futures::future::join_all(self.inner.mounts.iter().map(|m| m.settled())).await;
+        let mounts = self.inner.mounts();
+        futures::future::join_all(mounts.iter().map(|m| m.settled())).await;
     }
 
     /// The mounted servers' `instructions`, for toolgate's own: each under its server's
@@ -622,7 +645,7 @@ impl Gateway {
     pub fn instructions(&self) -> String {
         let mut out = String::new();
         let mut left_out = Vec::new();
-        for mount in &self.inner.mounts {
+        for mount in self.inner.mounts().iter() {
             let Some(text) = mount.instructions().filter(|_| mount.clash().is_none()) else {
                 continue;
             };
@@ -661,7 +684,7 @@ impl Gateway {
     /// `mcp.prompt`) is left out.
     pub fn prompts(&self) -> Vec<rmcp::model::Prompt> {
         let mut out = Vec::new();
-        for mount in &self.inner.mounts {
+        for mount in self.inner.mounts().iter() {
             for (name, mut prompt) in self.inner.prompt_names(mount) {
                 if self.inner.prompt_verdict(&name).decision == Decision::Deny {
                     continue;
@@ -723,9 +746,8 @@ impl Gateway {
 
     /// Every server's status, in name order.
     pub fn status(&self) -> Vec<ServerStatus> {
-        let remote = self
-            .inner
-            .mounts
+        let mounts = self.inner.mounts();
+        let remote = mounts
             .iter()
             .any(|m| matches!(m.spec.transport, Transport::Http { .. }));
         let tokens = if remote {
@@ -733,8 +755,7 @@ impl Gateway {
         } else {
             None
         };
-        self.inner
-            .mounts
+        mounts
             .iter()
             .map(|m| {
                 let tools = m.tools().len();
@@ -784,7 +805,7 @@ impl Gateway {
     /// The tools mounted from `server`, in the server's order; `None` for an unknown name.
     pub fn server_tools(&self, server: &str) -> Option<Vec<Arc<dyn DynTool>>> {
         self.inner
-            .mounts
+            .mounts()
             .iter()
             .find(|m| m.spec.name == server)
             .map(|m| m.tools())
@@ -793,10 +814,11 @@ impl Gateway {
     /// Stops every server: calls in flight fail, stdin is closed, then SIGTERM and SIGKILL
     /// for any process group still alive. Returns when all are gone (at most a few seconds).
     pub async fn shutdown(&self) {
-        for mount in &self.inner.mounts {
+        let mounts = self.inner.mounts();
+        for mount in mounts.iter() {
             mount.shutdown.cancel();
         }
-        let all = futures::future::join_all(self.inner.mounts.iter().map(|m| async move {
+        let all = futures::future::join_all(mounts.iter().map(|m| async move {
             // A start in progress notices the shutdown and kills what it spawned.
             m.stopped().await;
         }));
@@ -807,10 +829,19 @@ impl Gateway {
 impl Drop for Gateway {
     fn drop(&mut self) {
         // Monitors close their servers; a dropped runtime kills them through their guards.
-        for mount in &self.inner.mounts {
+        for mount in self.inner.mounts().iter() {
             mount.shutdown.cancel();
         }
     }
+}
+
+/// Registers `mount`'s provider (`mcp:<server>`) in the global layer of `registry`.
+fn register(registry: &Registry, mount: &Arc<Mount>) -> Result<(), RegistryError> {
+    let provider = MountProvider {
+        name: format!("mcp:{}", mount.spec.name),
+        mount: Arc::clone(mount),
+    };
+    registry.register(None, Arc::new(provider), 0)
 }
 
 /// Every tool name `registry` has now, shown or hidden: taken before any server mounts.

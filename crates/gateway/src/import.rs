@@ -221,6 +221,17 @@ fn problem(path: &Path, reason: String) -> ImportProblem {
 
 /// The files to read, lowest precedence first, without duplicates, each with whether it
 /// belongs to the project (its servers need the user's trust).
+/// The files [`discover`] reads with `options`, whether they exist or not (none when
+/// importing is off): the files to watch for changes.
+pub fn source_files(options: &ImportOptions) -> Vec<PathBuf> {
+    if !options.import {
+        return Vec::new();
+    }
+    let mut files: Vec<PathBuf> = sources(options).into_iter().map(|(p, _, _)| p).collect();
+    files.dedup();
+    files
+}
+
 fn sources(options: &ImportOptions) -> Vec<(PathBuf, Format, bool)> {
     let mut out = Vec::new();
     let codex = options

@@ -136,11 +136,11 @@ pub use config::{
 };
 pub use gateway::{
     Followed, ForwardError, Gateway, LIST_RESOURCES, MAX_BLOB_CHARS,
-    MAX_MOUNTED_INSTRUCTIONS_CHARS, MAX_SERVER_INSTRUCTIONS_CHARS, READ_RESOURCE,
+    MAX_MOUNTED_INSTRUCTIONS_CHARS, MAX_SERVER_INSTRUCTIONS_CHARS, READ_RESOURCE, Reconciled,
     ResourceCollision, SaveBlob, ServerState, ServerStatus, describe_collisions,
     describe_transport, fit_prompt, fit_resource_contents, save_large_blobs,
 };
-pub use import::{Discovered, ImportOptions, ImportProblem, NESTED_ENV, discover};
+pub use import::{Discovered, ImportOptions, ImportProblem, NESTED_ENV, discover, source_files};
 pub use limits::GatewayLimits;
 pub use naming::{MAX_NAME_LEN, assign_names, sanitize, server_prefix};
 pub use roots::ClientRoots;

@@ -21,6 +21,8 @@ mod forward;
 mod misbehave;
 #[path = "all/prefix.rs"]
 mod prefix;
+#[path = "all/reconcile.rs"]
+mod reconcile;
 #[path = "all/resources.rs"]
 mod resources;
 #[path = "all/support.rs"]

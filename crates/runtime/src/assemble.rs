@@ -258,7 +258,7 @@ fn discover_skills(config: &Config, roots: Roots) -> (Arc<Skills>, Roots) {
 
 /// The configured and imported MCP servers (toolgate's own config last), with trust
 /// decided for those defined by project files.
-fn discover_servers(config: &Config, roots: &Roots) -> Result<Discovered, ConfigError> {
+pub(crate) fn discover_servers(config: &Config, roots: &Roots) -> Result<Discovered, ConfigError> {
     let project_dir = roots.primary();
     let mut options = ImportOptions::standard(project_dir.to_path_buf(), config.mcp.import);
     options.project_servers = config.project_servers.clone();
@@ -272,7 +272,7 @@ fn discover_servers(config: &Config, roots: &Roots) -> Result<Discovered, Config
 }
 
 /// The files trusted project servers run, for the write tools to leave alone.
-fn launch_files(servers: &Discovered) -> Vec<LaunchFile> {
+pub(crate) fn launch_files(servers: &Discovered) -> Vec<LaunchFile> {
     let mut files = Vec::new();
     for spec in &servers.servers {
         let Some(launch) = &spec.launch else { continue };

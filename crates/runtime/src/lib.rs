@@ -10,5 +10,7 @@
 #![deny(missing_docs)]
 
 mod assemble;
+mod live;
 
 pub use assemble::{Runtime, mcp_sandbox};
+pub use live::{ConfigWatch, LoadConfig, ServerReload, watch_config};

@@ -76,7 +76,7 @@ pub(super) async fn check(report: &mut Report, runtime: &Runtime, start: bool) {
                 "{name}: {note}; ask the server's author to fix the tool, or hide it with disabled_tools in [mcp_servers.{name}]"
             ));
         }
-        if let Some(cached) = cache.as_ref().and_then(|c| c.load(spec)) {
+        if let Some(cached) = cache.as_ref().and_then(|c| c.load(&spec)) {
             for tool in &cached.tools {
                 let original: &str = &tool.name;
                 if original.chars().count() > MAX_NAME_LEN {

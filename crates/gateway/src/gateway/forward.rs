@@ -66,7 +66,7 @@ impl Gateway {
         context: Option<&CompletionContext>,
     ) -> Result<CompletionInfo, ForwardError> {
         // A server whose resources the rules keep from the client lists no templates.
-        let owner = self.inner.readable().find(|m| {
+        let owner = self.inner.readable().into_iter().find(|m| {
             m.resources()
                 .templates
                 .iter()
@@ -87,11 +87,9 @@ impl Gateway {
     /// routes it): the server is subscribed once however many follow, until the last
     /// [`Followed`] is dropped. Its updates arrive on [`Gateway::resource_updates`].
     pub async fn follow(&self, uri: &str) -> Result<Followed, ForwardError> {
-        let best = self
-            .inner
-            .mounts
+        let mounted = self.inner.mounted();
+        let best = mounted
             .iter()
-            .filter(|m| m.clash().is_none())
             .filter_map(|m| m.serves(uri).map(|fit| (fit, m)))
             .max_by_key(|(fit, _)| *fit);
         let Some((_, mount)) = best else {
@@ -114,7 +112,7 @@ impl Gateway {
     /// Tells every ready server that the client's roots changed
     /// (`notifications/roots/list_changed`), so it asks again.
     pub fn client_roots_changed(&self) {
-        for mount in &self.inner.mounts {
+        for mount in self.inner.mounts().iter() {
             mount.roots_changed();
         }
     }

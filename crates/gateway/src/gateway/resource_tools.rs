@@ -126,11 +126,22 @@ impl Inner {
     }
 
     /// The servers whose resources may be listed: mounted, and not denied.
-    pub(super) fn readable(&self) -> impl Iterator<Item = &Arc<Mount>> {
-        self.mounts
+    pub(super) fn readable(&self) -> Vec<Arc<Mount>> {
+        self.mounts()
             .iter()
             .filter(|m| m.clash().is_none())
             .filter(|m| self.resource_verdict(m).decision != Decision::Deny)
+            .cloned()
+            .collect()
+    }
+
+    /// The servers not kept from mounting by a name clash.
+    pub(super) fn mounted(&self) -> Vec<Arc<Mount>> {
+        self.mounts()
+            .iter()
+            .filter(|m| m.clash().is_none())
+            .cloned()
+            .collect()
     }
 
     /// What a listing or a failed lookup adds about servers the rules let through that are
@@ -138,6 +149,7 @@ impl Inner {
     fn starting_note(&self) -> String {
         let starting: Vec<String> = self
             .readable()
+            .into_iter()
             .filter(|m| m.is_settling() && m.resources().is_empty())
             .map(|m| format!("`{}`", m.spec.name))
             .collect();
@@ -156,8 +168,8 @@ impl Inner {
     async fn await_cached(&self, ctx: &CallContext) {
         let coming: Vec<Arc<Mount>> = self
             .readable()
+            .into_iter()
             .filter(|m| m.resources_coming())
-            .cloned()
             .collect();
         if coming.is_empty() {
             return;
@@ -171,15 +183,12 @@ impl Inner {
 
     /// Whether a server the rules let through offers any resource or template.
     pub(super) fn offers_resources(&self) -> bool {
-        self.readable().any(|m| m.offers_resources())
+        self.readable().iter().any(|m| m.offers_resources())
     }
 
     /// The server a read of `uri` goes to among `mounts`: the first that listed it, else
     /// the first with a template it fits (config order breaks ties).
-    pub(super) fn owner<'a>(
-        mounts: impl Iterator<Item = &'a Arc<Mount>>,
-        uri: &str,
-    ) -> Option<&'a Arc<Mount>> {
+    pub(super) fn owner(mounts: &[Arc<Mount>], uri: &str) -> Option<Arc<Mount>> {
         let mut best: Option<(Fit, &Arc<Mount>)> = None;
         for mount in mounts {
             if let Some(fit) = mount.serves(uri)
@@ -188,7 +197,7 @@ impl Inner {
                 best = Some((fit, mount));
             }
         }
-        best.map(|(_, m)| m)
+        best.map(|(_, m)| Arc::clone(m))
     }
 }
 
@@ -312,8 +321,9 @@ impl Tool for ListResources {
             _ => None,
         };
         inner.await_cached(&ctx).await;
-        let with_resources: Vec<&Arc<Mount>> = inner
-            .readable()
+        let readable = inner.readable();
+        let with_resources: Vec<&Arc<Mount>> = readable
+            .iter()
             .filter(|m| !m.resources().is_empty())
             .collect();
         let names = |ms: &[&Arc<Mount>]| -> String {
@@ -325,10 +335,11 @@ impl Tool for ListResources {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        let all = inner.mounts();
         let chosen: Vec<&Arc<Mount>> = match args.server.as_deref() {
             None => with_resources.clone(),
             Some(server) => {
-                let Some(mount) = inner.mounts.iter().find(|m| m.spec.name == server) else {
+                let Some(mount) = all.iter().find(|m| m.spec.name == server) else {
                     return Err(ToolError::recoverable(format!(
                         "no mounted MCP server is named `{}`; servers with resources: {} (or leave `server` out to list them all)",
                         cut(&one_line(server), 100),
@@ -349,9 +360,9 @@ impl Tool for ListResources {
         };
         let offered: Vec<_> = chosen.iter().map(|m| (m, m.resources())).collect();
         // Where reads of each listed URI go: the first server that lists it.
-        let every: Vec<_> = inner.readable().map(|m| m.resources()).collect();
+        let every: Vec<_> = readable.iter().map(|m| m.resources()).collect();
         let mut first: HashMap<&str, &str> = HashMap::new();
-        for (mount, offer) in inner.readable().zip(&every) {
+        for (mount, offer) in readable.iter().zip(&every) {
             for r in &offer.resources {
                 first
                     .entry(r.uri.as_str())
@@ -508,13 +519,12 @@ impl Tool for ReadResource {
                 cut(&uri.escape_debug().to_string(), 200)
             )));
         }
-        if Inner::owner(inner.readable(), &uri).is_none() {
+        if Inner::owner(&inner.readable(), &uri).is_none() {
             inner.await_cached(&ctx).await;
         }
-        let Some(mount) = Inner::owner(inner.readable(), &uri) else {
-            let mounted = inner.mounts.iter().filter(|m| m.clash().is_none());
-            if let Some(hidden) = Inner::owner(mounted, &uri) {
-                return Err(denied(&hidden.spec.name, &inner.resource_verdict(hidden)));
+        let Some(mount) = Inner::owner(&inner.readable(), &uri) else {
+            if let Some(hidden) = Inner::owner(&inner.mounted(), &uri) {
+                return Err(denied(&hidden.spec.name, &inner.resource_verdict(&hidden)));
             }
             return Err(ToolError::recoverable(format!(
                 "no mounted MCP server offers the resource `{}`; call list_resources to see the URIs and templates there are{}",
@@ -522,13 +532,13 @@ impl Tool for ReadResource {
                 inner.starting_note()
             )));
         };
-        let verdict = inner.resource_verdict(mount);
+        let verdict = inner.resource_verdict(&mount);
         // An `ask` the dispatcher asked already (an `mcp.read` rule) is not asked twice.
         let asked = inner.limits.policy.decide(READ_RESOURCE, "mcp.read") == verdict;
         if verdict.decision == Decision::Ask && !asked {
             approve(&mount.spec.name, &uri, &verdict, &ctx).await?;
         }
-        read(mount, &uri, &ctx).await
+        read(&mount, &uri, &ctx).await
     }
 }
 

@@ -31,6 +31,7 @@ impl Gateway {
         let mut seen = std::collections::HashSet::new();
         self.inner
             .readable()
+            .into_iter()
             .flat_map(|m| m.resources().resources.clone())
             .filter(|r| seen.insert(r.uri.clone()))
             .collect()
@@ -40,6 +41,7 @@ impl Gateway {
     pub fn resource_templates(&self) -> Vec<rmcp::model::ResourceTemplate> {
         self.inner
             .readable()
+            .into_iter()
             .flat_map(|m| m.resources().templates.clone())
             .collect()
     }
@@ -53,10 +55,9 @@ impl Gateway {
         uri: &str,
         caller: Option<Arc<dyn toolgate_core::ClientLink>>,
     ) -> Result<Vec<rmcp::model::ResourceContents>, ForwardError> {
-        let Some(mount) = Inner::owner(self.inner.readable(), uri) else {
-            let mounted = self.inner.mounts.iter().filter(|m| m.clash().is_none());
-            if let Some(hidden) = Inner::owner(mounted, uri) {
-                let verdict = self.inner.resource_verdict(hidden);
+        let Some(mount) = Inner::owner(&self.inner.readable(), uri) else {
+            if let Some(hidden) = Inner::owner(&self.inner.mounted(), uri) {
+                let verdict = self.inner.resource_verdict(&hidden);
                 let what = format!("reading `{uri}` from MCP server `{}`", hidden.spec.name);
                 return Err(ForwardError::Refused(super::refusal(&what, &verdict)));
             }
@@ -64,7 +65,7 @@ impl Gateway {
                 uri: uri.to_owned(),
             });
         };
-        let verdict = self.inner.resource_verdict(mount);
+        let verdict = self.inner.resource_verdict(&mount);
         if verdict.decision != Decision::Allow {
             let what = format!("reading `{uri}` from MCP server `{}`", mount.spec.name);
             return Err(ForwardError::Refused(super::refusal(&what, &verdict)));
@@ -111,7 +112,7 @@ impl Gateway {
     pub fn resource_collisions(&self) -> Vec<ResourceCollision> {
         let mut listed: Vec<(String, Vec<String>)> = Vec::new();
         let mut at: HashMap<String, usize> = HashMap::new();
-        for mount in self.inner.mounts.iter().filter(|m| m.clash().is_none()) {
+        for mount in self.inner.mounted() {
             let offered = mount.resources();
             let mut own = std::collections::HashSet::new();
             for resource in &offered.resources {
