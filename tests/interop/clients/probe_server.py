@@ -10,9 +10,10 @@ sleeps S seconds before answering `initialize` (a slow starter); PROBE_LOG=FILE 
 client's `clientInfo`; PROBE_RESOURCES=1 offers resources: `probe://notes/readme` (a short text
 naming itself) and `probe://notes/big` (200,000 characters of numbered lines), and the prompt
 `release_notes {version}`; PROBE_ASK=1 adds the tool `ask_release_name`, which asks its client
-the form `RELEASE_FORM` (`elicitation/create` while the call runs, as a 2025 server does) and
-returns what came back: `release name: NAME` for an accepted form, `no release name: ACTION`
-otherwise. PROBE_ASK_LOG=FILE appends each answer the server got as a JSON line.
+the form `RELEASE_FORM` (`elicitation/create` while the call runs, as a 2025 server does, so it
+then speaks no newer revision than 2025-11-25) and returns what came back: `release name: NAME`
+for an accepted form, `no release name: ACTION` otherwise. PROBE_ASK_LOG=FILE appends each
+answer the server got as a JSON line.
 """
 
 import json
@@ -110,8 +111,13 @@ for raw in sys.stdin:
         if os.environ.get("PROBE_LOG"):
             with open(os.environ["PROBE_LOG"], "a") as log:
                 log.write(json.dumps(msg["params"].get("clientInfo")) + "\n")
+        version = msg["params"].get("protocolVersion", "2025-06-18")
+        if ASK:
+            # Asking mid-call is what a 2025 server does; a 2026-07-28 one answers
+            # `input_required` instead, so the asking probe is no newer than 2025-11-25.
+            version = min(version, "2025-11-25")
         answer(msg["id"], {
-            "protocolVersion": msg["params"].get("protocolVersion", "2025-06-18"),
+            "protocolVersion": version,
             "capabilities": {"tools": {}, **({"resources": {}, "prompts": {}} if RESOURCES else {})},
             "serverInfo": {"name": "probe", "version": "1"},
         })
