@@ -47,13 +47,20 @@ def toolgate_server(project: Path, env: dict[str, str] | None = None) -> dict:
 
 
 def mount_probe(
-    project: Path, extra_tools: int = 0, delay: float = 0.0, resources: bool = False
+    project: Path,
+    extra_tools: int = 0,
+    delay: float = 0.0,
+    resources: bool = False,
+    ask_log: Path | None = None,
 ) -> None:
     """Mounts probe_server.py behind toolgate through the project's .mcp.json (with its
-    resources when `resources`)."""
+    resources when `resources`; with its tool that asks a form when `ask_log`, where it
+    writes each answer it gets)."""
     env = {"PROBE_TOOLS": str(extra_tools), "PROBE_DELAY": str(delay)}
     if resources:
         env["PROBE_RESOURCES"] = "1"
+    if ask_log is not None:
+        env.update({"PROBE_ASK": "1", "PROBE_ASK_LOG": str(ask_log)})
     (project / ".mcp.json").write_text(
         json.dumps({"mcpServers": {"probe": {"command": sys.executable, "args": [PROBE], "env": env}}})
     )
@@ -88,13 +95,24 @@ def toolgate(
     )
 
 
-def drive(client: str, project: Path, steps: list[Step], env: dict[str, str] | None = None) -> Run:
-    """Runs `client` with toolgate as its MCP server `tg`; the model follows `steps`."""
+def drive(
+    client: str,
+    project: Path,
+    steps: list[Step],
+    env: dict[str, str] | None = None,
+    settings: dict | None = None,
+) -> Run:
+    """Runs `client` with toolgate as its MCP server `tg`; the model follows `steps`.
+    `settings` are Claude Code's (`--settings`), e.g. hooks."""
     model = FakeModel(steps)
     try:
-        runner = run_claude if client == "claude" else run_codex
+        servers = {"tg": toolgate_server(project, env)}
         try:
-            run = runner(project, {"tg": toolgate_server(project, env)}, model)
+            if client == "claude":
+                run = run_claude(project, servers, model, settings=settings)
+            else:
+                assert settings is None, "settings are Claude Code's"
+                run = run_codex(project, servers, model)
         except ClientMissing as e:
             pytest.fail(str(e), pytrace=False)
     finally:

@@ -77,9 +77,10 @@ def run_claude(
     model: FakeModel,
     extra_env: dict[str, str] | None = None,
     prompt: str = "Use the tools as asked.",
+    settings: dict[str, Any] | None = None,
 ) -> Run:
     """`claude -p PROMPT` in `workdir` with `servers` as its only MCP servers, talking to
-    `model`."""
+    `model`, with `settings` (as in a settings.json, e.g. `hooks`) given by `--settings`."""
     exe = _exe("claude")
     home = client_home("claude", workdir)
     home.mkdir(exist_ok=True)
@@ -106,6 +107,10 @@ def run_claude(
         "--model", "claude-sonnet-4-5",
         "--output-format", "json",
     ]
+    if settings is not None:
+        settings_file = workdir.parent / "claude-settings.json"
+        settings_file.write_text(json.dumps(settings))
+        cmd += ["--settings", str(settings_file)]
     p = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
     return Run(p.returncode, p.stdout, p.stderr, model)
 

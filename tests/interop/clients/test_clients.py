@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -235,3 +238,67 @@ def test_a_login_protected_server_in_claude_json_works_after_one_mcp_login(
         assert token not in run.stdout + run.stderr, "a token is in the client's output"
         leaked = [str(p) for p, text in outside.items() if token in text]
         assert not leaked, f"a token is in {leaked}"
+
+
+HOOK = Path(__file__).parent / "elicit_hook.py"
+# What probe_server.py's `ask_release_name` asks (its RELEASE_FORM).
+RELEASE_MESSAGE = "Which release name should the probe use?"
+RELEASE_SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string", "title": "Release name", "description": "A name for the release"}},
+    "required": ["name"],
+}
+
+
+def elicitation_hook(record: Path, action: str, **content: str) -> dict:
+    """Claude Code settings with an `Elicitation` hook (elicit_hook.py) that records each form
+    it is shown in `record` and answers it `action` with `content`: the user `claude -p` lacks."""
+    fields = [f"{k}={v}" for k, v in content.items()]
+    command = shlex.join([sys.executable, str(HOOK), str(record), action, *fields])
+    return {"hooks": {"Elicitation": [{"hooks": [{"type": "command", "command": command}]}]}}
+
+
+@pytest.mark.parametrize("action", ["accept", "decline", "no-hook"])
+def test_a_mounted_servers_elicitation_reaches_claude_codes_user_and_its_answer_the_server(
+    action, project, tmp_path
+):
+    """Issue 24: a mounted server's elicitation, sent while its tool runs, goes through
+    toolgate to Claude Code, whose user layer (the `Elicitation` hook, standing in for the
+    dialog `claude -p` lacks) sees the server's message and schema; the user's answer goes
+    back through toolgate to the server, and the tool's result built from it reaches the
+    model. With no hook, `claude -p` answers `cancel` itself. A form toolgate did not relay
+    would reach no hook, and the server would get toolgate's own `decline`."""
+    answers, shown = tmp_path / "probe-answers.jsonl", tmp_path / "hook-saw.jsonl"
+    mount_probe(project, ask_log=answers)
+    warm_catalog(project)
+    name = f"orchid-{uuid.uuid4().hex[:8]}"  # nobody but the hook's user knows it
+    settings = None if action == "no-hook" else elicitation_hook(shown, action, name=name)
+    run = drive("claude", project, [Step("ask_release_name", {})], settings=settings)
+
+    if settings is not None:
+        # The form reached Claude Code's user layer as the server sent it, once.
+        assert shown.exists(), f"Claude Code showed no form; stderr: {run.stderr[-2000:]}"
+        forms = [json.loads(line) for line in shown.read_text().splitlines()]
+        assert len(forms) == 1, forms
+        form = forms[0]
+        assert form["hook_event_name"] == "Elicitation", form
+        assert form["mcp_server_name"] == "tg", form
+        assert form["message"] == RELEASE_MESSAGE, form
+        assert form["requested_schema"] == RELEASE_SCHEMA, form
+        assert form["mode"] == "form", form
+
+    # The answer reached the server as the user (or Claude Code, for want of one) gave it...
+    got = [json.loads(line) for line in answers.read_text().splitlines()] if answers.exists() else []
+    expected, said = {
+        "accept": ({"action": "accept", "content": {"name": name}}, f"release name: {name}"),
+        "decline": ({"action": "decline"}, "no release name: decline"),
+        "no-hook": ({"action": "cancel"}, "no release name: cancel"),
+    }[action]
+    assert got == [expected], f"the server got {got}; stderr: {run.stderr[-2000:]}"
+    # ...and what the server made of it reached the model as the tool's result.
+    results = run.model.tool_results()
+    assert len(results) == 1, f"calls made: {len(results)}; stderr: {run.stderr[-1500:]}"
+    made = calls(run.model.main_requests()[-1])
+    assert made[-1].endswith("__mcp__probe__ask_release_name"), made  # mcp__tg__mcp__probe__…
+    assert results[0]["is_error"] is not True, results[0]
+    assert CLIENT_WRAP.sub("", results[0]["text"]).strip() == said, results[0]
