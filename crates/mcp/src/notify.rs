@@ -45,47 +45,75 @@ impl Subscriptions {
 ///
 /// Sending each from its own task (as a sink that must not block would) lets a later
 /// notification overtake an earlier one, and the last ones overtake the result.
+///
+/// A call that went through `input_required` rounds goes on under the request that
+/// answered the last round: [`ProgressQueue::retarget`] sends what follows to that request
+/// (its stream, its `progressToken`), or nowhere when it asked for no progress.
 #[derive(Clone)]
 pub(crate) struct ProgressQueue {
-    token: ProgressToken,
     tx: mpsc::UnboundedSender<ProgressItem>,
 }
 
 enum ProgressItem {
-    Notify(ProgressNotificationParam),
+    Notify {
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
+    Retarget(Peer<RoleServer>, Option<ProgressToken>),
     Flush(oneshot::Sender<()>),
 }
 
 impl ProgressQueue {
-    pub(crate) fn spawn(peer: Peer<RoleServer>, token: ProgressToken) -> Self {
+    /// Sends to `peer` under `token`; with no token, nothing goes out until a
+    /// [`ProgressQueue::retarget`] names one.
+    pub(crate) fn spawn(peer: Peer<RoleServer>, token: Option<ProgressToken>) -> Self {
         let (tx, mut rx) = mpsc::unbounded_channel();
         tokio::spawn(async move {
+            let mut target = (peer, token);
             // MCP requires progress to increase with each notification; a value that does
             // not (a heartbeat's elapsed seconds after the tool's own 50 of 100) is dropped.
             let mut last: Option<f64> = None;
             while let Some(item) = rx.recv().await {
                 match item {
-                    ProgressItem::Notify(param) => {
-                        if last.is_some_and(|last| param.progress <= last) {
+                    ProgressItem::Notify {
+                        progress,
+                        total,
+                        message,
+                    } => {
+                        let (peer, Some(token)) = &target else {
+                            continue;
+                        };
+                        if last.is_some_and(|last| progress <= last) {
                             continue;
                         }
-                        last = Some(param.progress);
+                        last = Some(progress);
+                        let mut param = ProgressNotificationParam::new(token.clone(), progress);
+                        param.total = total;
+                        param.message = message;
                         let _ = peer.notify_progress(param).await;
                     }
+                    ProgressItem::Retarget(peer, token) => target = (peer, token),
                     ProgressItem::Flush(done) => {
                         let _ = done.send(());
                     }
                 }
             }
         });
-        Self { token, tx }
+        Self { tx }
     }
 
     pub(crate) fn send(&self, progress: f64, total: Option<f64>, message: Option<String>) {
-        let mut param = ProgressNotificationParam::new(self.token.clone(), progress);
-        param.total = total;
-        param.message = message;
-        let _ = self.tx.send(ProgressItem::Notify(param));
+        let _ = self.tx.send(ProgressItem::Notify {
+            progress,
+            total,
+            message,
+        });
+    }
+
+    /// Sends what follows to `peer` under `token` (none: nowhere).
+    pub(crate) fn retarget(&self, peer: Peer<RoleServer>, token: Option<ProgressToken>) {
+        let _ = self.tx.send(ProgressItem::Retarget(peer, token));
     }
 
     /// Waits until everything queued so far has been handed to the transport.

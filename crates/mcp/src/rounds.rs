@@ -23,15 +23,19 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use rmcp::ErrorData as McpError;
+use rmcp::RoleServer;
 use rmcp::model::{
     ClientCapabilities, InputRequest, InputRequests, InputRequiredResult, InputResponses,
     RequestStateCodec, SealOptions,
 };
+use rmcp::service::RequestContext;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolgate_core::{AskError, ClientAsk, ClientLink};
+
+use crate::notify::ProgressQueue;
 
 /// How long a round waits for the client's answers (a person may be filling in a form).
 pub const ROUND_TTL: Duration = Duration::from_secs(15 * 60);
@@ -282,6 +286,8 @@ struct Parked<T> {
     since: Instant,
     /// Cancels the work (its call's token) when it is given up.
     cancel: CancellationToken,
+    /// Where the work's progress goes: moved to each request that answers a round.
+    progress: Option<ProgressQueue>,
 }
 
 impl<T> Drop for Parked<T> {
@@ -313,6 +319,8 @@ pub(crate) struct Work<T> {
     pub(crate) asks: mpsc::UnboundedReceiver<Asked>,
     /// Cancels the work.
     pub(crate) cancel: CancellationToken,
+    /// Where the work reports progress, if it does.
+    pub(crate) progress: Option<ProgressQueue>,
 }
 
 impl<T: Send + 'static> Rounds<T> {
@@ -339,19 +347,21 @@ impl<T: Send + 'static> Rounds<T> {
             bound,
             since: Instant::now(),
             cancel: work.cancel,
+            progress: work.progress,
         };
         self.drive(parked, stop).await
     }
 
-    /// Resumes the work `state` names with the client's `answers`. `Err` is the request's
-    /// error: a state that fails its seal or names no waiting work, or an answer that is not
-    /// a result.
+    /// Resumes the work `state` names with the client's `answers`, as the work of
+    /// `request` from now on (its progress goes there). `Err` is the request's error: a
+    /// state that fails its seal or names no waiting work, or an answer that is not a
+    /// result.
     pub(crate) async fn resume(
         &self,
         bound: &[u8],
         state: &str,
         answers: InputResponses,
-        stop: &CancellationToken,
+        request: &RequestContext<RoleServer>,
     ) -> Result<Step<T>, McpError> {
         let ticket: Ticket = self
             .sealer
@@ -396,7 +406,10 @@ impl<T: Send + 'static> Rounds<T> {
             }
         }
         parked.open = unanswered;
-        Ok(self.drive(parked, stop).await)
+        if let Some(progress) = &parked.progress {
+            progress.retarget(request.peer.clone(), request.meta.get_progress_token());
+        }
+        Ok(self.drive(parked, &request.ct).await)
     }
 
     /// Polls the work until it finishes, or parks it with its open asks.

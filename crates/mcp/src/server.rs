@@ -419,7 +419,7 @@ impl ToolgateServer {
                 request.input_responses,
                 request.request_state.as_deref(),
                 &context,
-                |ctx, link| self.tool_work(name, args, ctx, &context, link),
+                |ctx, link, progress| self.tool_work(name, args, ctx, &context, link, progress),
             )
             .await?;
         match step {
@@ -444,7 +444,9 @@ impl ToolgateServer {
     /// in the middle of the work through the session's link; a 2026-07-28 client through
     /// `input_required` rounds: fresh work gets a [`RoundLink`] that knows what the request
     /// says its client declared, and a request with a `requestState` resumes the work it
-    /// names. `make` builds the work from its context and round link.
+    /// names. `make` builds the work from its context, round link and progress queue (there
+    /// is one when the request asked for progress, and always for work in rounds, whose
+    /// later requests may ask for it).
     async fn run_asking<T: Send + 'static>(
         &self,
         rounds: &Rounds<T>,
@@ -452,17 +454,23 @@ impl ToolgateServer {
         answers: Option<InputResponses>,
         state: Option<&str>,
         context: &RequestContext<RoleServer>,
-        make: impl FnOnce(CallContext, Option<Arc<RoundLink>>) -> BoxFuture<'static, T>,
+        make: impl FnOnce(
+            CallContext,
+            Option<Arc<RoundLink>>,
+            Option<ProgressQueue>,
+        ) -> BoxFuture<'static, T>,
     ) -> Result<Step<T>, McpError> {
         let by_rounds = asks_by_rounds(context);
         if let (true, Some(state)) = (by_rounds, state) {
             let answers = answers.unwrap_or_default();
-            return rounds.resume(&bound, state, answers, &context.ct).await;
+            return rounds.resume(&bound, state, answers, context).await;
         }
         let mut ctx = CallContext::new(Arc::clone(&self.session));
         let cancel = ctx.cancel.clone();
+        let token = context.meta.get_progress_token();
         if !by_rounds {
-            let work = make(ctx, None);
+            let progress = token.map(|t| ProgressQueue::spawn(context.peer.clone(), Some(t)));
+            let work = make(ctx, None, progress);
             return Ok(Step::Done(run_to_end(work, &cancel, &context.ct).await));
         }
         let offered = answers.unwrap_or_default();
@@ -470,8 +478,14 @@ impl ToolgateServer {
         let session_link = self.session.client().cloned();
         let (link, asks) = RoundLink::new(declared_by(context), offered, session_link);
         ctx.link = Some(Arc::clone(&link) as Arc<dyn ClientLink>);
-        let work = make(ctx, Some(link));
-        let work = rounds::Work { work, asks, cancel };
+        let progress = ProgressQueue::spawn(context.peer.clone(), token);
+        let work = make(ctx, Some(link), Some(progress.clone()));
+        let work = rounds::Work {
+            work,
+            asks,
+            cancel,
+            progress: Some(progress),
+        };
         Ok(rounds.start(bound, work, &context.ct).await)
     }
 
@@ -484,11 +498,8 @@ impl ToolgateServer {
         mut ctx: CallContext,
         context: &RequestContext<RoleServer>,
         link: Option<Arc<RoundLink>>,
+        progress: Option<ProgressQueue>,
     ) -> BoxFuture<'static, ToolDone> {
-        let progress = context
-            .meta
-            .get_progress_token()
-            .map(|token| ProgressQueue::spawn(context.peer.clone(), token));
         // The place in line taken on arrival (stdio), else now (HTTP: each POST is its own
         // request, so there is no order beyond the one handlers start in).
         let ticket = context
@@ -722,7 +733,7 @@ impl ServerHandler for ToolgateServer {
                 request.input_responses,
                 request.request_state.as_deref(),
                 &context,
-                move |ctx, _| Box::pin(async move { source.get(&name, &arguments, &ctx).await }),
+                move |ctx, _, _| Box::pin(async move { source.get(&name, &arguments, &ctx).await }),
             )
             .await?;
         match step {
@@ -768,7 +779,7 @@ impl ServerHandler for ToolgateServer {
                 request.input_responses,
                 request.request_state.as_deref(),
                 &context,
-                move |ctx, _| Box::pin(async move { source.read(&uri, &ctx).await }),
+                move |ctx, _, _| Box::pin(async move { source.read(&uri, &ctx).await }),
             )
             .await?;
         match step {

@@ -71,8 +71,54 @@ impl Tool for AskName {
     }
 }
 
+/// Asks for a name, then reports progress 1 to 3 and returns.
+struct AskThenWork;
+
+impl Tool for AskThenWork {
+    type Args = Who;
+    type Output = ();
+    fn name(&self) -> &str {
+        "ask_then_work"
+    }
+    fn description(&self) -> &str {
+        "Asks a name, then works"
+    }
+    fn meta(&self) -> ToolMeta {
+        ToolMeta {
+            concurrency: Concurrency::ReadOnly,
+            ..ToolMeta::default()
+        }
+    }
+    async fn call(&self, args: Who, ctx: CallContext) -> Result<ToolOutput, ToolError> {
+        let link = ctx
+            .client()
+            .cloned()
+            .ok_or_else(|| ToolError::recoverable("no client"))?;
+        let answer = link
+            .request_as("name", ClientAsk::FormElicitation, form(&args.about))
+            .await
+            .map_err(|e| ToolError::recoverable(e.to_string()))?;
+        if let Some(progress) = &ctx.progress {
+            for step in 1..=3 {
+                progress(toolgate_core::Progress {
+                    progress: f64::from(step),
+                    total: Some(3.0),
+                    message: None,
+                });
+            }
+        }
+        Ok(ToolOutput::text(format!(
+            "worked for {}",
+            accepted(&answer)
+        )))
+    }
+}
+
 fn server() -> ToolgateServer {
-    let registry = registry_with(vec![TypedTool::erased(AskName)]);
+    let registry = registry_with(vec![
+        TypedTool::erased(AskName),
+        TypedTool::erased(AskThenWork),
+    ]);
     ToolgateServer::new(
         dispatcher(registry),
         RenderOptions::default(),
@@ -226,4 +272,51 @@ async fn a_2025_client_is_asked_mid_call_by_the_same_tool() {
     let done = client.next_where(|m| m["id"] == 7).await;
     assert_eq!(done["result"]["content"][0]["text"], "names: Tom", "{done}");
     assert!(done["result"].get("resultType").is_none(), "{done}");
+}
+
+#[tokio::test]
+async fn progress_after_a_round_goes_to_the_request_that_answered_it() {
+    let mut client = connect(server());
+    let params = |extra: Value| {
+        let mut params = json!({"name": "ask_then_work", "arguments": {"about": "x"}});
+        if let (Some(params), Value::Object(extra)) = (params.as_object_mut(), extra) {
+            params.extend(extra);
+        }
+        params
+    };
+    let mut meta_first = meta();
+    meta_first["progressToken"] = json!("first");
+    let (first, _) = client
+        .exchange(1, "tools/call", params(json!({"_meta": meta_first})))
+        .await;
+    let state = first["result"]["requestState"]
+        .as_str()
+        .expect("a round")
+        .to_owned();
+    let mut meta_second = meta();
+    meta_second["progressToken"] = json!("second");
+    let extra = json!({
+        "_meta": meta_second,
+        "inputResponses": {"name": answer("Ann")},
+        "requestState": state,
+    });
+    let (done, notifications) = client.exchange(2, "tools/call", params(extra)).await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "worked for Ann",
+        "{done}"
+    );
+    let progress: Vec<(Value, f64)> = notifications
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .map(|n| {
+            let p = &n["params"];
+            (p["progressToken"].clone(), p["progress"].as_f64().unwrap())
+        })
+        .collect();
+    let second = json!("second");
+    assert_eq!(
+        progress,
+        [(second.clone(), 1.0), (second.clone(), 2.0), (second, 3.0)],
+        "{notifications:?}"
+    );
 }
