@@ -26,7 +26,7 @@ use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::{Notify, broadcast};
-use toolgate_core::{ClientAsk, Policy, Progress, ProgressSink};
+use toolgate_core::{ClientAsk, ClientLink, Policy, Progress, ProgressSink};
 
 use crate::limits::GatewayLimits;
 use crate::relay::{Asker, Callers, relay};
@@ -139,31 +139,71 @@ impl Handler {
     }
 }
 
+/// What toolgate offers a mounted server as its client: elicitation and sampling, relayed
+/// to the client of the call that causes them; roots (the project's folders, or the
+/// client's) when there are some.
+pub(crate) fn offered(roots: bool) -> ClientCapabilities {
+    #[allow(deprecated)] // sampling, roots: deprecated by SEP-2577, used by 2025 servers
+    let mut capabilities = ClientCapabilities::builder()
+        .enable_sampling()
+        .enable_elicitation_with(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::new())
+                .with_url(UrlElicitationCapability::new()),
+        )
+        .build();
+    if roots {
+        // The client's roots may change under a server: toolgate says so.
+        #[allow(deprecated)]
+        let mut roots = RootsCapabilities::default();
+        roots.list_changed = Some(true);
+        #[allow(deprecated)]
+        {
+            capabilities.roots = Some(roots);
+        }
+    }
+    capabilities
+}
+
+/// [`offered`], narrowed to what one call's client can answer and the rules let the
+/// server ask (`mcp.elicit`, `mcp.sample`): what a 2026-07-28 server is told in the
+/// call's `_meta`, so it sees exactly the session's client (a 2025 server learns the
+/// capabilities once, at `initialize`, for every session alike).
+pub(crate) fn offered_to_call(
+    roots: bool,
+    caller: &dyn ClientLink,
+    asker: &crate::relay::Asker<'_>,
+) -> ClientCapabilities {
+    let can = |ask: ClientAsk| caller.can_ask(ask).is_ok() && asker.denied(ask).is_none();
+    let mut capabilities = offered(roots);
+    let form = can(ClientAsk::FormElicitation);
+    let url = can(ClientAsk::UrlElicitation);
+    capabilities.elicitation = match (form, url) {
+        (false, false) => None,
+        (form, url) => {
+            let mut elicitation = ElicitationCapability::new();
+            if form {
+                elicitation = elicitation.with_form(FormElicitationCapability::new());
+            }
+            if url {
+                elicitation = elicitation.with_url(UrlElicitationCapability::new());
+            }
+            Some(elicitation)
+        }
+    };
+    if !can(ClientAsk::Sampling) {
+        #[allow(deprecated)]
+        {
+            capabilities.sampling = None;
+        }
+    }
+    capabilities
+}
+
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
-        // Elicitation and sampling are relayed to the client of the call that causes them;
-        // roots are the project's folders.
-        #[allow(deprecated)] // sampling, roots: deprecated by SEP-2577, used by 2025 servers
-        let mut capabilities = ClientCapabilities::builder()
-            .enable_sampling()
-            .enable_elicitation_with(
-                ElicitationCapability::new()
-                    .with_form(FormElicitationCapability::new())
-                    .with_url(UrlElicitationCapability::new()),
-            )
-            .build();
-        if !self.roots.is_empty() {
-            // The client's roots may change under a server: toolgate says so.
-            #[allow(deprecated)]
-            let mut roots = RootsCapabilities::default();
-            roots.list_changed = Some(true);
-            #[allow(deprecated)]
-            {
-                capabilities.roots = Some(roots);
-            }
-        }
         ClientConfig::new(
-            capabilities,
+            offered(!self.roots.is_empty()),
             Implementation::new("toolgate", env!("CARGO_PKG_VERSION")),
         )
     }

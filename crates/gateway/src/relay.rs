@@ -158,7 +158,7 @@ pub(crate) struct Asker<'a> {
 impl Asker<'_> {
     /// The rule that denies `ask` to this server, if one does: `mcp.sample` / `mcp.elicit`
     /// as actions, or a pattern naming the server's tools (`mcp__NAME__*`).
-    fn denied(&self, ask: ClientAsk) -> Option<String> {
+    pub(crate) fn denied(&self, ask: ClientAsk) -> Option<String> {
         let action = match ask {
             ClientAsk::FormElicitation | ClientAsk::UrlElicitation => "mcp.elicit",
             ClientAsk::Sampling => "mcp.sample",
@@ -288,6 +288,30 @@ mod tests {
         fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
             self
         }
+    }
+
+    #[test]
+    #[allow(deprecated)] // sampling, roots: deprecated by SEP-2577, still offered
+    fn a_call_offers_a_server_what_its_client_offers_and_the_rules_allow() {
+        let open = Policy::allow_all();
+        let s = Asker {
+            name: "s",
+            policy: &open,
+        };
+        // The client answers forms only: no URL forms, no sampling; roots are toolgate's.
+        let caps = crate::handler::offered_to_call(true, &Link, &s);
+        let elicitation = caps.elicitation.expect("forms are offered");
+        assert!(elicitation.form.is_some() && elicitation.url.is_none());
+        assert!(caps.sampling.is_none());
+        assert!(caps.roots.is_some());
+        // A rule denying the server forms takes them away too.
+        let strict = Policy::from_lists(&[], &[], &["mcp.elicit".to_owned()]).unwrap();
+        let s = Asker {
+            name: "s",
+            policy: &strict,
+        };
+        let caps = crate::handler::offered_to_call(false, &Link, &s);
+        assert!(caps.elicitation.is_none() && caps.sampling.is_none() && caps.roots.is_none());
     }
 
     #[test]

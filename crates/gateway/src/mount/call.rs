@@ -12,12 +12,66 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
     InputRequests, InputRequiredResult, InputResponses, JsonObject, ServerResult,
 };
+use rmcp::model::{ClientCapabilities, ErrorCode, RequestMetaObject};
 use rmcp::service::PeerRequestOptions;
 use toolgate_core::{
-    Absence, CallContext, ClientLink, DynTool, ProviderError, ToolError, ToolOutput, ToolProvider,
+    Absence, CallContext, ClientAsk, ClientLink, DynTool, ProviderError, ToolError, ToolOutput,
+    ToolProvider,
 };
 
 use crate::relay::Asker;
+
+/// A 2026-07-28 server refused a call for want of a client capability the call's client did
+/// not declare: the client is told as the server told toolgate (the call's link notes what
+/// was missing, and toolgate answers the request with the same error).
+fn missing_capability(
+    server: &str,
+    tool: &str,
+    error: &rmcp::ErrorData,
+    ctx: &CallContext,
+) -> ToolError {
+    let required = error
+        .data
+        .as_ref()
+        .and_then(|d| d.get("requiredCapabilities"))
+        .and_then(|c| serde_json::from_value::<ClientCapabilities>(c.clone()).ok())
+        .unwrap_or_default();
+    let mut asks = Vec::new();
+    if let Some(elicitation) = &required.elicitation {
+        if elicitation.url.is_some() {
+            asks.push(ClientAsk::UrlElicitation);
+        }
+        if elicitation.form.is_some() || elicitation.url.is_none() {
+            asks.push(ClientAsk::FormElicitation);
+        }
+    }
+    #[allow(deprecated)] // sampling, roots: deprecated by SEP-2577, still asked for
+    {
+        if required.sampling.is_some() {
+            asks.push(ClientAsk::Sampling);
+        }
+        if required.roots.is_some() {
+            asks.push(ClientAsk::Roots);
+        }
+    }
+    if let Some(link) = ctx.client() {
+        for ask in &asks {
+            link.note_missing(*ask);
+        }
+    }
+    let needs: Vec<&str> = asks.iter().map(|a| a.method()).collect();
+    ToolError::recoverable(format!(
+        "MCP server `{server}` refused `{tool}`: it needs the client to answer {}, which this client does not offer; use another tool or a client that does",
+        if needs.is_empty() {
+            "requests it did not name".to_owned()
+        } else {
+            needs.join(", ")
+        }
+    ))
+}
+
+/// The first protocol revision whose requests carry the client's capabilities.
+const FIRST_PER_REQUEST_REVISION: &str = "2026-07-28";
 
 use super::login::MAX_LOGINS_PER_CALL;
 use super::{Live, Mount, Phase, secs};
@@ -313,6 +367,31 @@ impl Mount {
         Ok(answers)
     }
 
+    /// A call to a server that reads the client's capabilities from each request
+    /// (2026-07-28) tells it those of the call's client, within what toolgate offers and
+    /// the rules allow; other calls need no options.
+    fn call_options(&self, live: &Live, ctx: &CallContext) -> PeerRequestOptions {
+        let per_request = live
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.protocol_version.as_str() >= FIRST_PER_REQUEST_REVISION);
+        let Some(caller) = ctx.client().filter(|_| per_request) else {
+            return PeerRequestOptions::no_options();
+        };
+        let limits = self.limits();
+        let asker = Asker {
+            name: &self.spec.name,
+            policy: &limits.policy,
+        };
+        let capabilities =
+            crate::handler::offered_to_call(!limits.roots.is_empty(), caller.as_ref(), &asker);
+        let mut meta = RequestMetaObject::new();
+        meta.set_client_capabilities(capabilities);
+        let mut options = PeerRequestOptions::no_options();
+        options.meta = Some(meta);
+        options
+    }
+
     /// Sends the call once and waits for the server's answer.
     async fn call_round(
         self: &Arc<Self>,
@@ -324,11 +403,8 @@ impl Mount {
         let name = &self.spec.name;
         let live = Arc::clone(live);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = match live
-            .peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
-            .await
-        {
+        let options = self.call_options(&live, ctx);
+        let handle = match live.peer.send_request_with_option(request, options).await {
             Ok(handle) => handle,
             Err(e) => {
                 if let Some(challenge) = e.auth_challenge() {
@@ -357,6 +433,11 @@ impl Mount {
                 Ok(_) => Err(ToolError::recoverable(format!(
                     "MCP server `{name}` sent an answer to `{tool}` that is not a tool result; the server is misbehaving"
                 ))),
+                Err(ServiceError::McpError(e))
+                    if e.code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY =>
+                {
+                    Err(missing_capability(name, tool, &e, ctx))
+                }
                 Err(ServiceError::McpError(e)) => Err(ToolError::recoverable(format!(
                     "MCP server `{name}` rejected `{tool}`: {} (JSON-RPC error {}); check the arguments against the tool's description",
                     e.message, e.code.0
