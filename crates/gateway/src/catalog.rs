@@ -41,7 +41,16 @@ struct Entry {
     /// Its prompts (absent in older files: none known).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     prompts: Vec<rmcp::model::Prompt>,
+    /// Its resources and templates, when not too many (absent in older files: not known).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    resource_list: Vec<rmcp::model::Resource>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    templates: Vec<rmcp::model::ResourceTemplate>,
 }
+
+/// Most resources and templates kept for one server: a server listing more (a file server
+/// over a large tree) is remembered as offering resources, and lists them when it answers.
+pub const MAX_CACHED_RESOURCES: usize = 2_000;
 
 /// What the cache holds for one server.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +65,11 @@ pub struct CachedCatalog {
     /// Its prompts, so a client that reads the prompt list once at its start (Claude Code's
     /// slash commands) finds them before the server answers.
     pub prompts: Vec<rmcp::model::Prompt>,
+    /// Its resources and resource templates, so a session's first `resources/list` has
+    /// them; empty when it offered more than [`MAX_CACHED_RESOURCES`] (or none).
+    pub resource_list: Vec<rmcp::model::Resource>,
+    /// Its resource templates (see `resource_list`).
+    pub templates: Vec<rmcp::model::ResourceTemplate>,
 }
 
 impl CatalogCache {
@@ -87,6 +101,8 @@ impl CatalogCache {
             instructions: entry.instructions,
             resources: entry.resources,
             prompts: entry.prompts,
+            resource_list: entry.resource_list,
+            templates: entry.templates,
         })
     }
 
@@ -94,6 +110,8 @@ impl CatalogCache {
     /// logged: the cache only speeds up the next start.
     pub fn store(&self, spec: &ServerSpec, catalog: &CachedCatalog) {
         let Some(key) = launch_key(spec) else { return };
+        let listed = catalog.resource_list.len() + catalog.templates.len();
+        let keep = listed <= MAX_CACHED_RESOURCES;
         let entry = Entry {
             format: FORMAT,
             server: spec.name.clone(),
@@ -102,6 +120,16 @@ impl CatalogCache {
             instructions: catalog.instructions.clone(),
             resources: catalog.resources,
             prompts: catalog.prompts.clone(),
+            resource_list: if keep {
+                catalog.resource_list.clone()
+            } else {
+                Vec::new()
+            },
+            templates: if keep {
+                catalog.templates.clone()
+            } else {
+                Vec::new()
+            },
         };
         let path = self.path(&key);
         let write = || -> std::io::Result<()> {
@@ -202,6 +230,8 @@ mod tests {
             instructions: Some("Use a before b.".to_owned()),
             resources: true,
             prompts: vec![rmcp::model::Prompt::new("plan", Some("A plan"), None)],
+            resource_list: vec![rmcp::model::Resource::new("notes://readme", "readme")],
+            templates: Vec::new(),
         };
         cache.store(&spec("srv"), &stored);
         let cached = cache.load(&spec("srv")).unwrap();
@@ -224,6 +254,8 @@ mod tests {
             instructions: None,
             resources: false,
             prompts: Vec::new(),
+            resource_list: Vec::new(),
+            templates: Vec::new(),
         };
         cache.store(&spec("srv"), &catalog);
         let file = fs_err::read_dir(dir.path())

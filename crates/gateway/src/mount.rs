@@ -394,13 +394,14 @@ impl Mount {
                 let changed = never_shown || **lock(&self.listed) != connected.tools;
                 let offers = !connected.resources.is_empty();
                 let new_offer = self.offers_resources() != offers;
+                let new_resources = *self.resources() != connected.resources;
                 let new_prompts = **lock(&self.prompts) != connected.prompts;
                 self.set_prompts(connected.prompts);
-                if changed || new_instructions || new_offer || new_prompts {
+                self.set_resources(connected.resources);
+                if changed || new_instructions || new_offer || new_resources || new_prompts {
                     self.save_catalog(&connected.tools, offers);
                 }
                 *lock(&self.listed) = Arc::new(connected.tools);
-                self.set_resources(connected.resources);
                 {
                     let mut st = self.state();
                     st.live = Some(Arc::clone(&connected.live));
@@ -694,21 +695,28 @@ impl Mount {
         *lock(&self.listed) = Arc::new(cached.tools);
         *lock(&self.instructions) = cached.instructions;
         *lock(&self.prompts) = Arc::new(cached.prompts);
+        *lock(&self.resources) = Arc::new(resources::Offered {
+            resources: cached.resource_list,
+            templates: cached.templates,
+        });
         self.cached_resources
             .store(cached.resources, Ordering::SeqCst);
         self.state().from_cache = true;
         true
     }
 
-    /// Saves what the server offers to the catalog cache: `tools`, its instructions and
-    /// prompts as last recorded, and whether it `offers_resources`.
+    /// Saves what the server offers to the catalog cache: `tools`, its instructions,
+    /// prompts and resources as last recorded, and whether it `offers_resources`.
     pub(super) fn save_catalog(&self, tools: &[rmcp::model::Tool], offers_resources: bool) {
         if let Some(cache) = self.host.upgrade().and_then(|h| h.catalog()) {
+            let offered = self.resources();
             let catalog = crate::catalog::CachedCatalog {
                 tools: tools.to_vec(),
                 instructions: lock(&self.instructions).clone(),
                 resources: offers_resources,
                 prompts: lock(&self.prompts).to_vec(),
+                resource_list: offered.resources.clone(),
+                templates: offered.templates.clone(),
             };
             cache.store(&self.spec, &catalog);
         }

@@ -33,7 +33,11 @@ impl Mount {
     /// Lists the server's resources again (after `resources/list_changed`).
     pub(super) async fn refresh_resources(&self, live: &Live) {
         let offered = self.list_resources(&live.peer).await;
-        self.set_resources(offered);
+        if self.set_resources(offered) {
+            // The next session lists them at once.
+            let tools = self.listed();
+            self.save_catalog(&tools, self.offers_resources());
+        }
     }
 
     /// The server's resources and templates, when it offers any; what fails to list is
@@ -76,15 +80,20 @@ impl Mount {
 
     /// Records what the server offers; the gateway hears of a change (also when the
     /// catalog cache's word is replaced by the server's own).
-    pub(super) fn set_resources(&self, offered: Offered) {
-        let was_cached = self.cached_resources.swap(false, Ordering::SeqCst);
-        if **lock(&self.resources) == offered && !was_cached {
-            return;
+    /// Records what the server lists now; returns whether that is news (the list, or
+    /// whether it offers any, differs from what was known, from the cache included).
+    pub(super) fn set_resources(&self, offered: Offered) -> bool {
+        let offered_before = self.offers_resources();
+        self.cached_resources.store(false, Ordering::SeqCst);
+        let same = **lock(&self.resources) == offered;
+        if same && offered_before != offered.is_empty() {
+            return false;
         }
         *lock(&self.resources) = Arc::new(offered);
         if let Some(host) = self.host.upgrade() {
             host.resources_changed();
         }
+        true
     }
 
     /// What the server offers, as last listed.

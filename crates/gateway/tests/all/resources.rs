@@ -513,6 +513,16 @@ async fn the_catalog_cache_offers_the_resource_tools_before_the_server_answers()
     second.mark = mark;
     let rig = second.server("srv", config).build();
     assert_eq!(rig.gateway.use_catalog(cache()), 1);
+    // Its resources and templates too, for a session's first `resources/list`.
+    let listed: Vec<String> = rig
+        .gateway
+        .resources()
+        .iter()
+        .map(|r| r.uri.clone())
+        .collect();
+    assert!(listed.iter().any(|u| u == "fake://one/small"), "{listed:?}");
+    assert!(!rig.gateway.resource_templates().is_empty());
+    let resource_changes = rig.gateway.resource_changes();
     let names = rig.names();
     assert!(names.iter().any(|n| n == LIST_RESOURCES), "{names:?}");
     assert!(names.iter().any(|n| n == READ_RESOURCE), "{names:?}");
@@ -524,6 +534,10 @@ async fn the_catalog_cache_offers_the_resource_tools_before_the_server_answers()
     rig.gateway.settled().await;
     assert_eq!(state(&rig, "srv"), ServerState::Ready);
     assert_eq!(rig.registry.generation(), before, "the cache was right");
+    assert!(
+        !resource_changes.has_changed().unwrap(),
+        "the cached resources were the server's: no resources list_changed"
+    );
     let out = rig
         .call(READ_RESOURCE, json!({"uri": "fake://one/small"}))
         .await;
