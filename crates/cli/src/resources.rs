@@ -76,6 +76,10 @@ impl ResourceSource for ServeResources {
         Some(self.gateway.resource_changes())
     }
 
+    fn offers(&self, uri: &str) -> bool {
+        self.gateway.offers_uri(uri)
+    }
+
     fn updates(&self) -> Option<broadcast::Receiver<String>> {
         Some(self.gateway.resource_updates())
     }

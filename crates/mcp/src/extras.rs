@@ -144,6 +144,14 @@ pub trait ResourceSource: Send + Sync + 'static {
         let _ = uri;
         Box::pin(async { Ok(UpdateLease::none()) })
     }
+
+    /// Whether `uri` is one this source has (listed, or fitting a template), as far as it
+    /// knows now: a `subscriptions/listen` stream honors only such URIs, so the client
+    /// learns which of the ones it named are followed. By default every URI.
+    fn offers(&self, uri: &str) -> bool {
+        let _ = uri;
+        true
+    }
 }
 
 /// Keeps one subscriber's interest in a resource's updates alive ([`ResourceSource::follow`]);

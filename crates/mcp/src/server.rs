@@ -854,10 +854,12 @@ impl ServerHandler for ToolgateServer {
         if self.prompts.is_some() {
             filter = filter.prompts_list_changed();
         }
-        if self.resources.is_some() {
+        if let Some(resources) = &self.resources {
             filter = filter.resources_list_changed();
             if let (true, Some(uris)) = (self.resource_updates, &requested.resource_subscriptions) {
-                filter = filter.resource_subscriptions(uris.iter().cloned());
+                // Only URIs the source has: the client learns which are followed.
+                let known = uris.iter().filter(|uri| resources.offers(uri)).cloned();
+                filter = filter.resource_subscriptions(known);
             }
         }
         Some(filter.build())

@@ -113,12 +113,14 @@ async def test_a_resource_is_subscribed_once_upstream_and_its_updates_reach_each
         await until_asked(three, "unsubscribe notes://item/alpha: 1")
 
 
-async def test_a_listen_stream_follows_the_uris_it_names(
+async def test_a_listen_stream_follows_the_uris_it_names_that_a_server_has(
     project: Path, tmp_path: Path, mounted_env: dict[str, str]
 ) -> None:
     async with stdio_connection(project, mounted_env, "auto", tmp_path / "stderr") as client:
         await client.call_tool("mcp__asker__where", {})
-        async with client.listen(resource_subscriptions=["notes://readme"]) as sub:
+        # A URI no mounted server has is not honored: the client learns it is not followed.
+        named = ["notes://readme", "nope://nothing/here"]
+        async with client.listen(resource_subscriptions=named) as sub:
             assert list(sub.honored.resource_subscriptions or []) == ["notes://readme"]
             assert "subscribe notes://readme: 1" in await asked(client)
             await client.call_tool("mcp__asker__touch", {"uri": "notes://item/beta"})

@@ -37,6 +37,12 @@ impl Gateway {
             .collect()
     }
 
+    /// Whether a mounted server the rules let through lists `uri` or has a template it
+    /// fits (what a read of it would be routed by).
+    pub fn offers_uri(&self, uri: &str) -> bool {
+        Inner::owner(&self.inner.readable(), uri).is_some()
+    }
+
     /// Every mounted server's resource templates, in config order.
     pub fn resource_templates(&self) -> Vec<rmcp::model::ResourceTemplate> {
         self.inner
