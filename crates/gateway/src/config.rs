@@ -51,7 +51,7 @@ pub struct McpServerConfig {
     /// Whether to mount it. Default true.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
-    /// Seconds to wait for `initialize` and the first `tools/list`. Default 60.
+    /// Seconds to wait for `server/discover` or `initialize` and the first `tools/list`. Default 60.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub startup_timeout_sec: Option<f64>,
     /// Seconds one call may run. Default 60.

@@ -141,7 +141,7 @@ pub use gateway::{
     describe_transport, fit_prompt, fit_resource_contents, save_large_blobs,
 };
 pub use import::{Discovered, ImportOptions, ImportProblem, NESTED_ENV, discover};
-pub use limits::GatewayLimits;
+pub use limits::{DISCOVER_WAIT, GatewayLimits};
 pub use naming::{MAX_NAME_LEN, assign_names, sanitize, server_prefix};
 pub use roots::ClientRoots;
 pub use trust::{TrustError, TrustStore, fingerprint, trust_command};

@@ -36,7 +36,7 @@ use toolgate_core::DynTool;
 
 use crate::catalog::CatalogCache;
 use crate::config::{ServerSpec, Transport};
-use crate::connect::{ChildGuard, Diagnostics, http_transport, http_transport_with, spawn_stdio};
+use crate::connect::{ChildGuard, Diagnostics, http_transport, http_transport_with};
 use crate::failure::{Failure, NeedsLogin};
 use crate::handler::{Handler, ProgressRoutes};
 use crate::lifecycle::Lifecycle;
@@ -49,6 +49,7 @@ mod host;
 mod login;
 mod prompts;
 pub(crate) mod resources;
+mod stdio;
 mod subscribe;
 mod trust;
 pub(crate) use call::MountProvider;
@@ -456,66 +457,16 @@ impl Mount {
         let limits = self.limits();
         let updates = self.host.upgrade().map(|h| h.resource_updates());
         let handler = Handler::new(&self.spec.name, &limits, updates);
-        let diag = Arc::new(Diagnostics::default());
+        let mut diag = Arc::new(Diagnostics::default());
         let timeout = self.spec.startup_timeout;
         let stage = Mutex::new("initialize");
         let (result, guard) = match &self.spec.transport {
             Transport::Invalid(reason) => {
                 return Err(format!("cannot be started: {reason}").into());
             }
-            Transport::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
-                let spawned = spawn_stdio(
-                    &self.spec.name,
-                    command,
-                    args,
-                    env,
-                    cwd,
-                    &limits.sandbox,
-                    &diag,
-                )?;
-                let mut guard = spawned.guard;
-                let result = tokio::time::timeout(
-                    timeout,
-                    self.handshake(
-                        &handler,
-                        (spawned.stdout, spawned.stdin),
-                        &stage,
-                        &limits,
-                        Lifecycle::Initialize,
-                    ),
-                )
-                .await;
-                match result {
-                    Ok(Ok(ok)) => (ok, Some(guard)),
-                    Ok(Err(e)) => {
-                        let exit = guard.exited_within(Duration::from_millis(500)).await;
-                        guard.kill().await;
-                        return Err(match exit {
-                            Some(how) => format!(
-                                "exited during startup ({how}) before answering `{}`{}",
-                                lock(&stage),
-                                diag.describe()
-                            ),
-                            None => format!("{}{}", e.reason(), diag.describe()),
-                        }
-                        .into());
-                    }
-                    Err(_) => {
-                        guard.kill().await;
-                        return Err(format!(
-                            "did not finish `{}` within {} (startup_timeout_sec) and was stopped{}",
-                            lock(&stage),
-                            secs(timeout),
-                            diag.describe()
-                        )
-                        .into());
-                    }
-                }
+            Transport::Stdio { .. } => {
+                self.start_stdio(&handler, &mut diag, &stage, &limits)
+                    .await?
             }
             Transport::Http {
                 url,

@@ -17,6 +17,12 @@
 //! `FAKE_STUBBORN=1`, it keeps running after its stdin closes (only a signal ends it). With
 //! `FAKE_SLOW_RESTART=path`, every start after the first (the file exists) takes 3 s to
 //! answer `initialize`.
+//!
+//! `server/discover` is answered `-32601` like any unknown method (a 2025 server), unless
+//! `FAKE_DISCOVER` says: `answer` (a 2026-07-28 server: it answers with that revision and
+//! logs the revision in each request's `_meta`), `invalid` (`-32600` without an id, as a
+//! server that cannot read the request), `ignore` (no answer), `exit` (exits at once, with
+//! status 4). It logs `server/discover pid=PID` and `initialize pid=PID`.
 
 #![allow(
     clippy::unwrap_used,
@@ -150,6 +156,43 @@ fn main() {
             o.flush().unwrap();
             continue;
         }
+        if matches!(method.as_str(), "server/discover" | "initialize") {
+            log(&format!("{method} pid={}", std::process::id()));
+        }
+        if method == "server/discover" {
+            match std::env::var("FAKE_DISCOVER").as_deref() {
+                Ok("answer") => {
+                    let result = json!({
+                        "resultType": "complete",
+                        "supportedVersions": ["2026-07-28"],
+                        "capabilities": {"tools": {}},
+                        "ttlMs": 0,
+                        "cacheScope": "private",
+                        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1.0.0"}},
+                    });
+                    send(&out, &json!({"jsonrpc": "2.0", "id": id, "result": result}));
+                    continue;
+                }
+                Ok("invalid") => {
+                    send(
+                        &out,
+                        &json!({"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid request"}}),
+                    );
+                    continue;
+                }
+                Ok("ignore") => continue,
+                Ok("exit") => {
+                    eprintln!("unknown method server/discover; exiting");
+                    std::process::exit(4);
+                }
+                _ => {}
+            }
+        }
+        if let Some(revision) =
+            msg["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str()
+        {
+            log(&format!("{method} revision={revision}"));
+        }
         if method == "notifications/cancelled" {
             log(&format!("cancelled {}", msg["params"]["requestId"]));
             continue;
@@ -276,6 +319,10 @@ fn main() {
                 continue;
             }
         };
+        let mut result = result;
+        if std::env::var("FAKE_DISCOVER").as_deref() == Ok("answer") {
+            result["resultType"] = json!("complete");
+        }
         send(&out, &json!({"jsonrpc": "2.0", "id": id, "result": result}));
     }
     if std::env::var_os("FAKE_STUBBORN").is_some() {
