@@ -132,7 +132,7 @@ pub use auth::{AuthStatus, LoginError, LoginHandler, LoginOptions, StoreError, T
 pub use catalog::{CachedCatalog, CatalogCache};
 pub use config::{
     CredentialStoreMode, DEFAULT_STARTUP_TIMEOUT_SEC, DEFAULT_TOOL_TIMEOUT_SEC, GatewayConfig,
-    McpServerConfig, OAuthConfig, Prefix, ServerSpec, Transport,
+    McpServerConfig, OAuthConfig, Opening, Prefix, ServerSpec, Transport,
 };
 pub use gateway::{
     Followed, ForwardError, Gateway, LIST_RESOURCES, MAX_BLOB_CHARS,

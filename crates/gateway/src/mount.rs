@@ -473,6 +473,10 @@ impl Mount {
                 headers,
                 bearer_token_env,
             } => {
+                let lifecycle = match self.spec.opening {
+                    crate::config::Opening::Discover => Lifecycle::Discover,
+                    crate::config::Opening::Initialize => Lifecycle::Initialize,
+                };
                 let handshake = async {
                     let first = self
                         .dial(
@@ -482,13 +486,16 @@ impl Mount {
                             bearer_token_env,
                             &stage,
                             &limits,
-                            Lifecycle::Discover,
+                            lifecycle,
                         )
                         .await;
                     match first {
                         // A server that refused `server/discover` outside JSON-RPC (an HTTP
                         // 400 for a request without a session): dial again, `initialize`.
-                        Err(Failure::Failed(reason)) if *lock(&stage) == "initialize" => {
+                        Err(Failure::Failed(reason))
+                            if lifecycle == Lifecycle::Discover
+                                && *lock(&stage) == "initialize" =>
+                        {
                             tracing::debug!(server = %self.spec.name, %reason, "server/discover failed; trying initialize");
                             *lock(&stage) = "initialize";
                             self.dial(

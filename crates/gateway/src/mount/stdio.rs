@@ -9,7 +9,7 @@ use std::time::Duration;
 use rmcp::transport::async_rw::AsyncRwTransport;
 
 use super::{Handshaken, Mount, lock, secs};
-use crate::config::Transport;
+use crate::config::{Opening, Transport};
 use crate::connect::{ChildGuard, Diagnostics, spawn_stdio};
 use crate::failure::Failure;
 use crate::handler::Handler;
@@ -18,7 +18,7 @@ use crate::limits::GatewayLimits;
 
 /// How to open a started stdio server.
 #[derive(Debug, Clone, Copy)]
-enum Opening {
+enum Attempt {
     /// `server/discover` waiting at most this long, then `initialize` on the same process.
     Probe(Duration),
     /// `initialize` only.
@@ -28,8 +28,20 @@ enum Opening {
 /// How opening a stdio server failed.
 enum StdioEnd {
     Failed(Failure),
-    /// The server exited or closed stdout on `server/discover` (how, and what it said).
+    /// The probe left the server unusable: it exited or closed stdout on `server/discover`,
+    /// or it refused `initialize` after a probe it did not answer in time (a server of both
+    /// revisions that was slow to start: having answered the probe late, it serves
+    /// 2026-07-28 only). Why, for the log.
     EndedOnProbe(String),
+}
+
+impl StdioEnd {
+    fn into_failure(self) -> Failure {
+        match self {
+            Self::Failed(failure) => failure,
+            Self::EndedOnProbe(how) => format!("exited during startup ({how})").into(),
+        }
+    }
 }
 
 impl Mount {
@@ -46,31 +58,30 @@ impl Mount {
         limits: &GatewayLimits,
     ) -> Result<(Handshaken, Option<ChildGuard>), Failure> {
         let deadline = tokio::time::Instant::now() + self.spec.startup_timeout;
+        if self.spec.opening == Opening::Initialize {
+            let opened = self
+                .open_stdio(handler, diag, stage, limits, Attempt::Initialize, deadline)
+                .await;
+            return opened.map_err(StdioEnd::into_failure);
+        }
         let wait = limits.discover_wait.min(self.spec.startup_timeout / 4);
         let how = match self
-            .open_stdio(handler, diag, stage, limits, Opening::Probe(wait), deadline)
+            .open_stdio(handler, diag, stage, limits, Attempt::Probe(wait), deadline)
             .await
         {
             Ok(opened) => return Ok(opened),
             Err(StdioEnd::Failed(failure)) => return Err(failure),
             Err(StdioEnd::EndedOnProbe(how)) => how,
         };
-        tracing::info!(server = %self.spec.name, %how, "the server ended on server/discover; starting it again with initialize");
+        tracing::info!(server = %self.spec.name, %how, "server/discover left the server unusable; starting it again with initialize");
         // What the first process said is not why the second one fails.
         *diag = Arc::new(Diagnostics::default());
-        match self
-            .open_stdio(handler, diag, stage, limits, Opening::Initialize, deadline)
+        self.open_stdio(handler, diag, stage, limits, Attempt::Initialize, deadline)
             .await
-        {
-            Ok(opened) => Ok(opened),
-            Err(StdioEnd::Failed(failure)) => Err(failure),
-            Err(StdioEnd::EndedOnProbe(how)) => {
-                Err(format!("exited during startup ({how})").into())
-            }
-        }
+            .map_err(StdioEnd::into_failure)
     }
 
-    /// Starts the stdio server and opens it as `opening` says, by `deadline`. On failure
+    /// Starts the stdio server and opens it as `attempt` says, by `deadline`. On failure
     /// nothing is left running.
     async fn open_stdio(
         &self,
@@ -78,7 +89,7 @@ impl Mount {
         diag: &Arc<Diagnostics>,
         stage: &Mutex<&'static str>,
         limits: &GatewayLimits,
-        opening: Opening,
+        attempt: Attempt,
         deadline: tokio::time::Instant,
     ) -> Result<(Handshaken, Option<ChildGuard>), StdioEnd> {
         let Transport::Stdio {
@@ -102,8 +113,8 @@ impl Mount {
         .map_err(|e| StdioEnd::Failed(e.into()))?;
         let mut guard = spawned.guard;
         *lock(stage) = "initialize";
-        let (result, probing) = match opening {
-            Opening::Probe(wait) => {
+        let (result, probing) = match attempt {
+            Attempt::Probe(wait) => {
                 let transport = AsyncRwTransport::new_client(spawned.stdout, spawned.stdin);
                 let (transport, probing) = Probe::new(transport, wait);
                 let opened = self.handshake(handler, transport, stage, limits, Lifecycle::Discover);
@@ -112,7 +123,7 @@ impl Mount {
                     Some(probing),
                 )
             }
-            Opening::Initialize => {
+            Attempt::Initialize => {
                 let transport = (spawned.stdout, spawned.stdin);
                 let opened =
                     self.handshake(handler, transport, stage, limits, Lifecycle::Initialize);
@@ -130,9 +141,19 @@ impl Mount {
             Ok(Err(e)) => {
                 let exit = guard.exited_within(Duration::from_millis(500)).await;
                 guard.kill().await;
-                if probing == Some(Probing::Closed) {
-                    let how = exit.unwrap_or_else(|| "closed its stdout".to_owned());
-                    return Err(StdioEnd::EndedOnProbe(format!("{how}{}", diag.describe())));
+                match probing {
+                    Some(Probing::Closed) => {
+                        let how = exit.unwrap_or_else(|| "closed its stdout".to_owned());
+                        return Err(StdioEnd::EndedOnProbe(format!("{how}{}", diag.describe())));
+                    }
+                    Some(Probing::Unanswered) if exit.is_none() => {
+                        return Err(StdioEnd::EndedOnProbe(format!(
+                            "left server/discover unanswered, then {}{}",
+                            e.reason(),
+                            diag.describe()
+                        )));
+                    }
+                    _ => {}
                 }
                 Err(StdioEnd::Failed(
                     match exit {

@@ -1,19 +1,22 @@
-//! Stdio servers are opened with `server/discover` first (2026-07-28) and `initialize` as the
-//! fallback, however a 2025 server takes the probe: an error, no answer, or its exit.
+//! Stdio servers with `lifecycle = "discover"` are opened with `server/discover` first
+//! (2026-07-28) and `initialize` as the fallback, however a 2025 server takes the probe: an
+//! error, no answer, or its exit. Without it, a stdio server is opened with `initialize`.
 
 use std::time::Duration;
 
 use serde_json::json;
-use toolgate_gateway::{GatewayLimits, ServerState};
+use toolgate_gateway::{GatewayLimits, Opening, ServerState};
 
 use crate::misbehave::state;
 use crate::support::{RigBuilder, fake, setup, stdio};
 
-/// `setup()` with a `fake_server normal` named `name` whose `FAKE_DISCOVER` is `discover`
-/// (unset: it answers the probe `-32601`), logging to `name.log`.
+/// `setup()` with a `fake_server normal` named `name`, `lifecycle = "discover"`, whose
+/// `FAKE_DISCOVER` is `discover` (unset: it answers the probe `-32601`), logging to
+/// `name.log`.
 fn with_fake(builder: RigBuilder, name: &str, discover: Option<&str>) -> RigBuilder {
     let log = builder.dir.path().join(format!("{name}.log"));
     let mut config = stdio(&fake(), &["normal"], &builder.mark);
+    config.lifecycle = Some(Opening::Discover);
     let env = config.env.as_mut().unwrap();
     env.insert("FAKE_LOG".to_owned(), log.to_string_lossy().into_owned());
     if let Some(discover) = discover {
@@ -119,5 +122,25 @@ async fn a_stdio_server_that_ignores_discover_gets_at_most_a_quarter_of_its_star
     let rig = with_fake(setup().limits(limits), "deaf", Some("ignore")).build();
     rig.gateway.start_all().await;
     assert_eq!(state(&rig, "deaf"), ServerState::Ready);
+    rig.finish().await;
+}
+
+#[tokio::test]
+async fn a_stdio_server_is_opened_with_initialize_unless_its_config_says_discover() {
+    let builder = setup();
+    let log = builder.dir.path().join("plain.log");
+    let mut config = stdio(&fake(), &["normal"], &builder.mark);
+    let env = config.env.as_mut().unwrap();
+    env.insert("FAKE_LOG".to_owned(), log.to_string_lossy().into_owned());
+    env.insert("FAKE_DISCOVER".to_owned(), "answer".to_owned());
+    let rig = builder.server("plain", config).build();
+    rig.gateway.start_all().await;
+    assert_eq!(state(&rig, "plain"), ServerState::Ready);
+    let log = rig.fake_log("plain");
+    assert!(
+        pids(&log, "server/discover").is_empty(),
+        "not probed: {log}"
+    );
+    assert_eq!(pids(&log, "initialize").len(), 1, "{log}");
     rig.finish().await;
 }
