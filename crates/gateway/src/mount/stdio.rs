@@ -146,7 +146,8 @@ impl Mount {
                         let how = exit.unwrap_or_else(|| "closed its stdout".to_owned());
                         return Err(StdioEnd::EndedOnProbe(format!("{how}{}", diag.describe())));
                     }
-                    Some(Probing::Unanswered) if exit.is_none() => {
+                    // Its exit says little: it ends when the failed handshake closes stdin.
+                    Some(Probing::Unanswered) => {
                         return Err(StdioEnd::EndedOnProbe(format!(
                             "left server/discover unanswered, then {}{}",
                             e.reason(),

@@ -113,6 +113,23 @@ async fn a_stdio_server_that_ignores_discover_is_initialized_after_the_bound() {
 }
 
 #[tokio::test]
+async fn a_stdio_server_that_answers_discover_late_and_refuses_initialize_is_started_again() {
+    let rig = with_fake(setup(), "slow", Some("late")).build();
+    rig.gateway.start_all().await;
+    assert_eq!(state(&rig, "slow"), ServerState::Ready);
+    let log = rig.fake_log("slow");
+    let probed = pids(&log, "server/discover");
+    let initialized = pids(&log, "initialize");
+    assert_eq!(probed.len(), 1, "probed once: {log}");
+    assert_eq!(initialized.len(), 2, "refused, then answered: {log}");
+    assert_eq!(initialized[0], probed[0], "{log}");
+    assert_ne!(initialized[1], probed[0], "a second process: {log}");
+    let out = rig.call("mcp__slow__ok", json!({"message": "hi"})).await;
+    assert_eq!(out.text, "hi");
+    rig.finish().await;
+}
+
+#[tokio::test]
 async fn a_stdio_server_that_ignores_discover_gets_at_most_a_quarter_of_its_startup_timeout() {
     // A bound longer than the startup timeout is cut to a quarter of it (5 s of 20 s).
     let limits = GatewayLimits {
