@@ -34,16 +34,17 @@ pub struct GatewayLimits {
     /// How long a stdio server may leave `server/discover` unanswered before it is taken for
     /// a 2025 server that ignores unknown requests and opened with `initialize` on the same
     /// process (never more than a quarter of its `startup_timeout_sec`). A server that
-    /// answers the probe, with a result or an error, never waits for it. Default 3 s
+    /// answers the probe, with a result or an error, never waits for it. Default 5 s
     /// ([`DISCOVER_WAIT`]).
     pub discover_wait: Duration,
 }
 
 /// Default of [`GatewayLimits::discover_wait`]: long enough for an interpreted 2026-07-28
-/// server to load its SDK and answer on a busy machine (a Python SDK server answers in about
-/// 1 s cold), short enough that a server ignoring the probe costs a few seconds of its
-/// start, not its whole 60 s startup timeout (rmcp's own bound is 10 s).
-pub const DISCOVER_WAIT: Duration = Duration::from_secs(3);
+/// server to load its SDK and answer on a busy machine (the Python SDK 2.3 test server,
+/// `tests/interop/python/asking_server.py`, answered in 1.9–2.0 s from its start here), short
+/// enough that a server ignoring the probe costs a few seconds of its start, not its whole
+/// 60 s startup timeout (rmcp's own bound is 10 s). Servers that answer errors never wait.
+pub const DISCOVER_WAIT: Duration = Duration::from_secs(5);
 
 impl Default for GatewayLimits {
     fn default() -> Self {

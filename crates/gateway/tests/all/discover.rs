@@ -98,7 +98,7 @@ async fn a_stdio_server_that_exits_on_discover_is_started_again_with_initialize(
 
 #[tokio::test]
 async fn a_stdio_server_that_ignores_discover_is_initialized_after_the_bound() {
-    // The default bound (3 s) within the default test startup timeout (20 s): a mount that
+    // The default bound (5 s) within the default test startup timeout (20 s): a mount that
     // waited for the probe until the startup timeout would fail.
     let rig = with_fake(setup(), "deaf", Some("ignore")).build();
     rig.gateway.start_all().await;
@@ -131,7 +131,7 @@ async fn a_stdio_server_that_answers_discover_late_and_refuses_initialize_is_sta
 
 #[tokio::test]
 async fn a_stdio_server_that_ignores_discover_gets_at_most_a_quarter_of_its_startup_timeout() {
-    // A bound longer than the startup timeout is cut to a quarter of it (5 s of 20 s).
+    // A bound longer than the startup timeout is cut to a quarter of it (5 s of 20 s, as the default).
     let limits = GatewayLimits {
         discover_wait: Duration::from_secs(3600),
         ..GatewayLimits::default()
