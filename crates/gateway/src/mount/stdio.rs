@@ -1,7 +1,8 @@
-//! Starting a stdio server and opening it: `server/discover` first, bounded, then
-//! `initialize` on the same process when the server answers an error or nothing (see
-//! `crate::lifecycle`); a server that exits or closes stdout on the probe is started once
-//! more and opened with `initialize`.
+//! Starting a stdio server and opening it: with `lifecycle = "discover"`, `server/discover`
+//! first, bounded, then `initialize` on the same process when the server answers an error or
+//! nothing (see `crate::lifecycle`); a server the probe left unusable (it exited or closed
+//! stdout on it, or refused `initialize` after it) is started once more and opened with
+//! `initialize`. Otherwise (the default over stdio) `initialize` only.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -45,8 +46,8 @@ impl StdioEnd {
 }
 
 impl Mount {
-    /// Starts the stdio server and opens it within its startup timeout: the probe first
-    /// (bounded by `discover_wait`, at most a quarter of the timeout, so a server that
+    /// Starts the stdio server and opens it within its startup timeout: with `discover`, the
+    /// probe first (bounded by `discover_wait`, at most a quarter of the timeout, so a server that
     /// ignores it leaves most of the time for `initialize`); a server that ended on the
     /// probe is started once more and opened with `initialize`. `diag` is replaced by the
     /// second process's. On failure nothing is left running.
