@@ -10,7 +10,7 @@
 # - `gateway`: `toolgate serve --http` with that fixture mounted as a remote server
 #   (`url = …`, `prefix = "never"`, so its names stay the suite's): everything the suite
 #   asks of a server must pass through the gateway (the transparent gateway);
-# - `gateway-stdio`: the same with the fixture mounted as a stdio server (`conformance_fixture
+# - `gateway-stdio`: the same with the fixture mounted as a stdio server (`lifecycle = "discover"`, `conformance_fixture
 #   --stdio`, spawned by toolgate);
 # - `serve`: `toolgate serve --http` alone, with nothing mounted: the scenarios its own
 #   features cover pass, the ones that need the suite's `test_*` tools, prompts and
@@ -123,6 +123,7 @@ prefix = \"never\"
 command = \"$FIXTURE\"
 args = [\"--stdio\"]
 prefix = \"never\"
+lifecycle = \"discover\"
 "
       url=$SERVE_URL ;;
     serve) start_serve serve ""; url=$SERVE_URL ;;

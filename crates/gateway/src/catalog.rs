@@ -210,6 +210,7 @@ mod tests {
             log_like: false,
             oauth: Default::default(),
             prefix: Default::default(),
+            opening: crate::config::Opening::Initialize,
             source: "test".to_owned(),
             trust: crate::verdict::Trust::User,
             launch: None,

@@ -51,7 +51,7 @@ pub struct McpServerConfig {
     /// Whether to mount it. Default true.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
-    /// Seconds to wait for `initialize` and the first `tools/list`. Default 60.
+    /// Seconds to wait for `server/discover` or `initialize` and the first `tools/list`. Default 60.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub startup_timeout_sec: Option<f64>,
     /// Seconds one call may run. Default 60.
@@ -76,6 +76,27 @@ pub struct McpServerConfig {
     /// the default) or keep their own names (`"never"`); see [`Prefix`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prefix: Option<Prefix>,
+    /// How the server is opened: `"discover"` (`server/discover` first, 2026-07-28, with
+    /// `initialize` as the fallback) or `"initialize"` (the 2025-11-25 handshake only).
+    /// Default `"discover"` over HTTP, `"initialize"` over stdio; see [`Opening`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifecycle: Option<Opening>,
+}
+
+/// `[mcp_servers.NAME] lifecycle`: how a mounted server is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Opening {
+    /// `server/discover` first: a server that answers is mounted on 2026-07-28 (its questions
+    /// come as `input_required` rounds with its own keys); one that answers an error, none
+    /// within `GatewayLimits::discover_wait`, or exits is opened with `initialize`. Default
+    /// over HTTP.
+    Discover,
+    /// The `initialize` handshake (2025-11-25) only. Default over stdio: a server of the
+    /// Python SDK 2.x answers `server/discover` over stdio, and then its tools cannot ask the
+    /// client mid-call (`ctx.elicit`, `ctx.session.list_roots` fail with "no back-channel"),
+    /// which they can in a session opened with `initialize`.
+    Initialize,
 }
 
 /// `[mcp_servers.NAME] prefix`: how a mounted server's tools and prompts are named.
@@ -123,7 +144,8 @@ impl McpServerConfig {
             disabled_tools,
             log_like,
             oauth,
-            prefix
+            prefix,
+            lifecycle
         );
         self
     }
@@ -283,6 +305,8 @@ pub struct ServerSpec {
     pub oauth: OAuthConfig,
     /// How its tools and prompts are named.
     pub prefix: Prefix,
+    /// How it is opened (the configured `lifecycle`, or the transport's default).
+    pub opening: Opening,
     /// Where it was configured: a file path, with the file that adjusted it if any.
     pub source: String,
     /// Whether it needs (and has) the user's trust: servers from project files start only
@@ -331,6 +355,10 @@ impl ServerSpec {
                 bearer_token_env: entry.bearer_token_env.clone(),
             },
         };
+        let opening = entry.lifecycle.unwrap_or(match transport {
+            Transport::Http { .. } => Opening::Discover,
+            _ => Opening::Initialize,
+        });
         Self {
             name: name.to_owned(),
             transport,
@@ -342,6 +370,7 @@ impl ServerSpec {
             log_like: entry.log_like.unwrap_or(false),
             oauth: entry.oauth.clone().unwrap_or_default(),
             prefix: entry.prefix.unwrap_or_default(),
+            opening,
             source,
             trust: Trust::User,
             launch: None,

@@ -543,6 +543,7 @@ fn codex_entry(e: CodexEntry, callback_port: Option<u16>) -> McpServerConfig {
         log_like: None,
         oauth: (remote && !oauth.is_empty()).then_some(oauth),
         prefix: None,
+        lifecycle: None,
     }
 }
 

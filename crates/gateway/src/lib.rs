@@ -132,7 +132,7 @@ pub use auth::{AuthStatus, LoginError, LoginHandler, LoginOptions, StoreError, T
 pub use catalog::{CachedCatalog, CatalogCache};
 pub use config::{
     CredentialStoreMode, DEFAULT_STARTUP_TIMEOUT_SEC, DEFAULT_TOOL_TIMEOUT_SEC, GatewayConfig,
-    McpServerConfig, OAuthConfig, Prefix, ServerSpec, Transport,
+    McpServerConfig, OAuthConfig, Opening, Prefix, ServerSpec, Transport,
 };
 pub use gateway::{
     Followed, ForwardError, Gateway, LIST_RESOURCES, MAX_BLOB_CHARS,
@@ -141,7 +141,7 @@ pub use gateway::{
     describe_transport, fit_prompt, fit_resource_contents, save_large_blobs,
 };
 pub use import::{Discovered, ImportOptions, ImportProblem, NESTED_ENV, discover, source_files};
-pub use limits::GatewayLimits;
+pub use limits::{DISCOVER_WAIT, GatewayLimits};
 pub use naming::{MAX_NAME_LEN, assign_names, sanitize, server_prefix};
 pub use roots::ClientRoots;
 pub use trust::{TrustError, TrustStore, fingerprint, trust_command};

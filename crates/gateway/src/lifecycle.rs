@@ -1,12 +1,27 @@
 //! Which protocol revision a mounted server speaks.
 //!
-//! - Over Streamable HTTP, toolgate asks `server/discover` first (2026-07-28: no handshake;
+//! How a server is opened is its `lifecycle` (`config::Opening`): `discover` by default over
+//! Streamable HTTP, `initialize` by default over stdio (a Python SDK 2.x server answers the
+//! probe over stdio and then cannot ask the client mid-call).
+//!
+//! - Over Streamable HTTP, `discover` asks `server/discover` first (2026-07-28: no handshake;
 //!   every request carries its own `_meta` and the `MCP-Protocol-Version`, `Mcp-Method`,
 //!   `Mcp-Name` and `x-mcp-header` headers, all sent by rmcp once the revision is chosen),
 //!   and falls back to the `initialize` handshake of 2025-11-25 when the server answers the
 //!   probe with a JSON-RPC error. A server that rejects the probe some other way (an HTTP
 //!   error before any JSON-RPC) is dialled again with `initialize` (see `Mount::connect`).
-//! - Over stdio, the `initialize` handshake, which every stdio server speaks.
+//! - Over stdio, `discover` sends the same probe on the server's pipes, bounded by [`Probe`]:
+//!   an error answer falls back to `initialize` on the same process, as over HTTP; a probe
+//!   unanswered within `GatewayLimits::discover_wait` does too (a server that ignores an
+//!   unknown request before `initialize`); a server that exits or closes stdout on the probe,
+//!   or refuses `initialize` after it, is started once more and opened with `initialize`
+//!   (`mount/stdio.rs`). A 2026-07-28 stdio server then gets the request `_meta` (revision,
+//!   client info and capabilities) on every request, which rmcp adds once the revision is
+//!   chosen, as over HTTP.
+
+mod probe;
+
+pub(crate) use probe::{Probe, Probing};
 
 use rmcp::model::ProtocolVersion;
 use rmcp::service::{ClientInitializeError, RunningService};

@@ -2,6 +2,7 @@
 //! obey ([`GatewayLimits`]), shared by the gateway, its mounts and the tool-list reader.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::config::GatewayConfig;
 use crate::roots::ClientRoots;
@@ -30,7 +31,20 @@ pub struct GatewayLimits {
     /// `mcp.elicit` (or the server's `mcp__NAME__*`) denied means refused. Default: all
     /// allowed.
     pub policy: Arc<toolgate_core::Policy>,
+    /// How long a stdio server may leave `server/discover` unanswered before it is taken for
+    /// a 2025 server that ignores unknown requests and opened with `initialize` on the same
+    /// process (never more than a quarter of its `startup_timeout_sec`). A server that
+    /// answers the probe, with a result or an error, never waits for it. Default 5 s
+    /// ([`DISCOVER_WAIT`]).
+    pub discover_wait: Duration,
 }
+
+/// Default of [`GatewayLimits::discover_wait`]: long enough for an interpreted 2026-07-28
+/// server to load its SDK and answer on a busy machine (the Python SDK 2.3 test server,
+/// `tests/interop/python/asking_server.py`, answered in 1.9–2.0 s from its start here), short
+/// enough that a server ignoring the probe costs a few seconds of its start, not its whole
+/// 60 s startup timeout (rmcp's own bound is 10 s). Servers that answer errors never wait.
+pub const DISCOVER_WAIT: Duration = Duration::from_secs(5);
 
 impl Default for GatewayLimits {
     fn default() -> Self {
@@ -43,6 +57,7 @@ impl Default for GatewayLimits {
             roots: Vec::new(),
             client_roots: ClientRoots::default(),
             policy: Arc::default(),
+            discover_wait: DISCOVER_WAIT,
         }
     }
 }

@@ -36,7 +36,7 @@ use toolgate_core::DynTool;
 
 use crate::catalog::CatalogCache;
 use crate::config::{ServerSpec, Transport};
-use crate::connect::{ChildGuard, Diagnostics, http_transport, http_transport_with, spawn_stdio};
+use crate::connect::{ChildGuard, Diagnostics, http_transport, http_transport_with};
 use crate::failure::{Failure, NeedsLogin};
 use crate::handler::{Handler, ProgressRoutes};
 use crate::lifecycle::Lifecycle;
@@ -49,6 +49,7 @@ mod host;
 mod login;
 mod prompts;
 pub(crate) mod resources;
+mod stdio;
 mod subscribe;
 mod trust;
 pub(crate) use call::MountProvider;
@@ -457,72 +458,26 @@ impl Mount {
         let limits = self.limits();
         let updates = self.host.upgrade().map(|h| h.resource_updates());
         let handler = Handler::new(&self.spec.name, &limits, updates);
-        let diag = Arc::new(Diagnostics::default());
+        let mut diag = Arc::new(Diagnostics::default());
         let timeout = self.spec.startup_timeout;
         let stage = Mutex::new("initialize");
         let (result, guard) = match &self.spec.transport {
             Transport::Invalid(reason) => {
                 return Err(format!("cannot be started: {reason}").into());
             }
-            Transport::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
-                let spawned = spawn_stdio(
-                    &self.spec.name,
-                    command,
-                    args,
-                    env,
-                    cwd,
-                    &limits.sandbox,
-                    &diag,
-                )?;
-                let mut guard = spawned.guard;
-                let result = tokio::time::timeout(
-                    timeout,
-                    self.handshake(
-                        &handler,
-                        (spawned.stdout, spawned.stdin),
-                        &stage,
-                        &limits,
-                        Lifecycle::Initialize,
-                    ),
-                )
-                .await;
-                match result {
-                    Ok(Ok(ok)) => (ok, Some(guard)),
-                    Ok(Err(e)) => {
-                        let exit = guard.exited_within(Duration::from_millis(500)).await;
-                        guard.kill().await;
-                        return Err(match exit {
-                            Some(how) => format!(
-                                "exited during startup ({how}) before answering `{}`{}",
-                                lock(&stage),
-                                diag.describe()
-                            ),
-                            None => format!("{}{}", e.reason(), diag.describe()),
-                        }
-                        .into());
-                    }
-                    Err(_) => {
-                        guard.kill().await;
-                        return Err(format!(
-                            "did not finish `{}` within {} (startup_timeout_sec) and was stopped{}",
-                            lock(&stage),
-                            secs(timeout),
-                            diag.describe()
-                        )
-                        .into());
-                    }
-                }
+            Transport::Stdio { .. } => {
+                self.start_stdio(&handler, &mut diag, &stage, &limits)
+                    .await?
             }
             Transport::Http {
                 url,
                 headers,
                 bearer_token_env,
             } => {
+                let lifecycle = match self.spec.opening {
+                    crate::config::Opening::Discover => Lifecycle::Discover,
+                    crate::config::Opening::Initialize => Lifecycle::Initialize,
+                };
                 let handshake = async {
                     let first = self
                         .dial(
@@ -532,13 +487,16 @@ impl Mount {
                             bearer_token_env,
                             &stage,
                             &limits,
-                            Lifecycle::Discover,
+                            lifecycle,
                         )
                         .await;
                     match first {
                         // A server that refused `server/discover` outside JSON-RPC (an HTTP
                         // 400 for a request without a session): dial again, `initialize`.
-                        Err(Failure::Failed(reason)) if *lock(&stage) == "initialize" => {
+                        Err(Failure::Failed(reason))
+                            if lifecycle == Lifecycle::Discover
+                                && *lock(&stage) == "initialize" =>
+                        {
                             tracing::debug!(server = %self.spec.name, %reason, "server/discover failed; trying initialize");
                             *lock(&stage) = "initialize";
                             self.dial(

@@ -9,6 +9,8 @@
 mod catalog;
 #[path = "all/config.rs"]
 mod config;
+#[path = "all/discover.rs"]
+mod discover;
 #[path = "all/e2e.rs"]
 mod e2e;
 #[path = "all/everything.rs"]

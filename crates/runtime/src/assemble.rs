@@ -312,6 +312,7 @@ fn mount_servers(
             false => ClientRoots::WithinConfigured,
         },
         policy,
+        ..GatewayLimits::default()
     };
     let gateway = Gateway::new(discovered, limits, registry)
         .map_err(|e| ConfigError::Invalid(format!("mcp_servers: {e}")))?;

@@ -17,6 +17,12 @@
 //! `FAKE_STUBBORN=1`, it keeps running after its stdin closes (only a signal ends it). With
 //! `FAKE_SLOW_RESTART=path`, every start after the first (the file exists) takes 3 s to
 //! answer `initialize`.
+//!
+//! `server/discover` is answered `-32601` like any unknown method (a 2025 server), unless
+//! `FAKE_DISCOVER` says: `answer` (a 2026-07-28 server: it answers with that revision and
+//! logs the revision in each request's `_meta`), `invalid` (`-32600` without an id, as a
+//! server that cannot read the request), `ignore` (no answer), `late` (answers it only when
+//! `initialize` comes, then refuses `initialize`), `exit` (exits at once, with status 4). It logs `server/discover pid=PID` and `initialize pid=PID`.
 
 #![allow(
     clippy::unwrap_used,
@@ -135,6 +141,8 @@ fn main() {
     });
     let out: Out = Arc::new(Mutex::new(std::io::stdout()));
     let bumped = Arc::new(AtomicBool::new(false));
+    // `FAKE_DISCOVER=late`: the probe's id, answered only when `initialize` comes.
+    let mut unanswered: Option<Value> = None;
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
@@ -150,12 +158,73 @@ fn main() {
             o.flush().unwrap();
             continue;
         }
+        if matches!(method.as_str(), "server/discover" | "initialize") {
+            log(&format!("{method} pid={}", std::process::id()));
+        }
+        if method == "server/discover" {
+            match std::env::var("FAKE_DISCOVER").as_deref() {
+                Ok("answer") => {
+                    let result = json!({
+                        "resultType": "complete",
+                        "supportedVersions": ["2026-07-28"],
+                        "capabilities": {"tools": {}},
+                        "ttlMs": 0,
+                        "cacheScope": "private",
+                        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1.0.0"}},
+                    });
+                    send(&out, &json!({"jsonrpc": "2.0", "id": id, "result": result}));
+                    continue;
+                }
+                Ok("invalid") => {
+                    send(
+                        &out,
+                        &json!({"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid request"}}),
+                    );
+                    continue;
+                }
+                Ok("ignore") => continue,
+                Ok("late") => {
+                    unanswered = id.clone();
+                    continue;
+                }
+                Ok("exit") => {
+                    eprintln!("unknown method server/discover; exiting");
+                    std::process::exit(4);
+                }
+                _ => {}
+            }
+        }
+        if let Some(revision) =
+            msg["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str()
+        {
+            log(&format!("{method} revision={revision}"));
+        }
         if method == "notifications/cancelled" {
             log(&format!("cancelled {}", msg["params"]["requestId"]));
             continue;
         }
         let Some(id) = id else { continue };
         let result = match method.as_str() {
+            "initialize" if unanswered.is_some() => {
+                // A server of both revisions that was slow to answer the probe: it serves
+                // 2026-07-28 from then on and refuses the handshake.
+                let result = json!({
+                    "resultType": "complete",
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {}},
+                    "ttlMs": 0,
+                    "cacheScope": "private",
+                });
+                send(
+                    &out,
+                    &json!({"jsonrpc": "2.0", "id": unanswered.take(), "result": result}),
+                );
+                send(
+                    &out,
+                    &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32022, "message": "connection is serving the 2026-07-28 protocol; the initialize handshake is not accepted"}}),
+                );
+                continue;
+            }
             "initialize" => {
                 if slow_init {
                     std::thread::sleep(Duration::from_secs(3));
@@ -276,6 +345,10 @@ fn main() {
                 continue;
             }
         };
+        let mut result = result;
+        if std::env::var("FAKE_DISCOVER").as_deref() == Ok("answer") {
+            result["resultType"] = json!("complete");
+        }
         send(&out, &json!({"jsonrpc": "2.0", "id": id, "result": result}));
     }
     if std::env::var_os("FAKE_STUBBORN").is_some() {
