@@ -87,6 +87,8 @@ pub(crate) struct Handler {
     pub(crate) resources_changed: Arc<Notify>,
     pub(crate) progress: Arc<ProgressRoutes>,
     pub(crate) callers: Arc<Callers>,
+    /// The progress and log messages in flight, so a call's result waits for them.
+    pub(crate) arrivals: Arc<crate::ordered::Arrivals>,
     /// What `roots/list` answers outside a call from a client with roots: the project's
     /// folders.
     roots: Arc<Vec<PathBuf>>,
@@ -111,6 +113,7 @@ impl Handler {
             resources_changed: Arc::new(Notify::new()),
             progress: Arc::new(ProgressRoutes::default()),
             callers: Arc::new(Callers::default()),
+            arrivals: Arc::default(),
             roots: Arc::new(limits.roots.clone()),
             client_roots: limits.client_roots,
             updates,
@@ -271,9 +274,10 @@ impl ClientHandler for Handler {
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
         self.progress.deliver(params);
+        self.arrivals.handled(&context.extensions);
     }
 
     // Logging is deprecated by SEP-2577 but 2025 servers still send it.
@@ -281,8 +285,17 @@ impl ClientHandler for Handler {
     async fn on_logging_message(
         &self,
         params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
+        self.log(params).await;
+        self.arrivals.handled(&context.extensions);
+    }
+}
+
+impl Handler {
+    /// Passes a server's log message on to the client of the call in flight.
+    #[allow(deprecated)] // logging: deprecated by SEP-2577, 2025 servers still send it
+    async fn log(&self, params: LoggingMessageNotificationParam) {
         tracing::debug!(server = %self.server, level = ?params.level, data = %params.data, "server log");
         // To the client of the call in flight, which filters by the level it set.
         if let Ok(link) = self.callers.only() {

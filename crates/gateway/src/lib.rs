@@ -122,6 +122,7 @@ mod limits;
 mod list;
 mod mount;
 mod naming;
+mod ordered;
 mod proxy;
 mod relay;
 mod roots;

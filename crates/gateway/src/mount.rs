@@ -105,6 +105,8 @@ pub(crate) struct State {
 pub(crate) struct Live {
     peer: Peer<RoleClient>,
     routes: Arc<ProgressRoutes>,
+    /// The progress and log messages in flight ([`crate::ordered`]).
+    arrivals: Arc<crate::ordered::Arrivals>,
     /// The calls in flight and their sessions, for the server's requests to the client.
     callers: Arc<crate::relay::Callers>,
     /// Notified when the server says its prompts changed.
@@ -537,6 +539,7 @@ impl Mount {
         let live = Arc::new(Live {
             peer: service.peer().clone(),
             routes: Arc::clone(&handler.progress),
+            arrivals: Arc::clone(&handler.arrivals),
             callers: Arc::clone(&handler.callers),
             prompts_changed: Arc::clone(&handler.prompts_changed),
             resources_changed: Arc::clone(&handler.resources_changed),
@@ -617,6 +620,10 @@ impl Mount {
         T: rmcp::transport::IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
+        // Progress and log messages are numbered as they arrive, so a call's result waits
+        // for those sent before it.
+        let transport =
+            crate::ordered::Ordered::new(transport.into_transport(), Arc::clone(&handler.arrivals));
         let service = crate::lifecycle::negotiate(handler.clone(), transport, lifecycle)
             .await
             .map_err(|e| match e.auth_challenge() {

@@ -70,6 +70,13 @@ fn missing_capability(
     ))
 }
 
+/// `response`, once the progress and log messages the server sent before it have reached
+/// the call's client.
+async fn settled<T>(live: &Live, id: &rmcp::model::RequestId, response: T) -> T {
+    live.arrivals.settle(id).await;
+    response
+}
+
 /// The first protocol revision whose requests carry the client's capabilities.
 const FIRST_PER_REQUEST_REVISION: &str = "2026-07-28";
 
@@ -422,7 +429,7 @@ impl Mount {
         let response = handle.await_response();
         tokio::pin!(response);
         let outcome: Result<Round, ToolError> = tokio::select! {
-            r = &mut response => match r {
+            r = &mut response => match settled(&live, &id, r).await {
                 Ok(ServerResult::CallToolResult(result)) => {
                     Ok(Round::Done(to_output(result, self.limits().max_inline_chars)))
                 }
