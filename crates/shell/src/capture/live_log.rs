@@ -198,6 +198,7 @@ mod tests {
             compress: CompressOptions::default(),
             cap_chars: 3_000,
             chunk_bytes: 4_096,
+            threads: 2,
         }
     }
 
@@ -235,7 +236,8 @@ mod tests {
 
     /// The log compressed while `bytes` were captured, the one read back from the spill
     /// file afterwards (the path before issue 27) and the one made from all the bytes at
-    /// once, each within `cap` characters.
+    /// once by one thread (chunk after chunk, as before issue 27), each within `cap`
+    /// characters.
     async fn three_ways(bytes: &[u8], piece: usize, cap: usize) -> [CompressedLog; 3] {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SpillStore::new(dir.path(), 1 << 40));
@@ -254,7 +256,10 @@ mod tests {
             .unwrap()
             .unwrap()
             .finish_within(cap);
-        let mut batch = LogCompressor::new(options());
+        let mut batch = LogCompressor::new(LogOptions {
+            threads: 1,
+            ..options()
+        });
         batch.push(bytes);
         [live, read_back, batch.finish_within(cap)]
     }
