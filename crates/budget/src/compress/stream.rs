@@ -27,9 +27,11 @@ pub struct LogOptions {
     pub cap_chars: usize,
     /// Bytes compressed at a time. Default 4 MiB.
     pub chunk_bytes: usize,
-    /// Chunks compressed at once, each on a thread of its own (at least 1). Default 2: a
-    /// 100 MB log compresses at twice the pace on two cores (issue 27), and the log is the
-    /// same whatever the number (chunks are compressed apart and joined in order).
+    /// Chunks compressed at once, each on a thread of its own (at least 1), while the
+    /// feeding thread joins the ones before; the log is the same whatever the number
+    /// (chunks are compressed apart and joined in order). Default 1: on the 2-core machine
+    /// of issue 27's benchmark, two made `run_shell` slower, as the command and the pump
+    /// need the other core.
     pub threads: usize,
 }
 
@@ -39,7 +41,7 @@ impl Default for LogOptions {
             compress: CompressOptions::default(),
             cap_chars: 8_000,
             chunk_bytes: 4 << 20,
-            threads: 2,
+            threads: 1,
         }
     }
 }
@@ -67,14 +69,25 @@ pub struct CompressedLog {
 pub struct LogCompressor {
     options: LogOptions,
     pending: Vec<u8>,
+    bytes: u64,
+    lines: u64,
+    last: Option<u8>,
+    /// Chunks compressed but not joined yet (their lengths, in order): they are joined
+    /// while the next ones are compressed.
+    unjoined: Vec<(usize, Chunk)>,
+    joined: Joined,
+}
+
+/// The log of the chunks joined so far.
+#[derive(Debug)]
+struct Joined {
+    /// The options' `cap_chars`.
+    cap_chars: usize,
     pieces: Vec<Piece>,
     kept_chars: usize,
     votes: KindVotes,
-    bytes: u64,
-    /// Bytes already compressed (handed to `compress_chunk`).
+    /// Bytes joined.
     compressed: u64,
-    lines: u64,
-    last: Option<u8>,
     anchors: u64,
     folded: u64,
 }
@@ -83,17 +96,21 @@ impl LogCompressor {
     /// A compressor with `options`.
     pub fn new(options: LogOptions) -> Self {
         Self {
+            joined: Joined {
+                cap_chars: options.cap_chars,
+                pieces: Vec::new(),
+                kept_chars: 0,
+                votes: KindVotes::default(),
+                compressed: 0,
+                anchors: 0,
+                folded: 0,
+            },
             options,
             pending: Vec::new(),
-            pieces: Vec::new(),
-            kept_chars: 0,
-            votes: KindVotes::default(),
             bytes: 0,
-            compressed: 0,
             lines: 0,
             last: None,
-            anchors: 0,
-            folded: 0,
+            unjoined: Vec::new(),
         }
     }
 
@@ -112,10 +129,11 @@ impl LogCompressor {
         }
     }
 
-    /// Compresses the next chunks of `pending` (one per thread, as many as there are), in
-    /// parallel, and joins them in order. A chunk ends at its last line break; a longer line
-    /// is cut at the chunk. Strictly more than a chunk must follow each one's start: the
-    /// stream's last bytes always stay for `finish`, which keeps how the log ends.
+    /// Compresses the next chunks of `pending` (one per thread, as many as there are), each
+    /// on a thread of its own, while this thread joins the chunks compressed last time. A
+    /// chunk ends at its last line break; a longer line is cut at the chunk. Strictly more
+    /// than a chunk must follow each one's start: the stream's last bytes always stay for
+    /// `finish`, which keeps how the log ends.
     fn compress_chunks(&mut self) {
         let chunk = self.options.chunk_bytes.max(1);
         let mut cuts = Vec::new();
@@ -128,38 +146,34 @@ impl LogCompressor {
         }
         let options = &self.options.compress;
         let pending = &self.pending;
-        let done: Vec<Chunk> =
-            std::thread::scope(|scope| {
-                let spawned: Vec<_> = cuts
-                    .iter()
-                    .skip(1)
-                    .map(|range| {
-                        let bytes = &pending[range.clone()];
-                        std::thread::Builder::new()
-                            .name("toolgate-log-chunk".to_owned())
-                            .spawn_scoped(scope, move || Chunk::of(bytes, options, Ending::Chunk))
-                            .ok()
-                    })
-                    .collect();
-                let mut done = Vec::with_capacity(cuts.len());
-                done.extend(
-                    cuts.first()
-                        .map(|range| Chunk::of(&pending[range.clone()], options, Ending::Chunk)),
-                );
-                for (range, thread) in cuts.iter().skip(1).zip(spawned) {
+        let joined = &mut self.joined;
+        let earlier = std::mem::take(&mut self.unjoined);
+        let done: Vec<(usize, Chunk)> = std::thread::scope(|scope| {
+            let spawned: Vec<_> = cuts
+                .iter()
+                .map(|range| {
+                    let bytes = &pending[range.clone()];
+                    std::thread::Builder::new()
+                        .name("toolgate-log-chunk".to_owned())
+                        .spawn_scoped(scope, move || Chunk::of(bytes, options, Ending::Chunk))
+                        .ok()
+                })
+                .collect();
+            for (len, chunk) in earlier {
+                joined.join(len, chunk);
+            }
+            cuts.iter()
+                .zip(spawned)
+                .map(|(range, thread)| {
                     // No thread (or it died): compress the chunk here.
-                    let chunk = thread.and_then(|t| t.join().ok());
-                    done.push(chunk.unwrap_or_else(|| {
+                    let chunk = thread.and_then(|t| t.join().ok()).unwrap_or_else(|| {
                         Chunk::of(&pending[range.clone()], options, Ending::Chunk)
-                    }));
-                }
-                done
-            });
-        for (range, chunk) in cuts.iter().zip(done) {
-            let first = self.compressed == 0;
-            self.compressed += range.len() as u64;
-            self.absorb(chunk, first);
-        }
+                    });
+                    (range.len(), chunk)
+                })
+                .collect()
+        });
+        self.unjoined = done;
         self.pending.drain(..at);
     }
 
@@ -178,44 +192,48 @@ impl LogCompressor {
         while self.pending.len() > self.options.chunk_bytes.max(1) {
             self.compress_chunks();
         }
-        let rest = std::mem::take(&mut self.pending);
-        if !rest.is_empty() {
-            let first = self.compressed == 0;
-            self.compressed += rest.len() as u64;
-            let chunk = Chunk::of(&rest, &self.options.compress, Ending::Kept);
-            self.absorb(chunk, first);
+        let mut joined = self.joined;
+        for (len, chunk) in self.unjoined {
+            joined.join(len, chunk);
         }
-        let (pieces, fitted) = fit::fit(std::mem::take(&mut self.pieces), cap_chars);
-        self.folded += fitted.anchors_folded as u64;
+        if !self.pending.is_empty() {
+            let chunk = Chunk::of(&self.pending, &self.options.compress, Ending::Kept);
+            joined.join(self.pending.len(), chunk);
+        }
+        let (pieces, fitted) = fit::fit(joined.pieces, cap_chars);
+        joined.folded += fitted.anchors_folded as u64;
         CompressedLog {
             text: fit::render(&pieces),
-            kind: self.votes.kind(),
+            kind: joined.votes.kind(),
             input_bytes: self.bytes,
             input_lines: self.lines + u64::from(self.last.is_some_and(|b| b != b'\n')),
-            anchors: self.anchors,
-            anchors_shown: self.anchors.saturating_sub(self.folded),
+            anchors: joined.anchors,
+            anchors_shown: joined.anchors.saturating_sub(joined.folded),
         }
     }
+}
 
-    /// Joins the next chunk's pieces and counts to the log's.
-    fn absorb(&mut self, chunk: Chunk, first: bool) {
+impl Joined {
+    /// Joins the next chunk (`len` bytes) to the log.
+    fn join(&mut self, len: usize, chunk: Chunk) {
         // The chunk's start counts while no kind is known, and always for the stream's
         // start. (Whether this is the first chunk goes by what was compressed, not by what
         // was fed: the log must not depend on the sizes of the pieces it was fed in.)
-        if self.votes.kind().is_none() || first {
+        if self.votes.kind().is_none() || self.compressed == 0 {
             self.votes.merge(chunk.start_votes);
         }
+        self.compressed += len as u64;
         self.votes.merge(chunk.votes);
         self.anchors += chunk.anchors;
         self.kept_chars += fit::size(&chunk.pieces);
         self.pieces.extend(chunk.pieces);
         // Bounded memory whatever the stream holds: past 16 caps, fit what is kept so far
         // to 4 caps (the first and last lines stay; the final fit decides the rest).
-        let bound = self.options.cap_chars.saturating_mul(16).max(1 << 20);
+        let bound = self.cap_chars.saturating_mul(16).max(1 << 20);
         if self.kept_chars > bound {
             let (pieces, fitted) = fit::fit(
                 std::mem::take(&mut self.pieces),
-                self.options.cap_chars.saturating_mul(4),
+                self.cap_chars.saturating_mul(4),
             );
             self.folded += fitted.anchors_folded as u64;
             self.kept_chars = fit::size(&pieces);
@@ -225,6 +243,7 @@ impl LogCompressor {
 }
 
 /// One chunk of a stream compressed on its own: what it adds to the log.
+#[derive(Debug)]
 struct Chunk {
     pieces: Vec<Piece>,
     anchors: u64,

@@ -35,7 +35,7 @@ pub(crate) struct StreamLog {
     /// Wakes the follower after a write; dropped when the stream ends.
     wake: Option<SyncSender<()>>,
     /// The fed compressor, once the stream ended and it caught up.
-    done: Receiver<LogCompressor>,
+    done: Receiver<Box<LogCompressor>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -51,7 +51,7 @@ impl std::fmt::Debug for StreamLog {
 /// What waiting for a live log gave.
 pub(crate) enum LogWait {
     /// The compressor, fed the whole stream.
-    Ready(LogCompressor),
+    Ready(Box<LogCompressor>),
     /// The deadline passed first.
     TooLate,
     /// There is no live log (its file could not be read, or its thread failed): read the
@@ -72,14 +72,14 @@ impl StreamLog {
         };
         // One pending wake-up is enough: the follower reads everything on file when it wakes.
         let (wake, woken) = mpsc::sync_channel::<()>(1);
-        let (finished, done) = mpsc::sync_channel(1);
+        let (finished, done) = mpsc::sync_channel::<Box<LogCompressor>>(1);
         let shared = Arc::new(Shared::default());
         let follower = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("toolgate-log".to_owned())
             .spawn(move || {
                 if let Some(compressor) = follow(file, &follower, &woken, options) {
-                    let _ = finished.send(compressor);
+                    let _ = finished.send(Box::new(compressor));
                 }
             });
         match thread {
