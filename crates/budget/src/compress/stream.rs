@@ -29,9 +29,9 @@ pub struct LogOptions {
     pub chunk_bytes: usize,
     /// Chunks compressed at once, each on a thread of its own (at least 1), while the
     /// feeding thread joins the ones before; the log is the same whatever the number
-    /// (chunks are compressed apart and joined in order). Default 1: on the 2-core machine
-    /// of issue 27's benchmark, two made `run_shell` slower, as the command and the pump
-    /// need the other core.
+    /// (chunks are compressed apart and joined in order). Default 2: on issue 27's 2-core
+    /// benchmark machine, `run_shell` of a 105 MB log went from 250–280 MB/s with one to
+    /// 310–330 MB/s with two in paired runs (`bench/RESULTS-issue27.md`).
     pub threads: usize,
 }
 
@@ -41,7 +41,7 @@ impl Default for LogOptions {
             compress: CompressOptions::default(),
             cap_chars: 8_000,
             chunk_bytes: 4 << 20,
-            threads: 1,
+            threads: 2,
         }
     }
 }
