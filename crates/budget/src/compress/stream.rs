@@ -30,8 +30,8 @@ pub struct LogOptions {
     /// Chunks compressed at once, each on a thread of its own (at least 1), while the
     /// feeding thread joins the ones before; the log is the same whatever the number
     /// (chunks are compressed apart and joined in order). Default 2: on issue 27's 2-core
-    /// benchmark machine, `run_shell` of a 105 MB log went from 250–280 MB/s with one to
-    /// 310–330 MB/s with two in paired runs (`bench/RESULTS-issue27.md`).
+    /// benchmark machine, `run_shell` of a 105 MB log went from 230–277 MB/s with one to
+    /// 255–333 MB/s with two in paired runs (`bench/RESULTS-issue27.md`).
     pub threads: usize,
 }
 
