@@ -355,12 +355,12 @@ impl Log<'_> {
         };
         self.push_group(&mut shown, start, end - start);
         shown.text.pop();
-        Piece {
-            text: shown.text,
+        Piece::shown(
+            shown.text,
             kind,
-            lines: end - start,
-            anchors: usize::from(self.classes[start] == Class::Anchor) * (end - start),
-        }
+            end - start,
+            usize::from(self.classes[start] == Class::Anchor) * (end - start),
+        )
     }
 
     /// Folds the dropped lines `start..end` into one `… [N lines omitted]` marker when that

@@ -6,11 +6,11 @@
 //! (SPEC "Bounded I/O": 64 KiB payload, stdout and stderr each).
 //!
 //! A foreground stream that outgrows memory is also compressed as it is captured (issue
-//! 27): a thread of its own feeds the log compressor the bytes the pump writes, so the
-//! compressed log is ready when the command ends instead of being read back from the spill
-//! file afterwards (which halved the throughput on a 105 MB log). The spill file is still
-//! written whole. The pump never waits for the compressor: one that falls too far behind is
-//! dropped, and the log is then made from the spill file as before ([`StreamLog`]).
+//! 27): a thread of its own follows the spill file as the pump writes it and feeds the log
+//! compressor, so the compressed log is ready when the command ends instead of being read
+//! back from the spill file afterwards (which halved the throughput on a 105 MB log). The
+//! spill file is still written whole, and the pump never waits for the compressor
+//! ([`StreamLog`]).
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -256,6 +256,8 @@ fn pump(
     };
     let mut lazy = lazy;
     let mut log: Option<StreamLog> = None;
+    // Bytes in the spill file of a compressed stream (what its log may read).
+    let mut on_file = 0u64;
     let mut last = None;
     loop {
         let mut fds = [
@@ -306,16 +308,12 @@ fn pump(
         {
             let held = held_bytes(&window, out.total);
             stream = open_lazily(&store, &label, &held, &mut out.error);
-            if stream.is_some()
+            if let Some(s) = &stream
                 && let Some(options) = compress
             {
-                log = StreamLog::start(options, held);
+                log = StreamLog::start(options, s.path());
+                on_file = held.len() as u64;
             }
-        }
-        if let Some(l) = log.as_mut()
-            && !l.feed(chunk)
-        {
-            log = None;
         }
         if let Some(s) = stream.as_mut() {
             match s.write(chunk) {
@@ -323,6 +321,10 @@ fn pump(
                     progress
                         .on_disk
                         .fetch_add(chunk.len() as u64, Ordering::Release);
+                    on_file += chunk.len() as u64;
+                    if let Some(l) = &log {
+                        l.on_file(on_file);
+                    }
                 }
                 Err(e) => {
                     out.error = Some(format!("writing `{}` failed: {e}", s.path().display()));

@@ -204,7 +204,7 @@ fn view(
     {
         // Compressed while it was captured, when it was; else read back from its file.
         let fed = match c.log.as_ref().map(|log| log.wait(deadline)) {
-            Some(LogWait::Ready(compressor)) => Ok(Some(compressor)),
+            Some(LogWait::Ready(compressor)) => Ok(Some(*compressor)),
             Some(LogWait::TooLate) => Ok(None),
             Some(LogWait::Gone) | None => feed_file(&file.path, options, deadline),
         };

@@ -16,6 +16,8 @@ pub(crate) struct Piece {
     pub lines: usize,
     /// Anchor lines among them.
     pub anchors: usize,
+    /// Characters of `text` (counted once: fitting sizes the pieces over and over).
+    text_chars: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,14 +40,26 @@ impl Piece {
             kind: PieceKind::Fold,
             lines,
             anchors,
+            text_chars: 0,
+        }
+    }
+
+    /// A shown line (or group) standing for `lines` input lines, `anchors` of them anchors.
+    pub fn shown(text: String, kind: PieceKind, lines: usize, anchors: usize) -> Self {
+        Self {
+            text_chars: text.chars().count(),
+            text,
+            kind,
+            lines,
+            anchors,
         }
     }
 
     /// Characters this piece takes when rendered, newline included.
     fn chars(&self) -> usize {
         match self.kind {
-            PieceKind::Fold => fold_text(self.lines, self.anchors).chars().count() + 1,
-            _ => self.text.chars().count() + 1,
+            PieceKind::Fold => fold_chars(self.lines, self.anchors) + 1,
+            _ => self.text_chars + 1,
         }
     }
 
@@ -67,6 +81,31 @@ fn fold_text(lines: usize, anchors: usize) -> String {
             if n == 1 { "" } else { "s" }
         ),
     }
+}
+
+/// Characters of [`fold_text`], counted without making it (fitting sizes folds often).
+fn fold_chars(lines: usize, anchors: usize) -> usize {
+    /// Counts the characters written to it.
+    struct Count(usize);
+    impl std::fmt::Write for Count {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0 += s.chars().count();
+            Ok(())
+        }
+    }
+    use std::fmt::Write as _;
+    let mut count = Count(0);
+    let s = if lines == 1 { "" } else { "s" };
+    // Writing to a counter can't fail.
+    let _ = match anchors {
+        0 => write!(count, "… [{lines} line{s} omitted]"),
+        n => write!(
+            count,
+            "… [{lines} line{s} omitted, {n} of them warning or error line{}: see the full output]",
+            if n == 1 { "" } else { "s" }
+        ),
+    };
+    count.0
 }
 
 /// What fitting did.
@@ -225,10 +264,12 @@ fn head_and_tail(pieces: Vec<Piece>, cap: usize, mut fitted: Fitted) -> (Vec<Pie
         let (lines, anchors) = sums(&pieces[head_end..tail_start - 1]);
         fitted.anchors_folded += count_anchors(&pieces[head_end..tail_start - 1]);
         out.push(Piece::fold(lines, anchors));
-        out.push(Piece {
-            text: keep + " …[line cut]",
-            ..last.clone()
-        });
+        out.push(Piece::shown(
+            keep + " …[line cut]",
+            last.kind,
+            last.lines,
+            last.anchors,
+        ));
         return (merge_folds(out), fitted);
     }
     let (lines, anchors) = sums(&pieces[head_end..tail_start]);
@@ -294,13 +335,21 @@ fn fold_where(pieces: &mut Vec<Piece>, fitted: &mut Fitted, what: impl Fn(&Piece
 mod tests {
     use super::*;
 
-    fn line(text: &str, kind: PieceKind) -> Piece {
-        Piece {
-            text: text.to_owned(),
-            kind,
-            lines: 1,
-            anchors: usize::from(matches!(kind, PieceKind::Anchor(_))),
+    #[test]
+    fn fold_chars_counts_the_fold_text() {
+        for (lines, anchors) in [(1, 0), (2, 0), (10, 1), (12_345, 2), (1, 1), (7, 7)] {
+            let text = fold_text(lines, anchors);
+            assert_eq!(fold_chars(lines, anchors), text.chars().count(), "{text}");
         }
+    }
+
+    fn line(text: &str, kind: PieceKind) -> Piece {
+        Piece::shown(
+            text.to_owned(),
+            kind,
+            1,
+            usize::from(matches!(kind, PieceKind::Anchor(_))),
+        )
     }
 
     #[test]

@@ -143,6 +143,15 @@ impl KindVotes {
         }
     }
 
+    /// Notes the signatures `other` saw (as if its text had been scanned here too).
+    pub fn merge(&mut self, other: Self) {
+        if let Some((index, kind)) = other.best
+            && self.best.is_none_or(|(best, _)| index < best)
+        {
+            self.best = Some((index, kind));
+        }
+    }
+
     /// The most specific kind seen.
     pub fn kind(&self) -> Option<LogKind> {
         self.best.map(|(_, kind)| kind)

@@ -5,6 +5,7 @@
 //! A chunk ends at a line break, so lines are never split unless one line alone outgrows a
 //! chunk. Context does not reach across chunk boundaries (one chunk is megabytes).
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
 use std::time::Instant;
@@ -26,6 +27,12 @@ pub struct LogOptions {
     pub cap_chars: usize,
     /// Bytes compressed at a time. Default 4 MiB.
     pub chunk_bytes: usize,
+    /// Chunks compressed at once, each on a thread of its own (at least 1), while the
+    /// feeding thread joins the ones before; the log is the same whatever the number
+    /// (chunks are compressed apart and joined in order). Default 2: on issue 27's 2-core
+    /// benchmark machine, `run_shell` of a 105 MB log went from 230–277 MB/s with one to
+    /// 255–333 MB/s with two in paired runs (`bench/RESULTS-issue27.md`).
+    pub threads: usize,
 }
 
 impl Default for LogOptions {
@@ -34,6 +41,7 @@ impl Default for LogOptions {
             compress: CompressOptions::default(),
             cap_chars: 8_000,
             chunk_bytes: 4 << 20,
+            threads: 2,
         }
     }
 }
@@ -61,14 +69,25 @@ pub struct CompressedLog {
 pub struct LogCompressor {
     options: LogOptions,
     pending: Vec<u8>,
+    bytes: u64,
+    lines: u64,
+    last: Option<u8>,
+    /// Chunks compressed but not joined yet (their lengths, in order): they are joined
+    /// while the next ones are compressed.
+    unjoined: Vec<(usize, Chunk)>,
+    joined: Joined,
+}
+
+/// The log of the chunks joined so far.
+#[derive(Debug)]
+struct Joined {
+    /// The options' `cap_chars`.
+    cap_chars: usize,
     pieces: Vec<Piece>,
     kept_chars: usize,
     votes: KindVotes,
-    bytes: u64,
-    /// Bytes already compressed (handed to `compress_chunk`).
+    /// Bytes joined.
     compressed: u64,
-    lines: u64,
-    last: Option<u8>,
     anchors: u64,
     folded: u64,
 }
@@ -77,17 +96,21 @@ impl LogCompressor {
     /// A compressor with `options`.
     pub fn new(options: LogOptions) -> Self {
         Self {
+            joined: Joined {
+                cap_chars: options.cap_chars,
+                pieces: Vec::new(),
+                kept_chars: 0,
+                votes: KindVotes::default(),
+                compressed: 0,
+                anchors: 0,
+                folded: 0,
+            },
             options,
             pending: Vec::new(),
-            pieces: Vec::new(),
-            kept_chars: 0,
-            votes: KindVotes::default(),
             bytes: 0,
-            compressed: 0,
             lines: 0,
             last: None,
-            anchors: 0,
-            folded: 0,
+            unjoined: Vec::new(),
         }
     }
 
@@ -99,16 +122,59 @@ impl LogCompressor {
             self.last = Some(b);
         }
         self.pending.extend_from_slice(data);
-        let chunk = self.options.chunk_bytes.max(1);
-        // Strictly more than a chunk: the stream's last bytes always stay for `finish`,
-        // which keeps how the log ends.
-        while self.pending.len() > chunk {
-            // Up to the last line break of the chunk; a longer line is cut at the chunk.
-            let end = memchr::memrchr(b'\n', &self.pending[..chunk]).map_or(chunk, |nl| nl + 1);
-            let rest = self.pending.split_off(end);
-            let done = std::mem::replace(&mut self.pending, rest);
-            self.compress_chunk(&done, Ending::Chunk);
+        // Wait for a chunk per thread; `finish` takes the chunks left over.
+        let batch = self.options.chunk_bytes.max(1) * self.options.threads.max(1);
+        while self.pending.len() > batch {
+            self.compress_chunks();
         }
+    }
+
+    /// Compresses the next chunks of `pending` (one per thread, as many as there are), each
+    /// on a thread of its own, while this thread joins the chunks compressed last time. A
+    /// chunk ends at its last line break; a longer line is cut at the chunk. Strictly more
+    /// than a chunk must follow each one's start: the stream's last bytes always stay for
+    /// `finish`, which keeps how the log ends.
+    fn compress_chunks(&mut self) {
+        let chunk = self.options.chunk_bytes.max(1);
+        let mut cuts = Vec::new();
+        let mut at = 0;
+        while cuts.len() < self.options.threads.max(1) && self.pending.len() - at > chunk {
+            let window = &self.pending[at..at + chunk];
+            let end = at + memchr::memrchr(b'\n', window).map_or(chunk, |nl| nl + 1);
+            cuts.push(at..end);
+            at = end;
+        }
+        let options = &self.options.compress;
+        let pending = &self.pending;
+        let joined = &mut self.joined;
+        let earlier = std::mem::take(&mut self.unjoined);
+        let done: Vec<(usize, Chunk)> = std::thread::scope(|scope| {
+            let spawned: Vec<_> = cuts
+                .iter()
+                .map(|range| {
+                    let bytes = &pending[range.clone()];
+                    std::thread::Builder::new()
+                        .name("toolgate-log-chunk".to_owned())
+                        .spawn_scoped(scope, move || Chunk::of(bytes, options, Ending::Chunk))
+                        .ok()
+                })
+                .collect();
+            for (len, chunk) in earlier {
+                joined.join(len, chunk);
+            }
+            cuts.iter()
+                .zip(spawned)
+                .map(|(range, thread)| {
+                    // No thread (or it died): compress the chunk here.
+                    let chunk = thread.and_then(|t| t.join().ok()).unwrap_or_else(|| {
+                        Chunk::of(&pending[range.clone()], options, Ending::Chunk)
+                    });
+                    (range.len(), chunk)
+                })
+                .collect()
+        });
+        self.unjoined = done;
+        self.pending.drain(..at);
     }
 
     /// The compressed log of everything fed, within the options' `cap_chars`.
@@ -123,49 +189,100 @@ impl LogCompressor {
     /// bytes give the same log whichever way they were fed.
     pub fn finish_within(mut self, cap_chars: usize) -> CompressedLog {
         let cap_chars = cap_chars.min(self.options.cap_chars);
-        let rest = std::mem::take(&mut self.pending);
-        if !rest.is_empty() {
-            self.compress_chunk(&rest, Ending::Kept);
+        while self.pending.len() > self.options.chunk_bytes.max(1) {
+            self.compress_chunks();
         }
-        let (pieces, fitted) = fit::fit(std::mem::take(&mut self.pieces), cap_chars);
-        self.folded += fitted.anchors_folded as u64;
+        let mut joined = self.joined;
+        for (len, chunk) in self.unjoined {
+            joined.join(len, chunk);
+        }
+        if !self.pending.is_empty() {
+            let chunk = Chunk::of(&self.pending, &self.options.compress, Ending::Kept);
+            joined.join(self.pending.len(), chunk);
+        }
+        let (pieces, fitted) = fit::fit(joined.pieces, cap_chars);
+        joined.folded += fitted.anchors_folded as u64;
         CompressedLog {
             text: fit::render(&pieces),
-            kind: self.votes.kind(),
+            kind: joined.votes.kind(),
             input_bytes: self.bytes,
             input_lines: self.lines + u64::from(self.last.is_some_and(|b| b != b'\n')),
-            anchors: self.anchors,
-            anchors_shown: self.anchors.saturating_sub(self.folded),
+            anchors: joined.anchors,
+            anchors_shown: joined.anchors.saturating_sub(joined.folded),
         }
     }
+}
 
-    fn compress_chunk(&mut self, bytes: &[u8], ending: Ending) {
-        let text = String::from_utf8_lossy(bytes);
-        let first = self.compressed == 0;
-        self.compressed += bytes.len() as u64;
-        // Line-start signatures need the line break before the first line. (Whether this is
-        // the first chunk goes by what was compressed, not by what was fed: the log must not
-        // depend on the sizes of the pieces it was fed in.)
-        if self.votes.kind().is_none() || first {
-            self.votes.scan(&format!(
-                "\n{}",
-                text.get(..256.min(text.len())).unwrap_or("")
-            ));
+impl Joined {
+    /// Joins the next chunk (`len` bytes) to the log.
+    fn join(&mut self, len: usize, chunk: Chunk) {
+        // The chunk's start counts while no kind is known, and always for the stream's
+        // start. (Whether this is the first chunk goes by what was compressed, not by what
+        // was fed: the log must not depend on the sizes of the pieces it was fed in.)
+        if self.votes.kind().is_none() || self.compressed == 0 {
+            self.votes.merge(chunk.start_votes);
         }
-        self.votes.scan(&text);
+        self.compressed += len as u64;
+        self.votes.merge(chunk.votes);
+        self.anchors += chunk.anchors;
+        self.kept_chars += fit::size(&chunk.pieces);
+        self.pieces.extend(chunk.pieces);
+        // Bounded memory whatever the stream holds: past 16 caps, fit what is kept so far
+        // to 4 caps (the first and last lines stay; the final fit decides the rest).
+        let bound = self.cap_chars.saturating_mul(16).max(1 << 20);
+        if self.kept_chars > bound {
+            let (pieces, fitted) = fit::fit(
+                std::mem::take(&mut self.pieces),
+                self.cap_chars.saturating_mul(4),
+            );
+            self.folded += fitted.anchors_folded as u64;
+            self.kept_chars = fit::size(&pieces);
+            self.pieces = pieces;
+        }
+    }
+}
+
+/// One chunk of a stream compressed on its own: what it adds to the log.
+#[derive(Debug)]
+struct Chunk {
+    pieces: Vec<Piece>,
+    anchors: u64,
+    /// Signatures at the chunk's start (a line-start signature needs the line break before).
+    start_votes: KindVotes,
+    votes: KindVotes,
+}
+
+impl Chunk {
+    /// The chunk `bytes`, which ends the stream when `ending` says its end is kept.
+    fn of(bytes: &[u8], options: &CompressOptions, ending: Ending) -> Self {
+        // Valid UTF-8 (most logs) is checked much faster than `from_utf8_lossy` walks it.
+        let text = match std::str::from_utf8(bytes) {
+            Ok(text) => Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(bytes),
+        };
+        let mut out = Self {
+            pieces: Vec::new(),
+            anchors: 0,
+            start_votes: KindVotes::default(),
+            votes: KindVotes::default(),
+        };
+        out.start_votes.scan(&format!(
+            "\n{}",
+            text.get(..256.min(text.len())).unwrap_or("")
+        ));
+        out.votes.scan(&text);
         let clean = clean::clean(&text);
         let lines = split_lines(&clean);
         let Some(classified) = classify::classify_ranked(&clean, &lines) else {
             // No matcher: show the chunk's lines as they are, so nothing is hidden silently.
-            self.pieces.extend(lines.iter().map(|l| Piece {
-                text: (*l).to_owned(),
-                kind: fit::PieceKind::Noise,
-                lines: 1,
-                anchors: 0,
-            }));
-            return;
+            out.pieces.extend(
+                lines
+                    .iter()
+                    .map(|l| Piece::shown((*l).to_owned(), fit::PieceKind::Noise, 1, 0)),
+            );
+            return out;
         };
-        self.anchors += classified
+        out.anchors = classified
             .classes
             .iter()
             .filter(|c| **c == Class::Anchor)
@@ -177,26 +294,9 @@ impl LogCompressor {
             pinned: &classified.pinned,
             signatures: vec![0; lines.len()],
         };
-        let keep = log.keep(self.options.compress.context, ending);
-        let before = self.pieces.len();
-        log.pieces(
-            &keep,
-            self.options.compress.min_fold.max(1),
-            &mut self.pieces,
-        );
-        self.kept_chars += fit::size(&self.pieces[before..]);
-        // Bounded memory whatever the stream holds: past 16 caps, fit what is kept so far
-        // to 4 caps (the first and last lines stay; the final fit decides the rest).
-        let bound = self.options.cap_chars.saturating_mul(16).max(1 << 20);
-        if self.kept_chars > bound {
-            let (pieces, fitted) = fit::fit(
-                std::mem::take(&mut self.pieces),
-                self.options.cap_chars.saturating_mul(4),
-            );
-            self.folded += fitted.anchors_folded as u64;
-            self.kept_chars = fit::size(&pieces);
-            self.pieces = pieces;
-        }
+        let keep = log.keep(options.context, ending);
+        log.pieces(&keep, options.min_fold.max(1), &mut out.pieces);
+        out
     }
 }
 
@@ -285,10 +385,11 @@ mod tests {
                 log.push_str(&format!("error[E0{i:03}]: mismatched types at step {i}\n"));
             }
         }
-        let feed = |piece: usize, cap: usize| {
+        let feed = |piece: usize, cap: usize, threads: usize| {
             let mut c = LogCompressor::new(LogOptions {
                 cap_chars: 4_000,
                 chunk_bytes: 4_096,
+                threads,
                 ..LogOptions::default()
             });
             for p in log.as_bytes().chunks(piece) {
@@ -297,13 +398,21 @@ mod tests {
             c.finish_within(cap)
         };
         for cap in [4_000, 1_500] {
-            let whole = feed(log.len(), cap);
+            let whole = feed(log.len(), cap, 1);
             assert!(whole.text.contains("error[E0700]"), "{}", whole.text);
             for piece in [1, 100, 4_095, 4_096, 65_536] {
-                assert_eq!(feed(piece, cap), whole, "pieces of {piece}, cap {cap}");
+                // Chunks compressed on several threads at once are joined as one thread
+                // would have made them.
+                for threads in [1, 2, 3, 0] {
+                    let fed = feed(piece, cap, threads);
+                    assert_eq!(
+                        fed, whole,
+                        "pieces of {piece}, cap {cap}, {threads} threads"
+                    );
+                }
             }
         }
-        assert!(feed(100, 1_500).text.chars().count() <= 1_500);
+        assert!(feed(100, 1_500, 2).text.chars().count() <= 1_500);
     }
 
     #[test]
