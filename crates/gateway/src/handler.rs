@@ -14,7 +14,7 @@ use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
     FormElicitationCapability, Implementation, ProgressNotificationParam, ProgressToken,
-    ResourceUpdatedNotificationParam, UrlElicitationCapability,
+    ProtocolVersion, ResourceUpdatedNotificationParam, UrlElicitationCapability,
 };
 // Sampling and roots are deprecated by SEP-2577 but 2025 servers still use them.
 #[allow(deprecated)]
@@ -205,10 +205,14 @@ pub(crate) fn offered_to_call(
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
+        // `initialize` asks for the newest revision that has it (2025-11-25): 2026-07-28 is
+        // reached through `server/discover`, and a server that echoes what it is asked for
+        // must not end up in a 2026-07-28 session opened the 2025 way.
         ClientConfig::new(
             offered(!self.roots.is_empty()),
             Implementation::new("toolgate", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 
     async fn create_elicitation(

@@ -74,6 +74,8 @@ async fn a_stdio_server_that_errors_on_discover_is_initialized_in_the_same_proce
             !log.contains("tools/list revision="),
             "a 2025 server gets no `_meta`: {log}"
         );
+        // `initialize` asks for the newest revision that has it, not 2026-07-28.
+        assert!(log.contains("initialize asked=2025-11-25"), "{log}");
     }
     let out = rig.call("mcp__picky__ok", json!({"message": "hi"})).await;
     assert_eq!(out.text, "hi");

@@ -161,6 +161,9 @@ fn main() {
         if matches!(method.as_str(), "server/discover" | "initialize") {
             log(&format!("{method} pid={}", std::process::id()));
         }
+        if let Some(asked) = msg["params"]["protocolVersion"].as_str() {
+            log(&format!("{method} asked={asked}"));
+        }
         if method == "server/discover" {
             match std::env::var("FAKE_DISCOVER").as_deref() {
                 Ok("answer") => {
