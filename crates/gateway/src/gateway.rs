@@ -442,17 +442,7 @@ impl Gateway {
             tracing::warn!(%problem, "MCP server config skipped");
         }
         for mount in mounts.iter() {
-            // `info`: commands print it themselves (`tools`, `call`, `mcp list`), and the
-            // model reads it in the result of a call to one of its tools.
-            if let Phase::Untrusted(reason) = &mount.state().phase {
-                tracing::info!(
-                    server = %mount.spec.name,
-                    source = %mount.spec.source,
-                    %reason,
-                    "MCP server from a project file is not trusted, so it was not started; after checking its command and the files it runs with `toolgate mcp list`, run `{}`",
-                    crate::trust::trust_command(&mount.spec.name)
-                );
-            }
+            log_if_untrusted(mount);
         }
         Ok(Self {
             inner,
@@ -832,6 +822,21 @@ impl Drop for Gateway {
         for mount in self.inner.mounts().iter() {
             mount.shutdown.cancel();
         }
+    }
+}
+
+/// Says so when `mount` is not started because it is not trusted. `info`: commands print it
+/// themselves (`tools`, `call`, `mcp list`), and the model reads it in the result of a call
+/// to one of its tools.
+fn log_if_untrusted(mount: &Mount) {
+    if let Phase::Untrusted(reason) = &mount.state().phase {
+        tracing::info!(
+            server = %mount.spec.name,
+            source = %mount.spec.source,
+            %reason,
+            "MCP server from a project file is not trusted, so it was not started; after checking its command and the files it runs with `toolgate mcp list`, run `{}`",
+            crate::trust::trust_command(&mount.spec.name)
+        );
     }
 }
 

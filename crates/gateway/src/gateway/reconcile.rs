@@ -4,10 +4,10 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
-use super::{Gateway, register};
+use super::{Gateway, log_if_untrusted, register};
 use crate::config::ServerSpec;
 use crate::import::Discovered;
-use crate::mount::{Host, Mount, Phase, lock};
+use crate::mount::{Host, Mount, lock};
 
 /// What [`Gateway::reconcile`] changed, by server name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -126,15 +126,7 @@ impl Gateway {
             if let Err(e) = register(&registry, mount) {
                 tracing::warn!(server = %mount.spec.name, %e, "MCP server not mounted");
             }
-            if let Phase::Untrusted(reason) = &mount.state().phase {
-                tracing::info!(
-                    server = %mount.spec.name,
-                    source = %mount.spec.source,
-                    %reason,
-                    "MCP server from a project file is not trusted, so it was not started; after checking its command and the files it runs with `toolgate mcp list`, run `{}`",
-                    crate::trust::trust_command(&mount.spec.name)
-                );
-            }
+            log_if_untrusted(mount);
         }
         // Names depend on every server (collisions, `never` clashes): all are named again.
         self.inner.publish();
