@@ -21,6 +21,10 @@ use toolgate_core::{
 
 use crate::relay::Asker;
 
+use super::login::MAX_LOGINS_PER_CALL;
+use super::{Live, Mount, Phase, secs};
+use crate::convert::to_output;
+
 /// A 2026-07-28 server refused a call for want of a client capability the call's client did
 /// not declare: the client is told as the server told toolgate (the call's link notes what
 /// was missing, and toolgate answers the request with the same error).
@@ -79,10 +83,6 @@ async fn settled<T>(live: &Live, id: &rmcp::model::RequestId, response: T) -> T 
 
 /// The first protocol revision whose requests carry the client's capabilities.
 const FIRST_PER_REQUEST_REVISION: &str = "2026-07-28";
-
-use super::login::MAX_LOGINS_PER_CALL;
-use super::{Live, Mount, Phase, secs};
-use crate::convert::to_output;
 
 impl Mount {
     /// A ready connection for a call, starting or restarting the server when allowed.
