@@ -17,25 +17,34 @@ const POINTER_MARK: &str = "saved to `";
 /// Output budgets. Defaults from the anchors in SPEC "Output budget": Claude Code spills MCP
 /// results over 50,000 characters; a turn's results together get 200,000; an excerpt is
 /// about 2,000 characters (seed 000 s04 `DEFAULTS`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(default, deny_unknown_fields)]
 pub struct BudgetLimits {
-    /// A single result over this many characters is spilled.
+    /// One result over this many characters is spilled (Claude Code's MCP spill line).
     pub per_result_chars: usize,
-    /// All results of one turn together; over it, the largest are spilled first.
+    /// All results of one turn together; the largest are spilled first.
     pub per_turn_chars: usize,
-    /// Characters of a spilled result kept in the conversation; also the excerpt of a
-    /// command's output that is not a log (issue 14: Claude Code's own preview is 2 KB).
+    /// What a spilled result keeps in the conversation; also the excerpt of a long command
+    /// output that is not a log.
+    ///
+    /// Issue 14: Claude Code's own preview is 2 KB.
     pub excerpt_chars: usize,
-    /// Most characters of a compressed log (a command's stream, a log-like tool's result);
-    /// past it the least important lines are folded, errors last. Default 8,000: issue 14's
-    /// goal for a 100 KB cargo test log with 3 failures, about 4 % of a 200,000-token context.
+    /// Most characters of a compressed log (`run_shell` streams, log-like mounted tools); past
+    /// it, context, long traces' middles, test chatter and warnings past the first 5 are
+    /// folded, errors last.
+    ///
+    /// Default 8,000: issue 14's goal for a 100 KB cargo test log with 3 failures, about 4 %
+    /// of a 200,000-token context.
     pub log_chars: usize,
-    /// Compress log-like results before the budget.
+    /// Compress log-like results (shell output) before the budget.
     pub compress_logs: bool,
-    /// Disk quota of the spill store in server mode, in bytes (least recently read evicted).
+    /// Disk quota of the spill store; least recently read files are evicted first.
     pub spill_quota_bytes: u64,
-    /// Spill folder; relative paths are under the first root. Default `.toolgate/spill`.
+    /// Relative to the first root; readable by `read_file`, writable by no tool; outside the
+    /// project only its spill files are readable (a project file: inside the project or
+    /// `$XDG_CACHE_HOME/toolgate/…`).
     pub spill_dir: PathBuf,
 }
 

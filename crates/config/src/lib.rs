@@ -9,6 +9,10 @@
 //! they are rendered; runtime settings (timeouts, limits) never enter a model request. This
 //! crate is data and loading only: `toolgate-runtime` assembles the tools, dispatcher and
 //! gateway from a [`Config`].
+//!
+//! [`reference`] renders every key with its default and its explanation (the first paragraph
+//! of the field's doc comment): docs/configuration.md holds its output, and
+//! `toolgate config reference` prints it.
 
 #![deny(missing_docs)]
 
@@ -17,6 +21,7 @@ mod error;
 mod load;
 mod permissions;
 mod project;
+mod reference;
 
 pub use check::{FileKind, FileReport, check_files};
 pub use error::ConfigError;
@@ -25,3 +30,4 @@ pub use load::{
     ServerConfig, load,
 };
 pub use permissions::PermissionsConfig;
+pub use reference::{reference, schema, undocumented_keys};

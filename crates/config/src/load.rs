@@ -17,48 +17,54 @@ use crate::permissions::PermissionsConfig;
 use crate::project::{ProjectLayer, user_import, user_skills};
 
 /// The whole configuration.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// Folders the tools may touch; empty = the current directory. The first is the
-    /// project root that relative paths resolve against.
+    /// Folders tools may touch; `[]` = the current directory. The first is the project root
+    /// that relative paths resolve against.
     pub roots: Vec<PathBuf>,
-    /// `read_file` / `list_dir` limits.
+    /// `read_file` / `list_dir`.
     pub read: ReadLimits,
-    /// `search_files` / `grep` budgets (deadline, entries scanned, results, payload).
+    /// `search_files` / `grep`.
+    ///
+    /// Budgets: deadline, entries scanned, results, payload.
     pub search: SearchLimits,
-    /// `run_shell` / `job_output` / `job_kill` limits (timeouts, memory, jobs).
+    /// `run_shell` / `job_output` / `job_kill`.
+    ///
+    /// Limits: timeouts, memory, jobs, containment and sandbox.
     pub shell: ShellLimits,
-    /// Dispatcher time limits.
+    /// Runtime limits: never part of what the model sees.
     pub dispatch: DispatchConfig,
-    /// Output budgets and the spill store.
+    /// Output budget and lossless spill.
     pub budget: BudgetLimits,
-    /// Rendering of tool arrays.
+    /// How tool arrays are rendered for the model.
     pub render: RenderConfig,
-    /// allow / ask / deny rules.
+    /// allow / ask / deny rules. No rules = allow everything (the MCP client asks its user).
     pub permissions: PermissionsConfig,
-    /// `toolgate serve` settings.
+    /// `toolgate serve`. `http`, `token_env` and `allowed_origins` are read from user layers
+    /// only.
     pub server: ServerConfig,
-    /// MCP servers to mount (`[mcp_servers.NAME]`); also imported from other clients'
-    /// files (see `toolgate_gateway::discover`).
+    /// MCP servers to mount (see mcp-servers.md): `command` for a stdio server or `url` for a
+    /// Streamable HTTP one. Servers are also imported from other clients' files; an entry
+    /// naming one adjusts it.
+    ///
+    /// Imported by `toolgate_gateway::discover`.
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
-    /// Gateway settings (`[mcp]`).
+    /// The gateway (see mcp-servers.md).
     pub mcp: GatewayConfig,
-    /// Progressive disclosure (`[disclosure]`): direct vs deferred tools, `search_tool`,
+    /// Progressive disclosure (see disclosure.md): direct vs deferred tools, `search_tool`,
     /// `run_tool`.
     pub disclosure: toolgate_core::DisclosureSettings,
-    /// Client profiles (`[clients.NAME]`): how large a result each MCP client passes to
-    /// the model untouched and whether it shows `structuredContent` instead of the text.
-    /// Adjusts the built-in `claude-code`, `codex` and `default` (unknown clients) profiles
-    /// or adds new ones.
+    /// Client profiles (see clients.md): how large a result each MCP client passes to the
+    /// model untouched and whether it shows `structuredContent`. Adjusts the built-in
+    /// `claude-code`, `codex` and `default` (unknown clients) profiles, or adds one.
     pub clients: BTreeMap<String, toolgate_core::ClientProfileConfig>,
-    /// Model providers for `toolgate run` / `toolgate chat` (`[providers.NAME]`: `kind`,
-    /// `base_url`, `model`, `api_key_env`, …). `openai` and `anthropic` work without an
-    /// entry.
+    /// Model providers for `toolgate run` / `chat`; user layers only. None by default:
+    /// `openai` and `anthropic` work without an entry.
     pub providers: BTreeMap<String, toolgate_providers::ProviderConfig>,
-    /// The agent loop (`[agent]`): default provider, turn limit, context window, compaction.
+    /// `toolgate run` / `chat` (user layers may set everything).
     pub agent: toolgate_agent::AgentSettings,
-    /// Skills (`[skills]`): custom roots, the catalog budget, watching and rescans.
+    /// Skills (see skills.md).
     pub skills: toolgate_skills::SkillsConfig,
     /// Which file each `[mcp_servers.NAME]` came from; filled by [`load`].
     #[serde(skip)]
@@ -80,12 +86,12 @@ pub struct Config {
 }
 
 /// Dispatcher time limits (runtime settings: never rendered).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct DispatchConfig {
-    /// Time limit for tools that declare none, in milliseconds. Default 120,000.
+    /// For tools that declare no timeout, in milliseconds.
     pub default_timeout_ms: u64,
-    /// No call runs longer than this, in milliseconds. Default 600,000.
+    /// No call runs longer, in milliseconds.
     pub max_timeout_ms: u64,
 }
 
@@ -99,10 +105,10 @@ impl Default for DispatchConfig {
 }
 
 /// Rendering settings (assembly-time: they change what the model sees).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct RenderConfig {
-    /// Most characters of one tool description. Default 2,048.
+    /// Characters per tool description; longer ones are cut visibly.
     pub description_budget: usize,
 }
 
@@ -115,19 +121,22 @@ impl Default for RenderConfig {
 }
 
 /// `toolgate serve` settings.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
-    /// Serve Streamable HTTP on this address instead of stdio, e.g. `127.0.0.1:8765`.
+    /// Serve Streamable HTTP on this address; unset by default = stdio. Same as `--http`.
+    #[schemars(example = &"127.0.0.1:8765")]
     pub http: Option<String>,
-    /// Environment variable holding the bearer token HTTP clients must send.
+    /// Variable holding the HTTP bearer token.
     pub token_env: String,
-    /// Extra allowed browser origins for HTTP (loopback origins are always allowed).
+    /// Browser origins allowed besides loopback ones.
     pub allowed_origins: Vec<String>,
-    /// Log level for stderr (`error`, `warn`, `info`, `debug`, `trace`); `RUST_LOG` wins.
+    /// Stderr: `error` | `warn` | `info` | `debug` | `trace`; `--log-level` and `RUST_LOG`
+    /// win.
     pub log_level: String,
-    /// Most live HTTP sessions; past it the least recently active one is closed to make
-    /// room (each abandoned session otherwise holds ~61 KB for 5 minutes).
+    /// Live HTTP sessions; past it the least recently active is closed.
+    ///
+    /// Each abandoned session otherwise holds ~61 KB for 5 minutes.
     pub max_sessions: usize,
 }
 

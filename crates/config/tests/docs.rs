@@ -1,5 +1,6 @@
-//! The documentation's config is real: the reference block in docs/configuration.md is
-//! exactly the built-in defaults with every key explained, and every TOML example in the
+//! The documentation's config is real: the reference block in docs/configuration.md is what
+//! `toolgate_config::reference()` generates from the config types (every key documented by
+//! its field's doc comment) and exactly the built-in defaults, and every TOML example in the
 //! README and docs/ loads as the config layer it says it is.
 
 #![allow(
@@ -127,20 +128,62 @@ fn the_reference_block_is_exactly_the_defaults() {
 }
 
 #[test]
-fn every_key_of_the_reference_block_is_explained() {
-    let undocumented: Vec<String> = reference_block()
+fn the_reference_block_is_what_the_config_types_generate() {
+    let generated = toolgate_config::reference();
+    let block = reference_block();
+    if block == generated {
+        return;
+    }
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        let path = repo().join("docs/configuration.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let updated = text.replacen(&block, &generated, 1);
+        assert_ne!(
+            updated, text,
+            "could not find the reference block to replace"
+        );
+        std::fs::write(&path, updated).unwrap();
+        return;
+    }
+    let (line, (doc, want)) = block
         .lines()
-        .filter(|line| {
-            let line = line.trim();
-            !line.is_empty() && !line.starts_with('#') && !line.contains(" # ")
-        })
-        .map(str::to_owned)
-        .collect();
+        .chain(std::iter::repeat(""))
+        .zip(generated.lines().chain(std::iter::repeat("")))
+        .enumerate()
+        .find(|(_, (doc, want))| doc != want)
+        .unwrap();
+    panic!(
+        "docs/configuration.md's reference block is not what the config types generate \
+         (first difference at line {} of the block):\n  docs:      {doc}\n  generated: {want}\n\
+         Regenerate it: `UPDATE_DOCS=1 cargo nextest run --workspace -E 'package(toolgate-config)'`, \
+         or paste the output of `toolgate config reference`.",
+        line + 1
+    );
+}
+
+#[test]
+fn every_config_key_has_a_doc_comment() {
+    let undocumented = toolgate_config::undocumented_keys();
     assert!(
         undocumented.is_empty(),
-        "these lines of docs/configuration.md's reference block have no `# explanation`:\n  {}",
+        "these config keys have no doc comment, so the reference cannot explain them; add a \
+         `///` line to each field (its first paragraph is what users read):\n  {}",
         undocumented.join("\n  ")
     );
+    // The walk reaches nested tables, maps' entries and unset options.
+    let keys = toolgate_config::reference();
+    for key in [
+        "max_lines = ",
+        "# command = ",
+        "# client_id = ",
+        "# max_retries = ",
+        "# http = ",
+    ] {
+        assert!(
+            keys.contains(key),
+            "the reference has no `{key}` line:\n{keys}"
+        );
+    }
 }
 
 #[test]

@@ -50,7 +50,9 @@ pub use group::{ProcessGroup, Signal, Teardown};
 pub use sandbox::{Sandbox, SandboxError, SandboxMode, landlock_abi, seccomp_available};
 
 /// What the user asked for (`[shell] containment`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Setting {
     /// A PID namespace where the system allows one, else process groups.

@@ -47,7 +47,9 @@ mod seccomp;
 mod view;
 
 /// `[shell] sandbox` and `[mcp] sandbox`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
     /// No filesystem restriction (the default: `cargo build` and `npm install` write to

@@ -44,7 +44,7 @@ use crate::spec::DisclosureHint;
 use crate::tool::DynTool;
 
 /// When disclosure is on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(try_from = "String", into = "String")]
 pub enum DisclosureMode {
     /// On above N tools in total (`auto:N`).
@@ -93,7 +93,7 @@ impl From<DisclosureMode> for String {
 }
 
 /// The session-stable fact a promotion depends on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase", deny_unknown_fields)]
 pub enum PromotionCondition {
     /// The session's model provider has this name (`when = { provider = "acme" }`).
@@ -103,32 +103,36 @@ pub enum PromotionCondition {
 }
 
 /// Tools promoted to direct when a condition holds (seed 000 s15 ④, "capability is data").
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Promotion {
-    /// Tool names or globs.
+    /// Tool names or globs to make direct.
     pub tools: Vec<String>,
-    /// The condition.
+    /// The condition: `{ provider = "NAME" }` or `{ server = "NAME" }`.
     pub when: PromotionCondition,
 }
 
 /// The `[disclosure]` settings (assembly-time: they change what the model sees).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct DisclosureSettings {
-    /// When disclosure is on: `auto:N` (default `auto:15`), `on`, `off`.
+    /// `"auto:N"`: on above N tools in total; `"on"`; `"off"`.
     pub mode: DisclosureMode,
-    /// How tools found by `search_tool` reach an MCP client: `proxy` (default; the array
-    /// never changes, calls go through `run_tool`) or `backfill`.
+    /// `"proxy"`: the array never changes, calls go through `run_tool`; `"backfill"`: found
+    /// tools join the session's `tools/list` (`serve --disclosure` sets this, or off).
     pub exposure: ExposureMode,
-    /// Tools (names or globs such as `mcp__github__*`) that stay direct.
+    /// Names or globs kept direct, e.g. `mcp__github__*` (toolgate's own tools already are).
     pub direct: Vec<String>,
-    /// Tools (names or globs) that are deferred, even core tools.
+    /// Names or globs deferred, even toolgate's own.
     pub deferred: Vec<String>,
-    /// Conditional promotions to direct.
+    /// Rules making tools direct for some sessions, as `[[disclosure.promote]]` tables: `tools
+    /// = ["mcp__search__web"]`, `when = { provider = "NAME" }` or `when = { server = "github"
+    /// }`.
     pub promote: Vec<Promotion>,
-    /// Most characters of the catalog in `search_tool`'s description. Default 1,200, so the
-    /// whole description stays inside the default render budget of 2,048.
+    /// Characters of the catalog in `search_tool`'s description.
+    ///
+    /// Default 1,200, so the whole description stays inside the default render budget of
+    /// 2,048.
     pub catalog_budget: usize,
 }
 

@@ -96,20 +96,24 @@ impl ClientProfile {
 /// max_error_chars = 30000
 /// shows_structured = false
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ClientProfileConfig {
-    /// `clientInfo.name` values (case-insensitive) this profile is for. Default: the key.
+    /// `clientInfo.name` values (case-insensitive) this profile is for; default: the key.
     #[serde(rename = "match", skip_serializing_if = "Option::is_none")]
+    #[schemars(example = &["my-ide"])]
     pub names: Option<Vec<String>>,
-    /// Largest successful result, in bytes, passed untouched.
+    /// Largest successful result passed untouched.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = 30_000)]
     pub max_result_chars: Option<usize>,
-    /// Largest error result, in bytes, passed untouched.
+    /// Largest error result passed untouched.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = 30_000)]
     pub max_error_chars: Option<usize>,
     /// Whether the client shows `structuredContent` instead of the text.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = false)]
     pub shows_structured: Option<bool>,
 }
 

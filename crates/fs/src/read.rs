@@ -13,20 +13,22 @@ use toolgate_core::TruncationReason;
 use crate::line_index::{LineIndex, Resume};
 
 /// Limits for one `read_file` call. Defaults follow the seed's read tool (seed 003 §8.1).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ReadLimits {
-    /// Most lines (or `list_dir` entries) returned in one page.
+    /// Lines (or `list_dir` entries) per page.
     pub max_lines: usize,
-    /// Most bytes of text returned in one page; whichever of lines or bytes is hit first wins.
+    /// Bytes per page; whichever limit is hit first wins.
     pub max_bytes: usize,
-    /// Longest line shown whole, in characters; longer lines are cut with a marker.
+    /// Longer lines are cut with a visible marker.
     pub max_line_chars: usize,
-    /// First chunk read to detect binary content and encoding.
+    /// Sniffed to detect binary content and encoding.
     pub first_chunk_bytes: usize,
-    /// Largest image or PDF returned as media content.
+    /// Images and PDFs are returned as attachments up to this size.
     pub max_media_bytes: u64,
-    /// Most directory entries scanned by one `list_dir` (SPEC "Bounded I/O": 50,000).
+    /// `list_dir` scans at most this many entries.
+    ///
+    /// SPEC "Bounded I/O": 50,000.
     pub max_scan_entries: usize,
 }
 

@@ -23,27 +23,42 @@ use toolgate_core::{ToolError, TruncationReason};
 /// Budgets of one `search_files` or `grep` call. Defaults are SPEC "Bounded I/O" (from
 /// seed 004's deployment baseline); a call may lower the deadline and the result count, or
 /// raise them up to the maximums here.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct SearchLimits {
-    /// Deadline of a call that names none, in milliseconds (15 s).
+    /// Deadline of a call that names no `timeout_ms`.
+    ///
+    /// Default 15 s.
     pub default_timeout_ms: u64,
-    /// Longest deadline a call may ask for, in milliseconds (30 s).
+    /// Larger `timeout_ms` values are lowered to this.
+    ///
+    /// Default 30 s.
     pub max_timeout_ms: u64,
-    /// Most entries (files and folders) one call visits (50,000), separate from results.
+    /// Entries (files and folders) one call visits, separate from results.
+    ///
+    /// Default 50,000.
     pub max_scanned: u64,
-    /// Results (matching lines or files) returned when the call names no limit (100).
+    /// Results of a call that names no `limit`.
+    ///
+    /// Default 100.
     pub default_limit: usize,
-    /// Most results one call may ask for (500).
+    /// Larger limits are lowered to this.
+    ///
+    /// Default 500.
     pub max_limit: usize,
-    /// Most bytes of result text (64 KiB, the stdout budget of seed 004).
+    /// Bytes of result text.
+    ///
+    /// Default 64 KiB, the stdout budget of seed 004.
     pub max_payload_bytes: usize,
-    /// Longest matching line shown whole, in characters; longer ones are cut with a marker
-    /// (2,000, as `read_file`).
+    /// Longer matching lines are cut with a visible marker.
+    ///
+    /// Default 2,000, as `read_file`.
     pub max_line_chars: usize,
-    /// Most context lines `grep` shows around a match (10).
+    /// Most context lines `grep` shows around a match.
+    ///
+    /// Default 10.
     pub max_context: usize,
-    /// Threads searching file contents; 0 = one per CPU.
+    /// Content-search threads; 0 = one per CPU.
     pub threads: usize,
 }
 

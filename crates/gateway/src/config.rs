@@ -24,67 +24,88 @@ pub const DEFAULT_TOOL_TIMEOUT_SEC: f64 = 60.0;
 /// `url` (with `headers`, `bearer_token_env`). Every field is optional so that an entry
 /// naming a server imported from another client's config can adjust it — `enabled = false`,
 /// a longer `tool_timeout_sec` — without repeating how to start it.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct McpServerConfig {
     /// stdio: the program to start (looked up on `PATH`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = &"npx")]
     pub command: Option<String>,
     /// stdio: its arguments.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = &["-y", "@modelcontextprotocol/server-github"])]
     pub args: Option<Vec<String>>,
     /// stdio: variables added to toolgate's own environment.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = BTreeMap::from([("GITHUB_TOKEN", "...")]))]
     pub env: Option<BTreeMap<String, String>>,
-    /// stdio: working folder; relative to the project root. Default: the project root.
+    /// stdio: working folder, relative to the project root; default: the project root.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
-    /// Streamable HTTP: the endpoint, e.g. `http://127.0.0.1:3001/mcp`.
+    /// Streamable HTTP: the endpoint.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = &"http://127.0.0.1:3001/mcp")]
     pub url: Option<String>,
     /// Streamable HTTP: extra headers sent with every request.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = BTreeMap::from([("X-Api-Key", "...")]))]
     pub headers: Option<BTreeMap<String, String>>,
     /// Streamable HTTP: environment variable holding a bearer token.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = &"MY_SERVER_TOKEN")]
     pub bearer_token_env: Option<String>,
-    /// Whether to mount it. Default true.
+    /// Whether to mount it; default true.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = true)]
     pub enabled: Option<bool>,
-    /// Seconds to wait for `server/discover` or `initialize` and the first `tools/list`. Default 60.
+    /// Seconds to wait for `server/discover` or `initialize` and the first `tools/list`;
+    /// default 60.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = DEFAULT_STARTUP_TIMEOUT_SEC)]
     pub startup_timeout_sec: Option<f64>,
-    /// Seconds one call may run. Default 60.
+    /// Seconds one call may run; default 60.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = DEFAULT_TOOL_TIMEOUT_SEC)]
     pub tool_timeout_sec: Option<f64>,
-    /// Only these tools (names as the server gives them) are mounted. Default: all.
+    /// Only these tools (names as the server gives them) are mounted; default: all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled_tools: Option<Vec<String>>,
     /// These tools are never mounted; applied after `enabled_tools`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disabled_tools: Option<Vec<String>>,
-    /// Whether the server's results are logs worth compressing before the budget (CI or
-    /// build servers). Default false: compression folds near-duplicate lines, which would
-    /// hide data in JSON or tables (the original is spilled either way).
+    /// Whether the server's results are logs worth compressing before the budget (CI or build
+    /// servers); default false.
+    ///
+    /// Compression folds near-duplicate lines, which would hide data in JSON or tables (the
+    /// original is spilled either way).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = false)]
     pub log_like: Option<bool>,
-    /// Streamable HTTP: how toolgate logs in to a server that needs OAuth
-    /// (`[mcp_servers.NAME.oauth]`); see [`OAuthConfig`].
+    /// Streamable HTTP: how toolgate logs in to a server that needs OAuth (see
+    /// mcp-servers.md).
+    ///
+    /// See [`OAuthConfig`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oauth: Option<OAuthConfig>,
-    /// Whether the server's tools and prompts are named `mcp__NAME__<name>` (`"always"`,
-    /// the default) or keep their own names (`"never"`); see [`Prefix`].
+    /// `"always"` (default): tools and prompts are named `mcp__NAME__<name>`; `"never"`: they
+    /// keep their own names.
+    ///
+    /// See [`Prefix`].
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = Prefix::Always)]
     pub prefix: Option<Prefix>,
-    /// How the server is opened: `"discover"` (`server/discover` first, 2026-07-28, with
-    /// `initialize` as the fallback) or `"initialize"` (the 2025-11-25 handshake only).
-    /// Default `"discover"` over HTTP, `"initialize"` over stdio; see [`Opening`].
+    /// How the server is opened: `"discover"` (`server/discover` first, `initialize` as the
+    /// fallback) or `"initialize"` (the 2025-11-25 handshake only); default `"discover"` over
+    /// HTTP, `"initialize"` over stdio.
+    ///
+    /// `server/discover` is the 2026-07-28 opening; see [`Opening`].
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = Opening::Discover)]
     pub lifecycle: Option<Opening>,
 }
 
 /// `[mcp_servers.NAME] lifecycle`: how a mounted server is opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Opening {
     /// `server/discover` first: a server that answers is mounted on 2026-07-28 (its questions
@@ -100,7 +121,9 @@ pub enum Opening {
 }
 
 /// `[mcp_servers.NAME] prefix`: how a mounted server's tools and prompts are named.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Prefix {
     /// `mcp__NAME__<tool>`: names never clash, and `mcp__NAME__*` names the whole server in
@@ -154,7 +177,7 @@ impl McpServerConfig {
 /// `[mcp_servers.NAME.oauth]`: how toolgate identifies itself to the server's
 /// authorization server. Every key is optional: with none, toolgate registers itself
 /// dynamically (or uses its Client ID Metadata Document where supported).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct OAuthConfig {
     /// A client id registered with the authorization server beforehand (used first).
@@ -165,14 +188,17 @@ pub struct OAuthConfig {
     pub client_secret_env: Option<String>,
     /// Scopes to ask for, instead of those the server advertises.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = &["read"])]
     pub scopes: Option<Vec<String>>,
     /// The loopback port of the login callback (`http://localhost:PORT/callback`); default:
     /// any free port. Set it when a pre-registered client allows one redirect URI only.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = 8976)]
     pub callback_port: Option<u16>,
-    /// The HTTPS URL of toolgate's Client ID Metadata Document, used as the client id
-    /// where the authorization server supports such documents.
+    /// The HTTPS URL of toolgate's Client ID Metadata Document, used as the client id where
+    /// the authorization server supports such documents.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = &"https://example.com/toolgate-client.json")]
     pub client_metadata_url: Option<String>,
 }
 
@@ -184,44 +210,49 @@ impl OAuthConfig {
 }
 
 /// `[mcp]`: gateway-wide settings (assembly-time: they change which tools exist).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct GatewayConfig {
-    /// Import servers from `~/.codex/config.toml`, `~/.claude/settings.json`,
-    /// `.claude/settings.json` and `.mcp.json`. Default true (SPEC "MCP").
+    /// Mount servers from `~/.codex`, `~/.claude`, `.claude` and `.mcp.json`.
+    ///
+    /// The files: `~/.codex/config.toml`, `~/.claude/settings.json`, `.claude/settings.json`
+    /// and `.mcp.json`. Default true (SPEC "MCP").
     pub import: bool,
-    /// Most `tools/list` pages read from one server. Default 100: a server that keeps
-    /// answering with a cursor cannot keep the gateway listing forever.
+    /// `tools/list` pages read per server.
+    ///
+    /// Default 100: a server that keeps answering with a cursor cannot keep the gateway
+    /// listing forever.
     pub max_list_pages: usize,
-    /// Most tools mounted from one server; the rest are left out and reported. Default
-    /// 10,000: a real server lists 3,436 tools (issue 13), and with progressive disclosure
-    /// they cost a catalog line each, not a definition; the cap only bounds memory.
+    /// Tools mounted per server (bounds memory only); the rest are left out and reported.
+    ///
+    /// Default 10,000: a real server lists 3,436 tools (issue 13), and with progressive
+    /// disclosure they cost a catalog line each, not a definition.
     pub max_tools_per_server: usize,
-    /// Keep each server's tool list in the user cache folder (`~/.cache/toolgate/catalog`),
-    /// keyed by its launch config, so the next session's first `tools/list` is complete at
-    /// once. Default true.
+    /// Keep each server's tools in `~/.cache/toolgate/catalog`, keyed by its launch config, so
+    /// the next session's first `tools/list` is complete at once.
     pub catalog_cache: bool,
-    /// How long, counted from the startup of `toolgate serve`, a call naming a tool not
-    /// known yet and `search_tool` may wait for servers that are still starting and not in
-    /// the catalog cache, in milliseconds. Default 5,000. No `tools/list` ever waits.
+    /// Calls and searches wait this long for starting servers that are not in the catalog
+    /// cache, counted from startup. No `tools/list` ever waits.
+    ///
+    /// Applies to a call naming a tool not known yet and to `search_tool`.
     pub first_list_grace_ms: u64,
-    /// The sandbox mounted stdio servers run in: `"off"` (default), `"read-only"` or
-    /// `"workspace-write"`, the modes of `[shell] sandbox` (writable folders: the roots, the
-    /// temp folders and `[shell] sandbox_writable`). A project file may only tighten it.
+    /// The `[shell]` sandbox modes, for mounted stdio servers (writable folders: the roots,
+    /// the temp folders and `[shell] sandbox_writable`); a project file may only tighten it.
     pub sandbox: toolgate_contain::SandboxMode,
-    /// Whether sandboxed servers may open sockets. Default true (servers that fetch or
-    /// call an API need it); false takes every socket away but unix socket pairs. A
-    /// project file may only set it to false.
+    /// false: sandboxed servers can open no socket (only unix socket pairs); a project file
+    /// may only set it to false.
+    ///
+    /// Default true: servers that fetch or call an API need it.
     pub sandbox_network: bool,
-    /// Where OAuth tokens of servers that need a login are kept: `"auto"` (default: the OS
-    /// credential store when one answers, else a 0600 file under the user config folder),
-    /// `"keyring"` or `"file"`.
+    /// OAuth tokens: `"auto"` (the OS keyring when one answers, else a 0600 file under the
+    /// user config folder), `"keyring"`, `"file"`.
     pub oauth_credentials_store: CredentialStoreMode,
-    /// While `serve` runs, watch the files servers come from (toolgate's config files, the
-    /// imported Claude and Codex files, the trust file) and apply a change at once: only
-    /// the servers that were added, removed or changed are mounted, unmounted or
-    /// restarted, and clients get `list_changed`. Default true; false keeps the servers
-    /// as they started until toolgate restarts.
+    /// `serve`: apply changes to the files servers come from live (toolgate's config files,
+    /// the imported Claude and Codex files, the trust file); false keeps the servers as they
+    /// started.
+    ///
+    /// Only the servers that were added, removed or changed are mounted, unmounted or
+    /// restarted, and clients get `list_changed`.
     pub watch: bool,
 }
 
@@ -242,7 +273,9 @@ impl Default for GatewayConfig {
 }
 
 /// `[mcp] oauth_credentials_store`: where OAuth tokens are kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum CredentialStoreMode {
     /// The OS credential store when one answers, else the file. Default.

@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 /// The wire protocol a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     /// OpenAI-compatible chat completions (OpenAI, DeepSeek, Kimi, GLM, OpenRouter, Ollama,
@@ -64,39 +66,57 @@ impl Kind {
 
 /// One `[providers.NAME]` table. Every field is optional: `kind` defaults to `openai`, the
 /// rest to that kind's official endpoint, default model and key variable.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ProviderConfig {
-    /// `openai` (any OpenAI-compatible chat completions endpoint) or `anthropic`.
+    /// `"openai"` (any OpenAI-compatible chat completions endpoint) | `"anthropic"`.
     pub kind: Kind,
-    /// Endpoint root: `https://api.openai.com/v1`, `http://localhost:11434/v1` (Ollama),
-    /// `http://localhost:8080/v1` (llama.cpp), `https://api.anthropic.com`.
+    /// Endpoint root; default `https://api.openai.com/v1`, anthropic:
+    /// `https://api.anthropic.com`.
+    ///
+    /// Others: `http://localhost:11434/v1` (Ollama), `http://localhost:8080/v1` (llama.cpp).
+    #[schemars(example = Kind::OpenAi.default_base_url())]
     pub base_url: Option<String>,
-    /// Model name as the endpoint knows it.
+    /// Model name as the endpoint knows it; default `gpt-4.1-mini`, anthropic:
+    /// `claude-sonnet-4-5`.
+    #[schemars(example = Kind::OpenAi.default_model())]
     pub model: Option<String>,
-    /// Environment variable holding the API key (default `OPENAI_API_KEY` /
-    /// `ANTHROPIC_API_KEY`). Local endpoints work without one.
+    /// Environment variable holding the API key; default `OPENAI_API_KEY`, anthropic:
+    /// `ANTHROPIC_API_KEY`. Without a key, refused unless `base_url` is local.
+    #[schemars(example = Kind::OpenAi.default_key_env())]
     pub api_key_env: Option<String>,
-    /// Most output tokens per response. Default: the endpoint's own for OpenAI-compatible
-    /// ones; 8,192 for Anthropic, which requires a value.
+    /// Output tokens per response; default: Anthropic 8192, others the endpoint's own.
+    ///
+    /// Anthropic requires a value.
+    #[schemars(example = ANTHROPIC_DEFAULT_MAX_TOKENS)]
     pub max_tokens: Option<u32>,
-    /// The model's context window in tokens; the agent compacts the conversation near it.
-    /// Default: `[agent] context_tokens`.
+    /// The model's window in tokens; overrides `[agent] context_tokens`.
+    ///
+    /// The agent compacts the conversation near it.
+    #[schemars(example = 128_000)]
     pub context_tokens: Option<u64>,
-    /// Stream responses (SSE). Default true.
+    /// Stream responses (SSE); default true. Same as `--no-stream` when false.
+    #[schemars(example = true)]
     pub stream: Option<bool>,
-    /// Seconds to open the connection (TCP and TLS). Default 10: a reachable endpoint
-    /// connects in well under a second; a longer wait is a dead host or a black-holed port.
+    /// Seconds to open the connection (TCP + TLS); default 10.
+    ///
+    /// A reachable endpoint connects in well under a second; a longer wait is a dead host or a
+    /// black-holed port.
+    #[schemars(example = DEFAULT_CONNECT_TIMEOUT_SECS)]
     pub connect_timeout_secs: Option<u64>,
-    /// Seconds from sending a request to the first byte of the answer. Default 300 (Codex's
-    /// stream idle timeout): reasoning models may think for minutes before they answer, and
-    /// a request without streaming sends nothing until the whole answer is ready.
+    /// Seconds from sending a request to the first byte of the answer; default 300 (reasoning
+    /// models think before they answer).
+    ///
+    /// Codex's stream idle timeout; a request without streaming sends nothing until the whole
+    /// answer is ready.
+    #[schemars(example = DEFAULT_FIRST_BYTE_TIMEOUT_SECS)]
     pub first_byte_timeout_secs: Option<u64>,
-    /// Longest silence, in seconds, between two pieces of an answer that has started.
-    /// Default 300 (Codex's stream idle timeout): a model may think between two parts of
-    /// its answer too.
+    /// Longest silence, in seconds, between two pieces of an answer; default 300.
+    ///
+    /// Codex's stream idle timeout: a model may think between two parts of its answer too.
+    #[schemars(example = DEFAULT_IDLE_TIMEOUT_SECS)]
     pub idle_timeout_secs: Option<u64>,
-    /// Retry settings.
+    /// How failed requests are retried (429, 5xx, overloaded, network errors).
     pub retry: RetryConfig,
 }
 
@@ -109,16 +129,18 @@ pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 300;
 
 /// How failed requests are retried: 429, 5xx, Anthropic's `overloaded_error` and network
 /// errors, waiting what `retry-after` says or an exponential backoff.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct RetryConfig {
-    /// Retries after the first attempt. Default 4 (five attempts; the OpenAI and Anthropic
-    /// SDKs default to 2, an agent in the middle of a task can afford to wait longer).
+    /// Retries after the first attempt.
+    ///
+    /// Default 4 (five attempts; the OpenAI and Anthropic SDKs default to 2, an agent in the
+    /// middle of a task can afford to wait longer).
     pub max_retries: u32,
-    /// First backoff in milliseconds, doubled per retry. Default 1,000.
+    /// First backoff in milliseconds, doubled per retry, ±20 % jitter.
     pub initial_backoff_ms: u64,
-    /// Longest wait between attempts, `retry-after` included, in milliseconds. Default
-    /// 60,000: a longer `retry-after` fails the request with that wait in the message.
+    /// Longest wait between attempts, `retry-after` included, in milliseconds; a longer
+    /// retry-after fails at once, saying so.
     pub max_backoff_ms: u64,
 }
 

@@ -5,58 +5,76 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// Limits of `run_shell`, `job_output` and `job_kill` (config section `[shell]`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ShellLimits {
-    /// Timeout of a foreground command that names none, in ms. Default 120,000 (SPEC).
+    /// Timeout of foreground commands that name no `timeout_ms`, in ms.
+    ///
+    /// Default 120,000 (SPEC).
     pub default_timeout_ms: u64,
-    /// Timeout of a background job that names none, in ms. Default 600,000: a job is
-    /// started so it may outlive one call, so it gets the maximum.
+    /// Timeout of background jobs that name no `timeout_ms`, in ms.
+    ///
+    /// Default 600,000: a job is started so it may outlive one call, so it gets the maximum.
     pub background_timeout_ms: u64,
-    /// The largest `timeout_ms` a call may ask for; larger ones are lowered to it. Default
-    /// 600,000 (SPEC).
+    /// Larger `timeout_ms` values are lowered to this.
+    ///
+    /// Default 600,000 (SPEC).
     pub max_timeout_ms: u64,
-    /// How long a stopped process group gets between SIGTERM and SIGKILL, in ms. Default
-    /// 1,000: short enough that a cancelled call finishes inside the dispatcher's 2 s grace.
+    /// Between SIGTERM and SIGKILL to the process group, in ms.
+    ///
+    /// Default 1,000: short enough that a cancelled call finishes inside the dispatcher's 2 s
+    /// grace.
     pub kill_grace_ms: u64,
-    /// Bytes of each stream held in memory (its first and last halves), whatever the command
-    /// prints; the rest is only on disk. Default 65,536 (SPEC "Bounded I/O": 64 KiB payload,
-    /// stdout and stderr each).
+    /// Bytes of each stream held in memory (first and last halves); the rest is only on disk.
+    ///
+    /// Default 65,536 (SPEC "Bounded I/O": 64 KiB payload, stdout and stderr each).
     pub payload_bytes: usize,
-    /// Characters up to which a stream is shown whole in a `run_shell` result. A longer
-    /// stream is shown as its compressed log when it is one (within `[budget] log_chars`),
-    /// else as an excerpt of `[budget] excerpt_chars`, plus a pointer to the file with all
-    /// of it. Default 16,000: both streams together stay under the 50,000-character result
-    /// budget (SPEC "Output budget"). Formerly `excerpt_chars`, still accepted.
+    /// A stream up to this many characters is shown whole; a longer one as its compressed log
+    /// (a failure, a test run, a build; within `[budget] log_chars`) or a `[budget]
+    /// excerpt_chars` excerpt, plus the path of its full file. The old name `excerpt_chars` is
+    /// still accepted.
+    ///
+    /// Default 16,000: both streams together stay under the 50,000-character result budget
+    /// (SPEC "Output budget").
     #[serde(alias = "excerpt_chars")]
     pub inline_chars: usize,
-    /// Bytes one stream may write before the command is stopped (it would otherwise fill
-    /// the disk). Default 4 GiB.
+    /// A stream writing more than this stops the command.
+    ///
+    /// It would otherwise fill the disk. Default 4 GiB.
     pub max_stream_bytes: u64,
-    /// Background jobs running at once in one session. Default 64 (issue #4).
+    /// Background jobs running at once per session.
+    ///
+    /// Default 64 (issue #4).
     pub max_jobs: usize,
-    /// Finished jobs a session remembers for `job_output`; the oldest are forgotten first.
-    /// Default 1,024.
+    /// Finished jobs remembered per session for `job_output`; the oldest are forgotten first.
     pub max_finished_jobs: usize,
-    /// Bytes `job_output` returns when the call gives no `limit`. Default 32,768.
+    /// `job_output` page without a `limit`.
     pub page_bytes: usize,
-    /// The largest `limit` of `job_output`. Default 49,152: a page plus its footer stays
-    /// under the 50,000-character result budget that clients such as Claude Code enforce.
+    /// Largest `job_output` `limit`.
+    ///
+    /// Default 49,152: a page plus its footer stays under the 50,000-character result budget
+    /// that clients such as Claude Code enforce.
     pub max_page_bytes: usize,
-    /// How started processes are contained (`"auto"`, `"namespace"`, `"process-group"`):
-    /// by default a PID namespace that dies with toolgate where the system allows one,
-    /// else process groups. Applies to mounted stdio MCP servers too.
+    /// `"auto"` | `"namespace"` | `"process-group"`: how started commands and mounted servers
+    /// are kept from outliving toolgate (see tools.md).
+    ///
+    /// `auto`: a PID namespace that dies with toolgate where the system allows one, else
+    /// process groups.
     pub containment: toolgate_contain::Setting,
-    /// Sandbox of every command (Landlock, seccomp, a read-only mount view): `"off"`
-    /// (default), `"read-only"` (no write, no metadata change) or `"workspace-write"`
-    /// (writes and metadata changes only inside the roots, temp folders and
-    /// `sandbox_writable`). See `toolgate_contain::Sandbox`.
+    /// `"off"` | `"read-only"` | `"workspace-write"`: Landlock + seccomp for commands (see
+    /// security.md); a project may only tighten it.
+    ///
+    /// `read-only`: no write, no metadata change; `workspace-write`: writes and metadata
+    /// changes only inside the roots, temp folders and `sandbox_writable`. See
+    /// `toolgate_contain::Sandbox`.
     pub sandbox: crate::SandboxMode,
-    /// Whether commands may open sockets (`false`: seccomp refuses every socket family,
-    /// unix included, and allows only connected unix socket pairs). Default true.
+    /// false: commands can open no socket (only unix socketpairs).
+    ///
+    /// seccomp refuses every socket family, unix included, and allows only connected unix
+    /// socket pairs.
     pub sandbox_network: bool,
-    /// More folders a `workspace-write` command (and a `workspace-write` mounted server,
-    /// `[mcp] sandbox`) may write (e.g. `~/.cargo`, `~/.npm`).
+    /// More folders `workspace-write` may write (commands, and servers under `[mcp] sandbox`),
+    /// e.g. `["~/.cargo", "~/.npm"]`.
     pub sandbox_writable: Vec<std::path::PathBuf>,
 }
 

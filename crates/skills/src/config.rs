@@ -9,25 +9,24 @@ use serde::{Deserialize, Serialize};
 /// Assembly-time settings: they decide what the model sees. `catalog_chars` follows Claude
 /// Code, which cuts every MCP tool description at 2,048 characters (counted as JavaScript
 /// does, in UTF-16 code units): a longer `skill` description would lose its tail silently.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct SkillsConfig {
-    /// Whether skills are discovered at all. Default true.
+    /// Discover skills at all (a project file may turn them off, not on).
     pub enabled: bool,
-    /// Extra skill folders, searched after the project's and before the user's. Relative
-    /// paths are taken from the project root; `~/` is the home folder.
+    /// Extra skill folders, after the project's and before the user's; relative to the project
+    /// root, `~/` = home (a project file: folders inside the project only).
     pub roots: Vec<PathBuf>,
-    /// Most characters (UTF-16 code units) of the `skill` tool's whole description, the
-    /// catalog included; never more than `render.description_budget`. Default 2,048.
+    /// The `skill` tool's whole description, catalog included (UTF-16 code units; at least
+    /// 512, at most `render.description_budget`).
     pub catalog_chars: usize,
-    /// Seconds between full rescans, each compared with the watched state (a difference is
-    /// logged and the rescan wins); 0 turns them off. Default 60.
+    /// Full rescan compared with the watched state; 0 = none.
+    ///
+    /// A difference is logged and the rescan wins.
     pub rescan_secs: u64,
-    /// Whether the roots are watched, so added, renamed and deleted skills reach the
-    /// catalog without a restart. Default true.
+    /// Watch the roots (false: changes are seen at the next rescan).
     pub watch: bool,
-    /// How long a burst of file events must be quiet before the catalog is updated, in
-    /// milliseconds. Default 200.
+    /// Quiet time after a burst of file events before updating, in milliseconds.
     pub debounce_ms: u64,
 }
 

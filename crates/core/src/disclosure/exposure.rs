@@ -25,7 +25,9 @@ use crate::spec::{ToolMeta, ToolSpec};
 use crate::tool::{DynTool, ToolError};
 
 /// How tools found by `search_tool` reach an MCP client (`toolgate serve --disclosure`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ExposureMode {
     /// The array never changes; found tools are called through `run_tool`.
