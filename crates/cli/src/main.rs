@@ -115,6 +115,9 @@ enum Command {
 enum ConfigCommand {
     /// Print the merged configuration and where each value came from.
     Show,
+    /// Print every config key with its default and what it does, as a TOML file (the
+    /// reference in docs/configuration.md).
+    Reference,
 }
 
 /// Stdout cannot be written: a reader that went away (`| head`) ends the process quietly,
@@ -140,6 +143,11 @@ fn main() -> ExitCode {
         Command::Completions(args) => return manual::completions(args),
         Command::Man(args) => return manual::man(args),
         Command::Doctor(args) => return doctor::run(&cli.global, args),
+        // Built from the config types alone: it reads no config file.
+        Command::Config(ConfigCommand::Reference) => {
+            out!("{}", toolgate_config::reference());
+            return ExitCode::SUCCESS;
+        }
         _ => {}
     }
     let loaded = match load_config(

@@ -1,5 +1,5 @@
-//! `toolgate --version`, `toolgate completions SHELL`, `toolgate man`, and `config show`'s
-//! masking by declaration.
+//! `toolgate --version`, `toolgate completions SHELL`, `toolgate man`, `config show`'s
+//! masking by declaration, and `config reference`.
 
 use std::process::Command;
 
@@ -137,5 +137,29 @@ fn config_show_masks_declared_secrets_only() {
     assert!(
         shown.contains("server.token_env = \"TOOLGATE_TOKEN\""),
         "{shown}"
+    );
+}
+
+#[test]
+fn config_reference_prints_the_generated_reference_whatever_the_config_holds() {
+    let dir = project();
+    std::fs::create_dir(dir.path().join(".toolgate")).unwrap();
+    std::fs::write(
+        dir.path().join(".toolgate/config.toml"),
+        "[read]\nmax_lines = \"many\"\n",
+    )
+    .unwrap();
+    let out = toolgate(dir.path())
+        .args(["config", "reference"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        toolgate_config::reference()
     );
 }
