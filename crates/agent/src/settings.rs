@@ -30,14 +30,14 @@ pub struct AgentSettings {
     pub keep_percent: u8,
     /// The system prompt. Default: a short coding-agent prompt naming the project root.
     ///
-    /// [`crate::DEFAULT_SYSTEM_PROMPT`]. It is the start of the cached prefix, so it must not
-    /// change within a session.
+    /// The default is [`crate::DEFAULT_SYSTEM_PROMPT`] with the project root. It is the start
+    /// of the cached prefix, so it must not change within a session.
     pub system_prompt: Option<String>,
     /// Where transcripts are saved (relative to the project root, or absolute); user layers
     /// only. Default: `$XDG_DATA_HOME/toolgate/sessions/<project>-<hash>`
     /// (`~/.local/share/…`).
     ///
-    /// One folder per project: [`crate::project_sessions_dir`].
+    /// The default folder, one per project, is [`crate::project_sessions_dir`].
     pub sessions_dir: Option<PathBuf>,
 }
 

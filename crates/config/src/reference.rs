@@ -140,9 +140,8 @@ impl<'a> Walker<'a> {
             let header = format!("[{}]", table.path);
             out.entry(&header, !table.set, table.description);
         }
-        let properties = properties(table.schema);
         let mut subtables = Vec::new();
-        for (key, field) in properties {
+        for (key, field) in properties(table.schema) {
             let description = explanation(field);
             let path = join(&table.path, key);
             let default = table.defaults.and_then(|d| d.get(key));

@@ -74,7 +74,7 @@ pub struct ProviderConfig {
     /// Endpoint root; default `https://api.openai.com/v1`, anthropic:
     /// `https://api.anthropic.com`.
     ///
-    /// Others: `http://localhost:11434/v1` (Ollama), `http://localhost:8080/v1` (llama.cpp).
+    /// Other endpoints: `http://localhost:11434/v1` (Ollama), `http://localhost:8080/v1` (llama.cpp).
     #[schemars(example = Kind::OpenAi.default_base_url())]
     pub base_url: Option<String>,
     /// Model name as the endpoint knows it; default `gpt-4.1-mini`, anthropic:
