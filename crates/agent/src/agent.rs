@@ -209,12 +209,17 @@ impl Agent {
             provider,
             settings,
             system,
-            session: Session::new(SessionInit {
-                approval,
-                profile: None,
-                client: None,
-                identity: None,
-            }),
+            session: {
+                let session = Session::new(SessionInit {
+                    approval,
+                    profile: None,
+                    client: None,
+                    identity: None,
+                });
+                // The audit log's client: toolgate's own agent loop.
+                session.name_client("toolgate agent");
+                session
+            },
             messages: Vec::new(),
             transcript: None,
             own_spills: BTreeSet::new(),

@@ -161,12 +161,14 @@ pub(crate) fn mcp_warnings(runtime: &Runtime) {
 /// a script has nobody to answer), the profile is `--client`'s when given, there is no MCP
 /// client to ask and no authenticated caller.
 fn call_session(profile: Option<ClientProfile>) -> Arc<Session> {
-    Session::new(SessionInit {
+    let session = Session::new(SessionInit {
         approval: Approval::Nobody,
         profile,
         client: None,
         identity: None,
-    })
+    });
+    session.name_client("toolgate call");
+    session
 }
 
 /// Runs one tool.

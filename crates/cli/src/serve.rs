@@ -64,6 +64,13 @@ pub async fn run(
     args: ServeArgs,
     reload: Option<(Vec<PathBuf>, toolgate_runtime::LoadConfig)>,
 ) -> ExitCode {
+    // On stdio, stdout is the MCP transport: an audit line there would break the client.
+    if runtime.config.server.http.is_none() && runtime.config.audit.writes_stdout() {
+        eprintln!(
+            "toolgate: audit.path = \"-\" writes the audit log to stdout, which `serve` on stdio uses for MCP messages; give a file path (e.g. \"~/.local/state/toolgate/audit.jsonl\") or serve with --http"
+        );
+        return ExitCode::from(crate::USAGE_ERROR);
+    }
     // Mounted MCP servers start in the background; the built-ins are served at once and
     // each server's tools arrive with a `list_changed` when it is ready.
     // The signal handlers are in place before anything is logged as started: a signal that

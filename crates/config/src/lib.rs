@@ -16,6 +16,7 @@
 
 #![deny(missing_docs)]
 
+mod audit;
 mod check;
 mod error;
 mod load;
@@ -23,6 +24,7 @@ mod permissions;
 mod project;
 mod reference;
 
+pub use audit::{AUDIT_STDOUT, AuditConfig};
 pub use check::{FileKind, FileReport, check_files};
 pub use error::ConfigError;
 pub use load::{

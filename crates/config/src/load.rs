@@ -66,6 +66,9 @@ pub struct Config {
     pub agent: toolgate_agent::AgentSettings,
     /// Skills (see skills.md).
     pub skills: toolgate_skills::SkillsConfig,
+    /// The audit log (see operations.md): one JSON line per tool call, off by default. User
+    /// layers only: a project file may not set it.
+    pub audit: crate::AuditConfig,
     /// Which file each `[mcp_servers.NAME]` came from; filled by [`load`].
     #[serde(skip)]
     pub mcp_sources: BTreeMap<String, String>,
@@ -215,7 +218,7 @@ impl LoadOptions {
 
 /// Top-level keys `TOOLGATE_*` may set; other `TOOLGATE_*` variables (such as the token) are
 /// not config.
-const ENV_KEYS: [&str; 16] = [
+const ENV_KEYS: [&str; 17] = [
     "roots",
     "read",
     "search",
@@ -232,6 +235,7 @@ const ENV_KEYS: [&str; 16] = [
     "providers",
     "agent",
     "skills",
+    "audit",
 ];
 
 /// The merged configuration with its figment, for provenance.
@@ -279,6 +283,9 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, ConfigError> {
     // `~/` in sandbox_writable is the home folder, by the same rule as every user folder.
     let dirs = toolgate_core::UserDirs::from_env();
     for path in &mut config.shell.sandbox_writable {
+        *path = dirs.expand_tilde(path);
+    }
+    if let Some(path) = &mut config.audit.path {
         *path = dirs.expand_tilde(path);
     }
     if let Some(project) = project {

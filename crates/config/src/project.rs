@@ -14,6 +14,8 @@
 //!   `toolgate_runtime::Runtime`).
 //! - `server.http`, `server.allowed_origins`, `server.token_env`: user layers only.
 //! - `[providers]` and `agent.provider`: user layers only (they decide where API keys go).
+//! - `[audit]`: user layers only (a repository must not turn the user's audit log off,
+//!   send it elsewhere, or choose a file toolgate appends to).
 //! - `agent.sessions_dir`: user layers only (it decides where transcripts go and which one
 //!   `--resume` reads).
 //! - `mcp.import`: a project may turn importing off, not on.
@@ -236,6 +238,13 @@ impl ProjectLayer {
             return Err(refuse(
                 "providers",
                 "it decides which endpoint receives your API key",
+            ));
+        }
+        // The audit log is the user's record of what ran, not the repository's.
+        if table.contains_key("audit") {
+            return Err(refuse(
+                "audit",
+                "the audit log is yours: a project may not turn it off, move it or choose a file toolgate writes to",
             ));
         }
         if let Some(agent) = table.get("agent").and_then(toml::Value::as_table) {

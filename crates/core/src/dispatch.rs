@@ -6,6 +6,9 @@
 //! mutating calls run one at a time in arrival order and read-only calls beside each other;
 //! across sessions only calls that change the same resource wait for each other. Waiting
 //! counts against the call's deadline and stops on cancellation like the call itself.
+//!
+//! Every answered call, refused ones included, is reported once to the dispatcher's
+//! [`AuditSink`] (when it has one) with its final result, after the budget.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,14 +18,16 @@ use std::time::Duration;
 use futures::FutureExt;
 use serde_json::Value;
 
+use crate::audit::{AskAnswer, AuditDecision, AuditOutcome, AuditRecord, AuditSink, ResultSize};
 use crate::context::CallContext;
+use crate::output::SpillKind;
 use crate::output::ToolOutput;
 use crate::permission::{ApprovalRequest, Decision, Policy};
 use crate::profile::ClientLimits;
 use crate::registry::{Registry, Scope, Snapshot};
 use crate::result_budget::{ResultBudget, TurnResult};
 use crate::schedule::{ResourceLocks, Ticket, Turn};
-use crate::session::Approval;
+use crate::session::{Approval, Session};
 use crate::spec::{Concurrency, DisclosureHint, ToolMeta};
 use crate::tool::{DynTool, ToolError, json_kind};
 
@@ -71,6 +76,7 @@ pub struct Dispatcher {
     /// Resources held by running mutating calls, across every session of this dispatcher.
     resources: ResourceLocks,
     budget: Option<Arc<dyn ResultBudget>>,
+    audit: Option<Arc<dyn AuditSink>>,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -96,6 +102,7 @@ impl Dispatcher {
             limits,
             resources: ResourceLocks::default(),
             budget: None,
+            audit: None,
         }
     }
 
@@ -161,6 +168,12 @@ impl Dispatcher {
         self
     }
 
+    /// Reports every answered call to `sink` (the audit log).
+    pub fn with_audit(mut self, sink: Arc<dyn AuditSink>) -> Self {
+        self.audit = Some(sink);
+        self
+    }
+
     /// Runs one call as a turn of its own (server mode: the per-result budget applies).
     /// Never fails: errors are results with `is_error`.
     ///
@@ -185,18 +198,47 @@ impl Dispatcher {
         ctx: CallContext,
         ticket: Ticket,
     ) -> ToolOutput {
+        let started = tokio::time::Instant::now();
+        let called = name;
+        let session = Arc::clone(&ctx.session);
         let snapshot = self.snapshot_for(name, &args).await;
         let limits = ctx.session.limits();
-        let (name, meta, mut output) = match prepare(name, args, &snapshot) {
+        let (name, meta, mut ran) = match prepare(name, args, &snapshot) {
             Ok(call) => {
                 let meta = call.tool.meta().clone();
                 let name = call.name.clone();
                 (name, Some(meta), self.run(call, ctx, ticket).await)
             }
-            Err(refused) => (name.to_owned(), None, *refused),
+            Err(refused) => (name.to_owned(), None, Ran::refused(*refused)),
         };
-        self.apply_budget(&mut [(&name, meta.as_ref(), &mut output)], limits);
-        output
+        let before = BeforeBudget::of(&ran.output);
+        self.apply_budget(&mut [(&name, meta.as_ref(), &mut ran.output)], limits);
+        let tool = meta.is_some().then_some(name.as_str());
+        self.report(&session, called, tool, &ran, started.elapsed(), before);
+        ran.output
+    }
+
+    /// Tells the audit sink, if there is one, how a call went.
+    fn report(
+        &self,
+        session: &Session,
+        called: &str,
+        tool: Option<&str>,
+        ran: &Ran,
+        duration: Duration,
+        before: BeforeBudget,
+    ) {
+        let Some(sink) = &self.audit else { return };
+        sink.record(&AuditRecord {
+            session,
+            called,
+            tool,
+            args: ran.args.as_ref(),
+            decision: &ran.decision,
+            outcome: ran.outcome,
+            duration,
+            result: before.compared_with(&ran.output),
+        });
     }
 
     fn apply_budget(
@@ -220,43 +262,85 @@ impl Dispatcher {
 
     /// Runs a prepared call without applying the budget: authorization, then its turn in
     /// line and its run within the deadline, then what happened as a result.
-    async fn run(&self, call: Prepared, ctx: CallContext, ticket: Ticket) -> ToolOutput {
-        let arrived = match self.authorize(&call, &ctx).await {
+    async fn run(&self, call: Prepared, ctx: CallContext, ticket: Ticket) -> Ran {
+        // The audit digests the arguments once the call is over; the tool consumes them.
+        let args = self.audit.is_some().then(|| call.args.clone());
+        let (decision, authorized) = self.authorize(&call, &ctx).await;
+        let arrived = match authorized {
             Ok(Authorized::AsArrived) => ticket.arrived(),
             // The time a human took to answer is not the tool's.
             Ok(Authorized::ByUserAt(answered)) => answered,
-            Err(refused) => return *refused,
+            Err((refused, outcome)) => {
+                return Ran {
+                    output: *refused,
+                    decision,
+                    outcome,
+                    args,
+                };
+            }
         };
-        self.run_scheduled(call, ctx, ticket, arrived).await
+        let (output, outcome) = self.run_scheduled(call, ctx, ticket, arrived).await;
+        Ran {
+            output,
+            decision,
+            outcome,
+            args,
+        }
     }
 
     /// The permission stage: the policy's verdict, and for `ask` the session's approver.
+    /// Returns the decision for the audit beside the way the call goes on, or its refusal.
     async fn authorize(
         &self,
         call: &Prepared,
         ctx: &CallContext,
-    ) -> Result<Authorized, Box<ToolOutput>> {
+    ) -> (
+        AuditDecision,
+        Result<Authorized, (Box<ToolOutput>, AuditOutcome)>,
+    ) {
         let name = call.name.as_str();
         let action = &call.tool.meta().action;
         let verdict = self.policy.decide(name, action);
+        let refused = |text: String, outcome| Err((Box::new(ToolOutput::error(text)), outcome));
+        let source = verdict.source.clone();
         let rule = match verdict.decision {
-            Decision::Allow => return Ok(Authorized::AsArrived),
+            Decision::Allow => {
+                let decision = AuditDecision::Allowed {
+                    rule: verdict.rule,
+                    source,
+                };
+                return (decision, Ok(Authorized::AsArrived));
+            }
             Decision::Deny => {
-                return Err(Box::new(ToolOutput::error(match verdict.rule {
+                let text = match &verdict.rule {
                     Some(rule) => format!(
                         "error: permission denied: `{name}` ({action}) is blocked by the rule {rule}; use another tool, or ask the user to change that rule"
                     ),
                     None => format!("error: permission denied for `{name}`"),
-                })));
+                };
+                let decision = AuditDecision::Denied {
+                    rule: verdict.rule,
+                    source,
+                };
+                return (decision, refused(text, AuditOutcome::Refused));
             }
             Decision::Ask => verdict.rule.unwrap_or_default(),
+        };
+        let asked = |answer| AuditDecision::Asked {
+            rule: Some(rule.clone()),
+            source: source.clone(),
+            answer,
         };
         let approver = match ctx.session.approval() {
             Approval::By(approver) => Arc::clone(approver),
             Approval::Nobody => {
-                return Err(Box::new(ToolOutput::error(format!(
+                let text = format!(
                     "error: permission needed: `{name}` ({action}) requires approval by the rule {rule}, and nobody can approve it here; ask the user to move it to `allow` in the [permissions] config"
-                ))));
+                );
+                return (
+                    asked(AskAnswer::Nobody),
+                    refused(text, AuditOutcome::Refused),
+                );
             }
         };
         let request = ApprovalRequest {
@@ -268,17 +352,25 @@ impl Dispatcher {
         let approved = tokio::select! {
             approved = approver.approve(request) => approved,
             () = ctx.cancel.cancelled() => {
-                return Err(Box::new(ToolOutput::error(format!(
+                let text = format!(
                     "error: `{name}` was cancelled while waiting for the user's approval; it did not run"
-                ))));
+                );
+                return (asked(AskAnswer::Cancelled), refused(text, AuditOutcome::Cancelled));
             }
         };
         if !approved {
-            return Err(Box::new(ToolOutput::error(format!(
+            let text = format!(
                 "error: the user declined `{name}` ({action}, rule {rule}); it did not run — do not retry it: ask the user how to go on, or do without it"
-            ))));
+            );
+            return (
+                asked(AskAnswer::Declined),
+                refused(text, AuditOutcome::Refused),
+            );
         }
-        Ok(Authorized::ByUserAt(tokio::time::Instant::now()))
+        (
+            asked(AskAnswer::Approved),
+            Ok(Authorized::ByUserAt(tokio::time::Instant::now())),
+        )
     }
 
     /// The scheduling and running stages: the call's deadline, its turn in its session's
@@ -290,7 +382,7 @@ impl Dispatcher {
         ctx: CallContext,
         ticket: Ticket,
         arrived: tokio::time::Instant,
-    ) -> ToolOutput {
+    ) -> (ToolOutput, AuditOutcome) {
         let Prepared { name, tool, args } = call;
         let name = name.as_str();
         let meta = tool.meta().clone();
@@ -316,7 +408,8 @@ impl Dispatcher {
             ..ctx
         };
         if cancel.is_cancelled() {
-            return ToolOutput::error(format!("error: `{name}` was cancelled before it started"));
+            let text = format!("error: `{name}` was cancelled before it started");
+            return (ToolOutput::error(text), AuditOutcome::Cancelled);
         }
         let waiting_on = Mutex::new(String::new());
         let started = AtomicBool::new(false);
@@ -364,21 +457,30 @@ impl Dispatcher {
             other => other,
         };
         match stopped {
-            Ok(outcome) => explain_outcome(name, outcome),
+            Ok(outcome) => {
+                let output = explain_outcome(name, outcome);
+                let outcome = match output.is_error {
+                    true => AuditOutcome::ToolError,
+                    false => AuditOutcome::Ok,
+                };
+                (output, outcome)
+            }
             Err(stop) if !started.load(Ordering::Acquire) => {
                 // It never ran: nothing to clean up, and nothing changed.
                 let on = waiting_on
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .clone();
-                explain_unstarted(name, stop, timeout, &on)
+                let outcome = stop.outcome();
+                (explain_unstarted(name, stop, timeout, &on), outcome)
             }
             Err(stop) => {
                 // Tell the tool, then give it a moment to clean up (kill a process group,
                 // remove a temp file) before its future is dropped.
                 cancel.cancel();
                 let _ = tokio::time::timeout(CANCEL_GRACE, &mut work).await;
-                explain_stopped(name, stop, timeout, &meta)
+                let outcome = stop.outcome();
+                (explain_stopped(name, stop, timeout, &meta), outcome)
             }
         }
     }
@@ -403,6 +505,7 @@ impl Dispatcher {
     ) -> Vec<(ToolOutput, Duration)> {
         let snapshot = self.snapshot();
         let gate = ctx.session.order();
+        let called: Vec<String> = calls.iter().map(|c| c.name.clone()).collect();
         // Proxied calls are grouped, budgeted and ordered as their targets; every call takes
         // its place in line now, in call order.
         let calls: Vec<(String, Result<Prepared, Box<ToolOutput>>, Ticket)> = calls
@@ -421,22 +524,34 @@ impl Dispatcher {
         let timed =
             futures::future::join_all(calls.into_iter().map(|(_, prepared, ticket)| async move {
                 let started = tokio::time::Instant::now();
-                let output = match prepared {
+                let ran = match prepared {
                     Ok(call) => self.run(call, ctx.clone(), ticket).await,
-                    Err(refused) => *refused,
+                    Err(refused) => Ran::refused(*refused),
                 };
-                (output, started.elapsed())
+                (ran, started.elapsed())
             }))
             .await;
-        let (mut results, took): (Vec<ToolOutput>, Vec<Duration>) = timed.into_iter().unzip();
+        let (mut results, took): (Vec<Ran>, Vec<Duration>) = timed.into_iter().unzip();
+        let before: Vec<BeforeBudget> = results
+            .iter()
+            .map(|r| BeforeBudget::of(&r.output))
+            .collect();
         let mut turn: Vec<(&str, Option<&ToolMeta>, &mut ToolOutput)> = names
             .iter()
             .zip(&metas)
             .zip(results.iter_mut())
-            .map(|((n, m), o)| (n.as_str(), m.as_ref(), o))
+            .map(|((n, m), r)| (n.as_str(), m.as_ref(), &mut r.output))
             .collect();
         self.apply_budget(&mut turn, ctx.session.limits());
-        results.into_iter().zip(took).collect()
+        for (i, ran) in results.iter().enumerate() {
+            let tool = metas[i].is_some().then_some(names[i].as_str());
+            self.report(&ctx.session, &called[i], tool, ran, took[i], before[i]);
+        }
+        results
+            .into_iter()
+            .map(|ran| ran.output)
+            .zip(took)
+            .collect()
     }
 }
 
@@ -447,6 +562,58 @@ struct Prepared {
     name: String,
     tool: Arc<dyn DynTool>,
     args: Value,
+}
+
+/// A call's result with what the audit reports of it.
+struct Ran {
+    output: ToolOutput,
+    decision: AuditDecision,
+    outcome: AuditOutcome,
+    /// The parsed arguments, kept only for an audit sink.
+    args: Option<Value>,
+}
+
+impl Ran {
+    /// A call refused at the entrance (unknown tool, unreadable arguments).
+    fn refused(output: ToolOutput) -> Self {
+        Self {
+            output,
+            decision: AuditDecision::Unchecked,
+            outcome: AuditOutcome::Refused,
+            args: None,
+        }
+    }
+}
+
+/// A result's size and spill files before the budget, to tell what the budget did.
+#[derive(Clone, Copy)]
+struct BeforeBudget {
+    bytes: usize,
+    spills: usize,
+}
+
+impl BeforeBudget {
+    fn of(output: &ToolOutput) -> Self {
+        Self {
+            bytes: output.text.len(),
+            spills: output.spills.len(),
+        }
+    }
+
+    /// The final result's size, and the size before when the budget changed it.
+    fn compared_with(self, output: &ToolOutput) -> ResultSize {
+        let spilled = output
+            .spills
+            .iter()
+            .skip(self.spills)
+            .any(|s| s.kind == SpillKind::Spilled && s.stream.is_none());
+        let changed = spilled || output.text.len() != self.bytes;
+        ResultSize {
+            bytes: output.text.len() as u64,
+            bytes_before_budget: changed.then_some(self.bytes as u64),
+            spilled,
+        }
+    }
 }
 
 /// How a call was let through.
@@ -538,6 +705,15 @@ const SELF_STOP_GRACE: Duration = Duration::from_secs(3);
 enum Stop {
     Cancelled,
     TimedOut,
+}
+
+impl Stop {
+    fn outcome(&self) -> AuditOutcome {
+        match self {
+            Self::Cancelled => AuditOutcome::Cancelled,
+            Self::TimedOut => AuditOutcome::Timeout,
+        }
+    }
 }
 
 /// The explaining stage, for a call stopped before it started: nothing ran, nothing changed.

@@ -13,7 +13,8 @@
 //!   link, identity), built by every front end through one constructor.
 //! - `profile`: the last hop — what the client in front does to a result, per session.
 //! - `dispatch`: running a call in stages (arguments, authorization, scheduling, running,
-//!   explaining failures), where every failure becomes information for the model;
+//!   explaining failures), where every failure becomes information for the model; each
+//!   answered call is reported to an [`AuditSink`] (`audit`) when one is set;
 //!   `schedule` decides who waits for whom (per-session order, per-resource locks).
 //! - [`disclosure`]: progressive disclosure — direct and deferred tools, `search_tool`,
 //!   `run_tool`, byte-stable tool arrays per protocol (seed 000 s15).
@@ -112,6 +113,7 @@
 
 #![deny(missing_docs)]
 
+mod audit;
 mod client;
 mod context;
 pub mod disclosure;
@@ -128,6 +130,7 @@ mod spec;
 mod tool;
 mod user_dirs;
 
+pub use audit::{AskAnswer, AuditDecision, AuditOutcome, AuditRecord, AuditSink, ResultSize};
 pub use client::{AskError, ClientAsk, ClientLink};
 pub use context::{CallContext, Progress, ProgressSink};
 pub use disclosure::{Disclosure, DisclosureMode, DisclosureSettings, ExposureMode};

@@ -31,6 +31,9 @@ pub struct Verdict {
     pub decision: Decision,
     /// The deciding rule as written in config (`deny = ["mcp__github__*"]`), if any.
     pub rule: Option<String>,
+    /// The rule set the deciding rule belongs to when it is a tightening one (`project
+    /// config`); `None` for the policy's own rules and when no rule decided.
+    pub source: Option<String>,
 }
 
 /// A rule pattern that could not be read.
@@ -174,6 +177,7 @@ impl Policy {
                 verdict = Verdict {
                     decision: theirs.decision,
                     rule: theirs.rule.map(|r| format!("{r} in the {label}")),
+                    source: Some(label.clone()),
                 };
             }
         }
@@ -201,11 +205,13 @@ impl Policy {
                 Verdict {
                     decision,
                     rule: Some(format!("{list} = [\"{}\"]", rule.text)),
+                    source: None,
                 }
             }
             None => Verdict {
                 decision: Decision::Allow,
                 rule: None,
+                source: None,
             },
         }
     }

@@ -14,6 +14,7 @@
 //! - the client's link ([`ClientLink`]: what it can be asked — elicitation, sampling,
 //!   roots, by protocol revision — and the handle to ask it);
 //! - the caller's identity ([`Identity`]; `None` on stdio and the command line);
+//! - an id of its own and the client's name, for the audit log;
 //! - [`Extensions`], keyed by type, for tool-private state only (what `read_file` saw of
 //!   each file, the job table, unmasked tools).
 
@@ -76,6 +77,8 @@ pub struct SessionInit {
 /// One session. Built by [`Session::new`]; shared by its calls through
 /// [`crate::CallContext::session`].
 pub struct Session {
+    id: String,
+    client_name: OnceLock<String>,
     order: Arc<OrderGate>,
     end: CancellationToken,
     approval: Approval,
@@ -88,6 +91,7 @@ pub struct Session {
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
+            .field("id", &self.id)
             .field("approval", &self.approval)
             .field("profile", &self.profile.get().map(|p| p.name.clone()))
             .field("client", &self.client.is_some())
@@ -111,6 +115,8 @@ impl Session {
             let _ = slot.set(Arc::new(profile));
         }
         Arc::new(Self {
+            id: new_session_id(),
+            client_name: OnceLock::new(),
             order: Arc::default(),
             end: CancellationToken::new(),
             approval,
@@ -130,6 +136,23 @@ impl Session {
             client: None,
             identity: None,
         })
+    }
+
+    /// This session's id: unique among sessions (of every toolgate process, as far as
+    /// 64 random bits go), so an audit log's lines can be grouped by session.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Names the client once it says who it is (an MCP `clientInfo.name`, or the front end's
+    /// own name: `toolgate call`); the first name stays.
+    pub fn name_client(&self, name: &str) {
+        let _ = self.client_name.set(name.to_owned());
+    }
+
+    /// The client's name, once known.
+    pub fn client_name(&self) -> Option<&str> {
+        self.client_name.get().map(String::as_str)
     }
 
     /// The line this session's calls take their places in.
@@ -187,6 +210,22 @@ impl Session {
     }
 }
 
+/// 16 hex digits from a randomly keyed hash of the process, the time and a counter: ids
+/// that do not repeat across sessions or processes (not secrets: nothing is keyed by them).
+fn new_session_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    hasher.write_u128(now.as_nanos());
+    format!("{:016x}", hasher.finish())
+}
+
 /// Tool-private session state keyed by type — for example what `read_file` last saw of
 /// each file. Nothing the dispatcher or a front end needs lives here.
 #[derive(Default)]
@@ -236,6 +275,18 @@ mod tests {
         a.ext::<Seen>().0.lock().unwrap().push(1);
         assert_eq!(*a.ext::<Seen>().0.lock().unwrap(), vec![1]);
         assert!(b.ext::<Seen>().0.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn sessions_have_distinct_ids_and_keep_the_first_client_name() {
+        let a = Session::unattended();
+        let b = Session::unattended();
+        assert_ne!(a.id(), b.id());
+        assert_eq!(a.id().len(), 16);
+        assert_eq!(a.client_name(), None);
+        a.name_client("claude-code");
+        a.name_client("other");
+        assert_eq!(a.client_name(), Some("claude-code"));
     }
 
     #[test]

@@ -215,6 +215,10 @@ impl ToolgateServer {
 
     /// Chooses the session's profile from `client` (its name), unless one is chosen already.
     fn adopt_client(&self, client: Option<&Implementation>) {
+        if let Some(client) = client {
+            // The audit log names the client as it named itself.
+            self.session.name_client(&client.name);
+        }
         if self.session.profile().is_some() {
             return;
         }

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::audit::AuditLog;
 use toolgate_budget::{Budget, SpillStore};
 use toolgate_config::{Config, ConfigError};
 use toolgate_core::disclosure::SessionFacts;
@@ -164,10 +165,14 @@ impl Runtime {
             max_timeout: Duration::from_millis(config.dispatch.max_timeout_ms)
                 .max(config.shell.call_deadline()),
         };
-        let dispatcher = Arc::new(
+        let mut dispatcher =
             Dispatcher::new(Arc::clone(&registry), Scope::global(), policy, limits)
-                .with_budget(Arc::clone(&budget) as Arc<dyn toolgate_core::ResultBudget>),
-        );
+                .with_budget(Arc::clone(&budget) as Arc<dyn toolgate_core::ResultBudget>);
+        // Every front end's calls pass this dispatcher, so its audit hook sees them all.
+        if let Some(audit) = AuditLog::from_config(&config.audit)? {
+            dispatcher = dispatcher.with_audit(Arc::new(audit));
+        }
+        let dispatcher = Arc::new(dispatcher);
         let render = RenderOptions {
             description_budget: config.render.description_budget,
         };

@@ -4,13 +4,16 @@
 //! `tools`, `run`/`chat`) shares: confinement roots, the tool registry with the built-in fs
 //! and shell tools, the `skill` tool and the disclosure tools, the dispatcher with its
 //! permission policy and budgets, the spill store, the mounted MCP servers (registered, trust
-//! decided, not started) and the client profiles. Loading and layering stay in
+//! decided, not started), the client profiles and the audit log ([`AuditLog`], `[audit]`),
+//! which the dispatcher writes one line to per call. Loading and layering stay in
 //! `toolgate-config`; this crate only wires.
 
 #![deny(missing_docs)]
 
 mod assemble;
+mod audit;
 mod live;
 
 pub use assemble::{Runtime, mcp_sandbox};
+pub use audit::{AuditLog, digest};
 pub use live::{ConfigWatch, LoadConfig, ServerReload, watch_config};
