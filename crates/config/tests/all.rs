@@ -446,3 +446,43 @@ fn mcp_server_prefix_is_always_or_never_and_anything_else_names_the_values() {
         "names the values it takes: {err}"
     );
 }
+
+#[test]
+fn a_project_may_not_move_or_turn_off_the_users_audit_log() {
+    let user = "[audit]\npath = \"/var/log/toolgate/audit.jsonl\"\narguments = false\n";
+    for project in [
+        "[audit]\npath = \"/tmp/elsewhere.jsonl\"\n",
+        "[audit]\narguments = true\n",
+        "[audit]\nkeep = 0\nmax_bytes = 1\n",
+        "audit = {}\n",
+    ] {
+        let (_dir, opts) = user_and_project(user, project);
+        let err = load(&opts).unwrap_err().to_string();
+        assert!(
+            err.contains("`audit`") && err.contains("user config"),
+            "{project}: {err}"
+        );
+    }
+    // Nor set one up where the user has none: it would choose a file toolgate appends to.
+    let (_dir, opts) = user_and_project("", "[audit]\npath = \"/tmp/x.jsonl\"\n");
+    assert!(load(&opts).is_err());
+    // The user's own layers set it; `~/` is the home folder.
+    let (_dir, opts) = user_and_project(user, "[read]\nmax_lines = 10\n");
+    let loaded = load(&opts).unwrap();
+    assert_eq!(
+        loaded.config.audit.path.as_deref(),
+        Some(std::path::Path::new("/var/log/toolgate/audit.jsonl"))
+    );
+    assert!(source_of(&loaded, "audit.path").contains(".user-config/config.toml"));
+    let (_dir, opts) = user_and_project("[audit]\npath = \"~/audit.jsonl\"\n", "");
+    let path = load(&opts).unwrap().config.audit.path.unwrap();
+    assert!(
+        path.is_absolute() && path.ends_with("audit.jsonl"),
+        "{path:?}"
+    );
+    assert_eq!(
+        toolgate_config::AuditConfig::default().path,
+        None,
+        "off by default"
+    );
+}

@@ -7,6 +7,8 @@
 #[path = "all/fixtures.rs"]
 mod fixtures;
 
+#[path = "all/audit.rs"]
+mod audit;
 #[path = "all/disclosure.rs"]
 mod disclosure;
 #[path = "../benches/disclosure/catalog.rs"]

@@ -15,6 +15,9 @@ use toolgate_core::{CallContext, Decision, RawArgs};
 use toolgate_gateway::{Trust, TrustStore};
 use toolgate_runtime::Runtime;
 
+#[path = "all/audit.rs"]
+mod audit;
+
 fn options(project: &std::path::Path, user: Option<PathBuf>) -> LoadOptions {
     LoadOptions {
         project_dir: project.to_path_buf(),
