@@ -20,11 +20,11 @@ pub struct AuditRecord<'a> {
     pub session: &'a Session,
     /// The tool name as the caller wrote it (`run_tool`, a misspelling, `mcp__github__x`).
     pub called: &'a str,
-    /// The tool that was looked up: the target of a `run_tool` call, else `called`; `None`
-    /// when the call was refused before that (its proxy arguments were unreadable).
+    /// The tool that ran or was refused: the target of a `run_tool` call, else `called`;
+    /// `None` when no such tool was found (or `run_tool`'s own arguments were unreadable).
     pub tool: Option<&'a str>,
-    /// The parsed arguments (of the target, for `run_tool`); `None` when they could not be
-    /// parsed.
+    /// The parsed arguments (of the target, for `run_tool`); `None` when the call was
+    /// refused before they were read (unknown tool, arguments that are not JSON).
     pub args: Option<&'a Value>,
     /// What the permission stage decided.
     pub decision: &'a AuditDecision,
