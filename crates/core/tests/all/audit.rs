@@ -234,3 +234,18 @@ async fn a_run_tool_call_records_the_name_called_and_the_target() {
     // The target's arguments, which its digest is of.
     assert_eq!(seen[0].args, Some(json!({"text": "via proxy"})));
 }
+
+#[tokio::test]
+async fn a_cancelled_call_is_recorded_as_cancelled() {
+    let (d, sink) = audited(Policy::allow_all());
+    let ctx = CallContext::unattended();
+    ctx.cancel.cancel();
+    let out = d
+        .call("slow", RawArgs::Json(json!({"ms": 5_000})), ctx)
+        .await;
+    assert!(out.is_error && out.text.contains("cancelled"), "{out:?}");
+    let seen = sink.take();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].decision.as_str(), "allowed");
+    assert_eq!(seen[0].outcome, AuditOutcome::Cancelled);
+}
