@@ -201,19 +201,33 @@ impl Dispatcher {
         let started = tokio::time::Instant::now();
         let called = name;
         let session = Arc::clone(&ctx.session);
+        // Reports the call as cancelled if this future is dropped before it is answered.
+        let mut unanswered = Unanswered {
+            dispatcher: self,
+            session: Arc::clone(&session),
+            called,
+            started,
+            known: Mutex::default(),
+            answered: false,
+        };
         let snapshot = self.snapshot_for(name, &args).await;
         let limits = ctx.session.limits();
         let (name, meta, mut ran) = match prepare(name, args, &snapshot) {
             Ok(call) => {
                 let meta = call.tool.meta().clone();
                 let name = call.name.clone();
-                (name, Some(meta), self.run(call, ctx, ticket).await)
+                (
+                    name,
+                    Some(meta),
+                    self.run(call, ctx, ticket, &unanswered.known).await,
+                )
             }
             Err(refused) => (name.to_owned(), None, Ran::refused(*refused)),
         };
         let before = BeforeBudget::of(&ran.output);
         self.apply_budget(&mut [(&name, meta.as_ref(), &mut ran.output)], limits);
         let tool = meta.is_some().then_some(name.as_str());
+        unanswered.answered = true;
         self.report(&session, called, tool, &ran, started.elapsed(), before);
         ran.output
     }
@@ -262,10 +276,16 @@ impl Dispatcher {
 
     /// Runs a prepared call without applying the budget: authorization, then its turn in
     /// line and its run within the deadline, then what happened as a result.
-    async fn run(&self, call: Prepared, ctx: CallContext, ticket: Ticket) -> Ran {
+    /// `known` learns the tool, arguments and decision as they are settled, for a call
+    /// whose future is dropped before it ends.
+    async fn run(&self, call: Prepared, ctx: CallContext, ticket: Ticket, known: &Known) -> Ran {
         // The audit digests the arguments once the call is over; the tool consumes them.
         let args = self.audit.is_some().then(|| call.args.clone());
         let (decision, authorized) = self.authorize(&call, &ctx).await;
+        if self.audit.is_some() {
+            *known.lock().unwrap_or_else(PoisonError::into_inner) =
+                Some((call.name.clone(), args.clone(), decision.clone()));
+        }
         let arrived = match authorized {
             Ok(Authorized::AsArrived) => ticket.arrived(),
             // The time a human took to answer is not the tool's.
@@ -525,7 +545,7 @@ impl Dispatcher {
             futures::future::join_all(calls.into_iter().map(|(_, prepared, ticket)| async move {
                 let started = tokio::time::Instant::now();
                 let ran = match prepared {
-                    Ok(call) => self.run(call, ctx.clone(), ticket).await,
+                    Ok(call) => self.run(call, ctx.clone(), ticket, &Known::default()).await,
                     Err(refused) => Ran::refused(*refused),
                 };
                 (ran, started.elapsed())
@@ -582,6 +602,52 @@ impl Ran {
             outcome: AuditOutcome::Refused,
             args: None,
         }
+    }
+}
+
+/// What is settled of a running call: its tool, arguments and decision.
+type Known = Mutex<Option<(String, Option<Value>, AuditDecision)>>;
+
+/// A single call on its way: dropped unanswered (the server stopping, a transport gone, a
+/// caller that gave up without cancelling), it is still reported, as cancelled.
+struct Unanswered<'a> {
+    dispatcher: &'a Dispatcher,
+    session: Arc<Session>,
+    called: &'a str,
+    started: tokio::time::Instant,
+    known: Known,
+    answered: bool,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if self.answered || self.dispatcher.audit.is_none() {
+            return;
+        }
+        let known = self
+            .known
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let (tool, args, decision) = match known {
+            Some((tool, args, decision)) => (Some(tool), args, decision),
+            None => (None, None, AuditDecision::Unchecked),
+        };
+        let ran = Ran {
+            output: ToolOutput::default(),
+            decision,
+            outcome: AuditOutcome::Cancelled,
+            args,
+        };
+        let before = BeforeBudget::of(&ran.output);
+        self.dispatcher.report(
+            &self.session,
+            self.called,
+            tool.as_deref(),
+            &ran,
+            self.started.elapsed(),
+            before,
+        );
     }
 }
 

@@ -249,3 +249,25 @@ async fn a_cancelled_call_is_recorded_as_cancelled() {
     assert_eq!(seen[0].decision.as_str(), "allowed");
     assert_eq!(seen[0].outcome, AuditOutcome::Cancelled);
 }
+
+#[tokio::test]
+async fn a_call_dropped_while_it_runs_is_still_recorded_as_cancelled() {
+    let (d, sink) = audited(Policy::allow_all());
+    {
+        let call = d.call(
+            "slow",
+            RawArgs::Json(json!({"ms": 5_000})),
+            CallContext::unattended(),
+        );
+        futures::pin_mut!(call);
+        // One poll takes it through the permission stage into the sleeping tool.
+        assert!(futures::poll!(call.as_mut()).is_pending());
+        assert!(sink.take().is_empty(), "not answered yet");
+    }
+    let seen = sink.take();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].tool.as_deref(), Some("slow"));
+    assert_eq!(seen[0].decision.as_str(), "allowed");
+    assert_eq!(seen[0].outcome, AuditOutcome::Cancelled);
+    assert_eq!(seen[0].args, Some(json!({"ms": 5_000})));
+}
