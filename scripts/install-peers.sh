@@ -46,3 +46,14 @@ if ! { [ -x "$CLIENTS/node_modules/.bin/claude" ] && [ -x "$CLIENTS/node_modules
   (cd "$CLIENTS" && PATH="$PEERS/npm/node_modules/node/bin:$PATH" npm install --no-audit --no-fund --loglevel=error \
     "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" "@openai/codex@$CODEX_VERSION")
 fi
+
+# A real Prometheus (Debian's package) scrapes `serve --http`'s /metrics in
+# tests/interop/python/test_metrics.py.
+if ! command -v prometheus >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >/dev/null ||
+    { $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >/dev/null; }
+  # The package starts a system service on :9090; the test runs its own on a free port.
+  $SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
+fi
+command -v prometheus >/dev/null

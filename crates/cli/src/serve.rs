@@ -8,7 +8,10 @@ use std::sync::Arc;
 
 use clap::Args;
 use tokio_util::sync::CancellationToken;
-use toolgate_mcp::{HttpOptions, ToolgateServer, serve_http, serve_stdio};
+use toolgate_gateway::ServerState;
+use toolgate_mcp::{
+    HealthSource, HttpOptions, Metrics, ServerHealth, ToolgateServer, serve_http, serve_stdio,
+};
 use toolgate_runtime::Runtime;
 use toolgate_skills::SkillPrompts;
 
@@ -118,6 +121,32 @@ fn terminated() -> impl Future<Output = &'static str> {
     }
 }
 
+/// The mounted servers' health for `/metrics`, read from the gateway at each scrape.
+fn mounted_health(runtime: &Runtime) -> HealthSource {
+    let gateway = Arc::clone(&runtime.gateway);
+    Arc::new(move || {
+        gateway
+            .status()
+            .into_iter()
+            .map(|status| ServerHealth {
+                state: match status.state {
+                    ServerState::Disabled => "disabled",
+                    ServerState::NotStarted => "not_started",
+                    ServerState::Starting => "starting",
+                    ServerState::Ready => "ready",
+                    ServerState::Failed(_) => "failed",
+                    ServerState::NameClash(_) => "name_clash",
+                    ServerState::NeedsLogin(_) => "needs_login",
+                    ServerState::Untrusted { .. } => "untrusted",
+                    _ => "other",
+                },
+                name: status.name,
+                tools: status.tools,
+            })
+            .collect()
+    })
+}
+
 async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
     let server = ToolgateServer::new(
         runtime.dispatcher.clone(),
@@ -208,12 +237,22 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
                 .token_env
                 .unwrap_or_else(|| runtime.config.server.token_env.clone());
             let token = std::env::var(&token_env).ok().filter(|t| !t.is_empty());
+            let metrics = runtime
+                .config
+                .server
+                .metrics
+                .then(|| Arc::new(Metrics::new(Some(mounted_health(runtime)))));
+            let server = match &metrics {
+                Some(metrics) => server.with_metrics(Arc::clone(metrics)),
+                None => server,
+            };
             let options = HttpOptions {
                 addr,
                 token: token.clone(),
                 allowed_origins: runtime.config.server.allowed_origins.clone(),
                 insecure_no_auth: args.insecure_no_auth,
                 max_sessions: runtime.config.server.max_sessions,
+                metrics,
             };
             let shutdown = CancellationToken::new();
             let on_signal = shutdown.clone();

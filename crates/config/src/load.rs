@@ -141,6 +141,9 @@ pub struct ServerConfig {
     ///
     /// Each abandoned session otherwise holds ~61 KB for 5 minutes.
     pub max_sessions: usize,
+    /// Serve Prometheus metrics at `/metrics` beside `/mcp` (HTTP only, behind the same
+    /// token): tool calls, latency, spills, sessions, mounted servers' health.
+    pub metrics: bool,
 }
 
 impl Default for ServerConfig {
@@ -151,6 +154,7 @@ impl Default for ServerConfig {
             allowed_origins: Vec::new(),
             log_level: "info".to_owned(),
             max_sessions: 256,
+            metrics: true,
         }
     }
 }

@@ -76,6 +76,7 @@
 //!     allowed_origins: Vec::new(),
 //!     insecure_no_auth: false,
 //!     max_sessions: DEFAULT_MAX_SESSIONS,
+//!     metrics: None,
 //! };
 //! let stop = CancellationToken::new();
 //! let (bound, addr) = tokio::sync::oneshot::channel();

@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+use crate::metrics::Metrics;
 use crate::server::ToolgateServer;
 
 mod sessions;
@@ -31,6 +32,9 @@ pub struct HttpOptions {
     pub insecure_no_auth: bool,
     /// Most live sessions; past it the least recently active one is closed for a new one.
     pub max_sessions: usize,
+    /// Served at `/metrics` (behind the same token as `/mcp`) when set; the server handler
+    /// given to [`http_router`] should count into the same ([`ToolgateServer::with_metrics`]).
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 /// Why the HTTP server could not run.
@@ -92,7 +96,16 @@ pub fn http_router(
         Arc::new(sessions::CappedSessions::new(options.max_sessions)),
         config,
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let mut router = axum::Router::new().nest_service("/mcp", service);
+    if let Some(metrics) = options.metrics.clone() {
+        router = router.route(
+            "/metrics",
+            axum::routing::get(move || {
+                let metrics = Arc::clone(&metrics);
+                async move { metrics_page(&metrics) }
+            }),
+        );
+    }
     match options.token.clone() {
         Some(token) => {
             let token = Arc::new(token);
@@ -105,6 +118,18 @@ pub fn http_router(
         }
         None => router,
     }
+}
+
+/// The metrics in OpenMetrics text, as Prometheus scrapes it.
+fn metrics_page(metrics: &Metrics) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        metrics.encode(),
+    )
+        .into_response()
 }
 
 async fn check_bearer(token: &str, req: Request, next: Next) -> Response {

@@ -96,6 +96,7 @@ mod convert;
 mod disclosure;
 mod extras;
 mod http;
+mod metrics;
 mod notify;
 mod rounds;
 mod server;
@@ -107,6 +108,7 @@ pub use extras::{
     PromptArguments, PromptSource, ResourceSource, SourceError, UpdateLease, completion,
 };
 pub use http::{DEFAULT_MAX_SESSIONS, HttpError, HttpOptions, http_router, serve_http};
+pub use metrics::{HealthSource, Metrics, ServerHealth};
 pub use rounds::{MAX_PARKED, ROUND_TTL};
 pub use server::{InstructionSource, RootsChanged, ToolgateServer};
 pub use stdio::{MAX_LINE_BYTES, serve_stdio, serve_streams};

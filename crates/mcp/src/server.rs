@@ -31,6 +31,7 @@ use crate::client::McpClient;
 use crate::convert::{call_result, has_output_schema, mcp_tools, without_output_schemas};
 use crate::disclosure::{session_tools, tool_changes};
 use crate::extras::{self, PromptSource, ResourceSource, SourceError};
+use crate::metrics::Metrics;
 use crate::notify::{
     ListKind, ListenSources, ProgressQueue, Subscriptions, listen, watch_list, watch_updates,
 };
@@ -61,6 +62,8 @@ struct Shared {
     tools: Mutex<Option<(u64, Arc<Vec<Tool>>)>>,
     /// Work waiting for a 2026-07-28 client's input, by kind of request.
     rounds: RoundTables,
+    /// Where calls and sessions are counted (`serve --http` with `[server] metrics`).
+    metrics: Option<Arc<Metrics>>,
 }
 
 /// The requests that may ask a 2026-07-28 client for input, each with its parked work.
@@ -101,6 +104,24 @@ pub struct ToolgateServer {
     client: Arc<McpClient>,
     /// The resources this session's client subscribed to.
     subscriptions: Arc<Subscriptions>,
+    /// Counts the session as live while any handler of it exists.
+    _live: Option<Arc<LiveSession>>,
+}
+
+/// A session counted in [`Metrics`]: open from `new_session` until its last handler drops.
+struct LiveSession(Arc<Metrics>);
+
+impl LiveSession {
+    fn open(metrics: &Arc<Metrics>) -> Arc<Self> {
+        metrics.session_opened();
+        Arc::new(Self(Arc::clone(metrics)))
+    }
+}
+
+impl Drop for LiveSession {
+    fn drop(&mut self) {
+        self.0.session_closed();
+    }
 }
 
 impl std::fmt::Debug for ToolgateServer {
@@ -141,6 +162,7 @@ impl ToolgateServer {
                 profiles: ClientProfiles::default(),
                 tools: Mutex::new(None),
                 rounds: RoundTables::new(),
+                metrics: None,
             }),
             prompts: None,
             resources: None,
@@ -149,6 +171,7 @@ impl ToolgateServer {
             session,
             client,
             subscriptions: Arc::default(),
+            _live: None,
         }
     }
 
@@ -173,6 +196,12 @@ impl ToolgateServer {
         self
     }
 
+    /// Counts tool calls and sessions in `metrics` (served at `/metrics` over HTTP).
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.edit_shared(|shared| shared.metrics = Some(metrics));
+        self
+    }
+
     /// Calls `hook` whenever a client says its roots changed.
     pub fn with_roots_changed(mut self, hook: RootsChanged) -> Self {
         self.edit_shared(|shared| shared.roots_changed = Some(hook));
@@ -194,6 +223,7 @@ impl ToolgateServer {
             profiles: self.shared.profiles.clone(),
             tools: Mutex::new(None),
             rounds: RoundTables::new(),
+            metrics: self.shared.metrics.clone(),
         };
         edit(&mut shared);
         self.shared = Arc::new(shared);
@@ -278,6 +308,7 @@ impl ToolgateServer {
             session,
             client,
             subscriptions: Arc::default(),
+            _live: self.shared.metrics.as_ref().map(LiveSession::open),
             ..self.clone()
         }
     }
@@ -518,7 +549,9 @@ impl ToolgateServer {
             }));
         }
         let dispatcher = Arc::clone(&self.shared.dispatcher);
+        let metrics = self.shared.metrics.clone();
         Box::pin(async move {
+            let arrived = Instant::now();
             let run = dispatcher.call_in_line(&name, RawArgs::Json(args), ctx, ticket);
             tokio::pin!(run);
             // Long calls report elapsed seconds so clients can tell "slow" from "stuck".
@@ -540,6 +573,9 @@ impl ToolgateServer {
             if let Some(queue) = &progress {
                 // Progress sent after the result would be dropped by the client.
                 queue.flush().await;
+            }
+            if let Some(metrics) = &metrics {
+                metrics.record_call(&name, &output, arrived.elapsed());
             }
             ToolDone {
                 output,

@@ -86,6 +86,7 @@ async fn main() -> ExitCode {
         allowed_origins: Vec::new(),
         insecure_no_auth: false,
         max_sessions: toolgate_mcp::DEFAULT_MAX_SESSIONS,
+        metrics: None,
     };
     let shutdown = CancellationToken::new();
     let on_signal = shutdown.clone();
