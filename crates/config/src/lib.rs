@@ -22,6 +22,7 @@ mod error;
 mod load;
 mod permissions;
 mod project;
+mod rate_limits;
 mod reference;
 
 pub use audit::{AUDIT_STDOUT, AuditConfig};
@@ -32,4 +33,5 @@ pub use load::{
     ServerConfig, load,
 };
 pub use permissions::PermissionsConfig;
+pub use rate_limits::RateLimitConfig;
 pub use reference::{reference, schema, undocumented_keys};

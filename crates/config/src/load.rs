@@ -69,6 +69,9 @@ pub struct Config {
     /// The audit log (see operations.md): one JSON line per tool call, off by default. User
     /// layers only: a project file may not set it.
     pub audit: crate::AuditConfig,
+    /// Calls per minute per caller (see operations.md), off by default. User layers only: a
+    /// project file may not set it.
+    pub rate_limits: crate::RateLimitConfig,
     /// Which file each `[mcp_servers.NAME]` came from; filled by [`load`].
     #[serde(skip)]
     pub mcp_sources: BTreeMap<String, String>,
@@ -222,7 +225,7 @@ impl LoadOptions {
 
 /// Top-level keys `TOOLGATE_*` may set; other `TOOLGATE_*` variables (such as the token) are
 /// not config.
-const ENV_KEYS: [&str; 17] = [
+const ENV_KEYS: [&str; 18] = [
     "roots",
     "read",
     "search",
@@ -240,6 +243,7 @@ const ENV_KEYS: [&str; 17] = [
     "agent",
     "skills",
     "audit",
+    "rate_limits",
 ];
 
 /// The merged configuration with its figment, for provenance.

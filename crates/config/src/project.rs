@@ -247,6 +247,14 @@ impl ProjectLayer {
                 "the audit log is yours: a project may not turn it off, move it or choose a file toolgate writes to",
             ));
         }
+        // Limits protect the user's (or the team's) servers from the callers, not the
+        // repository's wishes.
+        if table.contains_key("rate_limits") {
+            return Err(refuse(
+                "rate_limits",
+                "rate limits are set by the user or the team's config, not by a repository",
+            ));
+        }
         if let Some(agent) = table.get("agent").and_then(toml::Value::as_table) {
             if agent.contains_key("provider") {
                 return Err(refuse(

@@ -486,3 +486,15 @@ fn a_project_may_not_move_or_turn_off_the_users_audit_log() {
         "off by default"
     );
 }
+
+#[test]
+fn rate_limits_come_from_the_user_and_a_project_may_not_set_them() {
+    let user = "[rate_limits]\nper_minute = 600\n[rate_limits.tools]\n\"mcp__github__*\" = 30\n";
+    let (_dir, opts) = user_and_project(user, "[read]\nmax_lines = 10\n");
+    let config = load(&opts).unwrap().config;
+    assert_eq!(config.rate_limits.per_minute, 600);
+    assert_eq!(config.rate_limits.tools["mcp__github__*"], 30);
+    let (_dir, opts) = user_and_project(user, "[rate_limits]\nper_minute = 0\n");
+    let err = load(&opts).unwrap_err().to_string();
+    assert!(err.contains("`rate_limits`"), "{err}");
+}

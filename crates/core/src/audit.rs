@@ -117,6 +117,8 @@ pub enum AuditOutcome {
     Cancelled,
     /// It never ran: unknown tool, bad arguments, denied, declined or nobody to ask.
     Refused,
+    /// It never ran: the caller was over a `[rate_limits]` limit.
+    RateLimited,
 }
 
 impl AuditOutcome {
@@ -128,6 +130,7 @@ impl AuditOutcome {
             Self::Timeout => "timeout",
             Self::Cancelled => "cancelled",
             Self::Refused => "refused",
+            Self::RateLimited => "rate_limited",
         }
     }
 }

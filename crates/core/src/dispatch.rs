@@ -24,6 +24,7 @@ use crate::output::SpillKind;
 use crate::output::ToolOutput;
 use crate::permission::{ApprovalRequest, Decision, Policy};
 use crate::profile::ClientLimits;
+use crate::rate_limit::{RateLimits, caller_of, refusal};
 use crate::registry::{Registry, Scope, Snapshot};
 use crate::result_budget::{ResultBudget, TurnResult};
 use crate::schedule::{ResourceLocks, Ticket, Turn};
@@ -77,6 +78,7 @@ pub struct Dispatcher {
     resources: ResourceLocks,
     budget: Option<Arc<dyn ResultBudget>>,
     audit: Option<Arc<dyn AuditSink>>,
+    rate_limits: Option<Arc<RateLimits>>,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -103,6 +105,7 @@ impl Dispatcher {
             resources: ResourceLocks::default(),
             budget: None,
             audit: None,
+            rate_limits: None,
         }
     }
 
@@ -165,6 +168,12 @@ impl Dispatcher {
     /// each [`Dispatcher::call_batch`] one turn for all its calls.
     pub fn with_budget(mut self, budget: Arc<dyn ResultBudget>) -> Self {
         self.budget = Some(budget);
+        self
+    }
+
+    /// Refuses calls past `limits` (`[rate_limits]`) after the permission stage.
+    pub fn with_rate_limits(mut self, limits: Arc<RateLimits>) -> Self {
+        self.rate_limits = (!limits.is_empty()).then_some(limits);
         self
     }
 
@@ -299,6 +308,21 @@ impl Dispatcher {
                 };
             }
         };
+        if let Some(limits) = &self.rate_limits
+            && let Err(limited) = limits.check(&caller_of(&ctx.session), &call.name)
+        {
+            let mut output = ToolOutput::error(refusal(&call.name, &limited));
+            let wait = u64::try_from(limited.retry_after.as_millis()).unwrap_or(u64::MAX);
+            output
+                .structured
+                .insert("retry_after_ms".to_owned(), Value::from(wait));
+            return Ran {
+                output,
+                decision,
+                outcome: AuditOutcome::RateLimited,
+                args,
+            };
+        }
         let (output, outcome) = self.run_scheduled(call, ctx, ticket, arrived).await;
         Ran {
             output,

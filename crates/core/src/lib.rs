@@ -121,6 +121,7 @@ mod dispatch;
 mod output;
 mod permission;
 mod profile;
+mod rate_limit;
 mod registry;
 mod render;
 mod result_budget;
@@ -140,6 +141,7 @@ pub use permission::{ApprovalRequest, Approver, Decision, Policy, PolicyError, V
 pub use profile::{
     ClientLimits, ClientProfile, ClientProfileConfig, ClientProfiles, MIN_CLIENT_CHARS,
 };
+pub use rate_limit::{Limited, RateLimits};
 pub use registry::{
     Absence, ProviderError, Registry, RegistryError, Scope, Snapshot, StaticProvider, ToolProvider,
     Visibility, validate_tool,

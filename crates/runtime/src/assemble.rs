@@ -9,8 +9,8 @@ use toolgate_budget::{Budget, SpillStore};
 use toolgate_config::{Config, ConfigError};
 use toolgate_core::disclosure::SessionFacts;
 use toolgate_core::{
-    ClientProfiles, Disclosure, DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope,
-    StaticProvider,
+    ClientProfiles, Disclosure, DispatchLimits, Dispatcher, Policy, RateLimits, Registry,
+    RenderOptions, Scope, StaticProvider,
 };
 use toolgate_fs::{ControlFiles, Covers, HardLinks, LaunchFile, Roots};
 use toolgate_gateway::{
@@ -172,6 +172,13 @@ impl Runtime {
         if let Some(audit) = AuditLog::from_config(&config.audit)? {
             dispatcher = dispatcher.with_audit(Arc::new(audit));
         }
+        let rate_limits = RateLimits::new(
+            config.rate_limits.per_minute,
+            config.rate_limits.burst,
+            &config.rate_limits.tools,
+        )
+        .map_err(ConfigError::Invalid)?;
+        dispatcher = dispatcher.with_rate_limits(Arc::new(rate_limits));
         let dispatcher = Arc::new(dispatcher);
         let render = RenderOptions {
             description_budget: config.render.description_budget,

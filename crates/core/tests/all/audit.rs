@@ -271,3 +271,46 @@ async fn a_call_dropped_while_it_runs_is_still_recorded_as_cancelled() {
     assert_eq!(seen[0].outcome, AuditOutcome::Cancelled);
     assert_eq!(seen[0].args, Some(json!({"ms": 5_000})));
 }
+
+#[tokio::test]
+async fn a_caller_over_a_rate_limit_gets_a_wait_and_the_audit_says_rate_limited() {
+    let (d, sink) = audited(Policy::allow_all());
+    let tools = std::collections::BTreeMap::from([("echo".to_owned(), 1_u32)]);
+    let limits = toolgate_core::RateLimits::new(0, 0, &tools).unwrap();
+    let d = d.with_rate_limits(Arc::new(limits));
+    let ctx = CallContext::unattended();
+    let first = d
+        .call("echo", RawArgs::Json(json!({"text": "a"})), ctx.clone())
+        .await;
+    assert_eq!(first.text, "a");
+    let second = d
+        .call("echo", RawArgs::Json(json!({"text": "b"})), ctx.clone())
+        .await;
+    assert!(second.is_error);
+    assert!(
+        second.text.contains("rate limit") && second.text.contains("retry after"),
+        "{}",
+        second.text
+    );
+    let wait = second.structured["retry_after_ms"].as_u64().unwrap();
+    assert!(wait > 0 && wait <= 60_000, "{wait}");
+    // Other tools are not limited, and neither is another session.
+    assert!(!call(&d, "read_file", json!({"path": "a"})).await.is_error);
+    let other = CallContext::unattended();
+    assert_eq!(
+        d.call("echo", RawArgs::Json(json!({"text": "c"})), other)
+            .await
+            .text,
+        "c"
+    );
+    let outcomes: Vec<AuditOutcome> = sink.take().iter().map(|s| s.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [
+            AuditOutcome::Ok,
+            AuditOutcome::RateLimited,
+            AuditOutcome::Ok,
+            AuditOutcome::Ok
+        ]
+    );
+}
