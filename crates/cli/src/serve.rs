@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use tokio_util::sync::CancellationToken;
-use toolgate_mcp::{HttpOptions, ToolgateServer, serve_http, serve_stdio};
+use toolgate_mcp::{HttpOptions, OAuthSettings, ToolgateServer, serve_http, serve_stdio};
 use toolgate_runtime::Runtime;
 use toolgate_skills::SkillPrompts;
 
@@ -201,9 +201,37 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
                 .token_env
                 .unwrap_or_else(|| runtime.config.server.token_env.clone());
             let token = std::env::var(&token_env).ok().filter(|t| !t.is_empty());
+            let auth_config = &runtime.config.server.auth;
+            let oauth = if auth_config.is_set() {
+                match OAuthSettings::new(
+                    auth_config.issuer.as_deref().unwrap_or(""),
+                    auth_config.audience.as_deref().unwrap_or(""),
+                    auth_config.required_scopes.clone(),
+                ) {
+                    Ok(settings) => Some(settings),
+                    Err(e) => {
+                        eprintln!("toolgate: {e}");
+                        return ExitCode::from(crate::USAGE_ERROR);
+                    }
+                }
+            } else {
+                None
+            };
+            let mut doors = Vec::new();
+            if token.is_some() {
+                doors.push(format!("bearer token from ${token_env}"));
+            }
+            if let Some(oauth) = &oauth {
+                doors.push(format!(
+                    "OAuth tokens from {} for {}",
+                    oauth.issuer(),
+                    oauth.audience()
+                ));
+            }
             let options = HttpOptions {
                 addr,
-                token: token.clone(),
+                token,
+                oauth,
                 allowed_origins: runtime.config.server.allowed_origins.clone(),
                 insecure_no_auth: args.insecure_no_auth,
                 max_sessions: runtime.config.server.max_sessions,
@@ -214,10 +242,10 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
                 let _ = tokio::signal::ctrl_c().await;
                 on_signal.cancel();
             });
-            let auth = if token.is_some() {
-                format!("bearer token from ${token_env}")
-            } else {
+            let auth = if doors.is_empty() {
                 "no token".to_owned()
+            } else {
+                doors.join(", ")
             };
             let result = serve_http(server, options, shutdown, |bound| {
                 eprintln!(

@@ -12,7 +12,8 @@
 //! - `budget.spill_dir`: inside the project or toolgate's own cache folder, no `..`; made
 //!   absolute (and refused at start-up if a symlink is on its way, see
 //!   `toolgate_runtime::Runtime`).
-//! - `server.http`, `server.allowed_origins`, `server.token_env`: user layers only.
+//! - `server.http`, `server.allowed_origins`, `server.token_env`, `server.auth`: user layers
+//!   only.
 //! - `[providers]` and `agent.provider`: user layers only (they decide where API keys go).
 //! - `agent.sessions_dir`: user layers only (it decides where transcripts go and which one
 //!   `--resume` reads).
@@ -221,7 +222,7 @@ impl ProjectLayer {
         }
 
         if let Some(server) = table.get("server").and_then(toml::Value::as_table) {
-            for key in ["http", "allowed_origins", "token_env"] {
+            for key in ["http", "allowed_origins", "token_env", "auth"] {
                 if server.contains_key(key) {
                     return Err(refuse(
                         &format!("server.{key}"),
