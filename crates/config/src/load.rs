@@ -138,7 +138,7 @@ pub struct ServerConfig {
     ///
     /// Each abandoned session otherwise holds ~61 KB for 5 minutes.
     pub max_sessions: usize,
-    /// OAuth access tokens accepted at `/mcp` (see http.md): toolgate as an MCP resource
+    /// OAuth access tokens accepted at `/mcp` (see serving.md): toolgate as an MCP resource
     /// server. Off until `issuer` is set.
     pub auth: ServerAuthConfig,
 }
