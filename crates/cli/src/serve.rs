@@ -22,7 +22,7 @@ pub struct ServeArgs {
     /// (default from config: TOOLGATE_TOKEN). Unset or empty = no token.
     #[arg(long, value_name = "VAR")]
     pub token_env: Option<String>,
-    /// Allow a non-loopback --http address without a token.
+    /// Allow a non-loopback --http address without a token (static or `[server.auth]`).
     #[arg(long)]
     pub insecure_no_auth: bool,
     /// Progressive disclosure: `proxy` (tools array never changes; found tools are called
