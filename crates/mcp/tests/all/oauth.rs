@@ -183,6 +183,9 @@ impl Gate {
             let _ = tx.send(a);
         }));
         let addr = rx.await.unwrap();
+        // The test's own client needs rustls' provider, which the server installs only once
+        // it builds its router (after announcing the address).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         Self {
             base: format!("http://{addr}"),
             http: reqwest::Client::new(),
