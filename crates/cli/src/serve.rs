@@ -10,7 +10,8 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 use toolgate_gateway::ServerState;
 use toolgate_mcp::{
-    HealthSource, HttpOptions, Metrics, ServerHealth, ToolgateServer, serve_http, serve_stdio,
+    HealthSource, HttpOptions, Metrics, OAuthSettings, ServerHealth, ToolgateServer, serve_http,
+    serve_stdio,
 };
 use toolgate_runtime::Runtime;
 use toolgate_skills::SkillPrompts;
@@ -25,7 +26,7 @@ pub struct ServeArgs {
     /// (default from config: TOOLGATE_TOKEN). Unset or empty = no token.
     #[arg(long, value_name = "VAR")]
     pub token_env: Option<String>,
-    /// Allow a non-loopback --http address without a token.
+    /// Allow a non-loopback --http address without a token (static or `[server.auth]`).
     #[arg(long)]
     pub insecure_no_auth: bool,
     /// Progressive disclosure: `proxy` (tools array never changes; found tools are called
@@ -246,9 +247,37 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
                 Some(metrics) => server.with_metrics(Arc::clone(metrics)),
                 None => server,
             };
+            let auth_config = &runtime.config.server.auth;
+            let oauth = if auth_config.is_set() {
+                match OAuthSettings::new(
+                    auth_config.issuer.as_deref().unwrap_or(""),
+                    auth_config.audience.as_deref().unwrap_or(""),
+                    auth_config.required_scopes.clone(),
+                ) {
+                    Ok(settings) => Some(settings),
+                    Err(e) => {
+                        eprintln!("toolgate: {e}");
+                        return ExitCode::from(crate::USAGE_ERROR);
+                    }
+                }
+            } else {
+                None
+            };
+            let mut doors = Vec::new();
+            if token.is_some() {
+                doors.push(format!("bearer token from ${token_env}"));
+            }
+            if let Some(oauth) = &oauth {
+                doors.push(format!(
+                    "OAuth tokens from {} for {}",
+                    oauth.issuer(),
+                    oauth.audience()
+                ));
+            }
             let options = HttpOptions {
                 addr,
-                token: token.clone(),
+                token,
+                oauth,
                 allowed_origins: runtime.config.server.allowed_origins.clone(),
                 insecure_no_auth: args.insecure_no_auth,
                 max_sessions: runtime.config.server.max_sessions,
@@ -260,10 +289,10 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
                 let _ = tokio::signal::ctrl_c().await;
                 on_signal.cancel();
             });
-            let auth = if token.is_some() {
-                format!("bearer token from ${token_env}")
-            } else {
+            let auth = if doors.is_empty() {
                 "no token".to_owned()
+            } else {
+                doors.join(", ")
             };
             let result = serve_http(server, options, shutdown, |bound| {
                 eprintln!(

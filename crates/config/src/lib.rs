@@ -30,7 +30,7 @@ pub use check::{FileKind, FileReport, check_files};
 pub use error::ConfigError;
 pub use load::{
     Config, DisclosureFlag, DispatchConfig, Flags, LoadOptions, Loaded, RenderConfig, SECRET_KEYS,
-    ServerConfig, load,
+    ServerAuthConfig, ServerConfig, load,
 };
 pub use permissions::PermissionsConfig;
 pub use rate_limits::RateLimitConfig;

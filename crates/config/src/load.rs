@@ -41,8 +41,8 @@ pub struct Config {
     pub render: RenderConfig,
     /// allow / ask / deny rules. No rules = allow everything (the MCP client asks its user).
     pub permissions: PermissionsConfig,
-    /// `toolgate serve`. `http`, `token_env` and `allowed_origins` are read from user layers
-    /// only.
+    /// `toolgate serve`. `http`, `token_env`, `allowed_origins` and `auth` are read from user
+    /// layers only.
     pub server: ServerConfig,
     /// MCP servers to mount (see mcp-servers.md): `command` for a stdio server or `url` for a
     /// Streamable HTTP one. Servers are also imported from other clients' files; an entry
@@ -147,6 +147,34 @@ pub struct ServerConfig {
     /// Serve Prometheus metrics at `/metrics` beside `/mcp` (HTTP only, behind the same
     /// token): tool calls, latency, spills, sessions, mounted servers' health.
     pub metrics: bool,
+    /// OAuth access tokens accepted at `/mcp` (see serving.md): toolgate as an MCP resource
+    /// server. Off until `issuer` is set.
+    pub auth: ServerAuthConfig,
+}
+
+/// `[server.auth]`: which OAuth access tokens `serve --http` accepts, besides the static
+/// token. User layers only.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerAuthConfig {
+    /// The authorization server whose JWT access tokens are accepted, exactly as it names
+    /// itself (`iss`); https (http only on loopback). Its keys are found through its
+    /// metadata.
+    #[schemars(example = &"https://login.example.com")]
+    pub issuer: Option<String>,
+    /// The `aud` a token must name: the identifier of this toolgate at the issuer (often its
+    /// /mcp URL). Required with `issuer`.
+    #[schemars(example = &"https://toolgate.example.com/mcp")]
+    pub audience: Option<String>,
+    /// Scopes every token must grant; a token without them gets 403 `insufficient_scope`.
+    pub required_scopes: Vec<String>,
+}
+
+impl ServerAuthConfig {
+    /// Whether `[server.auth]` asks for OAuth at all (any key set).
+    pub fn is_set(&self) -> bool {
+        self.issuer.is_some() || self.audience.is_some() || !self.required_scopes.is_empty()
+    }
 }
 
 impl Default for ServerConfig {
@@ -158,6 +186,7 @@ impl Default for ServerConfig {
             log_level: "info".to_owned(),
             max_sessions: 256,
             metrics: true,
+            auth: ServerAuthConfig::default(),
         }
     }
 }

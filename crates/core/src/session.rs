@@ -57,6 +57,18 @@ pub struct Identity {
     pub subject: String,
     /// Who vouched for it (a token's `iss`), when known.
     pub issuer: Option<String>,
+    /// The groups the issuer put in the token (`groups`), for per-group rules.
+    pub groups: Vec<String>,
+    /// The scopes the token grants (`scope`, or `scp` as a list).
+    pub scopes: Vec<String>,
+}
+
+impl Identity {
+    /// Whether `other` is the same caller: same issuer and subject. Groups and scopes may
+    /// differ between two tokens of one caller (a refreshed token), the caller does not.
+    pub fn same_caller(&self, other: &Identity) -> bool {
+        self.issuer == other.issuer && self.subject == other.subject
+    }
 }
 
 /// Everything a front end must decide to open a session. No field has a default.

@@ -73,6 +73,7 @@
 //! let options = HttpOptions {
 //!     addr: "127.0.0.1:0".parse()?,
 //!     token: None,
+//!     oauth: None,
 //!     allowed_origins: Vec::new(),
 //!     insecure_no_auth: false,
 //!     max_sessions: DEFAULT_MAX_SESSIONS,

@@ -1,11 +1,12 @@
 //! Streamable HTTP transport at `/mcp`: loopback by default, Host and Origin validated
-//! (DNS-rebinding protection), optional bearer token.
+//! (DNS-rebinding protection), a static bearer token and/or OAuth access tokens checked at
+//! the door ([`door`], [`oauth`]), the protected-resource metadata at its well-known paths.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::Request;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -14,7 +15,11 @@ use tokio_util::sync::CancellationToken;
 use crate::metrics::Metrics;
 use crate::server::ToolgateServer;
 
+pub(crate) mod door;
+mod oauth;
 mod sessions;
+
+pub use oauth::{OAuthConfigError, OAuthLimits, OAuthSettings};
 
 /// Default cap on live HTTP sessions (each holds about 61 KB until it ends).
 pub const DEFAULT_MAX_SESSIONS: usize = 256;
@@ -22,10 +27,12 @@ pub const DEFAULT_MAX_SESSIONS: usize = 256;
 /// Settings of the HTTP transport.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
-    /// Address to bind; loopback unless a token is set or `insecure_no_auth`.
+    /// Address to bind; loopback unless a token or OAuth is set, or `insecure_no_auth`.
     pub addr: SocketAddr,
-    /// Bearer token clients must send, if any.
+    /// Static bearer token clients may send, if any.
     pub token: Option<String>,
+    /// OAuth access tokens accepted besides the static token (`[server.auth]`), if any.
+    pub oauth: Option<OAuthSettings>,
     /// Browser origins allowed besides loopback ones (`https://app.example.com:443`).
     pub allowed_origins: Vec<String>,
     /// Allow a non-loopback address without a token.
@@ -43,7 +50,7 @@ pub struct HttpOptions {
 pub enum HttpError {
     /// A non-loopback address without a token.
     #[error(
-        "refusing to serve {0} without a bearer token: anyone on the network could run tools. Set the token variable (default TOOLGATE_TOKEN), bind 127.0.0.1, or pass --insecure-no-auth if you really mean it"
+        "refusing to serve {0} without a bearer token: anyone on the network could run tools. Set the token variable (default TOOLGATE_TOKEN) or [server.auth] (OAuth), bind 127.0.0.1, or pass --insecure-no-auth if you really mean it"
     )]
     NeedsToken(SocketAddr),
     /// The address could not be bound.
@@ -91,12 +98,24 @@ pub fn http_router(
             ip.to_string(),
         ]);
     }
+    let sessions = Arc::new(sessions::CappedSessions::new(options.max_sessions));
     let service = StreamableHttpService::new(
-        move || Ok(server.new_session()),
-        Arc::new(sessions::CappedSessions::new(options.max_sessions)),
+        // The door put the request's caller in a task-local: the session is theirs.
+        move || Ok(server.new_session_as(door::caller())),
+        Arc::clone(&sessions),
         config,
     );
+    let door = Arc::new(door::Door {
+        token: options.token.clone(),
+        oauth: options
+            .oauth
+            .clone()
+            .map(|settings| Arc::new(oauth::Validator::new(settings))),
+        sessions,
+        addr: options.addr,
+    });
     let mut router = axum::Router::new().nest_service("/mcp", service);
+    // Behind the same door as /mcp.
     if let Some(metrics) = options.metrics.clone() {
         router = router.route(
             "/metrics",
@@ -106,18 +125,38 @@ pub fn http_router(
             }),
         );
     }
-    match options.token.clone() {
-        Some(token) => {
-            let token = Arc::new(token);
-            router.layer(axum::middleware::from_fn(
-                move |req: Request, next: Next| {
-                    let token = Arc::clone(&token);
-                    async move { check_bearer(&token, req, next).await }
-                },
-            ))
-        }
-        None => router,
+    if door.guards() {
+        let guard = Arc::clone(&door);
+        router = router.layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| {
+                let door = Arc::clone(&guard);
+                async move { door.admit(req, next).await }
+            },
+        ));
     }
+    // Added after the layer: the metadata is public, it tells a client where to log in.
+    let metadata = move |headers: HeaderMap| {
+        let door = Arc::clone(&door);
+        async move {
+            match door.metadata(&headers) {
+                Some(doc) => (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    doc.to_string(),
+                )
+                    .into_response(),
+                None => StatusCode::NOT_FOUND.into_response(),
+            }
+        }
+    };
+    router
+        .route(
+            "/.well-known/oauth-protected-resource",
+            axum::routing::get(metadata.clone()),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            axum::routing::get(metadata),
+        )
 }
 
 /// The metrics in OpenMetrics text, as Prometheus scrapes it.
@@ -132,32 +171,14 @@ fn metrics_page(metrics: &Metrics) -> Response {
         .into_response()
 }
 
-async fn check_bearer(token: &str, req: Request, next: Next) -> Response {
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        // The scheme name is case-insensitive (RFC 7235 §2.1).
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map_or("", |(_, token)| token.trim());
-    if constant_time_eq(given.as_bytes(), token.as_bytes()) {
-        next.run(req).await
-    } else {
-        (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer")],
-            "missing or wrong bearer token: send `Authorization: Bearer <token>`\n",
-        )
-            .into_response()
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// Installs rustls' process-wide crypto provider (ring) once; reqwest's TLS needs one
+/// before any client is built, `http://` included.
+pub(crate) fn tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Err means another part of the process installed one first, which is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
 }
 
 /// Serves MCP over HTTP until `shutdown` is cancelled. `on_bound` learns the bound address
@@ -168,7 +189,11 @@ pub async fn serve_http(
     shutdown: CancellationToken,
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<(), HttpError> {
-    if !options.addr.ip().is_loopback() && options.token.is_none() && !options.insecure_no_auth {
+    if !options.addr.ip().is_loopback()
+        && options.token.is_none()
+        && options.oauth.is_none()
+        && !options.insecure_no_auth
+    {
         return Err(HttpError::NeedsToken(options.addr));
     }
     let listener = tokio::net::TcpListener::bind(options.addr)

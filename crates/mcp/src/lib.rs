@@ -107,7 +107,10 @@ pub use convert::{call_result, has_output_schema};
 pub use extras::{
     PromptArguments, PromptSource, ResourceSource, SourceError, UpdateLease, completion,
 };
-pub use http::{DEFAULT_MAX_SESSIONS, HttpError, HttpOptions, http_router, serve_http};
+pub use http::{
+    DEFAULT_MAX_SESSIONS, HttpError, HttpOptions, OAuthConfigError, OAuthLimits, OAuthSettings,
+    http_router, serve_http,
+};
 pub use metrics::{HealthSource, Metrics, ServerHealth};
 pub use rounds::{MAX_PARKED, ROUND_TTL};
 pub use server::{InstructionSource, RootsChanged, ToolgateServer};

@@ -24,7 +24,7 @@ use serde_json::Value;
 use toolgate_core::disclosure::Exposed;
 use toolgate_core::{
     Approval, CallContext, ClientLink, ClientProfile, ClientProfiles, Disclosure, Dispatcher,
-    Progress, RawArgs, RenderOptions, Session, SessionInit, Snapshot, Ticket,
+    Identity, Progress, RawArgs, RenderOptions, Session, SessionInit, Snapshot, Ticket,
 };
 
 use crate::client::McpClient;
@@ -136,14 +136,14 @@ impl std::fmt::Debug for ToolgateServer {
 /// An MCP connection's session: nobody approves `ask` rules (an MCP client has no channel
 /// toolgate would trust for that, so `ask` refuses and says which rule to change), the
 /// profile is chosen when the client names itself, the link is the connection's client, and
-/// there is no authenticated caller yet.
-fn open_session() -> (Arc<Session>, Arc<McpClient>) {
+/// the caller is the one the transport authenticated (none on stdio).
+fn open_session(identity: Option<Identity>) -> (Arc<Session>, Arc<McpClient>) {
     let client = Arc::new(McpClient::default());
     let session = Session::new(SessionInit {
         approval: Approval::Nobody,
         profile: None,
         client: Some(Arc::clone(&client) as Arc<dyn toolgate_core::ClientLink>),
-        identity: None,
+        identity,
     });
     (session, client)
 }
@@ -151,7 +151,7 @@ fn open_session() -> (Arc<Session>, Arc<McpClient>) {
 impl ToolgateServer {
     /// A handler over `dispatcher`; `instructions` are sent to clients at initialisation.
     pub fn new(dispatcher: Arc<Dispatcher>, render: RenderOptions, instructions: String) -> Self {
-        let (session, client) = open_session();
+        let (session, client) = open_session(None);
         Self {
             shared: Arc::new(Shared {
                 dispatcher,
@@ -269,6 +269,26 @@ impl ToolgateServer {
     /// Chooses the profile from a request's client: the 2026-07-28 protocol has no
     /// `initialize` and names the client in every request's `_meta` (Claude Code 2.1 speaks
     /// it), older ones named it at `initialize`.
+    /// Refuses a call whose HTTP caller is not the session's (the door refuses it first;
+    /// this keeps a session from running as someone else should a request slip past it).
+    fn same_caller(&self, context: &RequestContext<RoleServer>) -> Result<(), McpError> {
+        let caller = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<crate::http::door::Caller>());
+        match caller {
+            Some(crate::http::door::Caller(caller))
+                if !crate::http::door::same_caller(caller.as_ref(), self.session.identity()) =>
+            {
+                Err(McpError::invalid_request(
+                    "this session was opened by another caller: start a session of your own with your token",
+                    None,
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn adopt_requester(&self, context: &RequestContext<RoleServer>) {
         if self.session.profile().is_none() {
             self.adopt_client(context.client_info().as_ref());
@@ -303,7 +323,13 @@ impl ToolgateServer {
 
     /// A handler for a new connection: same tools, prompts and resources, a new session.
     pub fn new_session(&self) -> Self {
-        let (session, client) = open_session();
+        self.new_session_as(None)
+    }
+
+    /// [`Self::new_session`] for a caller the transport authenticated (`serve --http` with
+    /// OAuth): the session's [`Identity`], fixed for its life.
+    pub fn new_session_as(&self, identity: Option<Identity>) -> Self {
+        let (session, client) = open_session(identity);
         Self {
             session,
             client,
@@ -739,6 +765,7 @@ impl ServerHandler for ToolgateServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         self.adopt_requester(&context);
+        self.same_caller(&context)?;
         self.call(request, context).await
     }
 

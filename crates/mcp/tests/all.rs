@@ -187,3 +187,6 @@ async fn registry_changes_reach_the_client_as_list_changed() {
 
 #[path = "all/disclosure.rs"]
 mod disclosure;
+
+#[path = "all/oauth.rs"]
+mod oauth;

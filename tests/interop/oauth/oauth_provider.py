@@ -11,6 +11,7 @@ conftest.py. A missing Node or oidc-provider fails the test; nothing skips.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import selectors
 import socket
@@ -55,6 +56,21 @@ class Provider:
 def provider(tmp_path: Path) -> Iterator[Provider]:
     """The provider and its MCP server, ready once the script printed its URLs; stopped at
     teardown. Each run logs in a different user, so a result names this run's login."""
+    yield from run_provider(tmp_path, {})
+
+
+# The `aud` of the JWT access tokens `jwt_provider` issues for toolgate's own /mcp.
+JWT_AUDIENCE = "toolgate-e2e"
+
+
+@pytest.fixture
+def jwt_provider(tmp_path: Path) -> Iterator[Provider]:
+    """`provider`, also issuing JWT access tokens (`aud` = JWT_AUDIENCE) for any other
+    loopback /mcp URL: toolgate `serve --http` as the resource server."""
+    yield from run_provider(tmp_path, {"JWT_AUDIENCE": JWT_AUDIENCE})
+
+
+def run_provider(tmp_path: Path, extra_env: dict[str, str]) -> Iterator[Provider]:
     if not NODE.exists() or not (OIDC_PROVIDER / "package.json").exists():
         pytest.fail(
             f"oidc-provider or Node 22 missing under {PEERS}: run scripts/install-oauth-peers.sh",
@@ -68,6 +84,7 @@ def provider(tmp_path: Path) -> Iterator[Provider]:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=log,
+            env={**os.environ, **extra_env},
         )
     try:
         assert proc.stdout is not None

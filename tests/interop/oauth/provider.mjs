@@ -13,6 +13,11 @@
 // - /admin/* (on the MCP server) lets the test reject the access tokens issued so far
 //   (a refresh must follow), revoke the grant (a new login must follow), and read counts.
 //
+// - With JWT_AUDIENCE set, any other loopback `/mcp` URL is a resource too (toolgate's own
+//   `serve --http`, whose port is not known in advance): its access tokens are JWTs signed
+//   with the provider's keys, `aud` = JWT_AUDIENCE, for a resource server that validates
+//   them against the JWKS (tests/interop/python/test_serve_oauth.py).
+//
 // Usage: node provider.mjs OIDC_PROVIDER_DIR [ACCOUNT]. ACCOUNT (default `ada`) is the user
 // who logs in; `whoami` answers `hello ACCOUNT`. Prints one JSON line {issuer, mcp, admin}
 // once both servers listen. The fixture is tests/interop/oauth/oauth_provider.py.
@@ -38,6 +43,8 @@ const issuer = `http://127.0.0.1:${asPort}`;
 const mcpUrl = `http://127.0.0.1:${mcpPort}/mcp`;
 const prmUrl = `http://127.0.0.1:${mcpPort}/.well-known/oauth-protected-resource/mcp`;
 const SCOPE = "mcp:tools";
+const jwtAudience = process.env.JWT_AUDIENCE;
+const loopbackMcp = /^http:\/\/127\.0\.0\.1:\d+\/mcp$/;
 
 const stats = { registrations: 0, codeGrants: 0, refreshGrants: 0, rejected: 0 };
 const seenTokens = new Set();
@@ -61,8 +68,13 @@ const provider = new Provider(issuer, {
       defaultResource: () => mcpUrl,
       useGrantedResource: () => true,
       getResourceServerInfo: (ctx, resource) => {
-        if (resource !== mcpUrl) throw new errors.InvalidTarget(`unknown resource ${resource}`);
-        return { scope: SCOPE, audience: mcpUrl, accessTokenTTL: 3600, accessTokenFormat: "opaque" };
+        if (resource === mcpUrl) {
+          return { scope: SCOPE, audience: mcpUrl, accessTokenTTL: 3600, accessTokenFormat: "opaque" };
+        }
+        if (jwtAudience && loopbackMcp.test(resource)) {
+          return { scope: SCOPE, audience: jwtAudience, accessTokenTTL: 3600, accessTokenFormat: "jwt" };
+        }
+        throw new errors.InvalidTarget(`unknown resource ${resource}`);
       },
     },
   },

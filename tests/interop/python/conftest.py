@@ -36,7 +36,7 @@ REPO = next(
 
 # The OAuth provider fixture (test_oauth.py), shared with tests/interop/clients.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "oauth"))
-from oauth_provider import provider  # noqa: E402, F401
+from oauth_provider import jwt_provider, provider  # noqa: E402, F401
 
 SMALL_TEXT = "hello from toolgate\nsecond line\n"
 BIG_LINES = 3000

@@ -192,3 +192,50 @@ fn stateless_requests_and_an_initialized_session_mix_over_http() {
         assert!(stateless["result"]["tools"].is_array(), "{stateless}");
     }
 }
+
+/// A wrong `[server.auth]` stops `serve --http` with what to set; a project file may not set
+/// it at all (it decides who can connect).
+#[test]
+fn a_wrong_or_project_server_auth_is_refused_with_what_to_set() {
+    let dir = project();
+    let user = dir.path().join(".no-user-config/toolgate");
+    std::fs::create_dir_all(&user).unwrap();
+    let serve = |dir: &std::path::Path| {
+        toolgate(dir)
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    for (config, says) in [
+        (
+            "[server.auth]\nissuer = \"http://login.example.com\"\naudience = \"a\"\n",
+            "must be an https:// URL (http:// only on loopback)",
+        ),
+        (
+            "[server.auth]\nissuer = \"https://login.example.com\"\n",
+            "set `audience = \"…\"`",
+        ),
+        (
+            "[server.auth]\naudience = \"a\"\n",
+            "set `issuer = \"https://…\"`",
+        ),
+    ] {
+        std::fs::write(user.join("config.toml"), config).unwrap();
+        let out = serve(dir.path());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{config}: {stderr}");
+        assert!(stderr.contains(says), "{config}: {stderr}");
+    }
+    std::fs::remove_file(user.join("config.toml")).unwrap();
+    std::fs::create_dir_all(dir.path().join(".toolgate")).unwrap();
+    std::fs::write(
+        dir.path().join(".toolgate/config.toml"),
+        "[server.auth]\nissuer = \"https://evil.example\"\naudience = \"a\"\n",
+    )
+    .unwrap();
+    let out = serve(dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("server.auth"), "{stderr}");
+}

@@ -83,6 +83,7 @@ async fn main() -> ExitCode {
     let options = HttpOptions {
         addr,
         token: None,
+        oauth: None,
         allowed_origins: Vec::new(),
         insecure_no_auth: false,
         max_sessions: toolgate_mcp::DEFAULT_MAX_SESSIONS,

@@ -1,6 +1,9 @@
 //! A cap on Streamable HTTP sessions: each costs memory until it ends or times out (about
 //! 61 KB for rmcp's 5 minutes), so past the cap the least recently active session is closed
 //! to make room for a new one, instead of letting abandoned sessions pile up.
+//!
+//! Each session also remembers the caller that opened it ([`crate::http::door::caller`]), so
+//! the door can refuse another caller's token on it.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -14,13 +17,21 @@ use rmcp::transport::streamable_http_server::session::{
     ServerSseMessage, SessionId, SessionManager,
 };
 use tokio::time::Instant;
+use toolgate_core::Identity;
+
+/// A live session: when it was last active and who opened it (`None`: no OAuth caller — the
+/// static token, or no auth).
+struct Live {
+    at: Instant,
+    owner: Option<Identity>,
+}
 
 /// [`LocalSessionManager`] with at most `cap` live sessions.
 pub(crate) struct CappedSessions {
     inner: LocalSessionManager,
     cap: usize,
-    /// Last activity of each live session.
-    active: Mutex<HashMap<SessionId, Instant>>,
+    /// Each live session.
+    active: Mutex<HashMap<SessionId, Live>>,
 }
 
 impl CappedSessions {
@@ -34,8 +45,8 @@ impl CappedSessions {
 
     fn touch(&self, id: &SessionId) {
         let mut active = self.active.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(at) = active.get_mut(id) {
-            *at = Instant::now();
+        if let Some(live) = active.get_mut(id) {
+            live.at = Instant::now();
         }
     }
 
@@ -43,8 +54,8 @@ impl CappedSessions {
     fn overflow(&self) -> Vec<SessionId> {
         let active = self.active.lock().unwrap_or_else(PoisonError::into_inner);
         let excess = (active.len() + 1).saturating_sub(self.cap);
-        let mut by_age: Vec<(&SessionId, &Instant)> = active.iter().collect();
-        by_age.sort_by_key(|(_, at)| **at);
+        let mut by_age: Vec<(&SessionId, &Live)> = active.iter().collect();
+        by_age.sort_by_key(|(_, live)| live.at);
         by_age
             .into_iter()
             .take(excess)
@@ -57,6 +68,13 @@ impl CappedSessions {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(id);
+    }
+
+    /// Who opened session `id`: `None` when it is not a live session, `Some(None)` when it
+    /// was opened without an OAuth caller.
+    pub(crate) fn owner(&self, id: &str) -> Option<Option<Identity>> {
+        let active = self.active.lock().unwrap_or_else(PoisonError::into_inner);
+        active.get(id).map(|live| live.owner.clone())
     }
 
     /// Live sessions (for tests and logs).
@@ -83,7 +101,13 @@ impl SessionManager for CappedSessions {
         self.active
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(id.clone(), Instant::now());
+            .insert(
+                id.clone(),
+                Live {
+                    at: Instant::now(),
+                    owner: crate::http::door::caller(),
+                },
+            );
         Ok((id, transport))
     }
 
