@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""What team mode costs per call (issue 28): `read_file` round trips over Streamable HTTP to
+three `toolgate serve --http` at once, calls alternating so a busy machine's noise falls on
+all alike, median of N calls each:
+
+- `plain`:  no token, `[server] metrics = false`, no audit log;
+- `token`:  static bearer token, audit log on, metrics on (scraped once per 100 calls);
+- `oauth`:  `[server.auth]` with a JWT checked against an in-script issuer's JWKS (RS256),
+            audit log on, metrics on (scraped once per 100 calls).
+
+    .cache/peers/venv/bin/python bench/team_overhead.py target/release/toolgate [CALLS]
+"""
+import asyncio, json, os, re, statistics, subprocess, sys, tempfile, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import jwt
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+from mcp_http import HDRS, init_params, parse  # noqa: E402
+
+AUDIENCE = "https://toolgate.bench/mcp"
+
+
+def issuer():
+    """A loopback authorization server: metadata and a JWKS with one RSA key."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    jwk.update(kid="bench", alg="RS256", use="sig")
+    state = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            base = state["url"]
+            docs = {
+                "/.well-known/oauth-authorization-server": {
+                    "issuer": base, "jwks_uri": f"{base}/jwks",
+                    "authorization_endpoint": f"{base}/auth", "token_endpoint": f"{base}/token"},
+                "/jwks": {"keys": [jwk]},
+            }
+            doc = docs.get(self.path)
+            self.send_response(200 if doc else 404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(json.dumps(doc or {}).encode())
+
+        def log_message(self, *_):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state["url"] = f"http://127.0.0.1:{server.server_address[1]}"
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    now = int(time.time())
+    token = jwt.encode({"iss": state["url"], "aud": AUDIENCE, "sub": "ada", "iat": now,
+                        "exp": now + 3600, "scope": "mcp:tools"}, key, algorithm="RS256",
+                       headers={"kid": "bench"})
+    return state["url"], token
+
+
+def start(tg, home, project, config, token=None):
+    os.makedirs(os.path.join(home, "toolgate"), exist_ok=True)
+    with open(os.path.join(home, "toolgate", "config.toml"), "w") as f:
+        f.write(config)
+    env = dict(os.environ, XDG_CONFIG_HOME=home, HOME=home)
+    env.pop("TOOLGATE_TOKEN", None)
+    if token:
+        env["TOOLGATE_TOKEN"] = token
+    p = subprocess.Popen([tg, "serve", "--root", project, "--http", "127.0.0.1:0",
+                          "--log-level", "warn"], stderr=subprocess.PIPE, env=env)
+    for line in p.stderr:
+        m = re.search(rb"at (http://\S+/mcp)", line)
+        if m:
+            return p, m.group(1).decode()
+    raise SystemExit(f"serve did not start: {config}")
+
+
+async def open_session(c, url, bearer):
+    h = dict(HDRS)
+    if bearer:
+        h["Authorization"] = f"Bearer {bearer}"
+    r = await c.post(url, headers=h, json={"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                            "params": init_params("bench")})
+    r.raise_for_status()
+    if sid := r.headers.get("mcp-session-id"):
+        h["Mcp-Session-Id"] = sid
+    await c.post(url, headers=h, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return h
+
+
+async def main():
+    tg = os.path.abspath(sys.argv[1])
+    calls = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
+    iss, jwt_token = issuer()
+    with tempfile.TemporaryDirectory() as d:
+        project = os.path.join(d, "project")
+        os.makedirs(project)
+        with open(os.path.join(project, "hundred.txt"), "w") as f:
+            f.writelines(f"line {i}\n" for i in range(100))
+        audit = lambda name: f'[audit]\npath = "{d}/{name}-audit.jsonl"\n'
+        setups = {
+            "plain": ("[server]\nmetrics = false\n", None, None),
+            "token": ("[server]\nmetrics = true\n" + audit("token"), "bench-token", "bench-token"),
+            "oauth": (f'[server]\nmetrics = true\n[server.auth]\nissuer = "{iss}"\n'
+                      f'audience = "{AUDIENCE}"\n' + audit("oauth"), None, jwt_token),
+        }
+        servers, lat = {}, {}
+        for name, (config, static, _) in setups.items():
+            servers[name] = start(tg, os.path.join(d, name), project, config, static)
+            lat[name] = []
+        try:
+            async with httpx.AsyncClient(timeout=60) as c:
+                heads = {n: await open_session(c, servers[n][1], setups[n][2]) for n in setups}
+                args = {"name": "read_file", "arguments": {"path": "hundred.txt"}}
+                for i in range(calls + 50):
+                    for n in setups:
+                        t = time.perf_counter()
+                        r = await c.post(servers[n][1], headers=heads[n], json={
+                            "jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": args})
+                        msg = parse(r)
+                        took = (time.perf_counter() - t) * 1000
+                        assert not msg["result"].get("isError"), (n, msg)
+                        if i >= 50:  # warm-up
+                            lat[n].append(took)
+                        if n != "plain" and i % 100 == 0:
+                            m = await c.get(servers[n][1].removesuffix("/mcp") + "/metrics",
+                                            headers={"Authorization": heads[n]["Authorization"]})
+                            assert m.status_code == 200, (n, m.status_code)
+        finally:
+            for p, _ in servers.values():
+                p.terminate()
+                p.wait(timeout=10)
+        lines = sum(1 for _ in open(f"{d}/oauth-audit.jsonl"))
+        assert lines >= calls, lines
+    base = statistics.median(lat["plain"])
+    for n, v in lat.items():
+        med = statistics.median(v)
+        print(f"{n:6s} median {med:.3f} ms  p99 {sorted(v)[int(len(v) * 0.99) - 1]:.3f} ms  "
+              f"(+{med - base:.3f} ms vs plain)")
+    print(f"calls {calls} each, load {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
