@@ -117,14 +117,13 @@ impl Runtime {
         // Mounted servers' requests to the client (`mcp.sample`, `mcp.elicit`) obey it too.
         let relay_policy = Arc::new(policy.clone());
         let registry = Arc::new(Registry::new());
-        // Station 4: a denied tool is not shown (tools/list, `toolgate tools`, search_tool);
-        // a call by name still reaches the dispatcher, which answers with the denial.
+        // Station 4: a tool denied to every caller is not shown (tools/list, `toolgate
+        // tools`, search_tool); one denied only to some callers (a rule with a condition)
+        // is left out per session by the front end. A call by name still reaches the
+        // dispatcher, which answers with the denial.
         let visible = policy.clone();
         registry.set_visibility(Arc::new(move |tool: &dyn toolgate_core::DynTool| {
-            visible
-                .decide(&tool.spec().name, &tool.meta().action)
-                .decision
-                != toolgate_core::Decision::Deny
+            !visible.denies_everyone(&tool.spec().name, &tool.meta().action)
         }));
         let mut builtins = toolgate_fs::builtin_fs_tools_with(
             Arc::clone(&roots),
