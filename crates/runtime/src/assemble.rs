@@ -125,6 +125,17 @@ impl Runtime {
         registry.set_visibility(Arc::new(move |tool: &dyn toolgate_core::DynTool| {
             !visible.denies_everyone(&tool.spec().name, &tool.meta().action)
         }));
+        if policy.has_conditions() {
+            let visible = policy.clone();
+            registry.set_caller_visibility(Arc::new(
+                move |tool: &dyn toolgate_core::DynTool, caller| {
+                    visible
+                        .decide_for(&tool.spec().name, &tool.meta().action, caller)
+                        .decision
+                        != toolgate_core::Decision::Deny
+                },
+            ));
+        }
         let mut builtins = toolgate_fs::builtin_fs_tools_with(
             Arc::clone(&roots),
             toolgate_fs::FsLimits {
