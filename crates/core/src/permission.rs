@@ -294,6 +294,30 @@ impl Policy {
         self
     }
 
+    /// Makes `registry`'s lists follow this policy (station 4, "filter is part of
+    /// visibility"): a tool denied to every caller leaves every snapshot's list, one denied
+    /// only to some callers (a rule with a condition) leaves those callers' lists. A call by
+    /// name still reaches the dispatcher, which answers with the denial.
+    pub fn filter_lists_of(&self, registry: &crate::registry::Registry) {
+        let everyone = self.clone();
+        registry.set_visibility(std::sync::Arc::new(
+            move |tool: &dyn crate::tool::DynTool| {
+                !everyone.denies_everyone(&tool.spec().name, &tool.meta().action)
+            },
+        ));
+        if self.has_conditions() {
+            let per_caller = self.clone();
+            registry.set_caller_visibility(std::sync::Arc::new(
+                move |tool: &dyn crate::tool::DynTool, caller: Option<&Identity>| {
+                    per_caller
+                        .decide_for(&tool.spec().name, &tool.meta().action, caller)
+                        .decision
+                        != Decision::Deny
+                },
+            ));
+        }
+    }
+
     /// Decides a call of `tool`, whose permission action is `action`, by a caller without
     /// an identity (stdio, the command line): see [`Policy::decide_for`].
     pub fn decide(&self, tool: &str, action: &str) -> Verdict {

@@ -117,25 +117,8 @@ impl Runtime {
         // Mounted servers' requests to the client (`mcp.sample`, `mcp.elicit`) obey it too.
         let relay_policy = Arc::new(policy.clone());
         let registry = Arc::new(Registry::new());
-        // Station 4: a tool denied to every caller is not shown (tools/list, `toolgate
-        // tools`, search_tool); one denied only to some callers (a rule with a condition)
-        // is left out per session by the front end. A call by name still reaches the
-        // dispatcher, which answers with the denial.
-        let visible = policy.clone();
-        registry.set_visibility(Arc::new(move |tool: &dyn toolgate_core::DynTool| {
-            !visible.denies_everyone(&tool.spec().name, &tool.meta().action)
-        }));
-        if policy.has_conditions() {
-            let visible = policy.clone();
-            registry.set_caller_visibility(Arc::new(
-                move |tool: &dyn toolgate_core::DynTool, caller| {
-                    visible
-                        .decide_for(&tool.spec().name, &tool.meta().action, caller)
-                        .decision
-                        != toolgate_core::Decision::Deny
-                },
-            ));
-        }
+        // Station 4: denied tools leave the lists (per session for conditional rules).
+        policy.filter_lists_of(&registry);
         let mut builtins = toolgate_fs::builtin_fs_tools_with(
             Arc::clone(&roots),
             toolgate_fs::FsLimits {
