@@ -557,6 +557,28 @@ mod tests {
     }
 
     #[test]
+    fn the_rules_of_the_docs_parse() {
+        // docs/security.md and docs/serving.md.
+        let allow = [
+            r#"run_shell if scope = "tools:shell""#.to_owned(),
+            r#"mcp__github__merge_pull_request if sub = "alice""#.to_owned(),
+        ];
+        let deny = [
+            r#"mcp__github__* unless group = "eng""#.to_owned(),
+            "shell.exec".to_owned(),
+            r#"deploy unless group = "release""#.to_owned(),
+        ];
+        let p = Policy::from_lists(&allow, &[], &deny).unwrap();
+        let shell = caller(&[], &["tools:shell"]);
+        assert_eq!(
+            p.decide_for("run_shell", "shell.exec", Some(&shell))
+                .decision,
+            Decision::Allow
+        );
+        assert_eq!(p.decide("run_shell", "shell.exec").decision, Decision::Deny);
+    }
+
+    #[test]
     fn bad_conditions_are_refused_with_the_rule_and_the_accepted_forms() {
         for bad in [
             r#"run_shell when group = "eng""#,
