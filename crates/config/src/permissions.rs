@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 /// Permission rules; each entry is a tool name, a glob (`mcp__github__*`) or an action
-/// (`fs.write`). With no rules everything is allowed.
+/// (`fs.write`), optionally followed by one condition on the caller's claims: `if` or
+/// `unless` `sub`, `iss`, `group` or `scope` `= "VALUE"`. With no rules everything is allowed.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct PermissionsConfig {

@@ -498,3 +498,26 @@ fn rate_limits_come_from_the_user_and_a_project_may_not_set_them() {
     let err = load(&opts).unwrap_err().to_string();
     assert!(err.contains("`rate_limits`"), "{err}");
 }
+
+#[test]
+fn config_show_names_the_file_of_a_rule_with_a_condition_and_shows_it_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = dir.path().join("user.toml");
+    write(
+        &user,
+        "[permissions]\ndeny = ['mcp__github__* unless group = \"eng\"']\n",
+    );
+    write(
+        &dir.path().join(".toolgate/config.toml"),
+        "[permissions]\nask = ['run_shell if scope = \"tools:shell\"']\n",
+    );
+    let loaded = load(&options(dir.path(), Some(user.clone()))).unwrap();
+    let shown = loaded.provenance();
+    let find = |key: &str| shown.iter().find(|(k, _, _)| k == key).unwrap().clone();
+    let (_, value, source) = find("permissions.deny");
+    assert_eq!(value, r#"["mcp__github__* unless group = \"eng\""]"#);
+    assert!(source.contains(&user.display().to_string()), "{source}");
+    let (_, value, source) = find("project.permissions.ask");
+    assert_eq!(value, r#"["run_shell if scope = \"tools:shell\""]"#);
+    assert!(source.ends_with("(tighten-only)"), "{source}");
+}

@@ -302,6 +302,20 @@ impl Disclosure {
         Some(registry.settled(scope).await)
     }
 
+    /// Whether `caller`'s lists and searches may show `tool` (the registry's per-caller
+    /// filter: permission rules with a condition on the caller).
+    pub fn visible_to(
+        &self,
+        tool: &dyn DynTool,
+        caller: Option<&crate::session::Identity>,
+    ) -> bool {
+        let registry = self
+            .source
+            .get()
+            .and_then(|(registry, _)| registry.upgrade());
+        registry.is_none_or(|r| r.visible_to(tool, caller))
+    }
+
     /// The view of `snapshot`, cached per generation.
     pub fn view(&self, snapshot: &Snapshot) -> Arc<View> {
         let mut cache = self.view.lock().unwrap_or_else(PoisonError::into_inner);

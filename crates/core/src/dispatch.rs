@@ -344,7 +344,7 @@ impl Dispatcher {
     ) {
         let name = call.name.as_str();
         let action = &call.tool.meta().action;
-        let verdict = self.policy.decide(name, action);
+        let verdict = self.policy.decide_for(name, action, ctx.session.identity());
         let refused = |text: String, outcome| Err((Box::new(ToolOutput::error(text)), outcome));
         let source = verdict.source.clone();
         let rule = match verdict.decision {

@@ -218,12 +218,18 @@ struct Layers {
 /// Decides whether a tool is visible (station 4, "filter is part of visibility").
 pub type Visibility = Arc<dyn Fn(&dyn DynTool) -> bool + Send + Sync>;
 
+/// Decides whether a tool is visible to one caller (`None`: a session without an
+/// identity); per-session lists apply it on top of [`Visibility`].
+pub type CallerVisibility =
+    Arc<dyn Fn(&dyn DynTool, Option<&crate::session::Identity>) -> bool + Send + Sync>;
+
 /// The layered tool registry.
 pub struct Registry {
     layers: RwLock<Layers>,
     generation: watch::Sender<u64>,
     cache: Mutex<HashMap<Scope, Arc<Snapshot>>>,
     visibility: RwLock<Option<Visibility>>,
+    caller_visibility: RwLock<Option<CallerVisibility>>,
     /// Until when a call may wait for providers that are still starting (see
     /// [`Registry::settled`]); `None`: never.
     wait_until: Mutex<Option<tokio::time::Instant>>,
@@ -253,6 +259,7 @@ impl Registry {
             generation: watch::channel(0).0,
             cache: Mutex::new(HashMap::new()),
             visibility: RwLock::new(None),
+            caller_visibility: RwLock::new(None),
             wait_until: Mutex::new(None),
         }
     }
@@ -297,6 +304,30 @@ impl Registry {
     pub fn set_visibility(&self, visible: Visibility) {
         *write(&self.visibility) = Some(visible);
         self.invalidate();
+    }
+
+    /// Hides the tools `visible` rejects for a caller from that caller's lists (`tools/list`,
+    /// `search_tool`): permission rules with a condition on the caller's claims. Snapshots
+    /// are shared by every session, so this filter is applied by each list, per session.
+    pub fn set_caller_visibility(&self, visible: CallerVisibility) {
+        *write(&self.caller_visibility) = Some(visible);
+        self.invalidate();
+    }
+
+    /// Whether `caller`'s lists may show `tool` (always, without a caller filter).
+    pub fn visible_to(
+        &self,
+        tool: &dyn DynTool,
+        caller: Option<&crate::session::Identity>,
+    ) -> bool {
+        read(&self.caller_visibility)
+            .as_ref()
+            .is_none_or(|visible| visible(tool, caller))
+    }
+
+    /// Whether some lists differ by caller (a caller filter is set).
+    pub fn filters_by_caller(&self) -> bool {
+        read(&self.caller_visibility).is_some()
     }
 
     /// Adds `provider` to `layer` (`None` = global) with `priority` (higher wins inside the

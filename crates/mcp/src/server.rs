@@ -390,11 +390,39 @@ impl ToolgateServer {
             }
             _ => base,
         };
+        let tools = self.for_caller(&snapshot, tools);
         if self.profile().shows_structured {
             Arc::new(without_output_schemas(&tools))
         } else {
             tools
         }
+    }
+
+    /// `tools` without those this session's caller is denied by a rule with a condition on
+    /// the caller. The rendered list cached in [`Shared`] serves every session, so the
+    /// per-caller cut is made on a copy, never cached.
+    fn for_caller(&self, snapshot: &Snapshot, tools: Arc<Vec<Tool>>) -> Arc<Vec<Tool>> {
+        let registry = self.shared.dispatcher.registry();
+        if !registry.filters_by_caller() {
+            return tools;
+        }
+        let caller = self.session.identity();
+        let denied: std::collections::HashSet<&str> = snapshot
+            .tools
+            .iter()
+            .filter(|(_, tool)| !registry.visible_to(tool.as_ref(), caller))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        if denied.is_empty() {
+            return tools;
+        }
+        Arc::new(
+            tools
+                .iter()
+                .filter(|tool| !denied.contains(tool.name.as_ref()))
+                .cloned()
+                .collect(),
+        )
     }
 
     fn base_tools(&self, snapshot: &Snapshot, exposed: Option<&Exposed>) -> Arc<Vec<Tool>> {

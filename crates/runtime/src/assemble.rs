@@ -117,15 +117,8 @@ impl Runtime {
         // Mounted servers' requests to the client (`mcp.sample`, `mcp.elicit`) obey it too.
         let relay_policy = Arc::new(policy.clone());
         let registry = Arc::new(Registry::new());
-        // Station 4: a denied tool is not shown (tools/list, `toolgate tools`, search_tool);
-        // a call by name still reaches the dispatcher, which answers with the denial.
-        let visible = policy.clone();
-        registry.set_visibility(Arc::new(move |tool: &dyn toolgate_core::DynTool| {
-            visible
-                .decide(&tool.spec().name, &tool.meta().action)
-                .decision
-                != toolgate_core::Decision::Deny
-        }));
+        // Station 4: denied tools leave the lists (per session for conditional rules).
+        policy.filter_lists_of(&registry);
         let mut builtins = toolgate_fs::builtin_fs_tools_with(
             Arc::clone(&roots),
             toolgate_fs::FsLimits {

@@ -135,10 +135,15 @@ impl DynTool for SearchTool {
                 .search(&args.query, limit.saturating_add(direct));
             let mut found: Vec<&Arc<dyn DynTool>> = Vec::new();
             let mut loaded: Vec<&str> = Vec::new();
+            let caller = ctx.session.identity();
             for hit in &hits {
                 let tool = &view.tools[hit.doc];
                 if found.len() == limit {
                     break;
+                }
+                // The view is shared by every session: leave out what this caller is denied.
+                if !disclosure.visible_to(tool.as_ref(), caller) {
+                    continue;
                 }
                 if view.plan.is_deferred(&tool.spec().name) {
                     found.push(tool);

@@ -314,3 +314,42 @@ async fn a_caller_over_a_rate_limit_gets_a_wait_and_the_audit_says_rate_limited(
         ]
     );
 }
+
+#[tokio::test]
+async fn a_conditional_rule_is_recorded_as_written_and_only_for_the_callers_it_applies_to() {
+    let allow = [r#"echo if group = "eng""#.to_owned()];
+    let deny = [r#"echo unless group = "eng""#.to_owned()];
+    let (d, sink) = audited(Policy::from_lists(&allow, &[], &deny).unwrap());
+    let eng = CallContext::new(Session::new(SessionInit {
+        approval: Approval::Nobody,
+        profile: None,
+        client: None,
+        identity: Some(toolgate_core::Identity {
+            subject: "alice".into(),
+            issuer: None,
+            groups: vec!["eng".into()],
+            scopes: Vec::new(),
+        }),
+    }));
+    let out = d
+        .call("echo", RawArgs::Json(json!({"text": "hi"})), eng)
+        .await;
+    assert_eq!(out.text, "hi");
+    let out = call(&d, "echo", json!({"text": "hi"})).await;
+    assert!(out.is_error);
+    let seen = sink.take();
+    assert_eq!(
+        seen[0].decision,
+        AuditDecision::Allowed {
+            rule: Some(r#"allow = ["echo if group = \"eng\""]"#.into()),
+            source: None
+        }
+    );
+    assert_eq!(
+        seen[1].decision,
+        AuditDecision::Denied {
+            rule: Some(r#"deny = ["echo unless group = \"eng\""]"#.into()),
+            source: None
+        }
+    );
+}

@@ -752,3 +752,33 @@ fn the_target_of_a_run_tool_call_is_the_tool_it_names() {
     );
     assert_eq!(target("no_such_tool", json!({})), None);
 }
+
+#[tokio::test]
+async fn search_tool_leaves_out_tools_the_caller_is_denied() {
+    let deny = [r#"notify_user unless group = "eng""#.to_owned()];
+    let policy = Policy::from_lists(&[], &[], &deny).unwrap();
+    let s = setup_with(seed_tools(), on(), policy.clone());
+    policy.filter_lists_of(&s.registry);
+    let query = json!({"query": "给用户发通知"});
+    let eng =
+        toolgate_core::CallContext::new(toolgate_core::Session::new(toolgate_core::SessionInit {
+            approval: toolgate_core::Approval::Nobody,
+            profile: None,
+            client: None,
+            identity: Some(toolgate_core::Identity {
+                subject: "alice".into(),
+                issuer: None,
+                groups: vec!["eng".into()],
+                scopes: Vec::new(),
+            }),
+        }));
+    let out = s
+        .dispatcher
+        .call(SEARCH_TOOL, RawArgs::Json(query.clone()), eng)
+        .await;
+    assert!(search_text(&out).contains("\n## notify_user\n"), "{out:?}");
+    // Without an identity the `unless` holds: the tool is denied, and not found.
+    let out = call(&s.dispatcher, SEARCH_TOOL, query).await;
+    let text = search_text(&out);
+    assert!(!text.contains("notify_user"), "{text}");
+}

@@ -363,6 +363,40 @@ async fn permission_is_checked_before_the_handler_runs() {
     assert!(tracker.started().is_empty());
 }
 
+#[tokio::test]
+async fn a_conditional_rule_decides_by_the_session_identity() {
+    let tracker = Arc::new(Tracker::default());
+    let probe = TypedTool::erased(Probe {
+        tracker: tracker.clone(),
+        concurrency: Concurrency::Mutating,
+    });
+    let deny = [r#"probe_write unless group = "eng""#.to_owned()];
+    let d = dispatcher_with(vec![probe], Policy::from_lists(&[], &[], &deny).unwrap());
+    let as_caller = |groups: &[&str]| {
+        CallContext::new(toolgate_core::Session::new(toolgate_core::SessionInit {
+            approval: toolgate_core::Approval::Nobody,
+            profile: None,
+            client: None,
+            identity: Some(toolgate_core::Identity {
+                subject: "alice".to_owned(),
+                issuer: None,
+                groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+                scopes: Vec::new(),
+            }),
+        }))
+    };
+    let args = || RawArgs::Json(json!({"id": "x"}));
+    let ops = d.call("probe_write", args(), as_caller(&["ops"])).await;
+    assert_error(&ops, &[r#"deny = ["probe_write unless group = \"eng\""]"#]);
+    // Without an identity the `unless` holds: denied too.
+    let nobody = call(&d, "probe_write", json!({"id": "y"})).await;
+    assert_error(&nobody, &["probe_write unless group"]);
+    assert!(tracker.started().is_empty());
+    let eng = d.call("probe_write", args(), as_caller(&["eng"])).await;
+    assert!(!eng.is_error, "{eng:?}");
+    assert_eq!(tracker.started().len(), 1);
+}
+
 fn probes(tracker: &Arc<Tracker>) -> Vec<Arc<dyn DynTool>> {
     vec![
         TypedTool::erased(Probe {

@@ -13,9 +13,9 @@ use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolgate_core::{RenderOptions, ToolOutput};
+use toolgate_core::{DispatchLimits, Dispatcher, Policy, RenderOptions, Scope, ToolOutput};
 use toolgate_mcp::{HttpOptions, OAuthLimits, OAuthSettings, ToolgateServer, serve_http};
-use toolgate_test_support::{FnTool, dispatcher};
+use toolgate_test_support::FnTool;
 
 const AUDIENCE: &str = "toolgate-test";
 
@@ -144,6 +144,21 @@ impl Gate {
         scopes: &[&str],
         limits: OAuthLimits,
     ) -> Self {
+        Self::start_with(issuer, token, scopes, limits, Policy::allow_all()).await
+    }
+
+    /// [`Gate::start`] under `policy`, with `deploy` beside `whoami`.
+    async fn start_with(
+        issuer: &str,
+        token: Option<&str>,
+        scopes: &[&str],
+        limits: OAuthLimits,
+        policy: Policy,
+    ) -> Self {
+        let deploy = FnTool::new("deploy")
+            .describe("Deploys.")
+            .reply(|_args, _ctx| Box::pin(async move { Ok(ToolOutput::text("deployed")) }))
+            .erased();
         let whoami = FnTool::new("whoami")
             .describe("Says who the session belongs to.")
             .reply(|_args, ctx| {
@@ -156,9 +171,15 @@ impl Gate {
                 })
             })
             .erased();
-        let registry = toolgate_test_support::registry_with(vec![whoami]);
+        let registry = toolgate_test_support::registry_with(vec![whoami, deploy]);
+        policy.filter_lists_of(&registry);
         let server = ToolgateServer::new(
-            dispatcher(registry),
+            Arc::new(Dispatcher::new(
+                registry,
+                Scope::global(),
+                policy,
+                DispatchLimits::default(),
+            )),
             RenderOptions::default(),
             String::new(),
         );
@@ -274,6 +295,38 @@ impl Gate {
         (status, who)
     }
 
+    /// The tool names `session` lists.
+    async fn tool_names(&self, token: &str, session: &str) -> Vec<String> {
+        let (status, _, reply) = self
+            .post(
+                Some(token),
+                Some(session),
+                json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}),
+            )
+            .await;
+        assert_eq!(status, 200, "{reply:?}");
+        reply.unwrap()["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// Calls `tool` on `session`: the result.
+    async fn call(&self, token: &str, session: &str, tool: &str) -> Value {
+        let (status, _, reply) = self
+            .post(
+                Some(token),
+                Some(session),
+                json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                       "params": {"name": tool, "arguments": {}}}),
+            )
+            .await;
+        assert_eq!(status, 200, "{reply:?}");
+        reply.unwrap()["result"].clone()
+    }
+
     /// The status and `WWW-Authenticate` of an `initialize` with `token`.
     async fn refused(&self, token: Option<&str>) -> (u16, String) {
         let (status, headers, _) = self
@@ -324,6 +377,40 @@ async fn a_valid_token_calls_a_tool_and_its_caller_is_the_sessions_identity() {
     // The keys were fetched once and are cached.
     gate.whoami(&token, &session).await;
     assert_eq!(issuer.jwks_fetches.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_in_different_groups_see_and_may_call_different_tools() {
+    let issuer = Issuer::start(true).await;
+    let key = SigningKey::new("k1");
+    issuer.publish(&[&key]);
+    let deny = [r#"deploy unless group = "eng""#.to_owned()];
+    let policy = Policy::from_lists(&[], &[], &deny).unwrap();
+    let gate = Gate::start_with(&issuer.url, None, &["mcp"], no_refetch_floor(), policy).await;
+    let eng = key.sign(&issuer.claims("alice"));
+    let mut ops_claims = issuer.claims("bob");
+    ops_claims["groups"] = json!(["ops"]);
+    let ops = key.sign(&ops_claims);
+    let eng_session = gate.initialize(&eng).await;
+    let ops_session = gate.initialize(&ops).await;
+    // Listed in turn on one server: the list cached for one caller must not serve the other.
+    for _ in 0..2 {
+        assert_eq!(
+            gate.tool_names(&eng, &eng_session).await,
+            ["deploy", "whoami"]
+        );
+        assert_eq!(gate.tool_names(&ops, &ops_session).await, ["whoami"]);
+    }
+    let ran = gate.call(&eng, &eng_session, "deploy").await;
+    assert_eq!(ran["isError"], json!(false), "{ran}");
+    assert_eq!(ran["content"][0]["text"], "deployed");
+    let refused = gate.call(&ops, &ops_session, "deploy").await;
+    assert_eq!(refused["isError"], json!(true), "{refused}");
+    let text = refused["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(r#"deny = ["deploy unless group = \"eng\""]"#),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
