@@ -269,7 +269,7 @@ fn new_id() -> (String, u64, u64) {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     let secs = now.as_secs();
-    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let (y, m, d) = toolgate_core::civil_from_days((secs / 86_400) as i64);
     let t = secs % 86_400;
     let salt = (u64::from(now.subsec_nanos()) ^ (u64::from(std::process::id()) << 20)) % 0x100_0000;
     (
@@ -284,30 +284,9 @@ fn new_id() -> (String, u64, u64) {
     )
 }
 
-/// Days since 1970-01-01 to a (year, month, day) date (H. Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dates_from_days() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(20_513), (2026, 3, 1));
-    }
 
     #[test]
     fn a_transcript_reads_back_with_compaction_and_a_cut_last_line() {

@@ -114,6 +114,7 @@
 #![deny(missing_docs)]
 
 mod audit;
+mod canonical;
 mod client;
 mod context;
 pub mod disclosure;
@@ -132,6 +133,7 @@ mod tool;
 mod user_dirs;
 
 pub use audit::{AskAnswer, AuditDecision, AuditOutcome, AuditRecord, AuditSink, ResultSize};
+pub use canonical::{canonical_json, civil_from_days};
 pub use client::{AskError, ClientAsk, ClientLink};
 pub use context::{CallContext, Progress, ProgressSink};
 pub use disclosure::{Disclosure, DisclosureMode, DisclosureSettings, ExposureMode};

@@ -693,7 +693,8 @@ fn declared_by(context: &RequestContext<RoleServer>) -> rmcp::model::ClientCapab
 /// URI), the arguments in a canonical form, and the caller when one is known.
 fn bound_to(method: &str, name: &str, args: &Value, session: &Session) -> Vec<u8> {
     let mut bound = format!("{method}\n{name}\n");
-    canonical(args, &mut bound);
+    // Sorted keys: the same arguments bind the same way whatever order a client sends them in.
+    toolgate_core::canonical_json(args, &mut bound);
     if let Some(identity) = session.identity() {
         bound.push('\n');
         bound.push_str(identity.issuer.as_deref().unwrap_or(""));
@@ -701,38 +702,6 @@ fn bound_to(method: &str, name: &str, args: &Value, session: &Session) -> Vec<u8
         bound.push_str(&identity.subject);
     }
     bound.into_bytes()
-}
-
-/// `value` as JSON with object keys sorted, so the same arguments bind the same way
-/// whatever order a client sends them in.
-fn canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                canonical(&map[key], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
 }
 
 impl ServerHandler for ToolgateServer {

@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use toolgate_config::{AuditConfig, ConfigError};
-use toolgate_core::{AuditDecision, AuditRecord, AuditSink};
+use toolgate_core::{AuditDecision, AuditRecord, AuditSink, canonical_json, civil_from_days};
 
 /// The audit log: an [`AuditSink`] that writes JSON lines to a rotated file or stdout.
 #[derive(Debug)]
@@ -275,40 +275,9 @@ struct Line<'a> {
 /// SHA-256, in hex, of `args` as canonical JSON.
 pub fn digest(args: &Value) -> String {
     let mut text = String::new();
-    canonical(args, &mut text);
+    canonical_json(args, &mut text);
     let hash = Sha256::digest(text.as_bytes());
     hash.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// `value` as compact JSON with every object's keys sorted, whatever order it was built in.
-fn canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                canonical(&map[key], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
 }
 
 /// `2026-12-03T00:51:07.123Z`: RFC 3339 in UTC, milliseconds.
@@ -326,20 +295,6 @@ fn rfc3339(time: SystemTime) -> String {
         t % 60,
         since.subsec_millis()
     )
-}
-
-/// Days since 1970-01-01 to a (year, month, day) date (H. Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 #[cfg(test)]
@@ -366,7 +321,7 @@ mod tests {
         assert_eq!(digest(&a), digest(&b));
         assert_ne!(digest(&a), digest(&json!({"b": 2})));
         let mut text = String::new();
-        canonical(&a, &mut text);
+        canonical_json(&a, &mut text);
         assert_eq!(text, r#"{"a":{"x":null,"y":[1,"x"]},"b":1}"#);
         assert_eq!(digest(&a).len(), 64);
     }
