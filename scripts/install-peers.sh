@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the real MCP peers the interop tests talk to, into .cache/peers (idempotent):
-#   - Python: the `mcp` SDK (2.3.x) and pytest, in a virtualenv
+#   - Python: the `mcp` SDK (2.3.x), pytest and opentelemetry-proto, in a virtualenv
 #   - npm: Node 22 (the `node@22` package; the Inspector needs Node >= 22.19),
 #     @modelcontextprotocol/inspector 2.x,
 #     @modelcontextprotocol/server-filesystem (benchmark anchor, gateway tests),
@@ -18,8 +18,11 @@ if [ ! -x "$PEERS/venv/bin/python" ]; then
 fi
 if ! "$PEERS/venv/bin/python" -c '
 import importlib.metadata as m, mcp, pytest, httpx, anyio, jsonschema
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 assert m.version("mcp").startswith("2.3."), m.version("mcp")' 2>/dev/null; then
-  "$PEERS/venv/bin/pip" install --quiet --disable-pip-version-check 'mcp>=2.3,<2.4' 'pytest>=8' httpx
+  # opentelemetry-proto: the OTLP messages the telemetry test's receiver decodes.
+  "$PEERS/venv/bin/pip" install --quiet --disable-pip-version-check 'mcp>=2.3,<2.4' 'pytest>=8' httpx \
+    'opentelemetry-proto>=1.30'
 fi
 
 if [ ! -f "$PEERS/npm/.installed-v2" ] || [ ! -x "$PEERS/npm/node_modules/node/bin/node" ] ||
