@@ -418,11 +418,24 @@ impl ToolgateServer {
         if denied.is_empty() {
             return tools;
         }
+        // search_tool's catalog names deferred tools too: this caller's leaves them out.
+        let search = self
+            .disclosure
+            .as_ref()
+            .and_then(|d| d.search_tool_without(snapshot, &denied))
+            .and_then(|tool| {
+                mcp_tools(std::iter::once(tool.as_ref()), &self.shared.render)
+                    .into_iter()
+                    .next()
+            });
         Arc::new(
             tools
                 .iter()
                 .filter(|tool| !denied.contains(tool.name.as_ref()))
-                .cloned()
+                .map(|tool| match &search {
+                    Some(search) if tool.name == search.name => search.clone(),
+                    _ => tool.clone(),
+                })
                 .collect(),
         )
     }
