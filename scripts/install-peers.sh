@@ -60,3 +60,14 @@ if ! command -v prometheus >/dev/null; then
   $SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
 fi
 command -v prometheus >/dev/null
+
+# A real Redis (Debian's package) holds the catalog cache shared by replicas
+# (`[mcp] catalog_store`) in tests/interop/python/test_catalog_store.py.
+if ! command -v redis-server >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server >/dev/null ||
+    { $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server >/dev/null; }
+  # The package starts a system service on :6379; the test runs its own on a free port.
+  $SUDO systemctl disable --now redis-server >/dev/null 2>&1 || true
+fi
+command -v redis-server >/dev/null
