@@ -1,6 +1,7 @@
 //! Streamable HTTP transport at `/mcp`: loopback by default, Host and Origin validated
 //! (DNS-rebinding protection), a static bearer token and/or OAuth access tokens checked at
-//! the door ([`door`], [`oauth`]), the protected-resource metadata at its well-known paths.
+//! the door ([`door`], [`oauth`]), the protected-resource metadata at its well-known paths,
+//! and an unauthenticated health check for load balancers ([`HEALTH_PATH`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,6 +21,10 @@ mod oauth;
 mod sessions;
 
 pub use oauth::{OAuthConfigError, OAuthLimits, OAuthSettings};
+
+/// Where a load balancer checks a replica: `200 ok` without a token, outside `/mcp`'s
+/// Host check, whatever the auth settings.
+pub const HEALTH_PATH: &str = "/healthz";
 
 /// Default cap on live HTTP sessions (each holds about 61 KB until it ends).
 pub const DEFAULT_MAX_SESSIONS: usize = 256;
@@ -134,7 +139,10 @@ pub fn http_router(
             },
         ));
     }
-    // Added after the layer: the metadata is public, it tells a client where to log in.
+    // Added after the layer, so public: the health check says only that the process serves
+    // (a load balancer probes it without a token), the metadata tells a client where to
+    // log in.
+    router = router.route(HEALTH_PATH, axum::routing::get(|| async { "ok\n" }));
     let metadata = move |headers: HeaderMap| {
         let door = Arc::clone(&door);
         async move {

@@ -190,3 +190,6 @@ mod disclosure;
 
 #[path = "all/oauth.rs"]
 mod oauth;
+
+#[path = "all/healthz.rs"]
+mod healthz;
