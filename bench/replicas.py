@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import csv
 import io
+import json
 import os
 import re
 import shutil
@@ -267,8 +268,6 @@ def tool_call(session: int, i: int) -> tuple[str, dict]:
 
 def rpc_message(text: str, content_type: str) -> dict | None:
     """The JSON-RPC reply in a response body, JSON or SSE."""
-    import json
-
     if "text/event-stream" in content_type:
         for line in text.splitlines():
             if line.startswith("data:") and line[5:].strip():
@@ -287,10 +286,11 @@ class Report:
     ok: int = 0
     failed: dict[str, int] = field(default_factory=dict)  # how, e.g. "http 404"
     unexpected: list[str] = field(default_factory=list)  # failures not explained by the kill
+    strays: list[str] = field(default_factory=list)  # ok calls served off their session's replica
     hung: int = 0
     latencies_ms: list[float] = field(default_factory=list)  # of ok calls
     reinitialized: int = 0  # sessions opened again after a failure
-    hit: int = 0  # sessions whose call failed because their replica was killed
+    hit: int = 0  # sessions whose call failed because their replica was killed, calls left
     recovered: int = 0  # of those, ones that made an ok call afterwards
     sessions_by_replica: dict[str, int] = field(default_factory=dict)  # first initialize
     killed: str | None = None
@@ -320,6 +320,8 @@ class Report:
             )
         if self.unexpected:
             lines.append(f"UNEXPECTED failures ({len(self.unexpected)}): {self.unexpected[:5]}")
+        if self.strays:
+            lines.append(f"CALLS OFF THEIR SESSION'S REPLICA ({len(self.strays)}): {self.strays[:5]}")
         return "\n".join(lines)
 
 
@@ -361,10 +363,14 @@ async def initialize(client, url: str, token: str, name: str) -> tuple[dict, str
     return h, r.headers.get("x-toolgate-replica") or "?"
 
 
-async def call(client, url: str, headers: dict, n: int, tool: str, args: dict) -> None:
+async def call(client, url: str, headers: dict, n: int, tool: str, args: dict,
+               meta: dict | None = None) -> str:
+    """One tools/call: the replica that answered it."""
+    params = {"name": tool, "arguments": args}
+    if meta:
+        params["_meta"] = meta
     r = await post(client, url, headers, {
-        "jsonrpc": "2.0", "id": n, "method": "tools/call",
-        "params": {"name": tool, "arguments": args}})
+        "jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params})
     if r.status_code != 200:
         raise Failed(f"http {r.status_code}", r.text[:200])
     msg = rpc_message(r.text, r.headers.get("content-type", ""))
@@ -374,6 +380,19 @@ async def call(client, url: str, headers: dict, n: int, tool: str, args: dict) -
         raise Failed("json-rpc error", str(msg["error"])[:200])
     if msg["result"].get("isError"):
         raise Failed("tool error", str(msg["result"])[:300])
+    return r.headers.get("x-toolgate-replica") or "?"
+
+
+async def stateless_call(client, url: str, token: str, n: int, tool: str, args: dict) -> str:
+    """One tools/call in the stateless protocol (2026-07-28: no session, the client named in
+    `_meta`): the replica that answered it."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "stateless", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+         "Authorization": f"Bearer {token}", "MCP-Protocol-Version": "2026-07-28",
+         "Mcp-Method": "tools/call", "Mcp-Name": tool}
+    return await call(client, url, h, n, tool, args, meta)
 
 
 async def run_load(
@@ -413,8 +432,10 @@ async def run_load(
                                 report.reinitialized += 1
                             needs_init = False
                             start = time.perf_counter()
-                        await call(client, cluster.url, headers, i + 1, tool, args)
+                        answered_by = await call(client, cluster.url, headers, i + 1, tool, args)
                     report.ok += 1
+                    if answered_by != replica:
+                        report.strays.append(f"session {s} opened on {replica}, {tool} answered by {answered_by}")
                     report.latencies_ms.append((time.perf_counter() - start) * 1000)
                     if reinits and held_by_killed:
                         report.recovered += 1
@@ -427,7 +448,8 @@ async def run_load(
                     # A failure is explained only by the kill: on the killed replica's session,
                     # or while opening a session when the only replica is dead.
                     if kill and dead.is_set() and (replica == kill or needs_init):
-                        if replica == kill and not held_by_killed:
+                        # (A session whose last call failed has nothing left to recover.)
+                        if replica == kill and not held_by_killed and i < calls - 1:
                             held_by_killed = True
                             report.hit += 1
                     else:
@@ -474,7 +496,7 @@ def main() -> int:
           f"{', one replica killed halfway' if a.kill_one else ''}; {a.bin}")
     print(report.summary())
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    bad = report.hung or report.unexpected or problems
+    bad = report.hung or report.unexpected or report.strays or problems
     if problems:
         print("PROBLEMS:", *problems, sep="\n  ")
     return 1 if bad else 0

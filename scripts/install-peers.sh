@@ -7,6 +7,7 @@
 #     @modelcontextprotocol/server-everything (gateway tests: stdio and streamableHttp)
 #   - npm, pinned, in .cache/peers/clients: the real agent CLIs the last-hop tests drive
 #     (tests/interop/clients): @anthropic-ai/claude-code and @openai/codex
+#   - Debian packages: prometheus (test_metrics.py), haproxy (test_replicas.py)
 # (The conformance suite, pinned, comes with scripts/install-oauth-peers.sh.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,3 +58,14 @@ if ! command -v prometheus >/dev/null; then
   $SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
 fi
 command -v prometheus >/dev/null
+
+# A real load balancer (Debian's HAProxy) in front of several `serve --http` replicas, with
+# deploy/haproxy.cfg: tests/interop/python/test_replicas.py and bench/replicas.py.
+if ! command -v haproxy >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends haproxy >/dev/null ||
+    { $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends haproxy >/dev/null; }
+  # The package starts a system service with its own config; the tests run their own.
+  $SUDO systemctl disable --now haproxy >/dev/null 2>&1 || true
+fi
+command -v haproxy >/dev/null

@@ -191,5 +191,5 @@ mod disclosure;
 #[path = "all/oauth.rs"]
 mod oauth;
 
-#[path = "all/healthz.rs"]
-mod healthz;
+#[path = "all/balancer.rs"]
+mod balancer;

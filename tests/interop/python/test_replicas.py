@@ -1,0 +1,90 @@
+"""Three `serve --http` replicas behind a real HAProxy (Debian's package, installed by
+scripts/install-peers.sh) running deploy/haproxy.cfg: sessions stick to the replica that
+opened them, and when one replica is SIGKILLed mid-run every call is still answered or fails
+at once, and the sessions it held initialize again on a live replica and go on.
+
+The harness is bench/replicas.py's, at a small scale (20 sessions x 10 calls)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+from pathlib import Path
+
+import httpx
+from conftest import REPO, toolgate_bin
+
+sys.path.insert(0, str(REPO / "bench"))
+from replicas import Cluster, make_project, run_load, stateless_call  # noqa: E402
+
+TOKEN = "tg-replicas-token-7d1e"
+SESSIONS, CALLS = 20, 10
+KILLED = "toolgate-2"
+# A call unanswered this long hangs. HAProxy's own timeouts (connect 2 s, server 1 m) answer
+# long before: the guard is for a loaded CI machine, not a measurement.
+HANG_GUARD = 120.0
+# What a client may see when its session's replica dies: a live replica's `404 Session not
+# found` (HAProxy sent the request elsewhere), the balancer's 502/503, or the stream cut.
+CLEAN = {"http 404", "http 502", "http 503", "connection cut"}
+
+
+def start_cluster(tmp_path: Path) -> Cluster:
+    assert shutil.which("haproxy"), "haproxy is not installed: run scripts/install-peers.sh"
+    cluster = Cluster(toolgate_bin(), 3, tmp_path, make_project(tmp_path), TOKEN)
+    try:
+        cluster.start()
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+def test_sessions_stick_spread_and_survive_a_killed_replica(tmp_path: Path) -> None:
+    cluster = start_cluster(tmp_path)
+    try:
+        report = asyncio.run(run_load(cluster, SESSIONS, CALLS, KILLED, HANG_GUARD))
+        print(report.summary())
+        assert report.hung == 0, report.summary()
+        assert report.ok + report.cleanly_failed == SESSIONS * CALLS, report.summary()
+        assert not report.unexpected, report.summary()
+        assert set(report.failed) <= CLEAN, report.summary()
+        # Stickiness: every ok call was answered by the replica that opened its session.
+        assert not report.strays, report.summary()
+        # Round robin spread the sessions over all three.
+        assert sorted(report.sessions_by_replica) == ["toolgate-1", "toolgate-2", "toolgate-3"]
+        # The killed replica's sessions noticed and went on elsewhere.
+        assert report.hit > 0, report.summary()
+        assert report.recovered == report.hit, report.summary()
+        # The live replicas say so too: each opened its first sessions, and the sessions
+        # opened again after the kill came to them.
+        live = [r.name for r in cluster.replicas if r.name != KILLED]
+        opened = {name: cluster.metric(name, "toolgate_sessions_opened_total") for name in live}
+        for name in live:
+            assert opened[name] >= report.sessions_by_replica[name], opened
+        assert sum(opened.values()) == (
+            sum(report.sessions_by_replica[n] for n in live) + report.reinitialized
+        ), (opened, report.summary())
+        cluster.wait_until(lambda s: s[KILLED] == "DOWN", f"{KILLED} DOWN")
+    finally:
+        problems = cluster.stop()
+    assert not problems, problems
+
+
+def test_stateless_requests_go_to_any_replica(tmp_path: Path) -> None:
+    """Requests of the 2026-07-28 protocol carry no session: round robin spreads them."""
+    cluster = start_cluster(tmp_path)
+
+    async def calls() -> list[str]:
+        async with httpx.AsyncClient(timeout=HANG_GUARD) as client:
+            return [
+                await stateless_call(client, cluster.url, TOKEN, n, "read_file", {"path": "README.md"})
+                for n in range(6)
+            ]
+
+    try:
+        answered_by = asyncio.run(calls())
+    finally:
+        problems = cluster.stop()
+    assert sorted(set(answered_by)) == ["toolgate-1", "toolgate-2", "toolgate-3"], answered_by
+    assert not problems, problems
