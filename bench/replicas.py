@@ -285,10 +285,12 @@ def rpc_message(text: str, content_type: str) -> dict | None:
 class Report:
     ok: int = 0
     failed: dict[str, int] = field(default_factory=dict)  # how, e.g. "http 404"
+    examples: dict[str, str] = field(default_factory=dict)  # how: the first such failure
     unexpected: list[str] = field(default_factory=list)  # failures not explained by the kill
     strays: list[str] = field(default_factory=list)  # ok calls served off their session's replica
     hung: int = 0
     latencies_ms: list[float] = field(default_factory=list)  # of ok calls
+    failed_ms: list[float] = field(default_factory=list)  # of cleanly failed calls
     reinitialized: int = 0  # sessions opened again after a failure
     hit: int = 0  # sessions whose call failed because their replica was killed, calls left
     recovered: int = 0  # of those, ones that made an ok call afterwards
@@ -310,6 +312,11 @@ class Report:
             f"latency of ok calls: p50 {pct(0.5):.1f} ms, p99 {pct(0.99):.1f} ms"
             + (f", mean {statistics.mean(lat):.1f} ms" if lat else ""),
             f"throughput {total / self.wall_s:.0f} calls/s over {self.wall_s:.1f} s",
+            *(
+                [f"cleanly failed calls took p50 {statistics.median(self.failed_ms):.1f} ms, "
+                 f"max {max(self.failed_ms):.1f} ms"]
+                if self.failed_ms else []
+            ),
             f"sessions per replica at start: {dict(sorted(self.sessions_by_replica.items()))}",
         ]
         if self.killed:
@@ -318,6 +325,8 @@ class Report:
                 f"{self.recovered} of them initialized again and made ok calls after "
                 f"({self.reinitialized} initializations again in all)"
             )
+        for how, example in sorted(self.examples.items()):
+            lines.append(f"  first {how}: {example[:300]}")
         if self.unexpected:
             lines.append(f"UNEXPECTED failures ({len(self.unexpected)}): {self.unexpected[:5]}")
         if self.strays:
@@ -333,20 +342,107 @@ class Failed(Exception):
         self.how = how
 
 
-async def post(client: httpx.AsyncClient, url: str, headers: dict, body: dict) -> httpx.Response:
-    try:
-        return await client.post(url, headers=headers, json=body)
-    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as e:
-        raise Failed("connection cut", repr(e)) from e
-    except httpx.ConnectError as e:
-        raise Failed("connect error", repr(e)) from e
+@dataclass
+class Response:
+    status_code: int
+    headers: dict[str, str]  # names in lower case
+    text: str
 
 
-async def initialize(client, url: str, token: str, name: str) -> tuple[dict, str]:
+class Conn:
+    """One keep-alive HTTP/1.1 connection to the balancer, the least a request can cost in
+    Python: with httpx, the client's own CPU time per request was what the first figures
+    measured (the load generator at 90 % of a core, toolgate at 12 %)."""
+
+    def __init__(self, url: str):
+        m = re.fullmatch(r"http://([^/:]+):(\d+)(/.*)", url)
+        assert m, url
+        self.host, self.port, self.path = m.group(1), int(m.group(2)), m.group(3)
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def _send(self, request: bytes) -> bytes:
+        """Writes `request` (connecting first if need be); the response's status line."""
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        self.writer.write(request)
+        await self.writer.drain()
+        assert self.reader
+        return await self.reader.readline()
+
+    def close(self) -> None:
+        if self.writer:
+            self.writer.close()
+        self.reader = self.writer = None
+
+    async def post(self, headers: dict, body: dict) -> Response:
+        try:
+            return await self._post(headers, json.dumps(body).encode())
+        except ConnectionRefusedError as e:
+            self.close()
+            raise Failed("connect error", repr(e)) from e
+        except (ConnectionError, asyncio.IncompleteReadError) as e:
+            self.close()
+            raise Failed("connection cut", repr(e)) from e
+        except BaseException:
+            self.close()  # a timeout mid-answer leaves the connection unusable
+            raise
+
+    async def _post(self, headers: dict, body: bytes) -> Response:
+        head = f"POST {self.path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+        head += "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        head += f"Content-Length: {len(body)}\r\n\r\n"
+        request = head.encode() + body
+        reused = self.writer is not None
+        try:
+            status_line = await self._send(request)
+        except ConnectionError:
+            if not reused:
+                raise
+            status_line = b""
+        if not status_line and reused:
+            # The balancer closed the idle keep-alive connection (it does so to connections
+            # it had tied to a replica marked down): send again on a new one, as every HTTP
+            # client does. Nothing had reached a replica, or it would have answered 502.
+            self.close()
+            status_line = await self._send(request)
+        if not status_line:
+            raise ConnectionResetError("closed before the status line")
+        reader = self.reader
+        assert reader
+        status = int(status_line.split()[1])
+        got: dict[str, str] = {}
+        while (line := await reader.readline()) not in (b"\r\n", b"\n", b""):
+            name, _, value = line.decode("latin-1").partition(":")
+            got[name.strip().lower()] = value.strip()
+        if got.get("transfer-encoding", "").lower() == "chunked":
+            parts = []
+            while True:
+                size_line = await reader.readline()
+                if not size_line:
+                    raise ConnectionResetError("the stream ended mid-answer")
+                size = int(size_line.split(b";")[0], 16)
+                if size == 0:
+                    break
+                parts.append(await reader.readexactly(size))
+                await reader.readexactly(2)
+            await reader.readline()  # the blank line after the last chunk
+            data = b"".join(parts)
+        elif "content-length" in got:
+            data = await reader.readexactly(int(got["content-length"]))
+        else:
+            data = await reader.read()
+            got["connection"] = "close"
+        if got.get("connection", "").lower() == "close":
+            self.close()
+        return Response(status, got, data.decode(errors="replace"))
+
+
+async def initialize(conn: Conn, token: str, name: str) -> tuple[dict, str]:
     """Opens a session through the balancer: its request headers and the replica holding it."""
     h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
          "Authorization": f"Bearer {token}"}
-    r = await post(client, url, h, {
+    r = await conn.post(h, {
         "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": PROTOCOL, "capabilities": {},
                    "clientInfo": {"name": name, "version": "0"}}})
@@ -357,19 +453,19 @@ async def initialize(client, url: str, token: str, name: str) -> tuple[dict, str
         raise Failed("bad initialize", r.text[:200])
     h["Mcp-Session-Id"] = r.headers["mcp-session-id"]
     h["MCP-Protocol-Version"] = PROTOCOL
-    r = await post(client, url, h, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    r = await conn.post(h, {"jsonrpc": "2.0", "method": "notifications/initialized"})
     if r.status_code != 202:
         raise Failed(f"http {r.status_code}", r.text[:200])
     return h, r.headers.get("x-toolgate-replica") or "?"
 
 
-async def call(client, url: str, headers: dict, n: int, tool: str, args: dict,
+async def call(conn: Conn, headers: dict, n: int, tool: str, args: dict,
                meta: dict | None = None) -> str:
     """One tools/call: the replica that answered it."""
     params = {"name": tool, "arguments": args}
     if meta:
         params["_meta"] = meta
-    r = await post(client, url, headers, {
+    r = await conn.post(headers, {
         "jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params})
     if r.status_code != 200:
         raise Failed(f"http {r.status_code}", r.text[:200])
@@ -383,7 +479,7 @@ async def call(client, url: str, headers: dict, n: int, tool: str, args: dict,
     return r.headers.get("x-toolgate-replica") or "?"
 
 
-async def stateless_call(client, url: str, token: str, n: int, tool: str, args: dict) -> str:
+async def stateless_call(conn: Conn, token: str, n: int, tool: str, args: dict) -> str:
     """One tools/call in the stateless protocol (2026-07-28: no session, the client named in
     `_meta`): the replica that answered it."""
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -392,7 +488,7 @@ async def stateless_call(client, url: str, token: str, n: int, tool: str, args: 
     h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
          "Authorization": f"Bearer {token}", "MCP-Protocol-Version": "2026-07-28",
          "Mcp-Method": "tools/call", "Mcp-Name": tool}
-    return await call(client, url, h, n, tool, args, meta)
+    return await call(conn, h, n, tool, args, meta)
 
 
 async def run_load(
@@ -404,67 +500,66 @@ async def run_load(
     done = 0
     half = asyncio.Event()
     dead = asyncio.Event()  # set once the replica is killed
-    limits = httpx.Limits(max_connections=sessions + 10, max_keepalive_connections=sessions + 10)
-    # The per-call timeout is ours (asyncio); httpx's own stays out of the way.
-    async with httpx.AsyncClient(timeout=None, limits=limits) as client:
 
-        async def killer() -> None:
-            await half.wait()
-            cluster.kill(kill)
-            dead.set()
+    async def killer() -> None:
+        await half.wait()
+        cluster.kill(kill)
+        dead.set()
 
-        async def session(s: int) -> None:
-            nonlocal done
-            headers, replica, held_by_killed = None, None, False
-            needs_init, reinits = True, 0
-            for i in range(calls):
-                tool, args = tool_call(s, i)
-                start = time.perf_counter()
-                try:
-                    async with asyncio.timeout(timeout):
-                        if needs_init:
-                            headers, replica = await initialize(
-                                client, cluster.url, cluster.token, f"load-{s}")
-                            if reinits == 0:
-                                report.sessions_by_replica[replica] = (
-                                    report.sessions_by_replica.get(replica, 0) + 1)
-                            else:
-                                report.reinitialized += 1
-                            needs_init = False
-                            start = time.perf_counter()
-                        answered_by = await call(client, cluster.url, headers, i + 1, tool, args)
-                    report.ok += 1
-                    if answered_by != replica:
-                        report.strays.append(f"session {s} opened on {replica}, {tool} answered by {answered_by}")
-                    report.latencies_ms.append((time.perf_counter() - start) * 1000)
-                    if reinits and held_by_killed:
-                        report.recovered += 1
-                        held_by_killed = False
-                except TimeoutError:
-                    report.hung += 1
-                    needs_init, reinits = True, reinits + 1
-                except Failed as f:
-                    report.failed[f.how] = report.failed.get(f.how, 0) + 1
-                    # A failure is explained only by the kill: on the killed replica's session,
-                    # or while opening a session when the only replica is dead.
-                    if kill and dead.is_set() and (replica == kill or needs_init):
-                        # (A session whose last call failed has nothing left to recover.)
-                        if replica == kill and not held_by_killed and i < calls - 1:
-                            held_by_killed = True
-                            report.hit += 1
-                    else:
-                        report.unexpected.append(f"session {s} on {replica}, {tool}: {f}")
-                    needs_init, reinits = True, reinits + 1
-                done += 1
-                if done * 2 >= total:
-                    half.set()
+    async def session(s: int) -> None:
+        nonlocal done
+        conn = Conn(cluster.url)  # the session's connection, opened by its first request
+        headers, replica, held_by_killed = None, None, False
+        needs_init, reinits = True, 0
+        for i in range(calls):
+            tool, args = tool_call(s, i)
+            start = time.perf_counter()
+            try:
+                async with asyncio.timeout(timeout):
+                    if needs_init:
+                        headers, replica = await initialize(conn, cluster.token, f"load-{s}")
+                        if reinits == 0:
+                            report.sessions_by_replica[replica] = (
+                                report.sessions_by_replica.get(replica, 0) + 1)
+                        else:
+                            report.reinitialized += 1
+                        needs_init = False
+                        start = time.perf_counter()
+                    answered_by = await call(conn, headers, i + 1, tool, args)
+                report.ok += 1
+                if answered_by != replica:
+                    report.strays.append(f"session {s} opened on {replica}, {tool} answered by {answered_by}")
+                report.latencies_ms.append((time.perf_counter() - start) * 1000)
+                if reinits and held_by_killed:
+                    report.recovered += 1
+                    held_by_killed = False
+            except TimeoutError:
+                report.hung += 1
+                needs_init, reinits = True, reinits + 1
+            except Failed as f:
+                report.failed[f.how] = report.failed.get(f.how, 0) + 1
+                report.failed_ms.append((time.perf_counter() - start) * 1000)
+                report.examples.setdefault(f.how, f"{tool} on {replica}: {f}")
+                # A failure is explained only by the kill: on the killed replica's session,
+                # or while opening a session when the only replica is dead.
+                if kill and dead.is_set() and (replica == kill or needs_init):
+                    # (A session whose last call failed has nothing left to recover.)
+                    if replica == kill and not held_by_killed and i < calls - 1:
+                        held_by_killed = True
+                        report.hit += 1
+                else:
+                    report.unexpected.append(f"session {s} on {replica}, {tool}: {f}")
+                needs_init, reinits = True, reinits + 1
+            done += 1
+            if done * 2 >= total:
+                half.set()
 
-        start = time.perf_counter()
-        kill_task = asyncio.create_task(killer()) if kill else None
-        await asyncio.gather(*(session(s) for s in range(sessions)))
-        report.wall_s = time.perf_counter() - start
-        if kill_task:
-            await kill_task
+    start = time.perf_counter()
+    kill_task = asyncio.create_task(killer()) if kill else None
+    await asyncio.gather(*(session(s) for s in range(sessions)))
+    report.wall_s = time.perf_counter() - start
+    if kill_task:
+        await kill_task
     return report
 
 

@@ -12,11 +12,10 @@ import shutil
 import sys
 from pathlib import Path
 
-import httpx
 from conftest import REPO, toolgate_bin
 
 sys.path.insert(0, str(REPO / "bench"))
-from replicas import Cluster, make_project, run_load, stateless_call  # noqa: E402
+from replicas import Cluster, Conn, make_project, run_load, stateless_call  # noqa: E402
 
 TOKEN = "tg-replicas-token-7d1e"
 SESSIONS, CALLS = 20, 10
@@ -76,11 +75,15 @@ def test_stateless_requests_go_to_any_replica(tmp_path: Path) -> None:
     cluster = start_cluster(tmp_path)
 
     async def calls() -> list[str]:
-        async with httpx.AsyncClient(timeout=HANG_GUARD) as client:
-            return [
-                await stateless_call(client, cluster.url, TOKEN, n, "read_file", {"path": "README.md"})
-                for n in range(6)
-            ]
+        conn = Conn(cluster.url)
+        try:
+            async with asyncio.timeout(HANG_GUARD):
+                return [
+                    await stateless_call(conn, TOKEN, n, "read_file", {"path": "README.md"})
+                    for n in range(6)
+                ]
+        finally:
+            conn.close()
 
     try:
         answered_by = asyncio.run(calls())
