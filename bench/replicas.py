@@ -49,6 +49,11 @@ PROTOCOL = "2025-11-25"
 PATIENCE = 60.0
 
 
+def haproxy_bin() -> str | None:
+    """HAProxy's path: Debian puts it in /usr/sbin, which a normal user's PATH may lack."""
+    return shutil.which("haproxy") or shutil.which("haproxy", path="/usr/sbin:/sbin")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -118,7 +123,7 @@ class Cluster:
     def start(self) -> None:
         for i in range(1, self.n + 1):
             self.replicas.append(self._start_replica(f"toolgate-{i}"))
-        haproxy = shutil.which("haproxy")
+        haproxy = haproxy_bin()
         if not haproxy:
             raise RuntimeError("haproxy is not installed: run scripts/install-peers.sh")
         probe = httpx.get(f"{self.replicas[0].url}/healthz", timeout=10)

@@ -61,11 +61,13 @@ command -v prometheus >/dev/null
 
 # A real load balancer (Debian's HAProxy) in front of several `serve --http` replicas, with
 # deploy/haproxy.cfg: tests/interop/python/test_replicas.py and bench/replicas.py.
-if ! command -v haproxy >/dev/null; then
+# Debian installs it in /usr/sbin, which a normal user's PATH may lack.
+haproxy_installed() { command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ]; }
+if ! haproxy_installed; then
   if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends haproxy >/dev/null ||
     { $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends haproxy >/dev/null; }
   # The package starts a system service with its own config; the tests run their own.
   $SUDO systemctl disable --now haproxy >/dev/null 2>&1 || true
 fi
-command -v haproxy >/dev/null
+haproxy_installed

@@ -8,14 +8,20 @@ The harness is bench/replicas.py's, at a small scale (20 sessions x 10 calls).""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sys
 from pathlib import Path
 
 from conftest import REPO, toolgate_bin
 
 sys.path.insert(0, str(REPO / "bench"))
-from replicas import Cluster, Conn, make_project, run_load, stateless_call  # noqa: E402
+from replicas import (  # noqa: E402
+    Cluster,
+    Conn,
+    haproxy_bin,
+    make_project,
+    run_load,
+    stateless_call,
+)
 
 TOKEN = "tg-replicas-token-7d1e"
 SESSIONS, CALLS = 20, 10
@@ -29,13 +35,16 @@ CLEAN = {"http 404", "http 502", "http 503", "connection cut"}
 
 
 def start_cluster(tmp_path: Path) -> Cluster:
-    assert shutil.which("haproxy"), "haproxy is not installed: run scripts/install-peers.sh"
+    assert haproxy_bin(), "haproxy is not installed: run scripts/install-peers.sh"
     cluster = Cluster(toolgate_bin(), 3, tmp_path, make_project(tmp_path), TOKEN)
     try:
         cluster.start()
     except BaseException:
         cluster.stop()
         raise
+    # HAProxy checks the replicas at /healthz, as deploy/haproxy.cfg says (a toolgate
+    # without it would have been checked by TCP connect).
+    assert cluster.http_check
     return cluster
 
 
