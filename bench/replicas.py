@@ -61,7 +61,7 @@ def free_port() -> int:
 
 
 def render_haproxy_cfg(
-    template: str, bind: str, replicas: list[tuple[str, str]], stats_socket: Path, http_check: bool
+    template: str, bind: str, replicas: list[tuple[str, str]], stats_socket: str, http_check: bool
 ) -> str:
     """deploy/haproxy.cfg with the harness's listener and replicas. Besides, the harness asks
     HAProxy to name the replica that answered in `X-Toolgate-Replica` (which replica holds
@@ -89,7 +89,7 @@ def render_haproxy_cfg(
             continue
         out.append(line)
         if stripped == "global":
-            out.append(f"    stats socket {stats_socket} mode 600 level admin")
+            out.append(f"    stats socket abns@{stats_socket} level admin")
     assert bound and not skipping, "deploy/haproxy.cfg lost its bind line or replicas markers"
     return "\n".join(out) + "\n"
 
@@ -131,7 +131,8 @@ class Cluster:
         if not self.http_check:
             print(f"note: {self.binary} has no /healthz; HAProxy checks replicas by TCP connect")
         port = free_port()
-        self.stats = self.workdir / "haproxy.sock"
+        # An abstract socket: a path under a test's long tmp folder may pass the 108-byte cap.
+        self.stats = f"toolgate-replicas-{os.getpid()}-{port}"
         cfg = self.workdir / "haproxy.cfg"
         cfg.write_text(
             render_haproxy_cfg(
@@ -181,7 +182,9 @@ class Cluster:
     def server_states(self) -> dict[str, str]:
         """Each replica's state as HAProxy sees it (`UP`, `DOWN`, …), from its stats socket."""
         with socket.socket(socket.AF_UNIX) as s:
-            s.connect(str(self.stats))
+            # HAProxy names an abstract socket by all 108 bytes of sun_path, zero-padded.
+            name = b"\0" + self.stats.encode()
+            s.connect(name.ljust(108, b"\0"))
             s.sendall(b"show stat\n")
             data = b""
             while chunk := s.recv(65536):
