@@ -3,7 +3,8 @@ scripts/install-peers.sh) running deploy/haproxy.cfg: sessions stick to the repl
 opened them, and when one replica is SIGKILLed mid-run every call is still answered or fails
 at once, and the sessions it held initialize again on a live replica and go on.
 
-The harness is bench/replicas.py's, at a small scale (20 sessions x 10 calls)."""
+The harness is bench/replicas.py's, at a small scale (20 sessions x 10 calls); the Python
+MCP SDK goes through the same balancer as a real client would."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ import asyncio
 import sys
 from pathlib import Path
 
-from conftest import REPO, toolgate_bin
+import anyio
+import pytest
+from conftest import REPO, http_connection, toolgate_bin
+from mcp.shared.exceptions import MCPError
 
 sys.path.insert(0, str(REPO / "bench"))
 from replicas import (  # noqa: E402
@@ -99,4 +103,37 @@ def test_stateless_requests_go_to_any_replica(tmp_path: Path) -> None:
     finally:
         problems = cluster.stop()
     assert sorted(set(answered_by)) == ["toolgate-1", "toolgate-2", "toolgate-3"], answered_by
+    assert not problems, problems
+
+
+@pytest.mark.anyio
+async def test_the_python_sdk_through_the_balancer_fails_fast_when_its_replica_dies(
+    tmp_path: Path,
+) -> None:
+    """A real client (the SDK, with its GET stream and DELETE at the end) through HAProxy;
+    when the replica holding its session is killed, its next call fails at once, and a new
+    connection gets a session on a live replica."""
+    cluster = start_cluster(tmp_path)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    try:
+        with anyio.fail_after(HANG_GUARD):
+            async with http_connection(cluster.url, "legacy", headers=auth) as client:
+                ok = await client.call_tool("read_file", {"path": "README.md"})
+                assert not ok.is_error, ok
+                holder = [
+                    r.name
+                    for r in cluster.replicas
+                    if cluster.metric(r.name, "toolgate_sessions_opened_total") == 1
+                ]
+                assert len(holder) == 1, holder
+                cluster.kill(holder[0])
+                # HAProxy sends the request to a live replica, whose 404 the SDK reports
+                # as the end of its session.
+                with pytest.raises(MCPError, match="Session terminated"):
+                    await client.call_tool("read_file", {"path": "README.md"})
+            async with http_connection(cluster.url, "legacy", headers=auth) as client:
+                ok = await client.call_tool("list_dir", {"path": "src"})
+                assert not ok.is_error, ok
+    finally:
+        problems = cluster.stop()
     assert not problems, problems
