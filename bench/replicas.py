@@ -167,7 +167,8 @@ class Cluster:
             )
         deadline = time.monotonic() + PATIENCE
         while time.monotonic() < deadline:
-            m = re.search(r"at (http://127\.0\.0\.1:\d+)/mcp", stderr_path.read_text(errors="replace"))
+            printed = stderr_path.read_text(errors="replace")
+            m = re.search(r"at (http://127\.0\.0\.1:\d+)/mcp", printed)
             if m:
                 return Replica(name, proc, m.group(1), stderr_path)
             if proc.poll() is not None:
@@ -338,7 +339,8 @@ class Report:
         if self.unexpected:
             lines.append(f"UNEXPECTED failures ({len(self.unexpected)}): {self.unexpected[:5]}")
         if self.strays:
-            lines.append(f"CALLS OFF THEIR SESSION'S REPLICA ({len(self.strays)}): {self.strays[:5]}")
+            lines.append(
+                f"CALLS OFF THEIR SESSION'S REPLICA ({len(self.strays)}): {self.strays[:5]}")
         return "\n".join(lines)
 
 
@@ -536,7 +538,8 @@ async def run_load(
                     answered_by = await call(conn, headers, i + 1, tool, args)
                 report.ok += 1
                 if answered_by != replica:
-                    report.strays.append(f"session {s} opened on {replica}, {tool} answered by {answered_by}")
+                    report.strays.append(
+                        f"session {s} opened on {replica}, {tool} answered by {answered_by}")
                 report.latencies_ms.append((time.perf_counter() - start) * 1000)
                 if reinits and held_by_killed:
                     report.recovered += 1
@@ -572,13 +575,15 @@ async def run_load(
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default=str(REPO / "target" / "debug" / "toolgate"))
     ap.add_argument("--replicas", type=int, default=3)
     ap.add_argument("--sessions", type=int, default=200)
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--kill-one", action="store_true", help="SIGKILL one replica halfway")
-    ap.add_argument("--timeout", type=float, default=30.0, help="seconds before a call counts as hung")
+    ap.add_argument("--timeout", type=float, default=30.0,
+                    help="seconds before a call counts as hung")
     ap.add_argument("--keep", action="store_true", help="keep the work folder (logs, config)")
     a = ap.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="toolgate-replicas-"))
