@@ -12,8 +12,8 @@
 //! - `budget.spill_dir`: inside the project or toolgate's own cache folder, no `..`; made
 //!   absolute (and refused at start-up if a symlink is on its way, see
 //!   `toolgate_runtime::Runtime`).
-//! - `server.http`, `server.allowed_origins`, `server.token_env`, `server.auth`: user layers
-//!   only.
+//! - `server.http`, `server.allowed_origins`, `server.allowed_hosts`, `server.token_env`,
+//!   `server.auth`: user layers only.
 //! - `[providers]` and `agent.provider`: user layers only (they decide where API keys go).
 //! - `[audit]`: user layers only (a repository must not turn the user's audit log off,
 //!   send it elsewhere, or choose a file toolgate appends to).
@@ -227,7 +227,13 @@ impl ProjectLayer {
         }
 
         if let Some(server) = table.get("server").and_then(toml::Value::as_table) {
-            for key in ["http", "allowed_origins", "token_env", "auth"] {
+            for key in [
+                "http",
+                "allowed_origins",
+                "allowed_hosts",
+                "token_env",
+                "auth",
+            ] {
                 if server.contains_key(key) {
                     return Err(refuse(
                         &format!("server.{key}"),

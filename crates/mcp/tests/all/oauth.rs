@@ -209,6 +209,7 @@ impl Gate {
             token: token.map(str::to_owned),
             oauth: Some(oauth),
             allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             insecure_no_auth: false,
             max_sessions: 16,
             metrics: None,
