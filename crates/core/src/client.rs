@@ -113,6 +113,12 @@ pub trait ClientLink: Send + Sync {
         std::ptr::from_ref(self).cast::<()>() as usize
     }
 
+    /// The caller of the session behind the link (`serve --http` with `[server.auth]`),
+    /// for permission rules with a condition on the caller; `None` by default (no identity).
+    fn caller(&self) -> Option<crate::session::Identity> {
+        None
+    }
+
     /// Whether a request sent through this link is waiting for the client's answer (a
     /// 2026-07-28 round the client has not answered yet): the call is blocked on it, so a
     /// new request of a mounted server is not this call's. `false` by default.

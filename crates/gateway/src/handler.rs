@@ -177,7 +177,10 @@ pub(crate) fn offered_to_call(
     caller: &dyn ClientLink,
     asker: &crate::relay::Asker<'_>,
 ) -> ClientCapabilities {
-    let can = |ask: ClientAsk| caller.can_ask(ask).is_ok() && asker.denied(ask).is_none();
+    let identity = caller.caller();
+    let can = |ask: ClientAsk| {
+        caller.can_ask(ask).is_ok() && asker.denied(ask, identity.as_ref()).is_none()
+    };
     let mut capabilities = offered(roots);
     let form = can(ClientAsk::FormElicitation);
     let url = can(ClientAsk::UrlElicitation);

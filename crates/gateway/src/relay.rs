@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{InputRequest, InputRequests, InputResponses};
 use serde_json::{Map, Value, json};
-use toolgate_core::{ClientAsk, ClientLink, Decision, Policy};
+use toolgate_core::{ClientAsk, ClientLink, Decision, Identity, Policy};
 
 /// The callers of the calls in flight on one connection.
 #[derive(Default)]
@@ -114,7 +114,8 @@ async fn relay_as(
     params: Value,
 ) -> Result<Value, String> {
     let elicitation = matches!(ask, ClientAsk::FormElicitation | ClientAsk::UrlElicitation);
-    if let Some(rule) = server.denied(ask) {
+    let caller = link.as_ref().ok().and_then(|l| l.caller());
+    if let Some(rule) = server.denied(ask, caller.as_ref()) {
         let why = format!("refused by the permission rule {rule}");
         return unanswered(server.name, ask, elicitation, &why);
     }
@@ -158,15 +159,17 @@ pub(crate) struct Asker<'a> {
 impl Asker<'_> {
     /// The rule that denies `ask` to this server, if one does: `mcp.sample` / `mcp.elicit`
     /// as actions, or a pattern naming the server's tools (`mcp__NAME__*`).
-    pub(crate) fn denied(&self, ask: ClientAsk) -> Option<String> {
+    /// `caller` is the identity of the session asked for (rules with a condition on the
+    /// caller).
+    pub(crate) fn denied(&self, ask: ClientAsk, caller: Option<&Identity>) -> Option<String> {
         let action = match ask {
             ClientAsk::FormElicitation | ClientAsk::UrlElicitation => "mcp.elicit",
             ClientAsk::Sampling => "mcp.sample",
             ClientAsk::Roots => return None,
         };
-        let verdict = self
-            .policy
-            .decide(&crate::naming::server_prefix(self.name), action);
+        let verdict =
+            self.policy
+                .decide_for(&crate::naming::server_prefix(self.name), action, caller);
         (verdict.decision == Decision::Deny)
             .then(|| verdict.rule.unwrap_or_else(|| format!("for `{action}`")))
     }
@@ -288,6 +291,63 @@ mod tests {
         fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
             self
         }
+    }
+
+    /// [`Link`] of a session whose caller is in `group`.
+    struct InGroup(&'static str);
+
+    impl ClientLink for InGroup {
+        fn caller(&self) -> Option<Identity> {
+            Some(Identity {
+                subject: format!("{}-user", self.0),
+                issuer: None,
+                groups: vec![self.0.to_owned()],
+                scopes: Vec::new(),
+            })
+        }
+
+        fn can_ask(&self, ask: ClientAsk) -> Result<(), &'static str> {
+            Link.can_ask(ask)
+        }
+
+        fn request(
+            &self,
+            ask: ClientAsk,
+            params: Value,
+        ) -> futures::future::BoxFuture<'static, Result<Value, toolgate_core::AskError>> {
+            Link.request(ask, params)
+        }
+
+        fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+            self
+        }
+    }
+
+    #[tokio::test]
+    async fn a_rule_with_a_condition_on_the_caller_decides_a_servers_requests_per_session() {
+        let form =
+            json!({"message": "ok?", "requestedSchema": {"type": "object", "properties": {}}});
+        let rule = [r#"mcp.elicit unless group = "eng""#.to_owned()];
+        let policy = Policy::from_lists(&[], &[], &rule).unwrap();
+        let s = Asker {
+            name: "s",
+            policy: &policy,
+        };
+        let eng: Arc<dyn ClientLink> = Arc::new(InGroup("eng"));
+        let answer = relay(Ok(eng), &s, ClientAsk::FormElicitation, form.clone())
+            .await
+            .unwrap();
+        assert_eq!(answer, json!({"action": "accept", "content": {}}));
+        let ops: Arc<dyn ClientLink> = Arc::new(InGroup("ops"));
+        let answer = relay(Ok(ops), &s, ClientAsk::FormElicitation, form.clone())
+            .await
+            .unwrap();
+        assert_eq!(answer, json!({"action": "decline"}));
+        // What a call offers the server follows the same rule.
+        let caps = crate::handler::offered_to_call(false, &InGroup("eng"), &s);
+        assert!(caps.elicitation.is_some());
+        let caps = crate::handler::offered_to_call(false, &InGroup("ops"), &s);
+        assert!(caps.elicitation.is_none());
     }
 
     #[test]

@@ -81,6 +81,18 @@ pub struct McpClient {
     /// Whether the client's requests carry their protocol version in `_meta` (2026-07-28):
     /// such a client takes no requests from the server in the middle of a call.
     stateless: AtomicBool,
+    /// The session's caller, when the transport authenticated one.
+    caller: Option<toolgate_core::Identity>,
+}
+
+impl McpClient {
+    /// The link of a session opened by `caller`.
+    pub(crate) fn for_caller(caller: Option<toolgate_core::Identity>) -> Self {
+        Self {
+            caller,
+            ..Self::default()
+        }
+    }
 }
 
 impl std::fmt::Debug for McpClient {
@@ -166,6 +178,10 @@ async fn send_log(
 }
 
 impl ClientLink for McpClient {
+    fn caller(&self) -> Option<toolgate_core::Identity> {
+        self.caller.clone()
+    }
+
     fn can_ask(&self, ask: ClientAsk) -> Result<(), &'static str> {
         let info = self
             .peer()

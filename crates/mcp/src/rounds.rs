@@ -179,6 +179,10 @@ pub(crate) fn default_key(ask: ClientAsk) -> &'static str {
 }
 
 impl ClientLink for RoundLink {
+    fn caller(&self) -> Option<toolgate_core::Identity> {
+        self.session.as_ref().and_then(|link| link.caller())
+    }
+
     fn can_ask(&self, ask: ClientAsk) -> Result<(), &'static str> {
         declares(&self.declared, ask)
             .then_some(())

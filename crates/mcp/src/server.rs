@@ -140,7 +140,7 @@ impl std::fmt::Debug for ToolgateServer {
 /// profile is chosen when the client names itself, the link is the connection's client, and
 /// the caller is the one the transport authenticated (none on stdio).
 fn open_session(identity: Option<Identity>) -> (Arc<Session>, Arc<McpClient>) {
-    let client = Arc::new(McpClient::default());
+    let client = Arc::new(McpClient::for_caller(identity.clone()));
     let session = Session::new(SessionInit {
         approval: Approval::Nobody,
         profile: None,
