@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use rmcp::model::{ArgumentInfo, CompletionContext, CompletionInfo, GetPromptResult, Prompt};
 use serde_json::Value;
 use tokio::sync::watch;
-use toolgate_core::CallContext;
+use toolgate_core::{CallContext, Identity};
 use toolgate_gateway::Gateway;
 use toolgate_mcp::{PromptArguments, PromptSource, SourceError, completion};
 
@@ -53,12 +53,16 @@ impl ServePrompts {
 
 impl PromptSource for ServePrompts {
     fn prompts(&self) -> Vec<Prompt> {
+        self.prompts_for(None)
+    }
+
+    fn prompts_for(&self, caller: Option<&Identity>) -> Vec<Prompt> {
         let mut all = self
             .skills
             .as_ref()
             .map(|s| s.prompts())
             .unwrap_or_default();
-        all.extend(self.gateway.prompts());
+        all.extend(self.gateway.prompts_for(caller));
         all
     }
 

@@ -10,7 +10,7 @@ use rmcp::model::{
     ArgumentInfo, CompletionContext, CompletionInfo, Resource, ResourceContents, ResourceTemplate,
 };
 use tokio::sync::{broadcast, watch};
-use toolgate_core::CallContext;
+use toolgate_core::{CallContext, Identity};
 use toolgate_gateway::{ForwardError, Gateway};
 use toolgate_mcp::{ResourceSource, SourceError, UpdateLease};
 
@@ -31,6 +31,14 @@ impl ResourceSource for ServeResources {
 
     fn templates(&self) -> Vec<ResourceTemplate> {
         self.gateway.resource_templates()
+    }
+
+    fn resources_for(&self, caller: Option<&Identity>) -> Vec<Resource> {
+        self.gateway.resources_for(caller)
+    }
+
+    fn templates_for(&self, caller: Option<&Identity>) -> Vec<ResourceTemplate> {
+        self.gateway.resource_templates_for(caller)
     }
 
     fn read<'a>(

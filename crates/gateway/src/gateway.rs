@@ -673,10 +673,19 @@ impl Gateway {
     /// A prompt a permission rule denies (by its name, `mcp__<server>__*`, or the action
     /// `mcp.prompt`) is left out.
     pub fn prompts(&self) -> Vec<rmcp::model::Prompt> {
+        self.prompts_for(None)
+    }
+
+    /// [`Gateway::prompts`] as `caller` may get them (rules with a condition on the
+    /// caller).
+    pub fn prompts_for(
+        &self,
+        caller: Option<&toolgate_core::Identity>,
+    ) -> Vec<rmcp::model::Prompt> {
         let mut out = Vec::new();
         for mount in self.inner.mounts().iter() {
             for (name, mut prompt) in self.inner.prompt_names(mount) {
-                if self.inner.prompt_verdict(&name, None).decision == Decision::Deny {
+                if self.inner.prompt_verdict(&name, caller).decision == Decision::Deny {
                     continue;
                 }
                 prompt.name = name;

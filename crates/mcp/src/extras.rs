@@ -15,7 +15,7 @@ use rmcp::model::{
 };
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
-use toolgate_core::CallContext;
+use toolgate_core::{CallContext, Identity};
 
 /// The arguments of one `prompts/get`: MCP prompt arguments are strings by name.
 pub type PromptArguments = BTreeMap<String, String>;
@@ -62,6 +62,13 @@ pub trait PromptSource: Send + Sync + 'static {
     /// Every prompt, in a stable order.
     fn prompts(&self) -> Vec<Prompt>;
 
+    /// The prompts `caller` may get (rules with a condition on the caller); all of them by
+    /// default.
+    fn prompts_for(&self, caller: Option<&Identity>) -> Vec<Prompt> {
+        let _ = caller;
+        self.prompts()
+    }
+
     /// Prompt `name` filled in with `arguments`. `ctx` is the request's: its cancellation,
     /// its session, and the client it may ask for input ([`CallContext::client`]).
     fn get<'a>(
@@ -99,6 +106,19 @@ pub trait ResourceSource: Send + Sync + 'static {
     /// The URI templates (RFC 6570) this source can also read.
     fn templates(&self) -> Vec<ResourceTemplate> {
         Vec::new()
+    }
+
+    /// The resources `caller` may read (rules with a condition on the caller); all of them
+    /// by default.
+    fn resources_for(&self, caller: Option<&Identity>) -> Vec<Resource> {
+        let _ = caller;
+        self.resources()
+    }
+
+    /// The templates `caller` may read; all of them by default.
+    fn templates_for(&self, caller: Option<&Identity>) -> Vec<ResourceTemplate> {
+        let _ = caller;
+        self.templates()
     }
 
     /// The contents at `uri`, a direct resource or a template instance. `ctx` is the

@@ -920,7 +920,8 @@ impl ServerHandler for ToolgateServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
         Ok(ListPromptsResult::with_all_items(
-            self.prompt_source::<ListPromptsRequestMethod>()?.prompts(),
+            self.prompt_source::<ListPromptsRequestMethod>()?
+                .prompts_for(self.session.identity()),
         ))
     }
 
@@ -940,7 +941,7 @@ impl ServerHandler for ToolgateServer {
     ) -> Result<ListResourcesResult, McpError> {
         Ok(ListResourcesResult::with_all_items(
             self.resource_source::<ListResourcesRequestMethod>()?
-                .resources(),
+                .resources_for(self.session.identity()),
         ))
     }
 
@@ -951,7 +952,7 @@ impl ServerHandler for ToolgateServer {
     ) -> Result<ListResourceTemplatesResult, McpError> {
         Ok(ListResourceTemplatesResult::with_all_items(
             self.resource_source::<ListResourceTemplatesRequestMethod>()?
-                .templates(),
+                .templates_for(self.session.identity()),
         ))
     }
 

@@ -28,9 +28,18 @@ impl Gateway {
     /// A server whose resources a permission rule denies (`mcp__<server>__*`, or the
     /// action `mcp.read`) is left out, here and in [`Gateway::resource_templates`].
     pub fn resources(&self) -> Vec<rmcp::model::Resource> {
+        self.resources_for(None)
+    }
+
+    /// [`Gateway::resources`] as `caller` may read them (rules with a condition on the
+    /// caller).
+    pub fn resources_for(
+        &self,
+        caller: Option<&toolgate_core::Identity>,
+    ) -> Vec<rmcp::model::Resource> {
         let mut seen = std::collections::HashSet::new();
         self.inner
-            .readable()
+            .readable_by(caller)
             .into_iter()
             .flat_map(|m| m.resources().resources.clone())
             .filter(|r| seen.insert(r.uri.clone()))
@@ -45,8 +54,16 @@ impl Gateway {
 
     /// Every mounted server's resource templates, in config order.
     pub fn resource_templates(&self) -> Vec<rmcp::model::ResourceTemplate> {
+        self.resource_templates_for(None)
+    }
+
+    /// [`Gateway::resource_templates`] as `caller` may read them.
+    pub fn resource_templates_for(
+        &self,
+        caller: Option<&toolgate_core::Identity>,
+    ) -> Vec<rmcp::model::ResourceTemplate> {
         self.inner
-            .readable()
+            .readable_by(caller)
             .into_iter()
             .flat_map(|m| m.resources().templates.clone())
             .collect()

@@ -267,6 +267,32 @@ async fn rules_with_a_condition_on_the_caller_decide_reads_and_prompts_by_identi
         scopes: Vec::new(),
     };
     let (eng, ops) = (caller("eng"), caller("ops"));
+    // Listed for the callers the rule lets through, not for the others.
+    let lists = |who| {
+        let uris: Vec<String> = rig
+            .gateway
+            .resources_for(who)
+            .into_iter()
+            .map(|r| r.uri)
+            .collect();
+        let prompts: Vec<String> = rig
+            .gateway
+            .prompts_for(who)
+            .into_iter()
+            .map(|p| p.name)
+            .collect();
+        let templates = rig.gateway.resource_templates_for(who);
+        (
+            uris.iter().any(|u| u.starts_with("fake://two/")),
+            prompts.iter().any(|p| p.starts_with("mcp__two__")),
+            templates
+                .iter()
+                .any(|t| t.uri_template.starts_with("fake://two/")),
+        )
+    };
+    assert_eq!(lists(Some(&eng)), (true, true, true));
+    assert_eq!(lists(Some(&ops)), (false, false, false));
+    assert_eq!(lists(None), (false, false, false));
     let read = |who| rig.gateway.read_resource_as("fake://two/small", None, who);
     assert!(read(Some(&eng)).await.is_ok());
     let refused = read(Some(&ops)).await.unwrap_err().to_string();
