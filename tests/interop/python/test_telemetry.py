@@ -181,6 +181,8 @@ async def test_spans_over_http_follow_the_callers_trace_into_mounted_servers(
         meta = {"traceparent": f"00-{META_TRACE}-{META_PARENT}-01"}
         listed = await client.call_tool("list_dir", {"path": "."}, meta=meta)
         assert not listed.is_error
+        prompt = await client.get_prompt("mcp__tstdio__trace_prompt")
+        prompt_seen = json.loads(prompt.messages[0].content.text)
 
     receiver.wait_for(
         "span of every call",
@@ -224,6 +226,15 @@ async def test_spans_over_http_follow_the_callers_trace_into_mounted_servers(
     assert failed_tool.attrs["toolgate.outcome"] == "tool_error"
     by_meta = receiver.one("tools/call list_dir", META_TRACE)
     assert by_meta.parent == META_PARENT, by_meta
+
+    # A mounted server's prompt: the same chain, without a tool span between.
+    receiver.wait_for(
+        "span of the prompt", lambda spans: any(s.name == "prompts/get trace_prompt" for s in spans)
+    )
+    asked = receiver.one("prompts/get mcp__tstdio__trace_prompt", TRACE)
+    forwarded = receiver.one("prompts/get trace_prompt", TRACE)
+    assert (forwarded.parent, forwarded.kind) == (asked.id, CLIENT), forwarded
+    assert parent_of(prompt_seen["meta"], TRACE) == forwarded.id
 
 
 @pytest.mark.anyio

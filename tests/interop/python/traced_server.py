@@ -25,6 +25,12 @@ async def trace_seen(ctx: Context) -> str:
     return json.dumps({"meta": meta.get("traceparent"), "header": headers.get("traceparent")})
 
 
+@app.prompt()
+async def trace_prompt(ctx: Context) -> str:
+    """The trace context this `prompts/get` carried, as the prompt's text."""
+    return await trace_seen(ctx)
+
+
 if __name__ == "__main__":
     # `--slow-if FILE`: when FILE exists, take ten minutes to start (a server still
     # starting, for the catalog cache's tests; the launch config is the same either way).

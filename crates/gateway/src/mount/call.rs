@@ -379,10 +379,35 @@ impl Mount {
     /// A call to a server that reads the client's capabilities from each request
     /// (2026-07-28) tells it those of the call's client, within what toolgate offers and
     /// the rules allow; other calls need no options.
+    /// The client span of a request to this server (`tools/call`, `prompts/get`,
+    /// `resources/read` of `target`), exported when telemetry is on.
+    pub(super) fn client_span(&self, method: &'static str, target: &str) -> Span {
+        let span = tracing::info_span!(
+            target: trace::TARGET,
+            "mcp.client",
+            otel.name = format!("{method} {target}"),
+            otel.kind = "client",
+            mcp.method.name = method,
+            gen_ai.tool.name = tracing::field::Empty,
+            gen_ai.prompt.name = tracing::field::Empty,
+            mcp.resource.uri = tracing::field::Empty,
+            toolgate.mcp_server = %self.spec.name,
+            toolgate.outcome = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let field = match method {
+            "tools/call" => "gen_ai.tool.name",
+            "prompts/get" => "gen_ai.prompt.name",
+            _ => "mcp.resource.uri",
+        };
+        span.record(field, target);
+        span
+    }
+
     /// With telemetry on, every call also carries its span's trace context (SEP-414).
     fn call_options(&self, live: &Live, ctx: &CallContext, span: &Span) -> PeerRequestOptions {
-        let mut meta = RequestMetaObject::new();
-        trace::inject(span, &mut meta.0.0);
+        let mut meta = trace_meta(span).unwrap_or_default();
         let per_request = live
             .peer
             .peer_info()
@@ -411,18 +436,7 @@ impl Mount {
         params: CallToolRequestParams,
         ctx: &CallContext,
     ) -> Result<Round, Refusal> {
-        let span = tracing::info_span!(
-            target: trace::TARGET,
-            "mcp.client",
-            otel.name = format!("tools/call {tool}"),
-            otel.kind = "client",
-            mcp.method.name = "tools/call",
-            gen_ai.tool.name = tool,
-            toolgate.mcp_server = %self.spec.name,
-            toolgate.outcome = tracing::field::Empty,
-            otel.status_code = tracing::field::Empty,
-            error.type = tracing::field::Empty,
-        );
+        let span = self.client_span("tools/call", tool);
         let round = self
             .send_call(live, tool, params, ctx, &span)
             .instrument(span.clone())
@@ -641,6 +655,13 @@ pub(crate) fn untrusted_words(name: &str, why: &str) -> String {
     format!(
         "server `{name}` is not trusted yet{why}: the user must run `{command}`, then restart toolgate (reconnect its MCP server in the client)"
     )
+}
+
+/// `_meta` carrying `span`'s trace context (SEP-414), when telemetry exports it.
+pub(super) fn trace_meta(span: &Span) -> Option<RequestMetaObject> {
+    let mut meta = RequestMetaObject::new();
+    trace::inject(span, &mut meta.0.0);
+    (!meta.0.0.is_empty()).then_some(meta)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! fetched through a live connection when a client asks for one.
 
 use std::sync::Arc;
+use tracing::Instrument;
 
 use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, JsonObject, Prompt, ResultType,
@@ -74,10 +75,29 @@ impl Mount {
         arguments: Option<JsonObject>,
         caller: Option<Arc<dyn ClientLink>>,
     ) -> Result<GetPromptResult, String> {
+        let span = self.client_span("prompts/get", name);
+        let result = self
+            .get_prompt_in(name, arguments, caller, &span)
+            .instrument(span.clone())
+            .await;
+        if result.is_err() {
+            toolgate_core::trace::record_outcome(&span, "error", true);
+        }
+        result
+    }
+
+    async fn get_prompt_in(
+        self: &Arc<Self>,
+        name: &str,
+        arguments: Option<JsonObject>,
+        caller: Option<Arc<dyn ClientLink>>,
+        span: &tracing::Span,
+    ) -> Result<GetPromptResult, String> {
         let server = &self.spec.name;
         let live = self.ensure_live().await?;
         let _caller = live.callers.enter(caller.clone());
         let mut params = GetPromptRequestParams::new(name);
+        params.meta = super::call::trace_meta(span);
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }

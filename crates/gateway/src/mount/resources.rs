@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use tracing::Instrument;
 
 use rmcp::model::{
     ReadResourceRequestParams, ReadResourceResponse, Resource, ResourceContents, ResourceTemplate,
@@ -133,10 +134,28 @@ impl Mount {
         uri: &str,
         caller: Option<Arc<dyn ClientLink>>,
     ) -> Result<Vec<ResourceContents>, String> {
+        let span = self.client_span("resources/read", uri);
+        let result = self
+            .read_resource_in(uri, caller, &span)
+            .instrument(span.clone())
+            .await;
+        if result.is_err() {
+            toolgate_core::trace::record_outcome(&span, "error", true);
+        }
+        result
+    }
+
+    async fn read_resource_in(
+        self: &Arc<Self>,
+        uri: &str,
+        caller: Option<Arc<dyn ClientLink>>,
+        span: &tracing::Span,
+    ) -> Result<Vec<ResourceContents>, String> {
         let server = &self.spec.name;
         let live = self.ensure_live().await?;
         let _caller = live.callers.enter(caller.clone());
         let mut params = ReadResourceRequestParams::new(uri);
+        params.meta = super::call::trace_meta(span);
         let mut pauses = 0;
         for _round in 0..MAX_INPUT_ROUNDS {
             let read = live.peer.read_resource_once(params.clone());
