@@ -21,7 +21,7 @@ use futures::StreamExt;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as Key;
-use object_store::{BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, RetryConfig};
+use object_store::{BackoffConfig, ClientConfigKey, ObjectStore, ObjectStoreExt, RetryConfig};
 use tokio::io::AsyncWriteExt;
 use tokio_util::task::TaskTracker;
 
@@ -123,19 +123,25 @@ impl SharedSpills {
                 // The S3 client's TLS (rustls without a bundled provider); as elsewhere in
                 // toolgate, ring. A provider installed earlier wins.
                 let _ = rustls::crypto::ring::default_provider().install_default();
-                let builder = AmazonS3Builder::from_env()
+                let mut builder = AmazonS3Builder::from_env()
                     .with_url(url)
                     // A read_file waits for a fetch: fail within seconds, not minutes.
                     .with_retry(RetryConfig {
                         backoff: BackoffConfig::default(),
                         max_retries: 3,
                         retry_timeout: Duration::from_secs(20),
-                    })
-                    .with_client_options(
-                        ClientOptions::new()
-                            .with_connect_timeout(Duration::from_secs(5))
-                            .with_timeout(Duration::from_secs(30)),
-                    );
+                    });
+                // Key by key: replacing the client options would drop the environment's
+                // (`AWS_ALLOW_HTTP`, proxies).
+                for (key, value) in [
+                    (ClientConfigKey::ConnectTimeout, "5s"),
+                    (ClientConfigKey::Timeout, "30s"),
+                ] {
+                    let key = AmazonS3ConfigKey::Client(key);
+                    if builder.get_config_value(&key).is_none() {
+                        builder = builder.with_config(key, value);
+                    }
+                }
                 let endpoint = builder
                     .get_config_value(&AmazonS3ConfigKey::Endpoint)
                     .unwrap_or_else(|| {
