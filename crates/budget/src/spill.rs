@@ -342,7 +342,7 @@ impl SpillStore {
     /// path that is not a spill file of this folder, or a file already here).
     ///
     /// Blocks until the copy is done: call it from a blocking thread (`read_file` runs in
-    /// one) inside a Tokio runtime.
+    /// one), never from an async task.
     pub fn fetch_shared(&self, path: &Path) -> Result<bool, SharedError> {
         let Some(shared) = &self.shared else {
             return Ok(false);
@@ -361,7 +361,9 @@ impl SpillStore {
             source,
         };
         self.ensure_dir().map_err(|e| failed(e.into()))?;
-        let runtime = tokio::runtime::Handle::try_current().map_err(|e| failed(e.into()))?;
+        let runtime = shared
+            .runtime()
+            .ok_or_else(|| failed("no async runtime to fetch it on".into()))?;
         // The copy runs on the runtime (it drives the HTTP client); this thread only waits.
         let (done, wait) = std::sync::mpsc::sync_channel(1);
         let fetch = Arc::clone(shared).fetch(name, self.dir.clone());

@@ -13,8 +13,8 @@
 //! ever fetched.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -23,6 +23,7 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path as Key;
 use object_store::{BackoffConfig, ClientConfigKey, ObjectStore, ObjectStoreExt, RetryConfig};
 use tokio::io::AsyncWriteExt;
+use tokio::runtime::Handle;
 use tokio_util::task::TaskTracker;
 
 use super::name::is_spill_name;
@@ -102,6 +103,9 @@ pub struct SharedSpills {
     uploads: TaskTracker,
     /// False after a failed upload until one succeeds: one warning per outage, not per file.
     healthy: AtomicBool,
+    /// The runtime transfers run on, kept from the first call made inside one, for a spill
+    /// file finished on a plain thread.
+    runtime: OnceLock<Handle>,
 }
 
 impl SharedSpills {
@@ -194,6 +198,7 @@ impl SharedSpills {
             endpoint,
             uploads: TaskTracker::new(),
             healthy: AtomicBool::new(true),
+            runtime: OnceLock::new(),
         }
     }
 
@@ -210,6 +215,7 @@ impl SharedSpills {
     /// Lists the prefix once, to say at start-up whether the store answers (an error
     /// names the endpoint and what to check). Serving goes on either way.
     pub async fn check(&self) -> Result<(), SharedError> {
+        let _ = self.runtime();
         let unreachable = |source: BoxError| SharedError::Unreachable {
             url: self.url.clone(),
             endpoint: self.endpoint.clone(),
@@ -241,6 +247,14 @@ impl SharedSpills {
         self.uploads.reopen();
     }
 
+    /// The current runtime, else the one kept from an earlier call.
+    pub(super) fn runtime(&self) -> Option<Handle> {
+        match Handle::try_current() {
+            Ok(current) => Some(self.runtime.get_or_init(|| current).clone()),
+            Err(_) => self.runtime.get().cloned(),
+        }
+    }
+
     /// The object key of the spill file `name`; `None` for any other name.
     fn key(&self, name: &str) -> Option<Key> {
         is_spill_name(name).then(|| self.prefix.clone().join(name))
@@ -251,7 +265,7 @@ impl SharedSpills {
         let Some(key) = self.key(name) else {
             return;
         };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        let Some(runtime) = self.runtime() else {
             tracing::warn!(
                 store = %self.url,
                 "spill file `{}` not copied to the shared spill store: no async runtime here",
