@@ -6,7 +6,9 @@ all alike, median of N calls each:
 - `plain`:  no token, `[server] metrics = false`, no audit log;
 - `token`:  static bearer token, audit log on, metrics on (scraped once per 100 calls);
 - `oauth`:  `[server.auth]` with a JWT checked against an in-script issuer's JWKS (RS256),
-            audit log on, metrics on (scraped once per 100 calls).
+            audit log on, metrics on (scraped once per 100 calls);
+- `traced`: `token` plus `[telemetry]` exporting every span over OTLP/HTTP to an in-script
+            receiver (batches every 100 ms), each call carrying a `traceparent` header.
 
     .cache/peers/venv/bin/python bench/team_overhead.py target/release/toolgate [CALLS]
 """
@@ -59,11 +61,33 @@ def issuer():
     return state["url"], token
 
 
+def otlp_sink():
+    """A loopback OTLP/HTTP endpoint that takes every export; returns its URL and a counter
+    of bytes received."""
+    received = {"bytes": 0, "posts": 0}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            received["bytes"] += len(self.rfile.read(int(self.headers["Content-Length"])))
+            received["posts"] += 1
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *_):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}", received
+
+
 def start(tg, home, project, config, token=None):
     os.makedirs(os.path.join(home, "toolgate"), exist_ok=True)
     with open(os.path.join(home, "toolgate", "config.toml"), "w") as f:
         f.write(config)
-    env = dict(os.environ, XDG_CONFIG_HOME=home, HOME=home)
+    env = dict(os.environ, XDG_CONFIG_HOME=home, HOME=home, OTEL_BSP_SCHEDULE_DELAY="100")
     env.pop("TOOLGATE_TOKEN", None)
     if token:
         env["TOOLGATE_TOKEN"] = token
@@ -93,6 +117,7 @@ async def main():
     tg = os.path.abspath(sys.argv[1])
     calls = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
     iss, jwt_token = issuer()
+    sink, received = otlp_sink()
     with tempfile.TemporaryDirectory() as d:
         project = os.path.join(d, "project")
         os.makedirs(project)
@@ -104,6 +129,8 @@ async def main():
             "token": ("[server]\nmetrics = true\n" + audit("token"), "bench-token", "bench-token"),
             "oauth": (f'[server]\nmetrics = true\n[server.auth]\nissuer = "{iss}"\n'
                       f'audience = "{AUDIENCE}"\n' + audit("oauth"), None, jwt_token),
+            "traced": ("[server]\nmetrics = true\n" + audit("traced")
+                       + f'[telemetry]\notlp_endpoint = "{sink}"\n', "bench-token", "bench-token"),
         }
         servers, lat = {}, {}
         for name, (config, static, _) in setups.items():
@@ -112,6 +139,7 @@ async def main():
         try:
             async with httpx.AsyncClient(timeout=60) as c:
                 heads = {n: await open_session(c, servers[n][1], setups[n][2]) for n in setups}
+                heads["traced"]["traceparent"] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
                 args = {"name": "read_file", "arguments": {"path": "hundred.txt"}}
                 for i in range(calls + 50):
                     for n in setups:
@@ -133,12 +161,14 @@ async def main():
                 p.wait(timeout=10)
         lines = sum(1 for _ in open(f"{d}/oauth-audit.jsonl"))
         assert lines >= calls, lines
+        assert received["posts"] > 0, "no span reached the OTLP sink"
     base = statistics.median(lat["plain"])
     for n, v in lat.items():
         med = statistics.median(v)
         print(f"{n:6s} median {med:.3f} ms  p99 {sorted(v)[int(len(v) * 0.99) - 1]:.3f} ms  "
               f"(+{med - base:.3f} ms vs plain)")
-    print(f"calls {calls} each, load {os.getloadavg()[0]:.2f}")
+    print(f"calls {calls} each, load {os.getloadavg()[0]:.2f}; "
+          f"OTLP: {received['posts']} exports, {received['bytes']} bytes")
 
 
 if __name__ == "__main__":

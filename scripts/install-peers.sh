@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real MCP peers the interop tests talk to, into .cache/peers (idempotent):
-#   - Python: the `mcp` SDK (2.3.x) and pytest, in a virtualenv; moto's S3 server
+#   - Python: the `mcp` SDK (2.3.x), pytest and opentelemetry-proto, in a virtualenv; moto's S3
+#     server
 #   - npm: Node 22 (the `node@22` package; the Inspector needs Node >= 22.19),
 #     @modelcontextprotocol/inspector 2.x,
 #     @modelcontextprotocol/server-filesystem (benchmark anchor, gateway tests),
@@ -18,8 +19,11 @@ if [ ! -x "$PEERS/venv/bin/python" ]; then
 fi
 if ! "$PEERS/venv/bin/python" -c '
 import importlib.metadata as m, mcp, pytest, httpx, anyio, jsonschema
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 assert m.version("mcp").startswith("2.3."), m.version("mcp")' 2>/dev/null; then
-  "$PEERS/venv/bin/pip" install --quiet --disable-pip-version-check 'mcp>=2.3,<2.4' 'pytest>=8' httpx
+  # opentelemetry-proto: the OTLP messages the telemetry test's receiver decodes.
+  "$PEERS/venv/bin/pip" install --quiet --disable-pip-version-check 'mcp>=2.3,<2.4' 'pytest>=8' httpx \
+    'opentelemetry-proto>=1.30'
 fi
 
 # A real S3-compatible server (moto's, `python -m moto.server`) for the shared spill store

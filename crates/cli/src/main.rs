@@ -37,6 +37,7 @@ mod prompts;
 mod resources;
 mod serve;
 mod skills;
+mod telemetry;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -161,10 +162,26 @@ fn main() -> ExitCode {
             return ExitCode::from(USAGE_ERROR);
         }
     };
-    init_logging(
+    let telemetry = match init_logging(
         &loaded.config.server.log_level,
         matches!(cli.command, Command::Serve(_)),
-    );
+        &loaded.config.telemetry,
+    ) {
+        Ok(telemetry) => telemetry,
+        Err(e) => {
+            eprintln!("toolgate: {e}");
+            return ExitCode::from(USAGE_ERROR);
+        }
+    };
+    let code = execute(cli, loaded);
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
+    code
+}
+
+/// Runs the command with its configuration, once logging is set up.
+fn execute(cli: Cli, loaded: Loaded) -> ExitCode {
     match cli.command {
         Command::Config(ConfigCommand::Show) => {
             for (key, value, source) in loaded.provenance() {
@@ -291,7 +308,17 @@ fn own_config_files(global: &GlobalArgs) -> Vec<PathBuf> {
         .collect()
 }
 
-fn init_logging(level: &str, serving: bool) {
+/// Logs to stderr, and exports spans when `[telemetry]` asks (the returned handle flushes
+/// them at exit).
+fn init_logging(
+    level: &str,
+    serving: bool,
+    telemetry: &toolgate_config::TelemetryConfig,
+) -> Result<Option<telemetry::Telemetry>, String> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
     // The MCP library logs its own internals (raw structs) at `info`: warnings only, unless
     // the level asks for debug detail or names a target itself.
     let level = match level.trim() {
@@ -307,9 +334,22 @@ fn init_logging(level: &str, serving: bool) {
     } else {
         tracing_subscriber::EnvFilter::new("warn")
     };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    // The spans meant for export are not log lines.
+    let filter = match format!("{}=off", toolgate_core::trace::TARGET).parse() {
+        Ok(off) => filter.add_directive(off),
+        Err(_) => filter,
+    };
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(false)
+        .with_filter(filter);
+    let (export, handle) = match telemetry::layer(telemetry)? {
+        Some((layer, handle)) => (Some(layer), Some(handle)),
+        None => (None, None),
+    };
+    let _ = tracing_subscriber::registry()
+        .with(log)
+        .with(export)
         .try_init();
+    Ok(handle)
 }

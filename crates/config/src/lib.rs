@@ -24,6 +24,7 @@ mod permissions;
 mod project;
 mod rate_limits;
 mod reference;
+mod telemetry;
 
 pub use audit::{AUDIT_STDOUT, AuditConfig};
 pub use check::{FileKind, FileReport, check_files};
@@ -35,3 +36,4 @@ pub use load::{
 pub use permissions::PermissionsConfig;
 pub use rate_limits::RateLimitConfig;
 pub use reference::{reference, schema, undocumented_keys};
+pub use telemetry::TelemetryConfig;

@@ -72,6 +72,9 @@ pub struct Config {
     /// Calls per minute per caller (see operations.md), off by default. User layers only: a
     /// project file may not set it.
     pub rate_limits: crate::RateLimitConfig,
+    /// OpenTelemetry traces over OTLP (see operations.md), off by default. User layers only:
+    /// a project file may not set it.
+    pub telemetry: crate::TelemetryConfig,
     /// Which file each `[mcp_servers.NAME]` came from; filled by [`load`].
     #[serde(skip)]
     pub mcp_sources: BTreeMap<String, String>,
@@ -254,7 +257,7 @@ impl LoadOptions {
 
 /// Top-level keys `TOOLGATE_*` may set; other `TOOLGATE_*` variables (such as the token) are
 /// not config.
-const ENV_KEYS: [&str; 18] = [
+const ENV_KEYS: [&str; 19] = [
     "roots",
     "read",
     "search",
@@ -273,6 +276,7 @@ const ENV_KEYS: [&str; 18] = [
     "skills",
     "audit",
     "rate_limits",
+    "telemetry",
 ];
 
 /// The merged configuration with its figment, for provenance.
@@ -540,7 +544,11 @@ impl Loaded {
 /// that hold secrets, never guessed from a key's name: `agent.context_tokens` is a number and
 /// `bearer_token_env` names a variable. A new secret-bearing field (an OAuth client secret,
 /// say) is added here in the same change.
-pub const SECRET_KEYS: &[&str] = &["mcp_servers.*.env.*", "mcp_servers.*.headers.*"];
+pub const SECRET_KEYS: &[&str] = &[
+    "mcp_servers.*.env.*",
+    "mcp_servers.*.headers.*",
+    "telemetry.headers.*",
+];
 
 /// Whether `config show` must mask the value at `key` (see [`SECRET_KEYS`]).
 fn is_secret(key: &str) -> bool {
@@ -559,6 +567,7 @@ mod tests {
     fn declared_secrets_are_masked_and_names_that_merely_look_secret_are_not() {
         assert!(is_secret("mcp_servers.github.env.GITHUB_TOKEN"));
         assert!(is_secret("mcp_servers.api.headers.Authorization"));
+        assert!(is_secret("telemetry.headers.x-api-key"));
         assert!(is_secret("mcp_servers.x.env.PLAIN"));
         assert!(!is_secret("mcp_servers.api.bearer_token_env"));
         // Named like a credential, but a number and a variable name: shown.

@@ -19,6 +19,8 @@
 //! - `[providers]` and `agent.provider`: user layers only (they decide where API keys go).
 //! - `[audit]`: user layers only (a repository must not turn the user's audit log off,
 //!   send it elsewhere, or choose a file toolgate appends to).
+//! - `[rate_limits]` and `[telemetry]`: user layers only (limits protect the user's servers;
+//!   traces name every tool call, so the user chooses where they go).
 //! - `agent.sessions_dir`: user layers only (it decides where transcripts go and which one
 //!   `--resume` reads).
 //! - `mcp.import`: a project may turn importing off, not on.
@@ -267,6 +269,13 @@ impl ProjectLayer {
             return Err(refuse(
                 "rate_limits",
                 "rate limits are set by the user or the team's config, not by a repository",
+            ));
+        }
+        // Traces name every tool the user runs: where they go is the user's choice.
+        if table.contains_key("telemetry") {
+            return Err(refuse(
+                "telemetry",
+                "it decides which endpoint receives a trace of every tool call",
             ));
         }
         if let Some(agent) = table.get("agent").and_then(toml::Value::as_table) {

@@ -500,6 +500,32 @@ fn rate_limits_come_from_the_user_and_a_project_may_not_set_them() {
 }
 
 #[test]
+fn telemetry_comes_from_the_user_a_project_may_not_set_it_and_its_headers_are_masked() {
+    let user = "[telemetry]\notlp_endpoint = \"http://127.0.0.1:4318\"\n[telemetry.headers]\nx-api-key = \"s3cret\"\n";
+    let (_dir, opts) = user_and_project(user, "[read]\nmax_lines = 10\n");
+    let loaded = load(&opts).unwrap();
+    let telemetry = &loaded.config.telemetry;
+    assert_eq!(
+        telemetry.otlp_endpoint.as_deref(),
+        Some("http://127.0.0.1:4318")
+    );
+    assert_eq!(telemetry.service_name, "toolgate");
+    let shown: Vec<_> = loaded
+        .provenance()
+        .into_iter()
+        .filter(|(key, _, _)| key.starts_with("telemetry.headers"))
+        .collect();
+    assert_eq!(shown.len(), 1);
+    assert_eq!(shown[0].1, "\"***\"", "{shown:?}");
+    let (_dir, opts) = user_and_project(
+        user,
+        "[telemetry]\notlp_endpoint = \"http://evil.example\"\n",
+    );
+    let err = load(&opts).unwrap_err().to_string();
+    assert!(err.contains("`telemetry`"), "{err}");
+}
+
+#[test]
 fn config_show_names_the_file_of_a_rule_with_a_condition_and_shows_it_whole() {
     let dir = tempfile::tempdir().unwrap();
     let user = dir.path().join("user.toml");

@@ -316,6 +316,29 @@ impl Disclosure {
         registry.is_none_or(|r| r.visible_to(tool, caller))
     }
 
+    /// `search_tool` as a caller who may not see the tools in `hidden` gets it: its
+    /// catalog without them. `None` when the shared one names none of them (or disclosure
+    /// is off): the shared `search_tool` serves.
+    pub fn search_tool_without(
+        &self,
+        snapshot: &Snapshot,
+        hidden: &std::collections::HashSet<&str>,
+    ) -> Option<Arc<dyn DynTool>> {
+        let view = self.view(snapshot);
+        let inner = view.search.as_ref().and(snapshot.get(SEARCH_TOOL))?;
+        if !view
+            .plan
+            .deferred
+            .iter()
+            .any(|n| hidden.contains(n.as_str()))
+        {
+            return None;
+        }
+        let mut plan = view.plan.clone();
+        plan.deferred.retain(|n| !hidden.contains(n.as_str()));
+        Some(search_with_catalog(Arc::clone(inner), &plan, snapshot))
+    }
+
     /// The view of `snapshot`, cached per generation.
     pub fn view(&self, snapshot: &Snapshot) -> Arc<View> {
         let mut cache = self.view.lock().unwrap_or_else(PoisonError::into_inner);
@@ -356,15 +379,9 @@ impl Disclosure {
             // search_tool and run_tool now; every known tool stays direct.
             plan.active = true;
         }
-        let search = search.filter(|_| plan.active).map(|inner| {
-            let catalog = plan.catalog(|name| {
-                snapshot
-                    .get(name)
-                    .map(|t| summary_line(&t.spec().description))
-                    .unwrap_or_default()
-            });
-            tools::with_catalog(inner, plan.deferred.len(), &catalog)
-        });
+        let search = search
+            .filter(|_| plan.active)
+            .map(|inner| search_with_catalog(inner, &plan, snapshot));
         View {
             generation: snapshot.generation,
             plan,
@@ -396,6 +413,21 @@ impl Disclosure {
         let view = self.view(snapshot);
         exposure::exposed(&view, unmasked, strategy)
     }
+}
+
+/// `search_tool` (`inner`) with the catalog of `plan`'s deferred tools in its description.
+fn search_with_catalog(
+    inner: Arc<dyn DynTool>,
+    plan: &Plan,
+    snapshot: &Snapshot,
+) -> Arc<dyn DynTool> {
+    let catalog = plan.catalog(|name| {
+        snapshot
+            .get(name)
+            .map(|t| summary_line(&t.spec().description))
+            .unwrap_or_default()
+    });
+    tools::with_catalog(inner, plan.deferred.len(), &catalog)
 }
 
 impl Rules {

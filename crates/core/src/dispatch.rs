@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::audit::{AskAnswer, AuditDecision, AuditOutcome, AuditRecord, AuditSink, ResultSize};
 use crate::context::CallContext;
@@ -288,6 +289,34 @@ impl Dispatcher {
     /// `known` learns the tool, arguments and decision as they are settled, for a call
     /// whose future is dropped before it ends.
     async fn run(&self, call: Prepared, ctx: CallContext, ticket: Ticket, known: &Known) -> Ran {
+        // One span per tool call (GenAI's `execute_tool`), exported when telemetry is on: a
+        // mounted server's call inside it is its child.
+        let span = tracing::info_span!(
+            target: crate::trace::TARGET,
+            "execute_tool",
+            otel.name = format!("execute_tool {}", call.name),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %call.name,
+            mcp.session.id = %ctx.session.id(),
+            toolgate.outcome = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let ran = self
+            .run_untraced(call, ctx, ticket, known)
+            .instrument(span.clone())
+            .await;
+        crate::trace::record_outcome(&span, ran.outcome.as_str(), ran.output.is_error);
+        ran
+    }
+
+    async fn run_untraced(
+        &self,
+        call: Prepared,
+        ctx: CallContext,
+        ticket: Ticket,
+        known: &Known,
+    ) -> Ran {
         // The audit digests the arguments once the call is over; the tool consumes them.
         let args = self.audit.is_some().then(|| call.args.clone());
         let (decision, authorized) = self.authorize(&call, &ctx).await;

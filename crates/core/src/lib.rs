@@ -130,6 +130,7 @@ mod schedule;
 mod session;
 mod spec;
 mod tool;
+pub mod trace;
 mod user_dirs;
 
 pub use audit::{AskAnswer, AuditDecision, AuditOutcome, AuditRecord, AuditSink, ResultSize};

@@ -22,6 +22,10 @@ use toolgate_contain::ProcessGroup;
 
 use crate::import::NESTED_ENV;
 
+mod traced;
+
+use traced::Traced;
+
 /// How long a server may take to exit after its stdin closes, before SIGTERM.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 /// How long after SIGTERM before SIGKILL.
@@ -357,7 +361,7 @@ pub(crate) fn http_transport(
     url: &str,
     headers: &BTreeMap<String, String>,
     bearer_token_env: Option<&str>,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+) -> Result<StreamableHttpClientTransport<Traced<reqwest::Client>>, String> {
     tls_provider();
     http_transport_with(reqwest::Client::default(), url, headers, bearer_token_env)
 }
@@ -369,9 +373,9 @@ pub(crate) fn http_transport_with<C>(
     url: &str,
     headers: &BTreeMap<String, String>,
     bearer_token_env: Option<&str>,
-) -> Result<StreamableHttpClientTransport<C>, String>
+) -> Result<StreamableHttpClientTransport<Traced<C>>, String>
 where
-    C: rmcp::transport::streamable_http_client::StreamableHttpClient,
+    C: rmcp::transport::streamable_http_client::StreamableHttpClient + Sync,
 {
     tls_provider();
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
@@ -394,7 +398,10 @@ where
         custom.insert(header, value);
     }
     config = config.custom_headers(custom);
-    Ok(StreamableHttpClientTransport::with_client(client, config))
+    Ok(StreamableHttpClientTransport::with_client(
+        Traced(client),
+        config,
+    ))
 }
 
 #[cfg(test)]

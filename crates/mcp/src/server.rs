@@ -22,10 +22,12 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use toolgate_core::disclosure::Exposed;
+use toolgate_core::trace;
 use toolgate_core::{
     Approval, CallContext, ClientLink, ClientProfile, ClientProfiles, Disclosure, Dispatcher,
     Identity, Progress, RawArgs, RenderOptions, Session, SessionInit, Snapshot, Ticket,
 };
+use tracing::Instrument;
 
 use crate::client::McpClient;
 use crate::convert::{call_result, has_output_schema, mcp_tools, without_output_schemas};
@@ -416,11 +418,24 @@ impl ToolgateServer {
         if denied.is_empty() {
             return tools;
         }
+        // search_tool's catalog names deferred tools too: this caller's leaves them out.
+        let search = self
+            .disclosure
+            .as_ref()
+            .and_then(|d| d.search_tool_without(snapshot, &denied))
+            .and_then(|tool| {
+                mcp_tools(std::iter::once(tool.as_ref()), &self.shared.render)
+                    .into_iter()
+                    .next()
+            });
         Arc::new(
             tools
                 .iter()
                 .filter(|tool| !denied.contains(tool.name.as_ref()))
-                .cloned()
+                .map(|tool| match &search {
+                    Some(search) if tool.name == search.name => search.clone(),
+                    _ => tool.clone(),
+                })
                 .collect(),
         )
     }
@@ -529,6 +544,114 @@ impl ToolgateServer {
         }
     }
 
+    /// The span of one MCP request (OpenTelemetry's MCP conventions), exported when
+    /// `[telemetry]` is on: its parent is the trace context the request carries in `_meta`,
+    /// else in its HTTP headers.
+    fn request_span(
+        &self,
+        method: &'static str,
+        target: Option<&str>,
+        context: &RequestContext<RoleServer>,
+    ) -> tracing::Span {
+        let headers = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .map(|parts| &parts.headers);
+        let span = tracing::info_span!(
+            target: trace::TARGET,
+            "mcp.request",
+            otel.name = target.map_or_else(|| method.to_owned(), |t| format!("{method} {t}")),
+            otel.kind = "server",
+            mcp.method.name = method,
+            gen_ai.tool.name = tracing::field::Empty,
+            gen_ai.prompt.name = tracing::field::Empty,
+            mcp.resource.uri = tracing::field::Empty,
+            jsonrpc.request.id = %context.id,
+            mcp.session.id = %self.session.id(),
+            mcp.protocol.version = tracing::field::Empty,
+            network.transport = if headers.is_some() { "tcp" } else { "pipe" },
+            toolgate.outcome = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        if span.is_disabled() {
+            return span;
+        }
+        if let Some(target) = target {
+            let field = match method {
+                "tools/call" => "gen_ai.tool.name",
+                "prompts/get" => "gen_ai.prompt.name",
+                _ => "mcp.resource.uri",
+            };
+            span.record(field, target);
+        }
+        if let Some(version) = context.meta.protocol_version() {
+            span.record("mcp.protocol.version", version.to_string());
+        }
+        trace::adopt_parent(&span, &context.meta.0.0, |key| {
+            headers
+                .and_then(|h| h.get(key))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        });
+        span
+    }
+
+    /// `prompts/get`: a prompt of a mounted server (or a skill), asking through the
+    /// session as `call` does.
+    async fn prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let source = Arc::clone(self.prompt_source::<GetPromptRequestMethod>()?);
+        let arguments = extras::prompt_arguments(request.arguments);
+        let args = serde_json::to_value(&arguments).unwrap_or_default();
+        let name = request.name;
+        let bound = bound_to("prompts/get", &name, &args, &self.session);
+        let step = self
+            .run_asking(
+                &self.shared.rounds.prompts,
+                bound,
+                request.input_responses,
+                request.request_state.as_deref(),
+                &context,
+                move |ctx, _, _| Box::pin(async move { source.get(&name, &arguments, &ctx).await }),
+            )
+            .await?;
+        match step {
+            Step::Input(input) => Ok(GetPromptResponse::InputRequired(input)),
+            Step::Done(result) => Ok(GetPromptResponse::Complete(result?)),
+        }
+    }
+
+    /// `resources/read`, asking through the session as `call` does.
+    async fn read(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let source = Arc::clone(self.resource_source::<ReadResourceRequestMethod>()?);
+        let uri = request.uri;
+        let bound = bound_to("resources/read", &uri, &Value::Null, &self.session);
+        let step = self
+            .run_asking(
+                &self.shared.rounds.resources,
+                bound,
+                request.input_responses,
+                request.request_state.as_deref(),
+                &context,
+                move |ctx, _, _| Box::pin(async move { source.read(&uri, &ctx).await }),
+            )
+            .await?;
+        match step {
+            Step::Input(input) => Ok(ReadResourceResponse::InputRequired(input)),
+            Step::Done(contents) => Ok(ReadResourceResponse::Complete(ReadResourceResult::new(
+                contents?,
+            ))),
+        }
+    }
+
     /// Runs the work of a request that may ask the client for input. A 2025 client is asked
     /// in the middle of the work through the session's link; a 2026-07-28 client through
     /// `input_required` rounds: fresh work gets a [`RoundLink`] that knows what the request
@@ -604,38 +727,42 @@ impl ToolgateServer {
         }
         let dispatcher = Arc::clone(&self.shared.dispatcher);
         let metrics = self.shared.metrics.clone();
-        Box::pin(async move {
-            let arrived = Instant::now();
-            let run = dispatcher.call_in_line(&name, RawArgs::Json(args), ctx, ticket);
-            tokio::pin!(run);
-            // Long calls report elapsed seconds so clients can tell "slow" from "stuck".
-            let started = Instant::now();
-            let mut ticker =
-                tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
-            let output = loop {
-                tokio::select! {
-                    out = &mut run => break out,
-                    _ = ticker.tick(), if progress.is_some() => {
-                        if let Some(queue) = &progress {
-                            let secs = started.elapsed().as_secs_f64().floor();
-                            let message = format!("{name}: still running after {secs:.0} s");
-                            queue.send(secs, None, Some(message));
+        Box::pin(
+            async move {
+                let arrived = Instant::now();
+                let run = dispatcher.call_in_line(&name, RawArgs::Json(args), ctx, ticket);
+                tokio::pin!(run);
+                // Long calls report elapsed seconds so clients can tell "slow" from "stuck".
+                let started = Instant::now();
+                let mut ticker =
+                    tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+                let output = loop {
+                    tokio::select! {
+                        out = &mut run => break out,
+                        _ = ticker.tick(), if progress.is_some() => {
+                            if let Some(queue) = &progress {
+                                let secs = started.elapsed().as_secs_f64().floor();
+                                let message = format!("{name}: still running after {secs:.0} s");
+                                queue.send(secs, None, Some(message));
+                            }
                         }
                     }
+                };
+                if let Some(queue) = &progress {
+                    // Progress sent after the result would be dropped by the client.
+                    queue.flush().await;
                 }
-            };
-            if let Some(queue) = &progress {
-                // Progress sent after the result would be dropped by the client.
-                queue.flush().await;
+                if let Some(metrics) = &metrics {
+                    metrics.record_call(&name, &output, arrived.elapsed());
+                }
+                ToolDone {
+                    output,
+                    undeclared: link.and_then(|l| l.undeclared()),
+                }
             }
-            if let Some(metrics) = &metrics {
-                metrics.record_call(&name, &output, arrived.elapsed());
-            }
-            ToolDone {
-                output,
-                undeclared: link.and_then(|l| l.undeclared()),
-            }
-        })
+            // The request's span even when a later request (a 2026 round) polls it.
+            .in_current_span(),
+        )
     }
 }
 
@@ -672,6 +799,18 @@ fn asks_by_rounds(context: &RequestContext<RoleServer>) -> bool {
         .peer
         .peer_info()
         .is_some_and(|info| !info.protocol_version.has_initialize())
+}
+
+/// Runs a request's work inside its span and records how it ended.
+async fn traced<T>(
+    span: tracing::Span,
+    work: impl Future<Output = Result<T, McpError>>,
+) -> Result<T, McpError> {
+    let result = work.instrument(span.clone()).await;
+    if let Err(e) = &result {
+        trace::record_outcome(&span, &e.code.0.to_string(), true);
+    }
+    result
 }
 
 /// The capabilities the request's client declared: in the request's `_meta` (2026-07-28),
@@ -750,6 +889,7 @@ impl ServerHandler for ToolgateServer {
         // its first model request without the list). Their tools are reached through
         // search_tool and run_tool, which wait for them (see `Registry::settled`), and a
         // `list_changed` follows when they are ready.
+        let _span = self.request_span("tools/list", None, &context).entered();
         self.adopt_requester(&context);
         Ok(ListToolsResult::with_all_items(
             self.tools().as_ref().clone(),
@@ -761,9 +901,13 @@ impl ServerHandler for ToolgateServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.adopt_requester(&context);
-        self.same_caller(&context)?;
-        self.call(request, context).await
+        let span = self.request_span("tools/call", Some(&request.name), &context);
+        traced(span, async {
+            self.adopt_requester(&context);
+            self.same_caller(&context)?;
+            self.call(request, context).await
+        })
+        .await
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -785,25 +929,8 @@ impl ServerHandler for ToolgateServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let source = Arc::clone(self.prompt_source::<GetPromptRequestMethod>()?);
-        let arguments = extras::prompt_arguments(request.arguments);
-        let args = serde_json::to_value(&arguments).unwrap_or_default();
-        let name = request.name;
-        let bound = bound_to("prompts/get", &name, &args, &self.session);
-        let step = self
-            .run_asking(
-                &self.shared.rounds.prompts,
-                bound,
-                request.input_responses,
-                request.request_state.as_deref(),
-                &context,
-                move |ctx, _, _| Box::pin(async move { source.get(&name, &arguments, &ctx).await }),
-            )
-            .await?;
-        match step {
-            Step::Input(input) => Ok(GetPromptResponse::InputRequired(input)),
-            Step::Done(result) => Ok(GetPromptResponse::Complete(result?)),
-        }
+        let span = self.request_span("prompts/get", Some(&request.name), &context);
+        traced(span, self.prompt(request, context)).await
     }
 
     async fn list_resources(
@@ -833,25 +960,8 @@ impl ServerHandler for ToolgateServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let source = Arc::clone(self.resource_source::<ReadResourceRequestMethod>()?);
-        let uri = request.uri;
-        let bound = bound_to("resources/read", &uri, &Value::Null, &self.session);
-        let step = self
-            .run_asking(
-                &self.shared.rounds.resources,
-                bound,
-                request.input_responses,
-                request.request_state.as_deref(),
-                &context,
-                move |ctx, _, _| Box::pin(async move { source.read(&uri, &ctx).await }),
-            )
-            .await?;
-        match step {
-            Step::Input(input) => Ok(ReadResourceResponse::InputRequired(input)),
-            Step::Done(contents) => Ok(ReadResourceResponse::Complete(ReadResourceResult::new(
-                contents?,
-            ))),
-        }
+        let span = self.request_span("resources/read", Some(&request.uri), &context);
+        traced(span, self.read(request, context)).await
     }
 
     #[allow(deprecated)] // legacy (pre-2026) subscriptions, which today's clients use

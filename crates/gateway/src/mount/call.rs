@@ -14,10 +14,12 @@ use rmcp::model::{
 };
 use rmcp::model::{ClientCapabilities, ErrorCode, RequestMetaObject};
 use rmcp::service::PeerRequestOptions;
+use toolgate_core::trace;
 use toolgate_core::{
     Absence, CallContext, ClientAsk, ClientLink, DynTool, ProviderError, ToolError, ToolOutput,
     ToolProvider,
 };
+use tracing::{Instrument, Span};
 
 use crate::relay::Asker;
 
@@ -377,29 +379,31 @@ impl Mount {
     /// A call to a server that reads the client's capabilities from each request
     /// (2026-07-28) tells it those of the call's client, within what toolgate offers and
     /// the rules allow; other calls need no options.
-    fn call_options(&self, live: &Live, ctx: &CallContext) -> PeerRequestOptions {
+    /// With telemetry on, every call also carries its span's trace context (SEP-414).
+    fn call_options(&self, live: &Live, ctx: &CallContext, span: &Span) -> PeerRequestOptions {
+        let mut meta = RequestMetaObject::new();
+        trace::inject(span, &mut meta.0.0);
         let per_request = live
             .peer
             .peer_info()
             .is_some_and(|info| info.protocol_version.as_str() >= FIRST_PER_REQUEST_REVISION);
-        let Some(caller) = ctx.client().filter(|_| per_request) else {
-            return PeerRequestOptions::no_options();
-        };
-        let limits = self.limits();
-        let asker = Asker {
-            name: &self.spec.name,
-            policy: &limits.policy,
-        };
-        let capabilities =
-            crate::handler::offered_to_call(!limits.roots.is_empty(), caller.as_ref(), &asker);
-        let mut meta = RequestMetaObject::new();
-        meta.set_client_capabilities(capabilities);
+        if let Some(caller) = ctx.client().filter(|_| per_request) {
+            let limits = self.limits();
+            let asker = Asker {
+                name: &self.spec.name,
+                policy: &limits.policy,
+            };
+            let capabilities =
+                crate::handler::offered_to_call(!limits.roots.is_empty(), caller.as_ref(), &asker);
+            meta.set_client_capabilities(capabilities);
+        }
         let mut options = PeerRequestOptions::no_options();
-        options.meta = Some(meta);
+        options.meta = (!meta.0.0.is_empty()).then_some(meta);
         options
     }
 
-    /// Sends the call once and waits for the server's answer.
+    /// Sends the call once and waits for the server's answer, in a client span (exported
+    /// when telemetry is on) whose context the request carries.
     async fn call_round(
         self: &Arc<Self>,
         live: &Arc<Live>,
@@ -407,10 +411,44 @@ impl Mount {
         params: CallToolRequestParams,
         ctx: &CallContext,
     ) -> Result<Round, Refusal> {
+        let span = tracing::info_span!(
+            target: trace::TARGET,
+            "mcp.client",
+            otel.name = format!("tools/call {tool}"),
+            otel.kind = "client",
+            mcp.method.name = "tools/call",
+            gen_ai.tool.name = tool,
+            toolgate.mcp_server = %self.spec.name,
+            toolgate.outcome = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let round = self
+            .send_call(live, tool, params, ctx, &span)
+            .instrument(span.clone())
+            .await;
+        match &round {
+            Ok(Round::Done(output)) if output.is_error => {
+                trace::record_outcome(&span, "tool_error", true);
+            }
+            Ok(_) => {}
+            Err(_) => trace::record_outcome(&span, "error", true),
+        }
+        round
+    }
+
+    async fn send_call(
+        self: &Arc<Self>,
+        live: &Arc<Live>,
+        tool: &str,
+        params: CallToolRequestParams,
+        ctx: &CallContext,
+        span: &Span,
+    ) -> Result<Round, Refusal> {
         let name = &self.spec.name;
         let live = Arc::clone(live);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let options = self.call_options(&live, ctx);
+        let options = self.call_options(&live, ctx, span);
         let handle = match live.peer.send_request_with_option(request, options).await {
             Ok(handle) => handle,
             Err(e) => {

@@ -13,7 +13,10 @@ use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolgate_core::{DispatchLimits, Dispatcher, Policy, RenderOptions, Scope, ToolOutput};
+use toolgate_core::{
+    Disclosure, DisclosureMode, DisclosureSettings, DispatchLimits, Dispatcher, Policy,
+    RenderOptions, Scope, ToolOutput,
+};
 use toolgate_mcp::{HttpOptions, OAuthLimits, OAuthSettings, ToolgateServer, serve_http};
 use toolgate_test_support::FnTool;
 
@@ -183,6 +186,17 @@ impl Gate {
             RenderOptions::default(),
             String::new(),
         );
+        Self::serve(server, issuer, token, scopes, limits).await
+    }
+
+    /// `server` behind the door: `issuer`'s tokens, and `token` as the static one.
+    async fn serve(
+        server: ToolgateServer,
+        issuer: &str,
+        token: Option<&str>,
+        scopes: &[&str],
+        limits: OAuthLimits,
+    ) -> Self {
         let oauth = OAuthSettings::new(
             issuer,
             AUDIENCE,
@@ -313,6 +327,22 @@ impl Gate {
             .collect()
     }
 
+    /// The description of `search_tool` as `session` lists it.
+    async fn search_description(&self, token: &str, session: &str) -> String {
+        let (status, _, reply) = self
+            .post(
+                Some(token),
+                Some(session),
+                json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}),
+            )
+            .await;
+        assert_eq!(status, 200, "{reply:?}");
+        let reply = reply.unwrap();
+        let tools = reply["result"]["tools"].as_array().unwrap();
+        let search = tools.iter().find(|t| t["name"] == "search_tool").unwrap();
+        search["description"].as_str().unwrap().to_owned()
+    }
+
     /// Calls `tool` on `session`: the result.
     async fn call(&self, token: &str, session: &str, tool: &str) -> Value {
         let (status, _, reply) = self
@@ -411,6 +441,59 @@ async fn callers_in_different_groups_see_and_may_call_different_tools() {
         text.contains(r#"deny = ["deploy unless group = \"eng\""]"#),
         "{text}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_tools_catalog_names_no_deferred_tool_its_caller_is_denied() {
+    let issuer = Issuer::start(true).await;
+    let key = SigningKey::new("k1");
+    issuer.publish(&[&key]);
+    let tools: Vec<_> = (0..20)
+        .map(|i| {
+            FnTool::new(&format!("mcp__demo__tool_{i:02}"))
+                .describe(&format!("Demo tool number {i}."))
+                .reply(|_args, _ctx| Box::pin(async move { Ok(ToolOutput::text("ok")) }))
+                .erased()
+        })
+        .collect();
+    let registry = toolgate_test_support::registry_with(tools);
+    let deny = [r#"mcp__demo__tool_07 unless group = "eng""#.to_owned()];
+    let policy = Policy::from_lists(&[], &[], &deny).unwrap();
+    policy.filter_lists_of(&registry);
+    let settings = DisclosureSettings {
+        mode: DisclosureMode::Auto(15),
+        ..DisclosureSettings::default()
+    };
+    let disclosure = Arc::new(Disclosure::new(&settings, &Default::default()).unwrap());
+    disclosure.attach(&registry, Scope::global()).unwrap();
+    let server = ToolgateServer::new(
+        Arc::new(Dispatcher::new(
+            registry,
+            Scope::global(),
+            policy,
+            DispatchLimits::default(),
+        )),
+        RenderOptions::default(),
+        String::new(),
+    )
+    .with_disclosure(disclosure);
+    let gate = Gate::serve(server, &issuer.url, None, &["mcp"], no_refetch_floor()).await;
+    let eng = key.sign(&issuer.claims("alice"));
+    let mut ops_claims = issuer.claims("bob");
+    ops_claims["groups"] = json!(["ops"]);
+    let ops = key.sign(&ops_claims);
+    let eng_session = gate.initialize(&eng).await;
+    let ops_session = gate.initialize(&ops).await;
+    // In turn on one server: neither caller's catalog may serve the other.
+    for _ in 0..2 {
+        let for_eng = gate.search_description(&eng, &eng_session).await;
+        assert!(for_eng.contains("20 tools are not loaded"), "{for_eng}");
+        assert!(for_eng.contains("mcp__demo__tool_07"), "{for_eng}");
+        let for_ops = gate.search_description(&ops, &ops_session).await;
+        assert!(for_ops.contains("19 tools are not loaded"), "{for_ops}");
+        assert!(!for_ops.contains("mcp__demo__tool_07"), "{for_ops}");
+        assert!(for_ops.contains("mcp__demo__tool_08"), "{for_ops}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,282 @@
+"""OpenTelemetry traces (`[telemetry]`), received over OTLP/HTTP by a receiver that decodes
+each export with the official OTLP messages (`opentelemetry-proto`, installed by
+scripts/install-peers.sh): one server span per MCP request whose parent is the caller's
+`traceparent` (HTTP header or `_meta`, `_meta` first), an `execute_tool` span per tool
+call inside it, and a client span per call to a mounted server, whose context the mounted
+server receives in `_meta` (and, over HTTP, in the `traceparent` header)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import http_connection, stdio_connection
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+TRACED = Path(__file__).with_name("traced_server.py")
+# A guard for a loaded machine, not a measurement: exports come every 100 ms here.
+PATIENCE = 120.0
+SERVER, CLIENT = 2, 3  # OTLP span kinds
+STATUS_ERROR = 2
+
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+PARENT = "00f067aa0ba902b7"
+META_TRACE = "0af7651916cd43dd8448eb211c80319c"
+META_PARENT = "b7ad6b7169203331"
+
+
+@dataclass
+class Span:
+    name: str
+    trace: str
+    id: str
+    parent: str
+    kind: int
+    attrs: dict[str, object]
+    status: int
+    service: str
+
+
+def value(any_value) -> object:
+    kind = any_value.WhichOneof("value")
+    return getattr(any_value, kind) if kind else None
+
+
+class Receiver:
+    """An OTLP/HTTP traces endpoint on loopback that keeps every span it is sent."""
+
+    def __init__(self) -> None:
+        self.spans: list[Span] = []
+        self.paths: list[str] = []
+        self.changed = threading.Condition()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                request = ExportTraceServiceRequest()
+                request.ParseFromString(body)
+                assert self.headers["Content-Type"] == "application/x-protobuf"
+                receiver.add(self.path, request)
+                reply = ExportTraceServiceResponse().SerializeToString()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *_args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def add(self, path: str, request: ExportTraceServiceRequest) -> None:
+        spans = []
+        for resource_spans in request.resource_spans:
+            resource = {a.key: value(a.value) for a in resource_spans.resource.attributes}
+            for scope in resource_spans.scope_spans:
+                for s in scope.spans:
+                    spans.append(
+                        Span(
+                            name=s.name,
+                            trace=s.trace_id.hex(),
+                            id=s.span_id.hex(),
+                            parent=s.parent_span_id.hex(),
+                            kind=s.kind,
+                            attrs={a.key: value(a.value) for a in s.attributes},
+                            status=s.status.code,
+                            service=str(resource.get("service.name")),
+                        )
+                    )
+        with self.changed:
+            self.paths.append(path)
+            self.spans.extend(spans)
+            self.changed.notify_all()
+
+    def wait_for(self, what: str, found: Callable[[list[Span]], bool]) -> None:
+        with self.changed:
+            if not self.changed.wait_for(lambda: found(self.spans), timeout=PATIENCE):
+                names = [(s.name, s.trace, s.parent) for s in self.spans]
+                raise AssertionError(f"no {what} after {PATIENCE} s; spans received: {names}")
+
+    def one(self, name: str, trace: str) -> Span:
+        with self.changed:
+            matches = [s for s in self.spans if s.name == name and s.trace == trace]
+        assert len(matches) == 1, (name, trace, self.spans)
+        return matches[0]
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.server.shutdown()
+
+
+@pytest.fixture
+def traced_http(tmp_path: Path, server_env: dict[str, str]) -> Iterator[str]:
+    """`traced_server.py` over Streamable HTTP, its URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(tmp_path / "traced-http.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [sys.executable, str(TRACED), "--http", str(port)], stdout=log, stderr=log, env=server_env
+    )
+    try:
+        with anyio.from_thread.start_blocking_portal() as portal:
+            portal.call(wait_for_port, port)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+async def wait_for_port(port: int) -> None:
+    with anyio.fail_after(PATIENCE):
+        while True:
+            try:
+                stream = await anyio.connect_tcp("127.0.0.1", port)
+            except OSError:
+                await anyio.sleep(0.1)  # a poll interval, not a deadline
+                continue
+            await stream.aclose()
+            return
+
+
+def configure(server_env: dict[str, str], extra: str) -> None:
+    config = Path(server_env["XDG_CONFIG_HOME"]) / "toolgate" / "config.toml"
+    config.write_text(
+        config.read_text()
+        + f'\n[mcp_servers.tstdio]\ncommand = "{sys.executable}"\nargs = ["{TRACED}"]\n'
+        + extra
+    )
+
+
+def seen(result) -> dict[str, str | None]:
+    assert not result.is_error, result
+    return json.loads(result.content[0].text)
+
+
+def parent_of(traceparent: str | None, trace: str) -> str:
+    assert traceparent, "the mounted server got no traceparent"
+    version, got_trace, span, flags = traceparent.split("-")
+    assert (version, got_trace, flags) == ("00", trace, "01"), traceparent
+    return span
+
+
+@pytest.mark.anyio
+async def test_spans_over_http_follow_the_callers_trace_into_mounted_servers(
+    project: Path,
+    server_env: dict[str, str],
+    traced_http: str,
+    receiver: Receiver,
+    start_http_server,
+) -> None:
+    # (Fixtures in this order: toolgate stops first, then the server it mounted.)
+    # A bare collector address: toolgate posts to its /v1/traces.
+    configure(
+        server_env,
+        f'[mcp_servers.thttp]\nurl = "{traced_http}"\n'
+        f'[telemetry]\notlp_endpoint = "{receiver.url}"\n',
+    )
+    server_env["OTEL_BSP_SCHEDULE_DELAY"] = "100"
+    server = start_http_server(project)
+    header = {"traceparent": f"00-{TRACE}-{PARENT}-01"}
+    async with http_connection(server.url, "legacy", headers=header) as client:
+        over_stdio = seen(await client.call_tool("mcp__tstdio__trace_seen", {}))
+        over_http = seen(await client.call_tool("mcp__thttp__trace_seen", {}))
+        failed = await client.call_tool("read_file", {"path": "no-such-file.txt"})
+        assert failed.is_error
+        meta = {"traceparent": f"00-{META_TRACE}-{META_PARENT}-01"}
+        listed = await client.call_tool("list_dir", {"path": "."}, meta=meta)
+        assert not listed.is_error
+
+    receiver.wait_for(
+        "span of every call",
+        lambda spans: {"tools/call trace_seen", "execute_tool read_file", "tools/call list_dir"}
+        <= {s.name for s in spans}
+        and sum(s.name == "tools/call trace_seen" for s in spans) == 2,
+    )
+    assert set(receiver.paths) == {"/v1/traces"}, receiver.paths
+
+    # The request's span continues the caller's trace (the HTTP header).
+    request = receiver.one("tools/call mcp__tstdio__trace_seen", TRACE)
+    assert (request.parent, request.kind, request.service) == (PARENT, SERVER, "toolgate")
+    assert request.attrs["mcp.method.name"] == "tools/call"
+    assert request.attrs["gen_ai.tool.name"] == "mcp__tstdio__trace_seen"
+    assert request.attrs["network.transport"] == "tcp"
+    assert request.attrs["mcp.session.id"]
+    tool = receiver.one("execute_tool mcp__tstdio__trace_seen", TRACE)
+    assert tool.parent == request.id and tool.attrs["toolgate.outcome"] == "ok", tool
+    with receiver.changed:
+        downstream = [
+            s for s in receiver.spans if s.name == "tools/call trace_seen" and s.trace == TRACE
+        ]
+    by_server = {s.attrs["toolgate.mcp_server"]: s for s in downstream}
+    assert set(by_server) == {"tstdio", "thttp"}, downstream
+    stdio_call = by_server["tstdio"]
+    assert (stdio_call.parent, stdio_call.kind) == (tool.id, CLIENT), stdio_call
+
+    # The mounted servers got the client span's context: in `_meta` over stdio, in `_meta`
+    # and the header over HTTP.
+    assert parent_of(over_stdio["meta"], TRACE) == stdio_call.id
+    assert over_stdio["header"] is None
+    http_call = by_server["thttp"]
+    http_tool = receiver.one("execute_tool mcp__thttp__trace_seen", TRACE)
+    assert http_call.parent == http_tool.id, (http_call, http_tool)
+    assert parent_of(over_http["meta"], TRACE) == http_call.id
+    assert over_http["header"] == over_http["meta"]
+
+    # A failed call is an error span; `_meta` wins over the header.
+    failed_tool = receiver.one("execute_tool read_file", TRACE)
+    assert failed_tool.status == STATUS_ERROR, failed_tool
+    assert failed_tool.attrs["toolgate.outcome"] == "tool_error"
+    by_meta = receiver.one("tools/call list_dir", META_TRACE)
+    assert by_meta.parent == META_PARENT, by_meta
+
+
+@pytest.mark.anyio
+async def test_spans_of_a_stdio_session_are_flushed_when_it_ends(
+    project: Path, server_env: dict[str, str], receiver: Receiver, tmp_path: Path
+) -> None:
+    # The default export delay (5 s) is longer than the session: what arrives was flushed
+    # at exit.
+    configure(server_env, f'[telemetry]\notlp_endpoint = "{receiver.url}/v1/traces"\n')
+    meta = {"traceparent": f"00-{META_TRACE}-{META_PARENT}-01"}
+    async with stdio_connection(project, server_env, "legacy", tmp_path / "stderr") as client:
+        seen(await client.call_tool("mcp__tstdio__trace_seen", {}, meta=meta))
+    receiver.wait_for(
+        "span of the stdio call",
+        lambda spans: any(s.name == "tools/call trace_seen" for s in spans),
+    )
+    request = receiver.one("tools/call mcp__tstdio__trace_seen", META_TRACE)
+    assert request.parent == META_PARENT and request.attrs["network.transport"] == "pipe"
+
+
+@pytest.mark.anyio
+async def test_without_telemetry_nothing_is_added_to_what_mounted_servers_get(
+    project: Path, server_env: dict[str, str], tmp_path: Path
+) -> None:
+    configure(server_env, "")
+    async with stdio_connection(project, server_env, "legacy", tmp_path / "stderr") as client:
+        got = seen(await client.call_tool("mcp__tstdio__trace_seen", {}))
+    assert got == {"meta": None, "header": None}, got
