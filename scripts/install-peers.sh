@@ -8,6 +8,7 @@
 #     @modelcontextprotocol/server-everything (gateway tests: stdio and streamableHttp)
 #   - npm, pinned, in .cache/peers/clients: the real agent CLIs the last-hop tests drive
 #     (tests/interop/clients): @anthropic-ai/claude-code and @openai/codex
+#   - Debian packages: prometheus (test_metrics.py), haproxy (test_replicas.py)
 # (The conformance suite, pinned, comes with scripts/install-oauth-peers.sh.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,3 +68,27 @@ if ! command -v prometheus >/dev/null; then
   $SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
 fi
 command -v prometheus >/dev/null
+
+# A real load balancer (Debian's HAProxy) in front of several `serve --http` replicas, with
+# deploy/haproxy.cfg: tests/interop/python/test_replicas.py and bench/replicas.py.
+# Debian installs it in /usr/sbin, which a normal user's PATH may lack.
+haproxy_installed() { command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ]; }
+if ! haproxy_installed; then
+  if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends haproxy >/dev/null ||
+    { $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends haproxy >/dev/null; }
+  # The package starts a system service with its own config; the tests run their own.
+  $SUDO systemctl disable --now haproxy >/dev/null 2>&1 || true
+fi
+haproxy_installed
+
+# A real Redis (Debian's package) holds the catalog cache shared by replicas
+# (`[mcp] catalog_store`) in tests/interop/python/test_catalog_store.py.
+if ! command -v redis-server >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server >/dev/null ||
+    { $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server >/dev/null; }
+  # The package starts a system service on :6379; the test runs its own on a free port.
+  $SUDO systemctl disable --now redis-server >/dev/null 2>&1 || true
+fi
+command -v redis-server >/dev/null

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README "Quick start"): Rust tests, doctests, then interop tests with real
 # MCP peers (Python SDK, MCP Inspector CLI, the official conformance suite), real clients
-# (Claude Code, Codex CLI; installed by this script) and fault injection. tests/interop/*.sh
+# (Claude Code, Codex CLI; installed by this script), a real Prometheus and a real HAProxy in
+# front of replicas (tests/interop/python), and fault injection. tests/interop/*.sh
 # includes the conformance suite's server leg and its client leg (conformance-client.sh).
 #
 # Every suite runs even when an earlier one failed; a summary of each suite's result and

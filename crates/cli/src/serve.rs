@@ -298,6 +298,7 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
                 token,
                 oauth,
                 allowed_origins: runtime.config.server.allowed_origins.clone(),
+                allowed_hosts: runtime.config.server.allowed_hosts.clone(),
                 insecure_no_auth: args.insecure_no_auth,
                 max_sessions: runtime.config.server.max_sessions,
                 metrics,

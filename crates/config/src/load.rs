@@ -41,8 +41,8 @@ pub struct Config {
     pub render: RenderConfig,
     /// allow / ask / deny rules. No rules = allow everything (the MCP client asks its user).
     pub permissions: PermissionsConfig,
-    /// `toolgate serve`. `http`, `token_env`, `allowed_origins` and `auth` are read from user
-    /// layers only.
+    /// `toolgate serve`. `http`, `token_env`, `allowed_origins`, `allowed_hosts` and `auth`
+    /// are read from user layers only.
     pub server: ServerConfig,
     /// MCP servers to mount (see mcp-servers.md): `command` for a stdio server or `url` for a
     /// Streamable HTTP one. Servers are also imported from other clients' files; an entry
@@ -140,6 +140,10 @@ pub struct ServerConfig {
     pub token_env: String,
     /// Browser origins allowed besides loopback ones.
     pub allowed_origins: Vec<String>,
+    /// `Host` names accepted besides loopback ones and the bound address: the name clients
+    /// reach a load balancer by when it forwards to toolgate on loopback or one interface.
+    #[schemars(example = &["mcp.example.com"])]
+    pub allowed_hosts: Vec<String>,
     /// Stderr: `error` | `warn` | `info` | `debug` | `trace`; `--log-level` and `RUST_LOG`
     /// win.
     pub log_level: String,
@@ -186,6 +190,7 @@ impl Default for ServerConfig {
             http: None,
             token_env: "TOOLGATE_TOKEN".to_owned(),
             allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             log_level: "info".to_owned(),
             max_sessions: 256,
             metrics: true,

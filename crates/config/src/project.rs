@@ -14,8 +14,8 @@
 //!   `toolgate_runtime::Runtime`).
 //! - `budget.spill_store`: user layers only (it decides where full outputs are copied, and
 //!   what read_file fetches from).
-//! - `server.http`, `server.allowed_origins`, `server.token_env`, `server.auth`: user layers
-//!   only.
+//! - `server.http`, `server.allowed_origins`, `server.allowed_hosts`, `server.token_env`,
+//!   `server.auth`: user layers only.
 //! - `[providers]` and `agent.provider`: user layers only (they decide where API keys go).
 //! - `[audit]`: user layers only (a repository must not turn the user's audit log off,
 //!   send it elsewhere, or choose a file toolgate appends to).
@@ -23,7 +23,8 @@
 //!   traces name every tool call, so the user chooses where they go).
 //! - `agent.sessions_dir`: user layers only (it decides where transcripts go and which one
 //!   `--resume` reads).
-//! - `mcp.import`: a project may turn importing off, not on.
+//! - `mcp.import`: a project may turn importing off, not on; `mcp.catalog_store`: user
+//!   layers only (tool lists read from a shared store reach the model).
 //! - `skills.enabled`: a project may turn skills off, not on; `skills.roots`: folders
 //!   inside the project only (no `..`, no `~`), made absolute — a skill root is readable
 //!   by read_file.
@@ -228,7 +229,13 @@ impl ProjectLayer {
         }
 
         if let Some(server) = table.get("server").and_then(toml::Value::as_table) {
-            for key in ["http", "allowed_origins", "token_env", "auth"] {
+            for key in [
+                "http",
+                "allowed_origins",
+                "allowed_hosts",
+                "token_env",
+                "auth",
+            ] {
                 if server.contains_key(key) {
                     return Err(refuse(
                         &format!("server.{key}"),
@@ -276,6 +283,17 @@ impl ProjectLayer {
             return Err(refuse(
                 "telemetry",
                 "it decides which endpoint receives a trace of every tool call",
+            ));
+        }
+        // Tool descriptions read from a shared store reach the model as they are.
+        if table
+            .get("mcp")
+            .and_then(toml::Value::as_table)
+            .is_some_and(|mcp| mcp.contains_key("catalog_store"))
+        {
+            return Err(refuse(
+                "mcp.catalog_store",
+                "tool lists read from it reach the model as they are, so only you may choose it",
             ));
         }
         if let Some(agent) = table.get("agent").and_then(toml::Value::as_table) {

@@ -224,6 +224,10 @@ fn project_roots_and_spill_folder_are_confined_to_the_project() {
             "server.allowed_origins",
         ),
         ("[server]\nhttp = \"0.0.0.0:80\"\n", "server.http"),
+        (
+            "[server]\nallowed_hosts = [\"evil.example\"]\n",
+            "server.allowed_hosts",
+        ),
     ] {
         let (_dir, opts) = user_and_project("", project);
         let err = load(&opts).unwrap_err().to_string();

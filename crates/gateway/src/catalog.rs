@@ -10,6 +10,7 @@
 //! entry is a miss, never an error.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use rmcp::model::Tool;
 use serde::{Deserialize, Serialize};
@@ -20,11 +21,16 @@ use crate::config::{ServerSpec, Transport};
 /// Bumped when the file format or what the key covers changes.
 const FORMAT: u32 = 1;
 
-/// Where the catalog files live.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where the catalog entries live: files in a folder, or keys in a Redis server shared by
+/// replicas (`[mcp] catalog_store`).
+#[derive(Debug, Clone)]
 pub struct CatalogCache {
     dir: PathBuf,
+    redis: Option<redis::Client>,
 }
+
+/// How long a Redis read or write of the cache may take: it only speeds up a start.
+const REDIS_TIMEOUT: Duration = Duration::from_secs(2);
 
 #[derive(Serialize, Deserialize)]
 struct Entry {
@@ -75,7 +81,22 @@ pub struct CachedCatalog {
 impl CatalogCache {
     /// A cache in `dir`.
     pub fn new(dir: PathBuf) -> Self {
-        Self { dir }
+        Self { dir, redis: None }
+    }
+
+    /// A cache in the Redis server at `url` (`redis://HOST[:PORT][/DB]`, `rediss://` for
+    /// TLS), shared by every toolgate using it. `Err` says what is wrong with the URL; an
+    /// unreachable server is found (and logged) at the first read or write.
+    pub fn redis(url: &str) -> Result<Self, String> {
+        let client = redis::Client::open(url).map_err(|e| {
+            format!(
+                "`[mcp] catalog_store = \"{url}\"` is not a Redis URL ({e}); use redis://HOST:PORT/DB"
+            )
+        })?;
+        Ok(Self {
+            dir: PathBuf::new(),
+            redis: Some(client),
+        })
     }
 
     /// The user's cache folder for catalogs: `$XDG_CACHE_HOME/toolgate/catalog`, else
@@ -94,7 +115,14 @@ impl CatalogCache {
     /// The tools (and instructions) last listed by the server launched as `spec`, if cached.
     pub fn load(&self, spec: &ServerSpec) -> Option<CachedCatalog> {
         let key = launch_key(spec)?;
-        let text = fs_err::read_to_string(self.path(&key)).ok()?;
+        let text = match &self.redis {
+            Some(client) => redis_get(client, &redis_key(&key))
+                .map_err(|e| {
+                    tracing::warn!(server = %spec.name, "could not read the shared tool catalog: {e}");
+                })
+                .ok()??,
+            None => fs_err::read_to_string(self.path(&key)).ok()?,
+        };
         let entry: Entry = serde_json::from_str(&text).ok()?;
         (entry.format == FORMAT && entry.key == key).then_some(CachedCatalog {
             tools: entry.tools,
@@ -131,6 +159,26 @@ impl CatalogCache {
                 Vec::new()
             },
         };
+        if let Some(client) = &self.redis {
+            let bytes = match serde_json::to_vec(&entry) {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    return tracing::warn!(server = %spec.name, %e, "could not encode the tool catalog");
+                }
+            };
+            let (client, key, server) = (client.clone(), redis_key(&key), spec.name.clone());
+            let set = move || {
+                if let Err(e) = redis_set(&client, &key, &bytes) {
+                    tracing::warn!(%server, "could not save the shared tool catalog: {e}");
+                }
+            };
+            // A blocking round trip: off the async workers when there are some.
+            match tokio::runtime::Handle::try_current() {
+                Ok(handle) => drop(handle.spawn_blocking(set)),
+                Err(_) => set(),
+            }
+            return;
+        }
         let path = self.path(&key);
         let write = || -> std::io::Result<()> {
             fs_err::create_dir_all(&self.dir)?;
@@ -148,6 +196,31 @@ impl CatalogCache {
         self.dir
             .join(format!("{:016x}.json", fnv1a(key.as_bytes())))
     }
+}
+
+/// The Redis key of the entry for launch key `key`.
+fn redis_key(key: &str) -> String {
+    format!("toolgate:catalog:{FORMAT}:{:016x}", fnv1a(key.as_bytes()))
+}
+
+fn redis_connection(client: &redis::Client) -> redis::RedisResult<redis::Connection> {
+    let connection = client.get_connection_with_timeout(REDIS_TIMEOUT)?;
+    connection.set_read_timeout(Some(REDIS_TIMEOUT))?;
+    connection.set_write_timeout(Some(REDIS_TIMEOUT))?;
+    Ok(connection)
+}
+
+fn redis_get(client: &redis::Client, key: &str) -> redis::RedisResult<Option<String>> {
+    redis::cmd("GET")
+        .arg(key)
+        .query(&mut redis_connection(client)?)
+}
+
+fn redis_set(client: &redis::Client, key: &str, value: &[u8]) -> redis::RedisResult<()> {
+    redis::cmd("SET")
+        .arg(key)
+        .arg(value)
+        .query(&mut redis_connection(client)?)
 }
 
 /// Everything that decides which tools a server lists, as one canonical string; `None` for

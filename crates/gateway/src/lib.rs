@@ -75,6 +75,7 @@
 //!     token: None,
 //!     oauth: None,
 //!     allowed_origins: Vec::new(),
+//!     allowed_hosts: Vec::new(),
 //!     insecure_no_auth: false,
 //!     max_sessions: DEFAULT_MAX_SESSIONS,
 //!     metrics: None,

@@ -1,6 +1,7 @@
 //! Streamable HTTP transport at `/mcp`: loopback by default, Host and Origin validated
 //! (DNS-rebinding protection), a static bearer token and/or OAuth access tokens checked at
-//! the door ([`door`], [`oauth`]), the protected-resource metadata at its well-known paths.
+//! the door ([`door`], [`oauth`]), the protected-resource metadata at its well-known paths,
+//! and an unauthenticated health check for load balancers ([`HEALTH_PATH`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,6 +22,10 @@ mod sessions;
 
 pub use oauth::{OAuthConfigError, OAuthLimits, OAuthSettings};
 
+/// Where a load balancer checks a replica: `200 ok` without a token, outside `/mcp`'s
+/// Host check, whatever the auth settings.
+pub const HEALTH_PATH: &str = "/healthz";
+
 /// Default cap on live HTTP sessions (each holds about 61 KB until it ends).
 pub const DEFAULT_MAX_SESSIONS: usize = 256;
 
@@ -35,6 +40,10 @@ pub struct HttpOptions {
     pub oauth: Option<OAuthSettings>,
     /// Browser origins allowed besides loopback ones (`https://app.example.com:443`).
     pub allowed_origins: Vec<String>,
+    /// `Host` names accepted besides loopback ones and the bound address (`mcp.example.com`):
+    /// the name a load balancer in front is reached by. Ignored when bound to every
+    /// interface, where any name is accepted.
+    pub allowed_hosts: Vec<String>,
     /// Allow a non-loopback address without a token.
     pub insecure_no_auth: bool,
     /// Most live sessions; past it the least recently active one is closed for a new one.
@@ -90,13 +99,17 @@ pub fn http_router(
     if ip.is_unspecified() {
         // Bound to every interface: clients may use any name; the token guards access.
         config = config.disable_allowed_hosts();
-    } else if !ip.is_loopback() {
-        config = config.with_allowed_hosts([
-            "localhost".to_owned(),
-            "127.0.0.1".to_owned(),
-            "::1".to_owned(),
-            ip.to_string(),
-        ]);
+    } else {
+        let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        if !ip.is_loopback() {
+            hosts.push(ip.to_string());
+        }
+        // Behind a balancer the request keeps the name the client used.
+        hosts.extend(options.allowed_hosts.iter().cloned());
+        config = config.with_allowed_hosts(hosts);
     }
     let sessions = Arc::new(sessions::CappedSessions::new(options.max_sessions));
     let service = StreamableHttpService::new(
@@ -134,7 +147,10 @@ pub fn http_router(
             },
         ));
     }
-    // Added after the layer: the metadata is public, it tells a client where to log in.
+    // Added after the layer, so public: the health check says only that the process serves
+    // (a load balancer probes it without a token), the metadata tells a client where to
+    // log in.
+    router = router.route(HEALTH_PATH, axum::routing::get(|| async { "ok\n" }));
     let metadata = move |headers: HeaderMap| {
         let door = Arc::clone(&door);
         async move {

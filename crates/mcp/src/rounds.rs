@@ -370,7 +370,7 @@ impl<T: Send + 'static> Rounds<T> {
             .map_err(|e| {
                 tracing::debug!(%e, "requestState refused");
                 McpError::invalid_params(
-                    "requestState failed its integrity check: it was altered, belongs to another request, or comes from an earlier toolgate process. Send the request again without requestState and inputResponses",
+                    "requestState failed its integrity check: it was altered, belongs to another request, or comes from another toolgate process (an earlier one, or another replica behind a load balancer). Send the request again without requestState; inputResponses sent with it are taken as answers up front",
                     None,
                 )
             })?;

@@ -190,3 +190,6 @@ mod disclosure;
 
 #[path = "all/oauth.rs"]
 mod oauth;
+
+#[path = "all/balancer.rs"]
+mod balancer;

@@ -329,10 +329,14 @@ fn mount_servers(
     };
     let gateway = Gateway::new(discovered, limits, registry)
         .map_err(|e| ConfigError::Invalid(format!("mcp_servers: {e}")))?;
-    if config.mcp.catalog_cache
-        && let Some(dir) = CatalogCache::user_dir()
-    {
-        gateway.use_catalog(CatalogCache::new(dir));
+    if config.mcp.catalog_cache {
+        let cache = match config.mcp.catalog_store.as_deref() {
+            Some(url) => Some(CatalogCache::redis(url).map_err(ConfigError::Invalid)?),
+            None => CatalogCache::user_dir().map(CatalogCache::new),
+        };
+        if let Some(cache) = cache {
+            gateway.use_catalog(cache);
+        }
     }
     gateway.use_token_store_mode(config.mcp.oauth_credentials_store);
     Ok(Arc::new(gateway))

@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -277,3 +278,32 @@ def mounted_env(project: Path, server_env: dict[str, str]) -> dict[str, str]:
     )
     assert listed.returncode == 0 and " ready " in listed.stdout, listed.stdout + listed.stderr
     return server_env
+
+
+@contextmanager
+def python_http_server(script: Path, log: Path, env: dict[str, str]) -> Iterator[str]:
+    """`script` (a test MCP server taking `--http PORT`) serving Streamable HTTP on a free
+    loopback port, its URL; stopped on exit."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, str(script), "--http", str(port)], stdout=out, stderr=out, env=env
+        )
+        try:
+            # A guard for a loaded machine: the interpreter and the SDK take a while to load.
+            deadline = time.monotonic() + 60.0
+            while True:
+                assert proc.poll() is None, f"{script.name} exited: {log.read_text()}"
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    assert time.monotonic() < deadline, f"{script.name} did not listen"
+                    time.sleep(0.1)  # a poll interval, not a deadline
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+

@@ -8,9 +8,7 @@ The mounted server is `asking_server.py` (the Python SDK's `MCPServer`), whose
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,7 +16,14 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import ASKER, HttpServer, http_connection, stdio_connection, toolgate_bin
+from conftest import (
+    ASKER,
+    HttpServer,
+    http_connection,
+    python_http_server,
+    stdio_connection,
+    toolgate_bin,
+)
 from mcp import Client, types
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.subscriptions import ResourceUpdated
@@ -186,33 +191,8 @@ async def test_a_server_asking_for_roots_during_a_call_gets_the_clients_within_t
 @pytest.fixture
 def http_asker(tmp_path: Path, server_env: dict[str, str]) -> Iterator[str]:
     """`asking_server.py` over Streamable HTTP (it speaks 2026-07-28 when asked), its URL."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = open(tmp_path / "asker-http.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [sys.executable, str(ASKER), "--http", str(port)], stdout=log, stderr=log, env=server_env
-    )
-    try:
-        with anyio.from_thread.start_blocking_portal() as portal:
-            portal.call(wait_for_port, port)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
-
-
-async def wait_for_port(port: int) -> None:
-    with anyio.fail_after(GUARD):
-        while True:
-            try:
-                stream = await anyio.connect_tcp("127.0.0.1", port)
-            except OSError:
-                await anyio.sleep(0.1)  # a poll interval, not a deadline
-                continue
-            await stream.aclose()
-            return
+    with python_http_server(ASKER, tmp_path / "asker-http.log", server_env) as url:
+        yield url
 
 
 async def test_a_resource_of_a_server_mounted_on_2026_07_28_is_followed_through_a_listen_stream(

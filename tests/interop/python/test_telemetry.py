@@ -8,8 +8,6 @@ server receives in `_meta` (and, over HTTP, in the `traceparent` header)."""
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -17,9 +15,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import anyio
 import pytest
-from conftest import http_connection, stdio_connection
+from conftest import http_connection, python_http_server, stdio_connection
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -133,33 +130,8 @@ def receiver() -> Iterator[Receiver]:
 @pytest.fixture
 def traced_http(tmp_path: Path, server_env: dict[str, str]) -> Iterator[str]:
     """`traced_server.py` over Streamable HTTP, its URL."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = open(tmp_path / "traced-http.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [sys.executable, str(TRACED), "--http", str(port)], stdout=log, stderr=log, env=server_env
-    )
-    try:
-        with anyio.from_thread.start_blocking_portal() as portal:
-            portal.call(wait_for_port, port)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
-
-
-async def wait_for_port(port: int) -> None:
-    with anyio.fail_after(PATIENCE):
-        while True:
-            try:
-                stream = await anyio.connect_tcp("127.0.0.1", port)
-            except OSError:
-                await anyio.sleep(0.1)  # a poll interval, not a deadline
-                continue
-            await stream.aclose()
-            return
+    with python_http_server(TRACED, tmp_path / "traced-http.log", server_env) as url:
+        yield url
 
 
 def configure(server_env: dict[str, str], extra: str) -> None:

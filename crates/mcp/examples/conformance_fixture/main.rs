@@ -85,6 +85,7 @@ async fn main() -> ExitCode {
         token: None,
         oauth: None,
         allowed_origins: Vec::new(),
+        allowed_hosts: Vec::new(),
         insecure_no_auth: false,
         max_sessions: toolgate_mcp::DEFAULT_MAX_SESSIONS,
         metrics: None,

@@ -185,6 +185,29 @@ async fn a_tool_asks_a_2026_client_in_rounds_and_each_state_is_used_once() {
     assert_eq!(done["result"]["content"][0]["text"], "names: twice, Tom");
 }
 
+/// Behind a round-robin balancer the follow-up of a round may reach another replica, whose
+/// key did not seal the state: it is refused with an error that says so and what to do, and
+/// the answers sent again without the state are taken there.
+#[tokio::test]
+async fn a_state_from_another_replica_is_refused_and_answers_sent_without_it_are_taken() {
+    let mut replica_a = connect(server());
+    let mut replica_b = connect(server());
+    let first = call(&mut replica_a, 1, "the cat", json!({})).await;
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+
+    let elsewhere = json!({"inputResponses": {"name": answer("Tom")}, "requestState": state});
+    let refused = call(&mut replica_b, 2, "the cat", elsewhere).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("another replica"), "{refused}");
+    assert!(message.contains("again without requestState"), "{refused}");
+
+    let up_front = json!({"inputResponses": {"name": answer("Tom")}});
+    let done = call(&mut replica_b, 3, "the cat", up_front).await;
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "names: Tom");
+}
+
 #[tokio::test]
 async fn a_state_is_refused_for_other_arguments_and_when_altered() {
     let mut client = connect(server());

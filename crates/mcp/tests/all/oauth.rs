@@ -133,6 +133,21 @@ impl Drop for Issuer {
     }
 }
 
+/// A server over `registry` under `policy`, its lists cut per caller as `serve` does.
+fn server_for(registry: Arc<toolgate_core::Registry>, policy: Policy) -> ToolgateServer {
+    policy.filter_lists_of(&registry);
+    ToolgateServer::new(
+        Arc::new(Dispatcher::new(
+            registry,
+            Scope::global(),
+            policy,
+            DispatchLimits::default(),
+        )),
+        RenderOptions::default(),
+        String::new(),
+    )
+}
+
 /// toolgate on a free loopback port with `whoami`, which answers with its session's identity.
 struct Gate {
     base: String,
@@ -175,18 +190,7 @@ impl Gate {
             })
             .erased();
         let registry = toolgate_test_support::registry_with(vec![whoami, deploy]);
-        policy.filter_lists_of(&registry);
-        let server = ToolgateServer::new(
-            Arc::new(Dispatcher::new(
-                registry,
-                Scope::global(),
-                policy,
-                DispatchLimits::default(),
-            )),
-            RenderOptions::default(),
-            String::new(),
-        );
-        Self::serve(server, issuer, token, scopes, limits).await
+        Self::serve(server_for(registry, policy), issuer, token, scopes, limits).await
     }
 
     /// `server` behind the door: `issuer`'s tokens, and `token` as the static one.
@@ -209,6 +213,7 @@ impl Gate {
             token: token.map(str::to_owned),
             oauth: Some(oauth),
             allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             insecure_no_auth: false,
             max_sessions: 16,
             metrics: None,
@@ -459,24 +464,13 @@ async fn search_tools_catalog_names_no_deferred_tool_its_caller_is_denied() {
     let registry = toolgate_test_support::registry_with(tools);
     let deny = [r#"mcp__demo__tool_07 unless group = "eng""#.to_owned()];
     let policy = Policy::from_lists(&[], &[], &deny).unwrap();
-    policy.filter_lists_of(&registry);
     let settings = DisclosureSettings {
         mode: DisclosureMode::Auto(15),
         ..DisclosureSettings::default()
     };
     let disclosure = Arc::new(Disclosure::new(&settings, &Default::default()).unwrap());
     disclosure.attach(&registry, Scope::global()).unwrap();
-    let server = ToolgateServer::new(
-        Arc::new(Dispatcher::new(
-            registry,
-            Scope::global(),
-            policy,
-            DispatchLimits::default(),
-        )),
-        RenderOptions::default(),
-        String::new(),
-    )
-    .with_disclosure(disclosure);
+    let server = server_for(registry, policy).with_disclosure(disclosure);
     let gate = Gate::serve(server, &issuer.url, None, &["mcp"], no_refetch_floor()).await;
     let eng = key.sign(&issuer.claims("alice"));
     let mut ops_claims = issuer.claims("bob");
