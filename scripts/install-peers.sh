@@ -83,7 +83,7 @@ fi
 haproxy_installed
 
 # A real Redis (Debian's package) holds the catalog cache shared by replicas
-# (`[mcp] catalog_store`) in tests/interop/python/test_catalog_store.py.
+# (`[mcp] shared_store`) in tests/interop/python/test_shared_store.py.
 if ! command -v redis-server >/dev/null; then
   if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server >/dev/null ||

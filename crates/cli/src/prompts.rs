@@ -78,7 +78,13 @@ impl PromptSource for ServePrompts {
                 let limits = ctx.session.limits();
                 return self
                     .gateway
-                    .get_prompt_for(name, Some(arguments), ctx.client().cloned(), limits)
+                    .get_prompt_for(
+                        name,
+                        Some(arguments),
+                        ctx.client().cloned(),
+                        limits,
+                        ctx.session.identity(),
+                    )
                     .await
                     .map_err(|e| SourceError::Failed(e.to_string()));
             }

@@ -23,8 +23,8 @@
 //!   traces name every tool call, so the user chooses where they go).
 //! - `agent.sessions_dir`: user layers only (it decides where transcripts go and which one
 //!   `--resume` reads).
-//! - `mcp.import`: a project may turn importing off, not on; `mcp.catalog_store`: user
-//!   layers only (tool lists read from a shared store reach the model).
+//! - `mcp.import`: a project may turn importing off, not on; `mcp.shared_store`: user
+//!   layers only (tool lists read from it reach the model; OAuth tokens are written to it).
 //! - `skills.enabled`: a project may turn skills off, not on; `skills.roots`: folders
 //!   inside the project only (no `..`, no `~`), made absolute — a skill root is readable
 //!   by read_file.
@@ -285,15 +285,16 @@ impl ProjectLayer {
                 "it decides which endpoint receives a trace of every tool call",
             ));
         }
-        // Tool descriptions read from a shared store reach the model as they are.
+        // Tool descriptions read from a shared store reach the model as they are, and the
+        // user's OAuth tokens are written to it.
         if table
             .get("mcp")
             .and_then(toml::Value::as_table)
-            .is_some_and(|mcp| mcp.contains_key("catalog_store"))
+            .is_some_and(|mcp| mcp.contains_key("shared_store"))
         {
             return Err(refuse(
-                "mcp.catalog_store",
-                "tool lists read from it reach the model as they are, so only you may choose it",
+                "mcp.shared_store",
+                "tool lists read from it reach the model as they are and your OAuth tokens are written to it, so only you may choose it",
             ));
         }
         if let Some(agent) = table.get("agent").and_then(toml::Value::as_table) {

@@ -22,7 +22,7 @@ use crate::config::{ServerSpec, Transport};
 const FORMAT: u32 = 1;
 
 /// Where the catalog entries live: files in a folder, or keys in a Redis server shared by
-/// replicas (`[mcp] catalog_store`).
+/// replicas (`[mcp] shared_store`).
 #[derive(Debug, Clone)]
 pub struct CatalogCache {
     dir: PathBuf,
@@ -90,7 +90,7 @@ impl CatalogCache {
     pub fn redis(url: &str) -> Result<Self, String> {
         let client = redis::Client::open(url).map_err(|e| {
             format!(
-                "`[mcp] catalog_store = \"{url}\"` is not a Redis URL ({e}); use redis://HOST:PORT/DB"
+                "`[mcp] shared_store = \"{url}\"` is not a Redis URL ({e}); use redis://HOST:PORT/DB"
             )
         })?;
         Ok(Self {

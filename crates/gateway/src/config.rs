@@ -231,11 +231,13 @@ pub struct GatewayConfig {
     /// Keep each server's tools in `~/.cache/toolgate/catalog`, keyed by its launch config, so
     /// the next session's first `tools/list` is complete at once.
     pub catalog_cache: bool,
-    /// Where the catalog cache lives: unset = the user's cache folder;
-    /// `redis://HOST[:PORT][/DB]` (or `rediss://`) shares it between `serve --http`
-    /// replicas, one key per server launch config (`toolgate:catalog:…`). User layers only.
+    /// A Redis shared by `serve --http` replicas, `redis://HOST[:PORT][/DB]` (or
+    /// `rediss://`): the catalog cache (`toolgate:catalog:…`) and remote servers' OAuth
+    /// tokens (`toolgate:oauth:…`, with their locks, so one login serves every replica and
+    /// no refresh token is spent twice) live there instead of on this machine. Unset = the
+    /// cache folder and `oauth_credentials_store`. User layers only.
     #[schemars(example = &"redis://127.0.0.1:6379/0")]
-    pub catalog_store: Option<String>,
+    pub shared_store: Option<String>,
     /// Calls and searches wait this long for starting servers that are not in the catalog
     /// cache, counted from startup. No `tools/list` ever waits.
     ///
@@ -268,7 +270,7 @@ impl Default for GatewayConfig {
             max_list_pages: 100,
             max_tools_per_server: 10_000,
             catalog_cache: true,
-            catalog_store: None,
+            shared_store: None,
             first_list_grace_ms: 5_000,
             sandbox: toolgate_contain::SandboxMode::Off,
             sandbox_network: true,

@@ -676,7 +676,7 @@ impl Gateway {
         let mut out = Vec::new();
         for mount in self.inner.mounts().iter() {
             for (name, mut prompt) in self.inner.prompt_names(mount) {
-                if self.inner.prompt_verdict(&name).decision == Decision::Deny {
+                if self.inner.prompt_verdict(&name, None).decision == Decision::Deny {
                     continue;
                 }
                 prompt.name = name;
@@ -697,8 +697,20 @@ impl Gateway {
         arguments: Option<rmcp::model::JsonObject>,
         caller: Option<Arc<dyn toolgate_core::ClientLink>>,
     ) -> Result<rmcp::model::GetPromptResult, ForwardError> {
+        self.get_prompt_as(name, arguments, caller, None).await
+    }
+
+    /// [`Gateway::get_prompt`] for the caller `identity`, as rules with a condition on the
+    /// caller decide.
+    pub async fn get_prompt_as(
+        &self,
+        name: &str,
+        arguments: Option<rmcp::model::JsonObject>,
+        caller: Option<Arc<dyn toolgate_core::ClientLink>>,
+        identity: Option<&toolgate_core::Identity>,
+    ) -> Result<rmcp::model::GetPromptResult, ForwardError> {
         if let Some((mount, prompt)) = self.inner.prompt_owner(name) {
-            let verdict = self.inner.prompt_verdict(name);
+            let verdict = self.inner.prompt_verdict(name, identity);
             if verdict.decision != Decision::Allow {
                 let what = format!("prompt `{name}`");
                 return Err(ForwardError::Refused(refusal(&what, &verdict)));
@@ -721,8 +733,11 @@ impl Gateway {
         arguments: Option<rmcp::model::JsonObject>,
         caller: Option<Arc<dyn toolgate_core::ClientLink>>,
         limits: toolgate_core::ClientLimits,
+        identity: Option<&toolgate_core::Identity>,
     ) -> Result<rmcp::model::GetPromptResult, ForwardError> {
-        let mut result = self.get_prompt(name, arguments, caller).await?;
+        let mut result = self
+            .get_prompt_as(name, arguments, caller, identity)
+            .await?;
         if let Some(budget) = lock(&self.inner.budget).clone() {
             fit_prompt(&mut result, budget.as_ref(), limits);
         }

@@ -14,8 +14,8 @@ use toolgate_core::{
 };
 use toolgate_fs::{ControlFiles, Covers, HardLinks, LaunchFile, Roots};
 use toolgate_gateway::{
-    CatalogCache, ClientRoots, Discovered, Gateway, GatewayLimits, ImportOptions, TrustStore,
-    discover,
+    CatalogCache, ClientRoots, Discovered, Gateway, GatewayLimits, ImportOptions, TokenStore,
+    TrustStore, discover,
 };
 use toolgate_skills::{CatalogText, HomeDirs, RootKind, ScopeChain, SkillToolProvider, Skills};
 
@@ -329,8 +329,9 @@ fn mount_servers(
     };
     let gateway = Gateway::new(discovered, limits, registry)
         .map_err(|e| ConfigError::Invalid(format!("mcp_servers: {e}")))?;
+    let shared = config.mcp.shared_store.as_deref();
     if config.mcp.catalog_cache {
-        let cache = match config.mcp.catalog_store.as_deref() {
+        let cache = match shared {
             Some(url) => Some(CatalogCache::redis(url).map_err(ConfigError::Invalid)?),
             None => CatalogCache::user_dir().map(CatalogCache::new),
         };
@@ -338,7 +339,12 @@ fn mount_servers(
             gateway.use_catalog(cache);
         }
     }
-    gateway.use_token_store_mode(config.mcp.oauth_credentials_store);
+    match shared {
+        Some(url) => gateway.use_token_store(
+            TokenStore::redis(url).map_err(|e| ConfigError::Invalid(e.to_string()))?,
+        ),
+        None => gateway.use_token_store_mode(config.mcp.oauth_credentials_store),
+    }
     Ok(Arc::new(gateway))
 }
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -307,3 +308,40 @@ def python_http_server(script: Path, log: Path, env: dict[str, str]) -> Iterator
             proc.terminate()
             proc.wait(timeout=30)
 
+
+# A guard for a loaded machine, not a measurement.
+REDIS_START = 60.0
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    binary = shutil.which("redis-server")
+    assert binary, "redis-server is not installed: run scripts/install-peers.sh"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(tmp_path / "redis.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(tmp_path)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + REDIS_START
+        while True:
+            assert proc.poll() is None, f"redis-server exited with {proc.returncode}"
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as c:
+                    c.sendall(b"PING\r\n")
+                    if c.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "redis-server did not answer PING"
+            time.sleep(0.05)  # a poll interval, not a deadline
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()

@@ -19,6 +19,7 @@ import stat
 import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 from conftest import stdio_connection, toolgate_bin
 from oauth_provider import TOOL, Provider, browser, free_port, write_claude_json
@@ -142,3 +143,51 @@ async def test_login_serve_refresh_revoke_logout(
         assert result.is_error
         assert "toolgate mcp login guarded" in text_of(result), text_of(result)
     assert listed(env, project)["status"] == "needs login"
+
+
+@pytest.mark.anyio
+async def test_replicas_share_one_login_and_refresh_in_turn_through_redis(
+    provider: Provider, project: Path, server_env: dict[str, str], tmp_path: Path, redis_url: str
+) -> None:
+    """Two machines (own homes and config folders) with `[mcp] shared_store`: one login on
+    the first serves both; when the access token is refused on both at once, they refresh
+    one after the other, each with the refresh token the other saved, and both calls work."""
+    envs = []
+    for name in ("one", "two"):
+        home = tmp_path / name
+        config = home / "xdg-config" / "toolgate"
+        config.mkdir(parents=True)
+        (config / "config.toml").write_text(f'[mcp]\nshared_store = "{redis_url}"\n')
+        write_claude_json(home, provider, free_port())
+        envs.append(dict(server_env, HOME=str(home), XDG_CONFIG_HOME=str(home / "xdg-config")))
+    envs[0]["BROWSER"] = browser(tmp_path / "browser-cookies")
+
+    login = run(envs[0], project, "mcp", "login", "guarded")
+    assert login.returncode == 0, login.stdout + login.stderr
+    assert listed(envs[1], project)["status"] == "ready"
+    # The tokens are in Redis, on neither machine's disk.
+    for env in envs:
+        assert not (Path(env["XDG_CONFIG_HOME"]) / "toolgate" / "mcp-oauth").exists()
+
+    async with (
+        stdio_connection(project, envs[0], "legacy", tmp_path / "one.stderr") as one,
+        stdio_connection(project, envs[1], "legacy", tmp_path / "two.stderr") as two,
+    ):
+        for client in (one, two):
+            result = await client.call_tool(TOOL, {})
+            assert not result.is_error and text_of(result) == provider.whoami(), text_of(result)
+        provider.admin_call("reject-access-tokens")
+        results = {}
+
+        async def call(name: str, client) -> None:
+            results[name] = await client.call_tool(TOOL, {})
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(call, "one", one)
+            group.start_soon(call, "two", two)
+        for name, result in results.items():
+            assert not result.is_error, (name, text_of(result))
+            assert text_of(result) == provider.whoami()
+    refreshes = provider.admin_call("stats")["refreshGrants"]
+    assert 1 <= refreshes <= 2, refreshes
+    assert provider.admin_call("stats")["codeGrants"] == 1

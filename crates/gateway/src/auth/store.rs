@@ -8,6 +8,10 @@
 //! never gets the old one's tokens. Read-modify-write of a record is serialised across
 //! processes by a lock file beside the records; a refresh holds a second lock across its
 //! load, token request and save, so two processes never spend one refresh token twice.
+//!
+//! Replicas share one store in Redis (`[mcp] shared_store`): records are keys
+//! (`toolgate:oauth:…`) and the locks are Redis locks (`SET NX PX`, released by their
+//! holder only), so the guarantee holds across machines.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -42,6 +46,11 @@ pub enum StoreError {
     /// The file could not be read or written.
     #[error("OAuth token file: {0}")]
     Io(#[from] std::io::Error),
+    /// The shared Redis store failed.
+    #[error(
+        "the shared OAuth token store (Redis) failed: {0}; check that it runs and `[mcp] shared_store` names it"
+    )]
+    Redis(String),
     /// The record is not valid JSON.
     #[error(
         "OAuth token record for {url} is damaged ({reason}); run `toolgate mcp logout` for it and log in again"
@@ -119,7 +128,14 @@ pub enum AuthStatus {
 enum Backend {
     Keyring(KeyringKind),
     File,
+    Redis(redis::Client),
 }
+
+/// How long a Redis lock lives when its holder dies without releasing it; a refresh (one
+/// token request) takes far less.
+const REDIS_LOCK_MS: u64 = 30_000;
+/// How long a Redis command of the store may take.
+const REDIS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Which keyring: the platform's default store, or (Linux) the kernel keyutils, which
 /// works without a desktop session but forgets everything at reboot.
@@ -174,6 +190,21 @@ impl TokenStore {
         Ok(Self { dir, backend })
     }
 
+    /// A store in the Redis server at `url`, shared by every toolgate using it (replicas).
+    /// `Err` says what is wrong with the URL; an unreachable server fails each use with a
+    /// message naming it.
+    pub fn redis(url: &str) -> Result<Self, StoreError> {
+        let client = redis::Client::open(url).map_err(|e| {
+            StoreError::Redis(format!(
+                "`[mcp] shared_store = \"{url}\"` is not a Redis URL ({e}); use redis://HOST:PORT/DB"
+            ))
+        })?;
+        Ok(Self {
+            dir: PathBuf::new(),
+            backend: Backend::Redis(client),
+        })
+    }
+
     #[cfg(test)]
     pub(crate) fn with_keyring(dir: PathBuf, kind: KeyringKind) -> Self {
         Self {
@@ -187,6 +218,10 @@ impl TokenStore {
         match &self.backend {
             Backend::Keyring(_) => "the OS credential store".to_owned(),
             Backend::File => format!("{} (0600 files)", self.dir.display()),
+            Backend::Redis(client) => format!(
+                "the shared Redis store {}",
+                client.get_connection_info().addr()
+            ),
         }
     }
 
@@ -212,6 +247,7 @@ impl TokenStore {
                 Err(e) => return Err(e.into()),
             },
             Backend::Keyring(kind) => keyring_get(*kind, url).map_err(StoreError::Keyring)?,
+            Backend::Redis(client) => redis_get(client, &redis_key(url, "record"))?,
         };
         let Some(text) = text else {
             return Ok(Record {
@@ -255,6 +291,10 @@ impl TokenStore {
         match &self.backend {
             Backend::File => write_private(&self.dir, &self.file(url), &text),
             Backend::Keyring(kind) => keyring_set(*kind, url, &text).map_err(StoreError::Keyring),
+            Backend::Redis(client) => redis_query(
+                client,
+                redis::cmd("SET").arg(redis_key(url, "record")).arg(text),
+            ),
         }
     }
 
@@ -265,6 +305,9 @@ impl TokenStore {
                 _ => Ok(()),
             },
             Backend::Keyring(kind) => keyring_delete(*kind, url).map_err(StoreError::Keyring),
+            Backend::Redis(client) => {
+                redis_query(client, redis::cmd("DEL").arg(redis_key(url, "record")))
+            }
         }
     }
 
@@ -313,11 +356,16 @@ impl TokenStore {
                 format!("{}:{modified}", m.len())
             }),
             Backend::Keyring(kind) => keyring_get(*kind, url).ok().flatten(),
+            Backend::Redis(client) => redis_get(client, &redis_key(url, "record")).ok().flatten(),
         }
     }
 
-    /// An exclusive lock on `url`'s `what` lock file, released when dropped.
+    /// An exclusive lock on `url`'s `what` lock (a lock file, or a Redis lock for a shared
+    /// store), released when dropped.
     pub(crate) fn lock(&self, url: &str, what: &str) -> Result<FileLock, StoreError> {
+        if let Backend::Redis(client) = &self.backend {
+            return redis_lock(client, redis_key(url, &format!("{what}.lock")));
+        }
         ensure_private_dir(&self.dir)?;
         let path = self.lock_path(url, what);
         let file = fs_err::OpenOptions::new()
@@ -327,14 +375,108 @@ impl TokenStore {
             .open(&path)?;
         rustix::fs::flock(file.file(), rustix::fs::FlockOperation::LockExclusive)
             .map_err(|e| std::io::Error::other(format!("cannot lock {}: {e}", path.display())))?;
-        Ok(FileLock { _file: file })
+        Ok(FileLock::File(file))
     }
 }
 
-/// A held lock file.
+/// A held lock: a locked file, or a Redis lock this process holds.
 #[derive(Debug)]
-pub(crate) struct FileLock {
-    _file: fs_err::File,
+pub(crate) enum FileLock {
+    File(#[allow(dead_code)] fs_err::File),
+    Redis {
+        client: redis::Client,
+        key: String,
+        token: String,
+    },
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        if let Self::Redis { client, key, token } = self {
+            // Deleted only while it is still ours: one that expired and was taken by
+            // another replica stays theirs.
+            let release = redis::cmd("EVAL")
+                .arg("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end")
+                .arg(1)
+                .arg(&*key)
+                .arg(&*token)
+                .clone();
+            if let Err(e) = redis_query::<i64>(client, &release) {
+                tracing::warn!(
+                    "could not release the shared OAuth lock (it expires in {} s): {e}",
+                    REDIS_LOCK_MS / 1000
+                );
+            }
+        }
+    }
+}
+
+/// The Redis key of `url`'s `what` (`record`, `refresh.lock`, …).
+fn redis_key(url: &str, what: &str) -> String {
+    format!("toolgate:oauth:{}:{what}", TokenStore::key(url))
+}
+
+fn redis_query<T: redis::FromRedisValue + Send>(
+    client: &redis::Client,
+    command: &redis::Cmd,
+) -> Result<T, StoreError> {
+    let run = || -> redis::RedisResult<T> {
+        let mut connection = client.get_connection_with_timeout(REDIS_TIMEOUT)?;
+        connection.set_read_timeout(Some(REDIS_TIMEOUT))?;
+        connection.set_write_timeout(Some(REDIS_TIMEOUT))?;
+        command.query(&mut connection)
+    };
+    off_runtime(run)
+        .map_err(|e| StoreError::Redis(format!("{}: {e}", client.get_connection_info().addr())))
+}
+
+fn redis_get(client: &redis::Client, key: &str) -> Result<Option<String>, StoreError> {
+    redis_query(client, redis::cmd("GET").arg(key))
+}
+
+/// Takes the Redis lock `key`, waiting while another holder has it (at most until it
+/// expires, [`REDIS_LOCK_MS`], and then some).
+fn redis_lock(client: &redis::Client, key: String) -> Result<FileLock, StoreError> {
+    let token = format!("{}-{}", std::process::id(), rand_token());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(2 * REDIS_LOCK_MS);
+    loop {
+        let taken: Option<String> = redis_query(
+            client,
+            redis::cmd("SET")
+                .arg(&key)
+                .arg(&token)
+                .arg("NX")
+                .arg("PX")
+                .arg(REDIS_LOCK_MS),
+        )?;
+        if taken.is_some() {
+            return Ok(FileLock::Redis {
+                client: client.clone(),
+                key,
+                token,
+            });
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(StoreError::Redis(format!(
+                "the shared OAuth lock `{key}` stayed taken for {} s; another toolgate may be stuck refreshing",
+                2 * REDIS_LOCK_MS / 1000
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20)); // a poll interval
+    }
+}
+
+/// 128 random bits, hex: who holds a Redis lock.
+fn rand_token() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        bytes = nanos.to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn ensure_private_dir(dir: &Path) -> Result<(), StoreError> {

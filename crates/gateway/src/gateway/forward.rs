@@ -44,7 +44,7 @@ impl Gateway {
         // A prompt the rules keep from the client is not completed either.
         let owner = self.inner.prompt_owner(name);
         if let Some((mount, prompt)) =
-            owner.filter(|_| self.inner.prompt_verdict(name).decision != Decision::Deny)
+            owner.filter(|_| self.inner.prompt_verdict(name, None).decision != Decision::Deny)
         {
             return mount
                 .complete(Reference::for_prompt(prompt.name), argument, context)

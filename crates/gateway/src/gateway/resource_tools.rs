@@ -26,6 +26,7 @@ use super::Inner;
 use crate::mount::Mount;
 use crate::mount::resources::Fit;
 use crate::naming::server_prefix;
+use toolgate_core::Identity;
 
 /// Name of the tool that lists resources.
 pub const LIST_RESOURCES: &str = "list_resources";
@@ -115,22 +116,29 @@ impl Inner {
     /// (`mcp__NAME__*`) and the `mcp.read` action.
     /// How the rules treat a client's use of the mounted prompt `name` (its toolgate name):
     /// by the name, or the action `mcp.prompt`.
-    pub(super) fn prompt_verdict(&self, name: &str) -> Verdict {
-        self.limits.policy.decide(name, "mcp.prompt")
+    /// `caller` is the identity `serve --http` authenticated (`None`: none, as in lists and
+    /// on stdio), for rules with a condition on the caller.
+    pub(super) fn prompt_verdict(&self, name: &str, caller: Option<&Identity>) -> Verdict {
+        self.limits.policy.decide_for(name, "mcp.prompt", caller)
     }
 
-    pub(super) fn resource_verdict(&self, mount: &Mount) -> Verdict {
+    pub(super) fn resource_verdict(&self, mount: &Mount, caller: Option<&Identity>) -> Verdict {
         self.limits
             .policy
-            .decide(&server_prefix(&mount.spec.name), "mcp.read")
+            .decide_for(&server_prefix(&mount.spec.name), "mcp.read", caller)
     }
 
     /// The servers whose resources may be listed: mounted, and not denied.
     pub(super) fn readable(&self) -> Vec<Arc<Mount>> {
+        self.readable_by(None)
+    }
+
+    /// The servers whose resources `caller` may read: mounted, and not denied to them.
+    pub(super) fn readable_by(&self, caller: Option<&Identity>) -> Vec<Arc<Mount>> {
         self.mounts()
             .iter()
             .filter(|m| m.clash().is_none())
-            .filter(|m| self.resource_verdict(m).decision != Decision::Deny)
+            .filter(|m| self.resource_verdict(m, caller).decision != Decision::Deny)
             .cloned()
             .collect()
     }
@@ -321,7 +329,8 @@ impl Tool for ListResources {
             _ => None,
         };
         inner.await_cached(&ctx).await;
-        let readable = inner.readable();
+        let caller = ctx.session.identity();
+        let readable = inner.readable_by(caller);
         let with_resources: Vec<&Arc<Mount>> = readable
             .iter()
             .filter(|m| !m.resources().is_empty())
@@ -346,7 +355,7 @@ impl Tool for ListResources {
                         names(&with_resources)
                     )));
                 };
-                let verdict = inner.resource_verdict(mount);
+                let verdict = inner.resource_verdict(mount, caller);
                 if verdict.decision == Decision::Deny {
                     return Err(denied(&mount.spec.name, &verdict));
                 }
@@ -519,12 +528,16 @@ impl Tool for ReadResource {
                 cut(&uri.escape_debug().to_string(), 200)
             )));
         }
-        if Inner::owner(&inner.readable(), &uri).is_none() {
+        let caller = ctx.session.identity();
+        if Inner::owner(&inner.readable_by(caller), &uri).is_none() {
             inner.await_cached(&ctx).await;
         }
-        let Some(mount) = Inner::owner(&inner.readable(), &uri) else {
+        let Some(mount) = Inner::owner(&inner.readable_by(caller), &uri) else {
             if let Some(hidden) = Inner::owner(&inner.mounted(), &uri) {
-                return Err(denied(&hidden.spec.name, &inner.resource_verdict(&hidden)));
+                return Err(denied(
+                    &hidden.spec.name,
+                    &inner.resource_verdict(&hidden, caller),
+                ));
             }
             return Err(ToolError::recoverable(format!(
                 "no mounted MCP server offers the resource `{}`; call list_resources to see the URIs and templates there are{}",
@@ -532,9 +545,13 @@ impl Tool for ReadResource {
                 inner.starting_note()
             )));
         };
-        let verdict = inner.resource_verdict(&mount);
+        let verdict = inner.resource_verdict(&mount, caller);
         // An `ask` the dispatcher asked already (an `mcp.read` rule) is not asked twice.
-        let asked = inner.limits.policy.decide(READ_RESOURCE, "mcp.read") == verdict;
+        let asked = inner
+            .limits
+            .policy
+            .decide_for(READ_RESOURCE, "mcp.read", caller)
+            == verdict;
         if verdict.decision == Decision::Ask && !asked {
             approve(&mount.spec.name, &uri, &verdict, &ctx).await?;
         }

@@ -61,9 +61,20 @@ impl Gateway {
         uri: &str,
         caller: Option<Arc<dyn toolgate_core::ClientLink>>,
     ) -> Result<Vec<rmcp::model::ResourceContents>, ForwardError> {
-        let Some(mount) = Inner::owner(&self.inner.readable(), uri) else {
+        self.read_resource_as(uri, caller, None).await
+    }
+
+    /// [`Gateway::read_resource`] for the caller `identity`, as rules with a condition on
+    /// the caller decide.
+    pub async fn read_resource_as(
+        &self,
+        uri: &str,
+        caller: Option<Arc<dyn toolgate_core::ClientLink>>,
+        identity: Option<&toolgate_core::Identity>,
+    ) -> Result<Vec<rmcp::model::ResourceContents>, ForwardError> {
+        let Some(mount) = Inner::owner(&self.inner.readable_by(identity), uri) else {
             if let Some(hidden) = Inner::owner(&self.inner.mounted(), uri) {
-                let verdict = self.inner.resource_verdict(&hidden);
+                let verdict = self.inner.resource_verdict(&hidden, identity);
                 let what = format!("reading `{uri}` from MCP server `{}`", hidden.spec.name);
                 return Err(ForwardError::Refused(super::refusal(&what, &verdict)));
             }
@@ -71,7 +82,7 @@ impl Gateway {
                 uri: uri.to_owned(),
             });
         };
-        let verdict = self.inner.resource_verdict(&mount);
+        let verdict = self.inner.resource_verdict(&mount, identity);
         if verdict.decision != Decision::Allow {
             let what = format!("reading `{uri}` from MCP server `{}`", mount.spec.name);
             return Err(ForwardError::Refused(super::refusal(&what, &verdict)));
@@ -96,8 +107,9 @@ impl Gateway {
         uri: &str,
         caller: Option<Arc<dyn toolgate_core::ClientLink>>,
         limits: toolgate_core::ClientLimits,
+        identity: Option<&toolgate_core::Identity>,
     ) -> Result<Vec<rmcp::model::ResourceContents>, ForwardError> {
-        let mut contents = self.read_resource(uri, caller).await?;
+        let mut contents = self.read_resource_as(uri, caller, identity).await?;
         if let Some(budget) = lock(&self.inner.budget).clone() {
             fit_resource_contents(&mut contents, budget.as_ref(), limits);
         }

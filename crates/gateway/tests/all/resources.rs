@@ -255,6 +255,34 @@ async fn a_denied_servers_resources_are_invisible_and_unreadable() {
 }
 
 #[tokio::test]
+async fn rules_with_a_condition_on_the_caller_decide_reads_and_prompts_by_identity() {
+    let builder = rules(setup(), &[], &[r#"mcp__two__* unless group = "eng""#]);
+    let builder = with_resources(builder, "one", "one", 0);
+    let rig = with_resources(builder, "two", "two", 0).build();
+    rig.gateway.start_all().await;
+    let caller = |group: &str| toolgate_core::Identity {
+        subject: format!("{group}-user"),
+        issuer: Some("https://idp.example".to_owned()),
+        groups: vec![group.to_owned()],
+        scopes: Vec::new(),
+    };
+    let (eng, ops) = (caller("eng"), caller("ops"));
+    let read = |who| rig.gateway.read_resource_as("fake://two/small", None, who);
+    assert!(read(Some(&eng)).await.is_ok());
+    let refused = read(Some(&ops)).await.unwrap_err().to_string();
+    assert!(refused.contains("permission denied"), "{refused}");
+    assert!(read(None).await.is_err(), "no identity holds no group");
+    let prompt = |who| {
+        rig.gateway
+            .get_prompt_as("mcp__two__huge_prompt", None, None, who)
+    };
+    assert!(prompt(Some(&eng)).await.is_ok());
+    let refused = prompt(Some(&ops)).await.unwrap_err().to_string();
+    assert!(refused.contains(r#"unless group = \"eng\""#), "{refused}");
+    rig.finish().await;
+}
+
+#[tokio::test]
 async fn the_rules_apply_to_resources_and_prompts_served_over_mcp() {
     let builder = rules(setup(), &["mcp__three__*"], &["mcp__two__*"]);
     let builder = with_resources(builder, "one", "one", 0);
@@ -389,7 +417,7 @@ async fn prompts_and_resource_reads_served_over_mcp_fit_the_budget() {
     };
     let contents = rig
         .gateway
-        .read_resource_for("fake://one/huge", None, ClientLimits::default())
+        .read_resource_for("fake://one/huge", None, ClientLimits::default(), None)
         .await
         .unwrap();
     let text = text_of(&contents);
@@ -414,20 +442,20 @@ async fn prompts_and_resource_reads_served_over_mcp_fit_the_budget() {
     };
     let contents = rig
         .gateway
-        .read_resource_for("fake://one/huge", None, small)
+        .read_resource_for("fake://one/huge", None, small, None)
         .await
         .unwrap();
     assert!(text_of(&contents).len() <= 1_000, "{}", text_of(&contents));
     // Small texts and binary contents pass unchanged.
     let contents = rig
         .gateway
-        .read_resource_for("fake://one/small", None, ClientLimits::default())
+        .read_resource_for("fake://one/small", None, ClientLimits::default(), None)
         .await
         .unwrap();
     assert_eq!(text_of(&contents), "small text of one");
     let contents = rig
         .gateway
-        .read_resource_for("fake://one/blob", None, ClientLimits::default())
+        .read_resource_for("fake://one/blob", None, ClientLimits::default(), None)
         .await
         .unwrap();
     assert!(matches!(
@@ -437,7 +465,13 @@ async fn prompts_and_resource_reads_served_over_mcp_fit_the_budget() {
 
     let prompt = rig
         .gateway
-        .get_prompt_for("mcp__one__huge_prompt", None, None, ClientLimits::default())
+        .get_prompt_for(
+            "mcp__one__huge_prompt",
+            None,
+            None,
+            ClientLimits::default(),
+            None,
+        )
         .await
         .unwrap();
     let texts: Vec<String> = prompt

@@ -1,58 +1,18 @@
-"""The catalog cache shared by replicas (`[mcp] catalog_store = "redis://…"`), in a real Redis
-(Debian's package, installed by scripts/install-peers.sh): what one toolgate learned of a
-mounted server's tools, another toolgate — another machine's cache folder — lists before the
-server has started."""
+"""What replicas share in a real Redis (`[mcp] shared_store = "redis://…"`; Debian's package,
+installed by scripts/install-peers.sh; fixture `redis_url` in conftest.py): the catalog cache —
+what one toolgate learned of a mounted server's tools, another toolgate with another cache
+folder lists before the server has started — and (test_oauth.py) OAuth logins."""
 
 from __future__ import annotations
 
-import shutil
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import stdio_connection, toolgate_bin
 
 TRACED = Path(__file__).with_name("traced_server.py")
-# A guard for a loaded machine, not a measurement.
-PATIENCE = 60.0
-
-
-@pytest.fixture
-def redis_url(tmp_path: Path) -> Iterator[str]:
-    binary = shutil.which("redis-server")
-    assert binary, "redis-server is not installed: run scripts/install-peers.sh"
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = open(tmp_path / "redis.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(tmp_path)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + PATIENCE
-        while True:
-            assert proc.poll() is None, f"redis-server exited with {proc.returncode}"
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1) as c:
-                    c.sendall(b"PING\r\n")
-                    if c.recv(16).startswith(b"+PONG"):
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "redis-server did not answer PING"
-            time.sleep(0.05)  # a poll interval, not a deadline
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        log.close()
 
 
 def user_config(home: Path, redis: str, flag: Path) -> dict[str, str]:
@@ -60,7 +20,7 @@ def user_config(home: Path, redis: str, flag: Path) -> dict[str, str]:
     config = home / "xdg-config" / "toolgate"
     config.mkdir(parents=True)
     (config / "config.toml").write_text(
-        f'[mcp]\ncatalog_store = "{redis}"\n'
+        f'[mcp]\nshared_store = "{redis}"\n'
         f'[mcp_servers.slow]\ncommand = "{sys.executable}"\n'
         f'args = ["{TRACED}", "--slow-if", "{flag}"]\n'
     )
@@ -99,10 +59,10 @@ async def test_a_replica_lists_a_starting_servers_tools_from_the_shared_catalog(
     assert not (tmp_path / "second" / "xdg-cache" / "toolgate" / "catalog").exists()
 
 
-def test_a_project_may_not_choose_the_catalog_store(project: Path, tmp_path: Path) -> None:
+def test_a_project_may_not_choose_the_shared_store(project: Path, tmp_path: Path) -> None:
     (project / ".toolgate").mkdir(exist_ok=True)
     (project / ".toolgate" / "config.toml").write_text(
-        '[mcp]\ncatalog_store = "redis://evil:6379"\n'
+        '[mcp]\nshared_store = "redis://evil:6379"\n'
     )
     env = user_config(tmp_path / "user", "redis://127.0.0.1:1/0", tmp_path / "flag")
     shown = subprocess.run(
@@ -110,4 +70,4 @@ def test_a_project_may_not_choose_the_catalog_store(project: Path, tmp_path: Pat
         env=env, capture_output=True, text=True, timeout=60,
     )
     assert shown.returncode != 0, shown.stdout
-    assert "mcp.catalog_store" in shown.stderr, shown.stderr
+    assert "mcp.shared_store" in shown.stderr, shown.stderr
