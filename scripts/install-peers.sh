@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real MCP peers the interop tests talk to, into .cache/peers (idempotent):
-#   - Python: the `mcp` SDK (2.3.x), pytest and opentelemetry-proto, in a virtualenv
+#   - Python: the `mcp` SDK (2.3.x), pytest and opentelemetry-proto, in a virtualenv; moto's S3
+#     server
 #   - npm: Node 22 (the `node@22` package; the Inspector needs Node >= 22.19),
 #     @modelcontextprotocol/inspector 2.x,
 #     @modelcontextprotocol/server-filesystem (benchmark anchor, gateway tests),
@@ -24,6 +25,12 @@ assert m.version("mcp").startswith("2.3."), m.version("mcp")' 2>/dev/null; then
   # opentelemetry-proto: the OTLP messages the telemetry test's receiver decodes.
   "$PEERS/venv/bin/pip" install --quiet --disable-pip-version-check 'mcp>=2.3,<2.4' 'pytest>=8' httpx \
     'opentelemetry-proto>=1.30'
+fi
+
+# A real S3-compatible server (moto's, `python -m moto.server`) for the shared spill store
+# of `serve --http` replicas: tests/interop/python/test_spill_store.py.
+if ! "$PEERS/venv/bin/python" -c 'import moto.server, flask' 2>/dev/null; then
+  "$PEERS/venv/bin/pip" install --quiet --disable-pip-version-check 'moto[server]>=5,<6'
 fi
 
 if [ ! -f "$PEERS/npm/.installed-v2" ] || [ ! -x "$PEERS/npm/node_modules/node/bin/node" ] ||

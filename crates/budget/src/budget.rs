@@ -46,6 +46,15 @@ pub struct BudgetLimits {
     /// project only its spill files are readable (a project file: inside the project or
     /// `$XDG_CACHE_HOME/toolgate/…`).
     pub spill_dir: PathBuf,
+    /// Object storage shared by `serve --http` replicas, so a spill file written on one is
+    /// readable through another (operations.md, "Replicas"): `s3://BUCKET/PREFIX` (endpoint,
+    /// region and credentials from `AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY`, `AWS_ALLOW_HTTP`) or `file:///ABSOLUTE/FOLDER`. The spill
+    /// folder stays the working copy: finished files are copied up in the background, another
+    /// replica's are fetched on first read. Unset: local disk only. User layers only.
+    #[schemars(example = &"s3://team-toolgate/spill")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spill_store: Option<String>,
 }
 
 impl Default for BudgetLimits {
@@ -58,6 +67,7 @@ impl Default for BudgetLimits {
             compress_logs: true,
             spill_quota_bytes: 1024 * 1024 * 1024,
             spill_dir: PathBuf::from(".toolgate/spill"),
+            spill_store: None,
         }
     }
 }

@@ -82,4 +82,4 @@ pub use compress::{
     CompressOptions, Compressed, CompressedLog, LogCompressor, LogKind, LogOptions, clean_terminal,
     compress_file, compress_log, detect_kind, feed_file,
 };
-pub use spill::{SpillFile, SpillStore, SpillStream, is_spill_name};
+pub use spill::{SharedError, SharedSpills, SpillFile, SpillStore, SpillStream, is_spill_name};

@@ -1,8 +1,11 @@
-//! The spill store: full outputs on disk, pointed to from the conversation.
+//! The spill store: full outputs on disk, pointed to from the conversation; with a shared
+//! store ([`SharedSpills`]), also in object storage for the other replicas.
 
 mod name;
+mod shared;
 
 pub use name::is_spill_name;
+pub use shared::{SharedError, SharedSpills};
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write;
@@ -56,6 +59,7 @@ pub struct SpillStore {
     quota_bytes: u64,
     state: Mutex<State>,
     seq: AtomicU64,
+    shared: Option<Arc<SharedSpills>>,
 }
 
 impl SpillStore {
@@ -66,7 +70,20 @@ impl SpillStore {
             quota_bytes,
             state: Mutex::new(State::default()),
             seq: AtomicU64::new(0),
+            shared: None,
         }
+    }
+
+    /// Shares this store's spill files with other replicas through `shared`: each finished
+    /// file is copied up, and [`SpillStore::fetch_shared`] copies another replica's down.
+    pub fn with_shared(mut self, shared: SharedSpills) -> Self {
+        self.shared = Some(Arc::new(shared));
+        self
+    }
+
+    /// The shared store, when there is one.
+    pub fn shared(&self) -> Option<&SharedSpills> {
+        self.shared.as_deref()
     }
 
     /// The folder.
@@ -110,6 +127,7 @@ impl SpillStore {
             lines: count_lines(content),
         };
         self.register(&path, file.bytes, false);
+        self.share(&path);
         self.enforce_quota();
         Ok(file)
     }
@@ -254,20 +272,29 @@ impl SpillStore {
         self.lock().total
     }
 
-    fn new_path(&self, label: &str) -> std::io::Result<PathBuf> {
+    fn ensure_dir(&self) -> std::io::Result<()> {
         if !self.dir.is_dir() {
             fs_err::create_dir_all(&self.dir)?;
             // Keep spilled outputs out of the user's `git status`.
             fs_err::write(self.dir.join(".gitignore"), "*\n")?;
         }
+        Ok(())
+    }
+
+    fn new_path(&self, label: &str) -> std::io::Result<PathBuf> {
+        self.ensure_dir()?;
         self.scan_existing();
         let millis = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        Ok(self
-            .dir
-            .join(name::make(millis, std::process::id(), seq, label)))
+        Ok(self.dir.join(name::make(
+            millis,
+            std::process::id(),
+            seq,
+            name::nonce(),
+            label,
+        )))
     }
 
     fn register(&self, path: &Path, bytes: u64, pinned: bool) {
@@ -298,7 +325,64 @@ impl SpillStore {
                 state.total = state.total - old + bytes;
             }
         }
+        self.share(path);
         self.enforce_quota();
+    }
+
+    /// Copies the finished spill file at `path` to the shared store, if any (background).
+    fn share(&self, path: &Path) {
+        if let (Some(shared), Some(name)) = (&self.shared, self.name_of(path)) {
+            shared.upload(&name, path.to_owned());
+        }
+    }
+
+    /// When `path` names a spill file of this folder that is not on disk here, copies it
+    /// from the shared store (temp file + rename) so it can be read as usual. `Ok(true)`
+    /// when it was copied; `Ok(false)` when there is nothing to fetch (no shared store, a
+    /// path that is not a spill file of this folder, or a file already here).
+    ///
+    /// Blocks until the copy is done: call it from a blocking thread (`read_file` runs in
+    /// one), never from an async task.
+    pub fn fetch_shared(&self, path: &Path) -> Result<bool, SharedError> {
+        let Some(shared) = &self.shared else {
+            return Ok(false);
+        };
+        let Some(name) = self.name_of(path).filter(|n| is_spill_name(n)) else {
+            return Ok(false);
+        };
+        let local = self.dir.join(&name);
+        if fs_err::symlink_metadata(&local).is_ok() {
+            return Ok(false);
+        }
+        let failed = |source: Box<dyn std::error::Error + Send + Sync>| SharedError::Fetch {
+            path: local.clone(),
+            url: shared.url().to_owned(),
+            endpoint: shared.endpoint().to_owned(),
+            source,
+        };
+        self.ensure_dir().map_err(|e| failed(e.into()))?;
+        let runtime = shared
+            .runtime()
+            .ok_or_else(|| failed("no async runtime to fetch it on".into()))?;
+        // The copy runs on the runtime (it drives the HTTP client); this thread only waits.
+        let (done, wait) = std::sync::mpsc::sync_channel(1);
+        let fetch = Arc::clone(shared).fetch(name, self.dir.clone());
+        runtime.spawn(async move {
+            let result = tokio::time::timeout(shared::FETCH_TIMEOUT, fetch).await;
+            let _ = done.send(result);
+        });
+        let bytes = match wait.recv() {
+            Ok(Ok(result)) => result?,
+            Ok(Err(_)) => {
+                return Err(failed(
+                    format!("no answer in {:?}", shared::FETCH_TIMEOUT).into(),
+                ));
+            }
+            Err(_) => return Err(failed("toolgate is shutting down".into())),
+        };
+        self.register(&local, bytes, false);
+        self.enforce_quota();
+        Ok(true)
     }
 
     /// Evicts least-recently-used files until the store fits its quota. The newest file is

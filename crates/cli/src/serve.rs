@@ -58,6 +58,9 @@ impl From<DisclosureArg> for toolgate_config::DisclosureFlag {
     }
 }
 
+/// How long `serve` waits at exit for spill files still being copied to the shared store.
+const SPILL_UPLOAD_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 const INSTRUCTIONS: &str = "toolgate gives bounded, safe file tools for this project. Paths are relative to the project root. Results that are cut say so and tell you how to get the rest (offset/next_offset); never rerun a command just to see more output.";
 
 /// Serves until the client leaves or a signal comes. With `reload` (toolgate's own config
@@ -81,6 +84,18 @@ pub async fn run(
     // arrives once "serving" is printed always stops the server cleanly.
     let stop = terminated();
     runtime.gateway.start();
+    // Replicas share spill files: say once whether the store answers (serving goes on with
+    // local spill files either way).
+    if let Some(shared) = runtime.spill.shared() {
+        match shared.check().await {
+            Ok(()) => tracing::info!(
+                "spill files shared through {} ({})",
+                shared.url(),
+                shared.endpoint()
+            ),
+            Err(e) => tracing::warn!("{e}"),
+        }
+    }
     let _watch = match reload {
         Some((own_files, load)) if runtime.config.mcp.watch => {
             toolgate_runtime::watch_config(runtime.server_reload(own_files), load)
@@ -96,6 +111,10 @@ pub async fn run(
     };
     // Whatever ended the session (client gone, signal), no mounted server outlives it.
     runtime.gateway.shutdown().await;
+    // Spill files written just before the end still reach the other replicas.
+    if let Some(shared) = runtime.spill.shared() {
+        shared.finish_uploads(SPILL_UPLOAD_GRACE).await;
+    }
     code
 }
 

@@ -12,6 +12,8 @@
 //! - `budget.spill_dir`: inside the project or toolgate's own cache folder, no `..`; made
 //!   absolute (and refused at start-up if a symlink is on its way, see
 //!   `toolgate_runtime::Runtime`).
+//! - `budget.spill_store`: user layers only (it decides where full outputs are copied, and
+//!   what read_file fetches from).
 //! - `server.http`, `server.allowed_origins`, `server.allowed_hosts`, `server.token_env`,
 //!   `server.auth`: user layers only.
 //! - `[providers]` and `agent.provider`: user layers only (they decide where API keys go).
@@ -248,6 +250,17 @@ impl ProjectLayer {
             return Err(refuse(
                 "providers",
                 "it decides which endpoint receives your API key",
+            ));
+        }
+        // Full outputs (secrets printed by a command included) go where the user says.
+        if table
+            .get("budget")
+            .and_then(toml::Value::as_table)
+            .is_some_and(|b| b.contains_key("spill_store"))
+        {
+            return Err(refuse(
+                "budget.spill_store",
+                "it decides where full command outputs are copied and what read_file fetches",
             ));
         }
         // The audit log is the user's record of what ran, not the repository's.

@@ -551,3 +551,32 @@ fn config_show_names_the_file_of_a_rule_with_a_condition_and_shows_it_whole() {
     assert_eq!(value, r#"["run_shell if scope = \"tools:shell\""]"#);
     assert!(source.ends_with("(tighten-only)"), "{source}");
 }
+
+#[test]
+fn the_shared_spill_store_comes_from_the_user_and_a_project_may_not_set_it() {
+    let user = "[budget]\nspill_store = \"s3://team-toolgate/spill\"\n";
+    let (_dir, opts) = user_and_project(user, "[read]\nmax_lines = 10\n");
+    let config = load(&opts).unwrap().config;
+    assert_eq!(
+        config.budget.spill_store.as_deref(),
+        Some("s3://team-toolgate/spill")
+    );
+    // A repository must not send full outputs to its own bucket, nor choose what read_file
+    // fetches.
+    for project in [
+        "[budget]\nspill_store = \"s3://attacker/loot\"\n",
+        "[budget]\nspill_store = \"file:///tmp/elsewhere\"\n",
+    ] {
+        let (_dir, opts) = user_and_project("", project);
+        let err = load(&opts).unwrap_err().to_string();
+        assert!(
+            err.contains("`budget.spill_store`") && err.contains("user config"),
+            "{project}: {err}"
+        );
+    }
+    assert_eq!(
+        toolgate_budget::BudgetLimits::default().spill_store,
+        None,
+        "local disk by default"
+    );
+}

@@ -26,7 +26,8 @@ use crate::write::WriteFileTool;
 
 /// The file tools over `roots` with default search limits, sharing one line-index cache.
 ///
-/// With a spill store, `read_file` keeps recently read spill files from eviction and answers
+/// With a spill store, `read_file` keeps recently read spill files from eviction, fetches
+/// spill files another replica wrote from the shared store (when there is one), and answers
 /// "evicted: …" for spill files the quota removed, instead of a bare "not found".
 pub fn builtin_fs_tools(
     roots: Arc<Roots>,
@@ -205,14 +206,28 @@ fn read_file_blocking(
         )));
     }
     let started = Instant::now();
-    let opened = roots.open_read(&args.path);
+    let mut opened = roots.open_read(&args.path);
     if let (Err(crate::PathError::NotFound { .. }), Some(store)) = (&opened, spill)
-        && let Some(message) = roots
-            .resolve(&args.path, crate::Access::Read)
-            .ok()
-            .and_then(|real| store.evicted_message(&real))
+        && let Ok(real) = roots.resolve(&args.path, crate::Access::Read)
     {
-        return Err(ToolError::recoverable(message));
+        // A spill file another replica wrote: copied here from the shared store, then read
+        // like any other (only spill names directly in the spill folder are ever fetched).
+        match store.fetch_shared(&real) {
+            Ok(true) => opened = roots.open_read(&args.path),
+            Ok(false) => {}
+            Err(e) => {
+                return Err(ToolError::recoverable(
+                    store
+                        .evicted_message(&real)
+                        .unwrap_or_else(|| e.to_string()),
+                ));
+            }
+        }
+        if let Some(message) = store.evicted_message(&real)
+            && opened.is_err()
+        {
+            return Err(ToolError::recoverable(message));
+        }
     }
     let (mut file, real, meta) = opened.map_err(|e| {
         let hint = match e {

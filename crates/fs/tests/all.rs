@@ -24,5 +24,7 @@ mod race;
 mod read;
 #[path = "all/search_files.rs"]
 mod search_files;
+#[path = "all/shared_spill.rs"]
+mod shared_spill;
 #[path = "all/support.rs"]
 mod support;

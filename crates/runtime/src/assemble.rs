@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::audit::AuditLog;
-use toolgate_budget::{Budget, SpillStore};
+use toolgate_budget::{Budget, SharedSpills, SpillStore};
 use toolgate_config::{Config, ConfigError};
 use toolgate_core::disclosure::SessionFacts;
 use toolgate_core::{
@@ -97,7 +97,15 @@ impl Runtime {
         let roots = roots.with_spill_dir(&spill_dir);
         let (skills, roots) = discover_skills(&config, roots);
         let roots = Arc::new(roots);
-        let spill = Arc::new(SpillStore::new(spill_dir, config.budget.spill_quota_bytes));
+        let mut spill = SpillStore::new(spill_dir, config.budget.spill_quota_bytes);
+        // Replicas share spill files through object storage; reaching it is checked (and
+        // warned about) by `serve`, which runs with local spills either way.
+        if let Some(url) = &config.budget.spill_store {
+            let shared =
+                SharedSpills::from_url(url).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+            spill = spill.with_shared(shared);
+        }
+        let spill = Arc::new(spill);
         let budget = Arc::new(Budget::new(
             config.budget.clone(),
             Arc::clone(&spill),

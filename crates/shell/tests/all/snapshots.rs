@@ -14,7 +14,7 @@ fn filters(env: &Env) -> Vec<(String, String)> {
             "[root]".to_owned(),
         ),
         (
-            r"\d+-\d+-\d+-(run_shell|job-\d+)-".to_owned(),
+            r"\d+-\d+-\d+-[0-9a-f]{16}-(run_shell|job-\d+)-".to_owned(),
             "[spill]-$1-".to_owned(),
         ),
         (r"\d+\.\d+ s\b".to_owned(), "[duration]".to_owned()),
