@@ -95,6 +95,11 @@ pub trait DynTool: Send + Sync + 'static {
     fn forward(&self, _args: &Value) -> Option<Result<Forward, ToolError>> {
         None
     }
+    /// The mounted MCP server this tool comes from (as configured, whatever its names'
+    /// prefix), for metrics and displays; `None` for toolgate's own tools.
+    fn server(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// Adapter from a typed [`Tool`] to [`DynTool`]; computes spec and meta once.

@@ -209,6 +209,10 @@ impl DynTool for ProxyTool {
         &self.spec
     }
 
+    fn server(&self) -> Option<&str> {
+        Some(&self.mount.spec.name)
+    }
+
     fn meta(&self) -> &ToolMeta {
         &self.meta
     }

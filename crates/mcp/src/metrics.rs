@@ -133,8 +133,8 @@ impl Metrics {
     }
 
     /// Counts one answered `tools/call` of `tool` that took `took`.
-    pub fn record_call(&self, tool: &str, output: &ToolOutput, took: Duration) {
-        let server = server_of(tool).to_owned();
+    pub fn record_call(&self, tool: &str, server: &str, output: &ToolOutput, took: Duration) {
+        let server = server.to_owned();
         self.calls
             .get_or_create(&CallLabels {
                 server: server.clone(),
@@ -175,13 +175,6 @@ impl Metrics {
         }
         text
     }
-}
-
-/// The server a tool belongs to: `NAME` of `mcp__NAME__tool`, else `toolgate`.
-fn server_of(tool: &str) -> &str {
-    tool.strip_prefix("mcp__")
-        .and_then(|rest| rest.split_once("__"))
-        .map_or("toolgate", |(server, _)| server)
 }
 
 /// `toolgate_build_info{version="…"} 1`.
@@ -260,11 +253,14 @@ mod tests {
         let metrics = Metrics::new(Some(health));
         metrics.record_call(
             "read_file",
+            "toolgate",
             &ToolOutput::text("héllo"),
             Duration::from_millis(3),
         );
+        // A server with `prefix = "never"`: its tools keep their own names.
         metrics.record_call(
-            "mcp__github__search",
+            "search",
+            "github",
             &ToolOutput::error("boom"),
             Duration::from_millis(40),
         );
@@ -272,7 +268,7 @@ mod tests {
         let text = metrics.encode();
         for line in [
             "toolgate_tool_calls_total{server=\"toolgate\",tool=\"read_file\",outcome=\"ok\"} 1",
-            "toolgate_tool_calls_total{server=\"github\",tool=\"mcp__github__search\",outcome=\"error\"} 1",
+            "toolgate_tool_calls_total{server=\"github\",tool=\"search\",outcome=\"error\"} 1",
             "toolgate_result_chars_total{server=\"toolgate\"} 5",
             "toolgate_tool_call_duration_seconds_count{server=\"github\"} 1",
             "toolgate_sessions_live 1",
@@ -283,12 +279,5 @@ mod tests {
             assert!(text.contains(line), "missing `{line}` in:\n{text}");
         }
         assert!(text.ends_with("# EOF\n"), "{text}");
-    }
-
-    #[test]
-    fn only_mcp_prefixed_names_name_a_server() {
-        assert_eq!(server_of("mcp__fs__read"), "fs");
-        assert_eq!(server_of("mcp__odd"), "toolgate");
-        assert_eq!(server_of("grep"), "toolgate");
     }
 }

@@ -507,11 +507,16 @@ impl ToolgateServer {
         let name = request.name.to_string();
         let args = request.arguments.map_or(Value::Null, Value::Object);
         // The tool that runs decides the result's shape: `run_tool`'s target, not `run_tool`.
-        let has_schema = self
-            .shared
-            .dispatcher
-            .target(&name, &args)
-            .is_some_and(|tool| has_output_schema(&tool));
+        let target = self.shared.dispatcher.target(&name, &args);
+        let has_schema = target.as_ref().is_some_and(has_output_schema);
+        // Metrics count the tool that ran, under its server (whatever its names' prefix).
+        let ran = target.as_ref().map_or_else(
+            || Ran::toolgate(&name),
+            |tool| Ran {
+                tool: tool.spec().name.clone(),
+                server: tool.server().unwrap_or(TOOLGATE).to_owned(),
+            },
+        );
         let client = self.client();
         client.attach(&context.peer);
         client.saw_request(&context.meta);
@@ -523,7 +528,9 @@ impl ToolgateServer {
                 request.input_responses,
                 request.request_state.as_deref(),
                 &context,
-                |ctx, link, progress| self.tool_work(name, args, ctx, &context, link, progress),
+                |ctx, link, progress| {
+                    self.tool_work(name, args, ran, ctx, &context, link, progress)
+                },
             )
             .await?;
         match step {
@@ -703,10 +710,12 @@ impl ToolgateServer {
 
     /// The work of one `tools/call`: the call in its session's line, reporting progress
     /// (and, for long calls, that it still runs) when the client asked for it.
+    #[allow(clippy::too_many_arguments)]
     fn tool_work(
         &self,
         name: String,
         args: Value,
+        ran: Ran,
         mut ctx: CallContext,
         context: &RequestContext<RoleServer>,
         link: Option<Arc<RoundLink>>,
@@ -753,7 +762,7 @@ impl ToolgateServer {
                     queue.flush().await;
                 }
                 if let Some(metrics) = &metrics {
-                    metrics.record_call(&name, &output, arrived.elapsed());
+                    metrics.record_call(&ran.tool, &ran.server, &output, arrived.elapsed());
                 }
                 ToolDone {
                     output,
@@ -763,6 +772,25 @@ impl ToolgateServer {
             // The request's span even when a later request (a 2026 round) polls it.
             .in_current_span(),
         )
+    }
+}
+
+/// The tool a `tools/call` ran and its server, as metrics count it.
+struct Ran {
+    tool: String,
+    server: String,
+}
+
+/// The server label of toolgate's own tools.
+const TOOLGATE: &str = "toolgate";
+
+impl Ran {
+    /// A call of a tool toolgate does not have (refused at the entrance).
+    fn toolgate(name: &str) -> Self {
+        Self {
+            tool: name.to_owned(),
+            server: TOOLGATE.to_owned(),
+        }
     }
 }
 

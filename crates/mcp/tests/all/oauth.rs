@@ -314,8 +314,8 @@ impl Gate {
         (status, who)
     }
 
-    /// The tool names `session` lists.
-    async fn tool_names(&self, token: &str, session: &str) -> Vec<String> {
+    /// The tools `session` lists.
+    async fn tools(&self, token: &str, session: &str) -> Vec<Value> {
         let (status, _, reply) = self
             .post(
                 Some(token),
@@ -327,6 +327,13 @@ impl Gate {
         reply.unwrap()["result"]["tools"]
             .as_array()
             .unwrap()
+            .clone()
+    }
+
+    /// Their names.
+    async fn tool_names(&self, token: &str, session: &str) -> Vec<String> {
+        let tools = self.tools(token, session).await;
+        tools
             .iter()
             .map(|t| t["name"].as_str().unwrap().to_owned())
             .collect()
@@ -334,16 +341,7 @@ impl Gate {
 
     /// The description of `search_tool` as `session` lists it.
     async fn search_description(&self, token: &str, session: &str) -> String {
-        let (status, _, reply) = self
-            .post(
-                Some(token),
-                Some(session),
-                json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}),
-            )
-            .await;
-        assert_eq!(status, 200, "{reply:?}");
-        let reply = reply.unwrap();
-        let tools = reply["result"]["tools"].as_array().unwrap();
+        let tools = self.tools(token, session).await;
         let search = tools.iter().find(|t| t["name"] == "search_tool").unwrap();
         search["description"].as_str().unwrap().to_owned()
     }
