@@ -10,6 +10,8 @@
 //! entry is a miss, never an error.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::Tool;
@@ -27,6 +29,10 @@ const FORMAT: u32 = 1;
 pub struct CatalogCache {
     dir: PathBuf,
     redis: Option<redis::Client>,
+    /// Set when the Redis server did not answer: the other servers' loads at start-up do
+    /// not wait for it again (one warning, not one delay per server); a save that succeeds
+    /// clears it.
+    redis_down: Arc<AtomicBool>,
 }
 
 /// How long a Redis read or write of the cache may take: it only speeds up a start.
@@ -81,7 +87,11 @@ pub struct CachedCatalog {
 impl CatalogCache {
     /// A cache in `dir`.
     pub fn new(dir: PathBuf) -> Self {
-        Self { dir, redis: None }
+        Self {
+            dir,
+            redis: None,
+            redis_down: Arc::default(),
+        }
     }
 
     /// A cache in the Redis server at `url` (`redis://HOST[:PORT][/DB]`, `rediss://` for
@@ -96,6 +106,7 @@ impl CatalogCache {
         Ok(Self {
             dir: PathBuf::new(),
             redis: Some(client),
+            redis_down: Arc::default(),
         })
     }
 
@@ -116,9 +127,13 @@ impl CatalogCache {
     pub fn load(&self, spec: &ServerSpec) -> Option<CachedCatalog> {
         let key = launch_key(spec)?;
         let text = match &self.redis {
+            Some(_) if self.redis_down.load(Ordering::Relaxed) => return None,
             Some(client) => redis_get(client, &redis_key(&key))
                 .map_err(|e| {
-                    tracing::warn!(server = %spec.name, "could not read the shared tool catalog: {e}");
+                    self.redis_down.store(true, Ordering::Relaxed);
+                    tracing::warn!(
+                        "could not read the shared tool catalog ({e}); mounted servers' tools are listed when they answer — check `[mcp] shared_store`"
+                    );
                 })
                 .ok()??,
             None => fs_err::read_to_string(self.path(&key)).ok()?,
@@ -167,10 +182,14 @@ impl CatalogCache {
                 }
             };
             let (client, key, server) = (client.clone(), redis_key(&key), spec.name.clone());
-            let set = move || {
-                if let Err(e) = redis_set(&client, &key, &bytes) {
+            let down = Arc::clone(&self.redis_down);
+            let set = move || match redis_set(&client, &key, &bytes) {
+                Ok(()) => down.store(false, Ordering::Relaxed),
+                // One warning while it stays down.
+                Err(e) if !down.swap(true, Ordering::Relaxed) => {
                     tracing::warn!(%server, "could not save the shared tool catalog: {e}");
                 }
+                Err(_) => {}
             };
             // A blocking round trip: off the async workers when there are some.
             match tokio::runtime::Handle::try_current() {
@@ -317,6 +336,24 @@ mod tests {
         let mut filtered = spec("srv");
         filtered.disabled_tools = vec!["a".to_owned()];
         assert!(cache.load(&filtered).is_none(), "other filters: a miss");
+    }
+
+    #[test]
+    fn an_unreachable_shared_store_is_a_miss_and_is_not_waited_for_again() {
+        // A port nothing listens on.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let cache = CatalogCache::redis(&format!("redis://127.0.0.1:{port}/0")).unwrap();
+        assert!(cache.load(&spec("one")).is_none());
+        assert!(
+            cache.redis_down.load(Ordering::Relaxed),
+            "the failure is remembered"
+        );
+        assert!(cache.load(&spec("two")).is_none());
+        assert!(CatalogCache::redis("http://not-redis").is_err());
     }
 
     #[test]
