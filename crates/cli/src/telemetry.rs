@@ -31,8 +31,12 @@ impl Telemetry {
     }
 }
 
-/// Where spans go: the config's endpoint, else the standard variables, else nowhere.
+/// Where spans go: nowhere under `OTEL_SDK_DISABLED=true`, else the config's endpoint,
+/// else the standard variables, else nowhere.
 fn endpoint(config: &TelemetryConfig) -> Option<Option<String>> {
+    if std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+        return None;
+    }
     if let Some(url) = config
         .otlp_endpoint
         .as_deref()
@@ -41,9 +45,6 @@ fn endpoint(config: &TelemetryConfig) -> Option<Option<String>> {
         return Some(Some(traces_url(url.trim())));
     }
     let set = |var: &str| std::env::var(var).is_ok_and(|v| !v.trim().is_empty());
-    if std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true")) {
-        return None;
-    }
     // The exporter reads these variables itself.
     (set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") || set("OTEL_EXPORTER_OTLP_ENDPOINT"))
         .then_some(None)

@@ -412,6 +412,13 @@ async fn a_valid_token_calls_a_tool_and_its_caller_is_the_sessions_identity() {
     assert_eq!(issuer.jwks_fetches.load(Ordering::SeqCst), 1);
 }
 
+/// Tokens of two callers: alice in the issuer's default groups (`eng`), bob in `ops`.
+fn eng_and_ops(issuer: &Issuer, key: &SigningKey) -> (String, String) {
+    let mut ops = issuer.claims("bob");
+    ops["groups"] = json!(["ops"]);
+    (key.sign(&issuer.claims("alice")), key.sign(&ops))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn callers_in_different_groups_see_and_may_call_different_tools() {
     let issuer = Issuer::start(true).await;
@@ -420,10 +427,7 @@ async fn callers_in_different_groups_see_and_may_call_different_tools() {
     let deny = [r#"deploy unless group = "eng""#.to_owned()];
     let policy = Policy::from_lists(&[], &[], &deny).unwrap();
     let gate = Gate::start_with(&issuer.url, None, &["mcp"], no_refetch_floor(), policy).await;
-    let eng = key.sign(&issuer.claims("alice"));
-    let mut ops_claims = issuer.claims("bob");
-    ops_claims["groups"] = json!(["ops"]);
-    let ops = key.sign(&ops_claims);
+    let (eng, ops) = eng_and_ops(&issuer, &key);
     let eng_session = gate.initialize(&eng).await;
     let ops_session = gate.initialize(&ops).await;
     // Listed in turn on one server: the list cached for one caller must not serve the other.
@@ -470,10 +474,7 @@ async fn search_tools_catalog_names_no_deferred_tool_its_caller_is_denied() {
     disclosure.attach(&registry, Scope::global()).unwrap();
     let server = server_for(registry, policy).with_disclosure(disclosure);
     let gate = Gate::serve(server, &issuer.url, None, &["mcp"], no_refetch_floor()).await;
-    let eng = key.sign(&issuer.claims("alice"));
-    let mut ops_claims = issuer.claims("bob");
-    ops_claims["groups"] = json!(["ops"]);
-    let ops = key.sign(&ops_claims);
+    let (eng, ops) = eng_and_ops(&issuer, &key);
     let eng_session = gate.initialize(&eng).await;
     let ops_session = gate.initialize(&ops).await;
     // In turn on one server: neither caller's catalog may serve the other.
