@@ -1,18 +1,21 @@
 //! MCP authorization (OAuth 2.1) for remote servers that need a login, on rmcp's `auth`
-//! feature (its `AuthorizationManager`, `AuthClient` and credential-store trait), per the
+//! feature (its `AuthorizationManager` and credential-store trait), per the
 //! MCP authorization spec (2025-11-25 and 2026-07-28) — SPEC "MCP", "Authorization".
 //!
 //! - [`login`]: `toolgate mcp login NAME`, the authorization-code flow with PKCE, run by a
 //!   human with a browser (`login.rs`, `callback.rs`, `browser.rs`).
 //! - [`TokenStore`]: tokens in the OS credential store or a 0600 file, keyed by server URL
 //!   and issuer (`store.rs`, and `bound.rs` for rmcp's side of it).
-//! - [`authorized_client`]: what a mount uses: rmcp's `AuthClient` over the stored tokens,
-//!   which refreshes before expiry and on a `401`. A server with no usable tokens is
-//!   `needs login`; `serve` never waits for a human.
+//! - [`authorized_client`]: what a mount uses: an HTTP client over the stored tokens which
+//!   refreshes before expiry and on a `401`, once per token across processes and replicas
+//!   (`client.rs`). A server with no usable tokens is `needs login`; `serve` never waits
+//!   for a human.
 //!
 //! What rmcp 3.11 lacks and this module adds around it (wrapping, not forking): persistent
 //! stores keyed by issuer, the client secret of a dynamic registration kept for refreshes
-//! (rmcp's `initialize_from_store` forgets it), a loopback callback and a browser opener,
+//! (rmcp's `initialize_from_store` forgets it), refreshes that re-read the store under its
+//! lock (rmcp's `AuthClient` refreshes again what another process just renewed), a
+//! loopback callback and a browser opener,
 //! step-up scopes remembered across processes, and the union of granted and challenged
 //! scopes for a login made by a later process.
 
@@ -21,8 +24,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use rmcp::transport::auth::{
-    AuthClient, AuthError, AuthorizationManager, CredentialRefreshGuard, CredentialStore,
-    OAuthClientConfig, StoredCredentials,
+    AuthError, AuthorizationManager, CredentialRefreshGuard, CredentialStore, OAuthClientConfig,
+    StoredCredentials,
 };
 
 use crate::config::ServerSpec;
@@ -31,10 +34,12 @@ use crate::failure::{Failure, NeedsLogin};
 mod bound;
 mod browser;
 mod callback;
+mod client;
 mod login;
 mod store;
 
 pub(crate) use bound::ServerCredentials;
+pub(crate) use client::Authorized;
 pub use login::{LoginError, LoginOptions, login};
 pub(crate) use login::{describe, parse_challenge};
 pub use store::{AuthStatus, StoreError, TokenStore};
@@ -77,7 +82,7 @@ pub(crate) async fn authorized_client(
     store: &TokenStore,
     spec: &ServerSpec,
     url: &str,
-) -> Result<Option<AuthClient<reqwest::Client>>, Failure> {
+) -> Result<Option<Authorized<reqwest::Client>>, Failure> {
     let record = store
         .load(url)
         .map_err(|e| Failure::Failed(format!("its stored login cannot be read: {e}")))?;
@@ -135,7 +140,11 @@ pub(crate) async fn authorized_client(
         .configure_client(config)
         .map_err(|e| Failure::Failed(describe(&e)))?;
     crate::connect::tls_provider();
-    Ok(Some(AuthClient::new(reqwest::Client::new(), manager)))
+    Ok(Some(Authorized::new(
+        reqwest::Client::new(),
+        manager,
+        credentials,
+    )))
 }
 
 /// Remembers the scopes of a server's challenge for the next login, which may run in

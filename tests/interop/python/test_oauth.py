@@ -102,7 +102,7 @@ async def test_login_serve_refresh_revoke_logout(
         result = await client.call_tool(TOOL, {})
         assert not result.is_error and text_of(result) == provider.whoami(), text_of(result)
 
-        # The server stops accepting the access token: rmcp refreshes once and retries.
+        # The server stops accepting the access token: toolgate refreshes once and retries.
         provider.admin_call("reject-access-tokens")
         result = await client.call_tool(TOOL, {})
         assert not result.is_error and text_of(result) == provider.whoami(), text_of(result)
@@ -150,8 +150,9 @@ async def test_replicas_share_one_login_and_refresh_in_turn_through_redis(
     provider: Provider, project: Path, server_env: dict[str, str], tmp_path: Path, redis_url: str
 ) -> None:
     """Two machines (own homes and config folders) with `[mcp] shared_store`: one login on
-    the first serves both; when the access token is refused on both at once, they refresh
-    one after the other, each with the refresh token the other saved, and both calls work."""
+    the first serves both; when the access token is refused on both at once, or comes due on
+    both at once, one of them refreshes it and the other takes the token it saved (each
+    re-reads the record under the Redis refresh lock): one refresh each time, never two."""
     envs = []
     for name in ("one", "two"):
         home = tmp_path / name
@@ -188,6 +189,34 @@ async def test_replicas_share_one_login_and_refresh_in_turn_through_redis(
         for name, result in results.items():
             assert not result.is_error, (name, text_of(result))
             assert text_of(result) == provider.whoami()
-    refreshes = provider.admin_call("stats")["refreshGrants"]
-    assert 1 <= refreshes <= 2, refreshes
+        assert provider.admin_call("stats")["refreshGrants"] == 1
+
+        # The stored token comes due (its receipt moved an hour back, as after an idle hour):
+        # both renew it before sending, and only one of them asks the provider.
+        age_stored_token(redis_url, 3600)
+        results.clear()
+        async with anyio.create_task_group() as group:
+            group.start_soon(call, "one", one)
+            group.start_soon(call, "two", two)
+        for name, result in results.items():
+            assert not result.is_error, (name, text_of(result))
+            assert text_of(result) == provider.whoami()
+        assert provider.admin_call("stats")["refreshGrants"] == 2
     assert provider.admin_call("stats")["codeGrants"] == 1
+
+
+def age_stored_token(redis_url: str, seconds: int) -> None:
+    """Moves the receipt of every token in the shared store `seconds` back."""
+    cli = ["redis-cli", "-u", redis_url]
+    keys = subprocess.run(
+        [*cli, "--scan", "--pattern", "toolgate:oauth:*:record"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()
+    assert keys, "no OAuth record in Redis"
+    for key in keys:
+        record = json.loads(
+            subprocess.run([*cli, "GET", key], capture_output=True, text=True, check=True).stdout
+        )
+        for entry in record["issuers"].values():
+            entry["credentials"]["token_received_at"] -= seconds
+        subprocess.run([*cli, "SET", key, json.dumps(record)], capture_output=True, check=True)

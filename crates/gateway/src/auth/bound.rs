@@ -12,7 +12,7 @@ use rmcp::transport::auth::{
 };
 use serde_json::Value;
 
-use super::store::{IssuerEntry, TokenStore};
+use super::store::{FileLock, IssuerEntry, TokenStore};
 
 /// The credentials of one server, as rmcp's authorization manager reads and writes them.
 pub(crate) struct ServerCredentials {
@@ -22,6 +22,9 @@ pub(crate) struct ServerCredentials {
     issuer: Mutex<Option<String>>,
     /// A client secret to keep with the next save (from a dynamic registration).
     client_secret: Mutex<Option<String>>,
+    /// The refresh lock a caller took before asking rmcp to refresh (see `client.rs`):
+    /// rmcp's next `acquire_refresh_guard` takes it instead of locking again.
+    held: Mutex<Option<FileLock>>,
 }
 
 impl ServerCredentials {
@@ -31,7 +34,37 @@ impl ServerCredentials {
             url: url.to_owned(),
             issuer: Mutex::new(issuer),
             client_secret: Mutex::new(None),
+            held: Mutex::new(None),
         }
+    }
+
+    /// The stored credentials rmcp would load.
+    pub(crate) fn stored(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        Ok(self.entry()?.map(|e| e.credentials))
+    }
+
+    /// Takes the store's refresh lock of this server (across processes and replicas).
+    pub(crate) async fn refresh_lock(&self) -> Result<FileLock, AuthError> {
+        let store = self.store.clone();
+        let url = self.url.clone();
+        tokio::task::spawn_blocking(move || store.lock(&url, "refresh"))
+            .await
+            .map_err(store_error)?
+            .map_err(store_error)
+    }
+
+    /// Hands `lock` to rmcp's next refresh guard. Only while holding the authorization
+    /// manager's mutex, under which rmcp asks for its guards.
+    pub(crate) fn hold_refresh_lock(&self, lock: FileLock) {
+        *self.held.lock().unwrap_or_else(PoisonError::into_inner) = Some(lock);
+    }
+
+    /// The held lock rmcp did not take, if any.
+    pub(crate) fn take_held_lock(&self) -> Option<FileLock> {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
     }
 
     pub(crate) fn keep_client_secret(&self, secret: Option<String>) {
@@ -64,7 +97,7 @@ fn store_error(e: impl std::fmt::Display) -> AuthError {
 #[async_trait]
 impl CredentialStore for ServerCredentials {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        Ok(self.entry()?.map(|e| e.credentials))
+        self.stored()
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
@@ -114,12 +147,10 @@ impl CredentialStore for ServerCredentials {
     }
 
     async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
-        let store = self.store.clone();
-        let url = self.url.clone();
-        let lock = tokio::task::spawn_blocking(move || store.lock(&url, "refresh"))
-            .await
-            .map_err(store_error)?
-            .map_err(store_error)?;
+        let lock = match self.take_held_lock() {
+            Some(lock) => lock,
+            None => self.refresh_lock().await?,
+        };
         Ok(Some(CredentialRefreshGuard::new(lock)))
     }
 }

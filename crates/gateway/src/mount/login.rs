@@ -29,7 +29,7 @@ impl Mount {
         url: &str,
         headers: &std::collections::BTreeMap<String, String>,
         bearer: bool,
-    ) -> Result<Option<rmcp::transport::AuthClient<reqwest::Client>>, super::Failure> {
+    ) -> Result<Option<crate::auth::Authorized<reqwest::Client>>, super::Failure> {
         let fixed = bearer
             || headers
                 .keys()
