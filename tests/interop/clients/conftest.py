@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "oauth"))
 pytest.register_assert_rewrite("oauth_provider")
 from drive import ClientMissing, Run, run_claude, run_codex, toolgate_bin  # noqa: E402
 from fake_models import FakeModel, Step  # noqa: E402
-from oauth_provider import provider  # noqa: E402, F401
+from oauth_provider import jwt_provider, provider  # noqa: E402, F401
 
 PROBE = str(Path(__file__).parent / "probe_server.py")
 CLIENTS = ["claude", "codex"]
@@ -95,18 +98,53 @@ def toolgate(
     )
 
 
+@pytest.fixture
+def http_toolgate(project: Path) -> Iterator[Callable[[str], str]]:
+    """Factory: `toolgate serve --http 127.0.0.1:0` for the project, with `config` as its
+    user config (the same config folder as `toolgate_server`'s); returns its /mcp URL. The
+    server is stopped at teardown."""
+    started: list[subprocess.Popen] = []
+
+    def start(config: str) -> str:
+        env = {**os.environ, **toolgate_server(project)["env"]}
+        folder = Path(env["XDG_CONFIG_HOME"]) / "toolgate"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "config.toml").write_text(config)
+        log = project.parent / f"http-toolgate-{len(started)}.stderr"
+        with open(log, "wb") as err:
+            proc = subprocess.Popen(
+                [toolgate_bin(), "--root", str(project), "serve", "--http", "127.0.0.1:0"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env,
+            )
+        started.append(proc)
+        # It prints its URL once it listens, or exits (the deadline only stops a hang).
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            found = re.search(r"at (http://127\.0\.0\.1:\d+/mcp) \(", log.read_text(errors="replace"))
+            if found:
+                return found.group(1)
+            time.sleep(0.05)
+        raise AssertionError(f"toolgate serve --http printed no URL (exit {proc.poll()}):\n{log.read_text()}")
+
+    yield start
+    for proc in started:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def drive(
     client: str,
     project: Path,
     steps: list[Step],
     env: dict[str, str] | None = None,
     settings: dict | None = None,
+    servers: dict | None = None,
 ) -> Run:
-    """Runs `client` with toolgate as its MCP server `tg`; the model follows `steps`.
-    `settings` are Claude Code's (`--settings`), e.g. hooks."""
+    """Runs `client` with toolgate as its MCP server `tg` (or with `servers`); the model
+    follows `steps`. `settings` are Claude Code's (`--settings`), e.g. hooks."""
     model = FakeModel(steps)
     try:
-        servers = {"tg": toolgate_server(project, env)}
+        servers = servers or {"tg": toolgate_server(project, env)}
         try:
             if client == "claude":
                 run = run_claude(project, servers, model, settings=settings)

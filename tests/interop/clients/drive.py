@@ -4,12 +4,22 @@ non-interactively against a `FakeModel`, with MCP servers given as a dict like `
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import os
+import pty
+import re
+import select
 import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 from fake_models import FakeModel
 
@@ -119,6 +129,11 @@ def _toml(value: Any) -> str:
     return json.dumps(value)  # JSON strings, arrays and numbers are valid TOML values
 
 
+def codex_home(workdir: Path) -> Path:
+    """CODEX_HOME of a Codex run in `workdir`: its config.toml and its logins."""
+    return workdir.parent / "codex-home"
+
+
 def run_codex(
     workdir: Path,
     servers: dict[str, Any],
@@ -128,7 +143,7 @@ def run_codex(
     """`codex exec` in `workdir` with `servers` as its MCP servers, talking to `model`
     through a custom provider with the Responses wire API."""
     exe = _exe("codex")
-    home = workdir.parent / "codex-home"
+    home = codex_home(workdir)
     home.mkdir(exist_ok=True)
     lines = [
         'model = "fake-model"',
@@ -143,10 +158,15 @@ def run_codex(
         "request_max_retries = 0",
         "stream_max_retries = 0",
     ]
+    # Logins (`codex mcp login`) in a 0600 file under CODEX_HOME, not the OS keyring.
+    lines.append('mcp_oauth_credentials_store = "file"')
     for name, server in servers.items():
         lines.append(f"[mcp_servers.{name}]")
-        lines.append(f"command = {_toml(server['command'])}")
-        lines.append(f"args = {_toml(server.get('args', []))}")
+        if "url" in server:
+            lines.append(f"url = {_toml(server['url'])}")
+        else:
+            lines.append(f"command = {_toml(server['command'])}")
+            lines.append(f"args = {_toml(server.get('args', []))}")
         lines.append("startup_timeout_sec = 60")
         lines.append("tool_timeout_sec = 120")
         # exec mode cannot ask; without this every non-read-only MCP call is refused.
@@ -161,3 +181,117 @@ def run_codex(
     cmd = [exe, "exec", "--skip-git-repo-check", "-C", str(workdir), "Use the tools as asked."]
     p = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
     return Run(p.returncode, p.stdout, p.stderr, model)
+
+
+@dataclass
+class Login:
+    """One `mcp login` run: its exit status and everything it printed on its terminal."""
+
+    code: int
+    output: str
+    authorize_url: str
+
+
+# Terminal escapes (CSI sequences and OSC 8 hyperlinks) between a client's words.
+_ESCAPES = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def login(client: str, workdir: Path, servers: dict[str, Any], name: str) -> Login:
+    """`CLIENT mcp login NAME --no-browser` on a terminal (a pseudo-terminal: Claude Code
+    refuses to log in without one), as a user on a machine without a browser does it: the
+    client prints the authorization URL; the "browser" (an HTTP client keeping the
+    provider's cookies) opens it and follows the provider's redirects — login and consent
+    approved at once, as a user clicking "Allow" — to the client's redirect URI, and that
+    URL is pasted back at the client's prompt."""
+    exe = _exe(client)
+    if client == "claude":
+        home = client_home("claude", workdir)
+        home.mkdir(exist_ok=True)
+        (home / ".claude.json").write_text(json.dumps({"mcpServers": servers}))
+        env = _env(home)
+        env.update({"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"})
+    else:
+        home = codex_home(workdir)
+        home.mkdir(exist_ok=True)
+        lines = ['mcp_oauth_credentials_store = "file"']
+        for server_name, server in servers.items():
+            lines += [f"[mcp_servers.{server_name}]", f"url = {_toml(server['url'])}"]
+        (home / "config.toml").write_text("\n".join(lines) + "\n")
+        env = _env(client_home("codex", workdir))
+        env["CODEX_HOME"] = str(home)
+    env["TERM"] = "dumb"
+    master, child = pty.openpty()
+    proc = subprocess.Popen(
+        [exe, "mcp", "login", name, "--no-browser"],
+        cwd=workdir, env=env, stdin=child, stdout=child, stderr=child, close_fds=True,
+    )
+    os.close(child)
+    seen = bytearray()
+
+    def text() -> str:
+        return _ESCAPES.sub("", seen.decode(errors="replace")).replace("\r", "")
+
+    def read_until(done: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while not done() and time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the client closed its terminal
+                    return
+                if not chunk:
+                    return
+                seen.extend(chunk)
+
+    try:
+        auth = re.compile(r"(https?://[^\s]+/auth\?[^\s]*redirect_uri=[^\s]+)")
+        read_until(lambda: bool(auth.search(text())) or proc.poll() is not None)
+        found = auth.search(text())
+        assert found, f"{client} printed no authorization URL; it printed:\n{text()}"
+        authorize_url = found.group(1)
+        redirect = parse_qs(urlparse(authorize_url).query)["redirect_uri"][0]
+        callback = _approve(authorize_url, redirect)
+        os.write(master, (callback + "\r").encode())
+        read_until(lambda: proc.poll() is not None)
+        code = proc.wait(timeout=RUN_TIMEOUT)
+        # What it wrote before exiting is in the terminal's buffer already.
+        while select.select([master], [], [], 0.2)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen.extend(chunk)
+        return Login(code, text(), authorize_url)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+
+
+def _approve(url: str, redirect_uri: str) -> str:
+    """Follows the provider's redirects from `url`, keeping its cookies, until the one to
+    `redirect_uri`; returns that URL (with the code and state)."""
+
+    class Stop(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    opener = urllib.request.build_opener(Stop, urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    visited = []
+    for _ in range(20):
+        visited.append(url)
+        if url.startswith(redirect_uri):
+            assert "code=" in url, f"the provider refused: {url}"
+            return url
+        try:
+            with opener.open(url, timeout=30) as response:
+                location = response.headers.get("location")
+        except urllib.error.HTTPError as redirect:
+            location = redirect.headers.get("location")
+        assert location, f"{url} answered without a redirect"
+        url = urllib.parse.urljoin(url, location)
+    raise AssertionError(f"no redirect to the client after {visited}")

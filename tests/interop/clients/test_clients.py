@@ -15,12 +15,22 @@ import shlex
 import sys
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from conftest import CLIENTS, drive, mount_probe, toolgate, toolgate_server, warm_catalog
-from drive import client_home, run_claude
+from drive import client_home, codex_home, login, run_claude
 from fake_models import FakeModel, Step, calls
-from oauth_provider import SERVER, TOOL, Provider, browser, free_port, stored_tokens, write_claude_json
+from oauth_provider import (
+    JWT_AUDIENCE,
+    SERVER,
+    TOOL,
+    Provider,
+    browser,
+    free_port,
+    stored_tokens,
+    write_claude_json,
+)
 
 # What each client puts in front of or after a result; not part of toolgate's text.
 CLIENT_WRAP = re.compile(r"^Wall time: [0-9.]+ seconds\nOutput:\n?|\n*<system-reminder>.*?</system-reminder>\s*$", re.S)
@@ -238,6 +248,54 @@ def test_a_login_protected_server_in_claude_json_works_after_one_mcp_login(
         assert token not in run.stdout + run.stderr, "a token is in the client's output"
         leaked = [str(p) for p, text in outside.items() if token in text]
         assert not leaked, f"a token is in {leaked}"
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_the_client_logs_in_to_toolgate_itself_and_its_model_calls_as_that_user(
+    client, project, jwt_provider: Provider, http_toolgate, tmp_path
+):
+    """Team mode from the client's side (issue 28): `toolgate serve --http` takes OAuth
+    access tokens of a real OpenID provider (`[server.auth]`); the client logs in to it with
+    its own `mcp login --no-browser`, headless (the authorization URL opened by an HTTP
+    client, the redirect URL pasted back at its prompt), keeps the tokens itself, and its
+    model's tool calls then reach toolgate as that user: the audit log names the provider's
+    account."""
+    audit = tmp_path / "audit.jsonl"
+    url = http_toolgate(
+        f'[server.auth]\nissuer = "{jwt_provider.issuer}"\naudience = "{JWT_AUDIENCE}"\n'
+        'required_scopes = ["mcp:tools"]\n\n'
+        f'[audit]\npath = "{audit}"\n'
+    )
+    servers = {"tg": {"type": "http", "url": url}}
+
+    done = login(client, project, servers, "tg")
+    assert done.code == 0, done.output
+    success = "Authenticated with" if client == "claude" else "Successfully logged in"
+    assert success in done.output, done.output
+    assert f"resource={quote(url, safe='')}" in done.authorize_url, done.authorize_url
+    stats = jwt_provider.admin_call("stats")
+    assert stats["registrations"] == 1 and stats["codeGrants"] == 1, stats
+    # The client keeps the tokens, in its own store.
+    store = (
+        client_home("claude", project) / ".claude" / ".credentials.json"
+        if client == "claude"
+        else codex_home(project) / ".credentials.json"
+    )
+    assert store.is_file() and store.stat().st_mode & 0o077 == 0, store
+
+    run = drive(client, project, [Step("read_file", {"path": "big.txt", "limit": 3})], servers=servers)
+    results = run.model.tool_results()
+    assert len(results) == 1, f"calls made: {len(results)}; stderr: {run.stderr[-2000:]}"
+    text = model_text(run)
+    assert results[0]["is_error"] is not True and "line 3" in text, text
+    # The call reached toolgate as the provider's user, with its token checked at the door.
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    calls_made = [l for l in lines if l["tool"] == "read_file"]
+    assert len(calls_made) == 1, lines
+    assert calls_made[0]["subject"] == jwt_provider.account, calls_made[0]
+    assert calls_made[0]["issuer"] == jwt_provider.issuer, calls_made[0]
+    # One login served the run: the client did not log in again.
+    assert jwt_provider.admin_call("stats")["codeGrants"] == 1
 
 
 HOOK = Path(__file__).parent / "elicit_hook.py"
