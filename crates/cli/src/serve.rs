@@ -314,7 +314,11 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
             } else {
                 doors.join(", ")
             };
+            let public_url = runtime.config.server.public_url.clone();
             let result = serve_http(server, options, shutdown, |bound| {
+                toolgate_core::web_login::set_base_url(
+                    &public_url.unwrap_or_else(|| format!("http://{bound}")),
+                );
                 eprintln!(
                     "toolgate: serving {tool_count} tools for {root} at http://{bound}/mcp ({auth})"
                 );

@@ -144,6 +144,11 @@ pub struct ServerConfig {
     /// reach a load balancer by when it forwards to toolgate on loopback or one interface.
     #[schemars(example = &["mcp.example.com"])]
     pub allowed_hosts: Vec<String>,
+    /// The URL browsers reach this toolgate at, for the redirect of logins users make as
+    /// themselves (`{public_url}/oauth/callback`, see `[mcp_servers.NAME.oauth] per_user`);
+    /// unset = `http://` + the bound address. Set it behind a proxy or load balancer.
+    #[schemars(example = &"https://toolgate.example.com")]
+    pub public_url: Option<String>,
     /// Stderr: `error` | `warn` | `info` | `debug` | `trace`; `--log-level` and `RUST_LOG`
     /// win.
     pub log_level: String,
@@ -191,6 +196,7 @@ impl Default for ServerConfig {
             token_env: "TOOLGATE_TOKEN".to_owned(),
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            public_url: None,
             log_level: "info".to_owned(),
             max_sessions: 256,
             metrics: true,

@@ -14,7 +14,8 @@
 //!   `toolgate_runtime::Runtime`).
 //! - `budget.spill_store`: user layers only (it decides where full outputs are copied, and
 //!   what read_file fetches from).
-//! - `server.http`, `server.allowed_origins`, `server.allowed_hosts`, `server.token_env`,
+//! - `server.http`, `server.allowed_origins`, `server.allowed_hosts`, `server.public_url`,
+//!   `server.token_env`,
 //!   `server.auth`: user layers only.
 //! - `[providers]` and `agent.provider`: user layers only (they decide where API keys go).
 //! - `[audit]`: user layers only (a repository must not turn the user's audit log off,
@@ -233,6 +234,7 @@ impl ProjectLayer {
                 "http",
                 "allowed_origins",
                 "allowed_hosts",
+                "public_url",
                 "token_env",
                 "auth",
             ] {

@@ -132,6 +132,7 @@ mod spec;
 mod tool;
 pub mod trace;
 mod user_dirs;
+pub mod web_login;
 
 pub use audit::{AskAnswer, AuditDecision, AuditOutcome, AuditRecord, AuditSink, ResultSize};
 pub use canonical::{canonical_json, civil_from_days};

@@ -41,7 +41,7 @@ mod store;
 pub(crate) use bound::ServerCredentials;
 pub(crate) use client::Authorized;
 pub use login::{LoginError, LoginOptions, login};
-pub(crate) use login::{describe, parse_challenge};
+pub(crate) use login::{describe, parse_challenge, start};
 pub use store::{AuthStatus, StoreError, TokenStore};
 
 /// Signs a human in when a server needs it. `serve` has none (it never waits for a
@@ -82,9 +82,10 @@ pub(crate) async fn authorized_client(
     store: &TokenStore,
     spec: &ServerSpec,
     url: &str,
+    record_key: &str,
 ) -> Result<Option<Authorized<reqwest::Client>>, Failure> {
     let record = store
-        .load(url)
+        .load(record_key)
         .map_err(|e| Failure::Failed(format!("its stored login cannot be read: {e}")))?;
     if record.issuers.is_empty() {
         return Ok(None);
@@ -121,7 +122,7 @@ pub(crate) async fn authorized_client(
     manager.set_metadata(metadata);
     let credentials = Arc::new(ServerCredentials::new(
         store.clone(),
-        url,
+        record_key,
         Some(issuer).filter(|i| !i.is_empty()),
     ));
     manager.set_credential_store(Shared(Arc::clone(&credentials)));

@@ -200,6 +200,13 @@ pub struct OAuthConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(example = &"https://example.com/toolgate-client.json")]
     pub client_metadata_url: Option<String>,
+    /// Each caller of `serve --http` who has an identity (`[server.auth]`) uses the server
+    /// as themselves: their own login, made in their browser through toolgate's
+    /// `/oauth/callback` the first time they call one of its tools, and kept apart from
+    /// everyone else's. Sessions without an identity (stdio, the static token) and the tool
+    /// list use toolgate's own login (`toolgate mcp login NAME`). Default false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub per_user: bool,
 }
 
 impl OAuthConfig {

@@ -20,7 +20,7 @@
 //! The call path (a live connection on demand, progress, cancellation) is in `mount/call.rs`,
 //! the server's prompts in `mount/prompts.rs`, its resources in `mount/resources.rs`, their
 //! subscriptions in `mount/subscribe.rs`, completion of their arguments in
-//! `mount/complete.rs`.
+//! `mount/complete.rs`, the connections of a server used per user in `mount/per_user.rs`.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,6 +47,7 @@ mod call;
 mod complete;
 mod host;
 mod login;
+mod per_user;
 mod prompts;
 pub(crate) mod resources;
 mod stdio;
@@ -128,6 +129,29 @@ pub(crate) struct Live {
 }
 
 impl Live {
+    /// The connection `handler` serves, just opened.
+    pub(crate) fn open(handler: &Handler, peer: &Peer<RoleClient>) -> Arc<Self> {
+        Self::open_with(handler, peer, Arc::default())
+    }
+
+    fn open_with(handler: &Handler, peer: &Peer<RoleClient>, diag: Arc<Diagnostics>) -> Arc<Self> {
+        Arc::new(Self {
+            peer: peer.clone(),
+            routes: Arc::clone(&handler.progress),
+            arrivals: Arc::clone(&handler.arrivals),
+            callers: Arc::clone(&handler.callers),
+            prompts_changed: Arc::clone(&handler.prompts_changed),
+            resources_changed: Arc::clone(&handler.resources_changed),
+            diag,
+            closed: CancellationToken::new(),
+            abandon: CancellationToken::new(),
+            broken: Mutex::new(None),
+            refused: Mutex::new(None),
+            end: Mutex::new(None),
+            opened: Instant::now(),
+        })
+    }
+
     /// Gives up on this connection because of `why`.
     fn abandon(&self, why: String) {
         lock(&self.broken).get_or_insert(why);
@@ -173,6 +197,10 @@ pub(crate) struct Mount {
     /// Set when a background start has been asked for but has not begun yet.
     requested: AtomicBool,
     start_lock: tokio::sync::Mutex<()>,
+    /// Each caller's connection and login, for a server used per user.
+    per_user: Mutex<per_user::PerUser>,
+    /// Taken while a caller's connection is dialed.
+    dialing: tokio::sync::Mutex<()>,
     pub(crate) shutdown: CancellationToken,
 }
 
@@ -238,6 +266,8 @@ impl Mount {
             changed: watch::channel(0).0,
             requested: AtomicBool::new(false),
             start_lock: tokio::sync::Mutex::new(()),
+            per_user: Mutex::default(),
+            dialing: tokio::sync::Mutex::new(()),
             shutdown: CancellationToken::new(),
         }
     }
@@ -476,10 +506,7 @@ impl Mount {
                 headers,
                 bearer_token_env,
             } => {
-                let lifecycle = match self.spec.opening {
-                    crate::config::Opening::Discover => Lifecycle::Discover,
-                    crate::config::Opening::Initialize => Lifecycle::Initialize,
-                };
+                let lifecycle = self.lifecycle();
                 let handshake = async {
                     let first = self
                         .dial(
@@ -536,21 +563,7 @@ impl Mount {
         // Listed before the server counts as ready: a call that waited for it finds them.
         let prompts = self.list_prompts(service.peer()).await;
         let resources = self.list_resources(service.peer()).await;
-        let live = Arc::new(Live {
-            peer: service.peer().clone(),
-            routes: Arc::clone(&handler.progress),
-            arrivals: Arc::clone(&handler.arrivals),
-            callers: Arc::clone(&handler.callers),
-            prompts_changed: Arc::clone(&handler.prompts_changed),
-            resources_changed: Arc::clone(&handler.resources_changed),
-            diag,
-            closed: CancellationToken::new(),
-            abandon: CancellationToken::new(),
-            broken: Mutex::new(None),
-            refused: Mutex::new(None),
-            end: Mutex::new(None),
-            opened: Instant::now(),
-        });
+        let live = Live::open_with(&handler, service.peer(), diag);
         listen_for_changes(&self.spec.name, service.peer(), &handler, &live.closed);
         Ok(Connected {
             service,
@@ -562,6 +575,14 @@ impl Mount {
             resources,
             notes,
         })
+    }
+
+    /// How the server is opened: `server/discover` first, or `initialize`.
+    fn lifecycle(&self) -> Lifecycle {
+        match self.spec.opening {
+            crate::config::Opening::Discover => Lifecycle::Discover,
+            crate::config::Opening::Initialize => Lifecycle::Initialize,
+        }
     }
 
     /// Dials a Streamable HTTP server (with its OAuth tokens, when it has a login) and

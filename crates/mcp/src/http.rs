@@ -151,6 +151,20 @@ pub fn http_router(
     // (a load balancer probes it without a token), the metadata tells a client where to
     // log in.
     router = router.route(HEALTH_PATH, axum::routing::get(|| async { "ok\n" }));
+    // Where a user's browser comes back from logging in to a mounted server as themselves
+    // (`per_user` servers): public, like any OAuth redirect URI; the `state` picks the login.
+    router = router.route(
+        toolgate_core::web_login::CALLBACK_PATH,
+        axum::routing::get(|uri: axum::http::Uri| async move {
+            match toolgate_core::web_login::complete(uri.query().unwrap_or("")).await {
+                Ok(said) => (
+                    StatusCode::OK,
+                    format!("{said}. You can close this tab and go back to your client.\n"),
+                ),
+                Err(why) => (StatusCode::BAD_REQUEST, format!("Login failed: {why}\n")),
+            }
+        }),
+    );
     let metadata = move |headers: HeaderMap| {
         let door = Arc::clone(&door);
         async move {

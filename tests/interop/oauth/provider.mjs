@@ -11,7 +11,8 @@
 //   provider issued for it with the `mcp:tools` scope; it serves its protected-resource
 //   metadata and one tool, `whoami`.
 // - /admin/* (on the MCP server) lets the test reject the access tokens issued so far
-//   (a refresh must follow), revoke the grant (a new login must follow), and read counts.
+//   (a refresh must follow), revoke the grant (a new login must follow), read counts, and
+//   choose the user the next login approves (`/admin/account/NAME`).
 //
 // - With JWT_AUDIENCE set, any other loopback `/mcp` URL is a resource too (toolgate's own
 //   `serve --http`, whose port is not known in advance): its access tokens are JWTs signed
@@ -27,7 +28,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 const providerDir = process.argv[2];
-const account = process.argv[3] || "ada";
+let account = process.argv[3] || "ada";
 const { default: Provider, errors } = await import(
   pathToFileURL(path.join(providerDir, "lib", "index.js")).href
 );
@@ -173,6 +174,12 @@ async function mcp(req, res) {
   }
   if (req.url.startsWith("/admin/")) {
     if (req.url === "/admin/stats") return json(res, 200, stats);
+    // Who the next login approves (several users of one toolgate, one after the other).
+    const as = /^\/admin\/account\/([A-Za-z0-9_-]+)$/.exec(req.url);
+    if (as) {
+      account = as[1];
+      return json(res, 200, { account });
+    }
     if (req.url === "/admin/reject-access-tokens") {
       for (const t of seenTokens) deniedTokens.add(t);
       return json(res, 200, { denied: deniedTokens.size });

@@ -99,9 +99,83 @@ pub async fn login(
     options: &LoginOptions,
     say: &(dyn Fn(&str) + Send + Sync),
 ) -> Result<AuthStatus, LoginError> {
+    let Transport::Http { url, .. } = &spec.transport else {
+        return Err(LoginError::NotRemote(spec.name.clone()));
+    };
+    let callback = Callback::bind(spec.oauth.callback_port)
+        .await
+        .map_err(|e| {
+            LoginError::Config(format!(
+                "cannot listen for the login callback on 127.0.0.1:{}: {e}; free the port or change `callback_port`",
+                spec.oauth.callback_port.unwrap_or(0)
+            ))
+        })?;
+    let started = start(spec, store, url, &callback.redirect_uri(), options).await?;
+    let auth_url = &started.auth_url;
+    say(&format!(
+        "To log in to `{}`, open this URL in a browser:\n\n  {auth_url}\n",
+        spec.name
+    ));
+    if options.open_browser
+        && let Err(e) = super::browser::open(auth_url)
+    {
+        say(&format!(
+            "(could not open a browser: {e}; open the URL yourself)"
+        ));
+    }
+    let reply = callback
+        .wait(options.timeout)
+        .await
+        .map_err(LoginError::OAuth)?;
+    started
+        .finish(&reply.code, &reply.state, reply.issuer.as_deref())
+        .await?;
+    Ok(store.status(url)?)
+}
+
+/// A login waiting for its browser: the URL to open, and what exchanges the code.
+pub(crate) struct Started {
+    pub(crate) auth_url: String,
+    manager: AuthorizationManager,
+}
+
+impl Started {
+    /// The `state` the authorization URL carries (the redirect names it again).
+    pub(crate) fn state(&self) -> Option<String> {
+        url::Url::parse(&self.auth_url).ok().and_then(|u| {
+            u.query_pairs()
+                .find(|(k, _)| k == "state")
+                .map(|(_, v)| v.into_owned())
+        })
+    }
+
+    /// Exchanges the redirect's code for tokens, which the store keeps.
+    pub(crate) async fn finish(
+        self,
+        code: &str,
+        state: &str,
+        issuer: Option<&str>,
+    ) -> Result<(), LoginError> {
+        self.manager
+            .exchange_code_for_token_with_issuer(code, state, issuer)
+            .await?;
+        Ok(())
+    }
+}
+
+/// Starts the authorization-code flow for `spec` with `redirect_uri`, its tokens to be kept
+/// in the store's `record` (the server URL; for a login per caller, that caller's record).
+pub(crate) async fn start(
+    spec: &ServerSpec,
+    store: &TokenStore,
+    record_key: &str,
+    redirect_uri: &str,
+    options: &LoginOptions,
+) -> Result<Started, LoginError> {
     let Transport::Http { url, headers, .. } = &spec.transport else {
         return Err(LoginError::NotRemote(spec.name.clone()));
     };
+    let redirect_uri = redirect_uri.to_owned();
     if !spec.trust.allows_start() {
         return Err(LoginError::Config(format!(
             "`{}` is defined by a project file ({}) and not trusted; check its url and `oauth` settings with `toolgate mcp list`, then run `{}` before logging in",
@@ -129,16 +203,8 @@ pub async fn login(
         Some(c) => Some(c.clone()),
         None => super::probe_challenge(url, headers).await,
     };
-    let callback = Callback::bind(oauth.callback_port).await.map_err(|e| {
-        LoginError::Config(format!(
-            "cannot listen for the login callback on 127.0.0.1:{}: {e}; free the port or change `callback_port`",
-            oauth.callback_port.unwrap_or(0)
-        ))
-    })?;
-    let redirect_uri = callback.redirect_uri();
-
     let mut manager = AuthorizationManager::new(url.as_str()).await?;
-    let credentials = std::sync::Arc::new(ServerCredentials::new(store.clone(), url, None));
+    let credentials = std::sync::Arc::new(ServerCredentials::new(store.clone(), record_key, None));
     manager.set_credential_store(super::Shared(std::sync::Arc::clone(&credentials)));
     let resolution = manager
         .resolve_metadata_from_challenge(challenge.as_deref())
@@ -152,7 +218,7 @@ pub async fn login(
             .as_ref()
             .is_some_and(|l| l.iter().any(|x| x == s))
     };
-    let record = store.load(url)?;
+    let record = store.load(record_key)?;
     let mut scopes: Vec<String> = match &oauth.scopes {
         Some(scopes) => scopes.clone(),
         None if !record.pending_scopes.is_empty() => {
@@ -225,26 +291,7 @@ pub async fn login(
         )));
     }
     let auth_url = manager.get_authorization_url(&scope_refs).await?;
-
-    say(&format!(
-        "To log in to `{}`, open this URL in a browser:\n\n  {auth_url}\n",
-        spec.name
-    ));
-    if options.open_browser
-        && let Err(e) = super::browser::open(&auth_url)
-    {
-        say(&format!(
-            "(could not open a browser: {e}; open the URL yourself)"
-        ));
-    }
-    let reply = callback
-        .wait(options.timeout)
-        .await
-        .map_err(LoginError::OAuth)?;
-    manager
-        .exchange_code_for_token_with_issuer(&reply.code, &reply.state, reply.issuer.as_deref())
-        .await?;
-    Ok(store.status(url)?)
+    Ok(Started { auth_url, manager })
 }
 
 /// The challenge's parameters (scope, error), with `resource_metadata` resolved.

@@ -257,8 +257,21 @@ impl Mount {
         let name = &self.spec.name;
         // A (re)start may take the whole startup timeout; a cancelled call stops waiting
         // for it (the start itself carries on: see `Mount::start`).
+        // A server used per user: the caller's own connection, when the session has one.
+        let caller_identity = self
+            .spec
+            .oauth
+            .per_user
+            .then(|| ctx.session.identity().cloned())
+            .flatten();
+        let connection = async {
+            match &caller_identity {
+                Some(who) => self.caller_live(who).await,
+                None => self.ensure_live().await,
+            }
+        };
         let live = tokio::select! {
-            live = self.ensure_live() => live.map_err(ToolError::Recoverable)?,
+            live = connection => live.map_err(ToolError::Recoverable)?,
             () = ctx.cancel.cancelled() => {
                 return Err(ToolError::recoverable(format!(
                     "`{tool}` was cancelled while MCP server `{name}` was starting"

@@ -35,7 +35,9 @@ impl Mount {
                 .keys()
                 .any(|h| h.eq_ignore_ascii_case("authorization"));
         match self.token_store() {
-            Some(store) if !fixed => crate::auth::authorized_client(&store, &self.spec, url).await,
+            Some(store) if !fixed => {
+                crate::auth::authorized_client(&store, &self.spec, url, url).await
+            }
             _ => Ok(None),
         }
     }

@@ -1,0 +1,149 @@
+"""A mounted server used by each caller as themselves (`[mcp_servers.NAME.oauth] per_user =
+true`): `toolgate serve --http` takes OAuth access tokens of a real OpenID provider
+(`[server.auth]`, fixture `jwt_provider`), and mounts the provider's guarded MCP server, whose
+`whoami` answers `hello ACCOUNT` for the account of the token it gets.
+
+Two users log in to toolgate with the Python MCP SDK (each with a JWT of their own). The
+first call of each to `whoami` answers with a link: a login started for them with toolgate's
+`/oauth/callback` as its redirect URI. Their "browser" (an HTTP client with its own cookies)
+opens it, the provider approves that user, the browser comes back to toolgate, which keeps
+their tokens; the next call answers `hello` with their own name, not the operator's (whose
+`toolgate mcp login` serves the tool list and sessions without an identity). A missing
+Node, oidc-provider or binary fails the test; nothing skips.
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import re
+import subprocess
+import urllib.parse
+import urllib.request
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from conftest import http_connection, toolgate_bin
+from mcp import Client
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.auth import OAuthClientMetadata
+from oauth_provider import JWT_AUDIENCE, Provider, browser, free_port
+from test_serve_oauth import SCOPE, Browser, MemoryStorage, text_of
+
+TOOL = "mcp__guarded__whoami"
+LINK = re.compile(r"(http://127\.0\.0\.1:\d+/auth\?\S+)")
+
+
+def configure(env: dict[str, str], provider: Provider) -> None:
+    config = Path(env["XDG_CONFIG_HOME"]) / "toolgate" / "config.toml"
+    config.write_text(
+        config.read_text()
+        + f'\n[server.auth]\nissuer = "{provider.issuer}"\naudience = "{JWT_AUDIENCE}"\n'
+        + f'required_scopes = ["{SCOPE}"]\n'
+        + '\n[mcp]\noauth_credentials_store = "file"\n'
+        + f'\n[mcp_servers.guarded]\nurl = "{provider.mcp}"\n'
+        + "\n[mcp_servers.guarded.oauth]\nper_user = true\n"
+    )
+
+
+@asynccontextmanager
+async def logged_in_as(url: str):
+    """An SDK session with toolgate, logged in through the provider (as whichever account
+    it approves now)."""
+    redirect_uri = f"http://127.0.0.1:{free_port()}/callback"
+    sdk_browser = Browser(redirect_uri)
+    auth = OAuthClientProvider(
+        server_url=url,
+        client_metadata=OAuthClientMetadata(
+            client_name="per-user test",
+            redirect_uris=[redirect_uri],
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            token_endpoint_auth_method="none",
+        ),
+        storage=MemoryStorage(),
+        redirect_handler=sdk_browser.open,
+        callback_handler=sdk_browser.callback,
+    )
+    async with create_mcp_http_client(auth=auth) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+            yield client
+
+
+def open_in_browser(link: str) -> str:
+    """Opens `link` in a fresh browser (its own cookies) that follows every redirect, the
+    last one to toolgate's callback; returns the page it ends on."""
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    with opener.open(link, timeout=60) as page:
+        return page.read().decode()
+
+
+@pytest.mark.anyio
+async def test_each_caller_reaches_a_per_user_server_as_themselves(
+    jwt_provider: Provider, project: Path, server_env: dict[str, str], start_http_server, tmp_path: Path
+) -> None:
+    configure(server_env, jwt_provider)
+    # The operator's own login: the tool list, and sessions without an identity.
+    jwt_provider.admin_call("account/operator")
+    operator = subprocess.run(
+        [toolgate_bin(), "--root", str(project), "mcp", "login", "guarded"],
+        env={**server_env, "BROWSER": browser(tmp_path / "operator-cookies")},
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )
+    assert operator.returncode == 0, operator.stdout + operator.stderr
+    server = start_http_server(project, token="static-token")
+    callback = f"{server.origin}/oauth/callback"
+
+    for user in ("alice", "bob"):
+        jwt_provider.admin_call(f"account/{user}")
+        async with logged_in_as(server.url) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert TOOL in names, names
+            # No login of their own yet: a link to make one, never the operator's answer.
+            first = await client.call_tool(TOOL, {})
+            assert first.is_error, text_of(first)
+            said = text_of(first)
+            assert "log in" in said and "hello" not in said, said
+            link = LINK.search(said)
+            assert link, said
+            query = urllib.parse.parse_qs(urllib.parse.urlparse(link.group(1)).query)
+            assert query["redirect_uri"] == [callback], query
+            assert query["resource"] == [jwt_provider.mcp], query
+            # Asked again before the login: the same link, not a second login.
+            again = await client.call_tool(TOOL, {})
+            assert LINK.search(text_of(again)).group(1) == link.group(1), text_of(again)
+
+            page = open_in_browser(link.group(1))
+            assert f"Logged in to `guarded` as {user}" in page, page
+            result = await client.call_tool(TOOL, {})
+            assert not result.is_error, text_of(result)
+            assert text_of(result) == f"hello {user}", text_of(result)
+
+    logins = jwt_provider.admin_call("stats")["codeGrants"]
+    # alice again, in a new session (a new login to toolgate as alice): her own downstream
+    # login still serves her, with no new one.
+    jwt_provider.admin_call("account/alice")
+    async with logged_in_as(server.url) as client:
+        result = await client.call_tool(TOOL, {})
+        assert not result.is_error and text_of(result) == "hello alice", text_of(result)
+    # One more code grant: alice's login to toolgate itself; none for the downstream server.
+    assert jwt_provider.admin_call("stats")["codeGrants"] == logins + 1
+
+    # A session without an identity (the static token) uses the operator's login.
+    async with http_connection(
+        server.url, "legacy", headers={"Authorization": "Bearer static-token"}
+    ) as client:
+        result = await client.call_tool(TOOL, {})
+        assert not result.is_error and text_of(result) == "hello operator", text_of(result)
+
+    # Each user's tokens are a record of their own, apart from the operator's.
+    records = list((Path(server_env["XDG_CONFIG_HOME"]) / "toolgate" / "mcp-oauth").glob("*.json"))
+    assert len(records) == 3, records
+
+    # A redirect nobody waits for is refused with what to do.
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        open_in_browser(f"{callback}?code=x&state=unknown")
+    assert refused.value.code == 400
+    assert "call the tool again" in refused.value.read().decode()
