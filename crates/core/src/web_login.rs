@@ -4,6 +4,11 @@
 //! browser comes back there. The gateway (which starts the login) and the HTTP listener
 //! (which receives the redirect) meet here, keyed by the login's OAuth `state`.
 //!
+//! The link a caller gets is toolgate's own `/oauth/start?state=…`, a page that names who
+//! asked for the login and on which server before it sends the browser on: someone who
+//! forwards their link to another person (to get that person's account kept under their own
+//! name) shows that person a name that is not theirs.
+//!
 //! Process-wide: one `serve --http` per process, and the `state` of a login is a random
 //! value nobody else can guess. The redirect reaches the process that started the login
 //! only (behind a load balancer, route `/oauth/callback` by its `state`, or run one replica
@@ -16,6 +21,19 @@ use tokio::sync::oneshot;
 
 /// The path of the redirect URI on the HTTP listener.
 pub const CALLBACK_PATH: &str = "/oauth/callback";
+/// The path of the page a caller's link opens, before the authorization server.
+pub const START_PATH: &str = "/oauth/start";
+
+/// A login waiting for its browser, as its start page shows it.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    /// The authorization server's URL the page sends the browser to.
+    pub auth_url: String,
+    /// Who asked for it (the caller's subject and issuer), shown to whoever opens it.
+    pub asked_by: String,
+    /// The mounted server the login is for.
+    pub server: String,
+}
 
 /// Most logins waiting for their browser at once (each is dropped after its timeout); a
 /// flood of calls cannot grow the table without bound.
@@ -42,7 +60,7 @@ pub type Arrival = (
 struct Table {
     /// `http(s)://host[:port]` under which clients reach the listener.
     base: Option<String>,
-    pending: HashMap<String, oneshot::Sender<Arrival>>,
+    pending: HashMap<String, (Pending, oneshot::Sender<Arrival>)>,
 }
 
 static TABLE: LazyLock<Mutex<Table>> = LazyLock::new(|| {
@@ -67,18 +85,66 @@ pub fn redirect_uri() -> Option<String> {
     table().base.as_ref().map(|b| format!("{b}{CALLBACK_PATH}"))
 }
 
+/// The link a caller opens for the login started with `state`; `None` outside
+/// `serve --http`.
+pub fn start_url(state: &str) -> Option<String> {
+    let state: String = url::form_urlencoded::byte_serialize(state.as_bytes()).collect();
+    table()
+        .base
+        .as_ref()
+        .map(|b| format!("{b}{START_PATH}?state={state}"))
+}
+
+/// The start page of the login whose `state` the query names: who asked, for which
+/// server, and the link onward. `Err` when no such login waits.
+pub fn start_page(query: &str) -> Result<String, String> {
+    let state = url::form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "state")
+        .map(|(_, v)| v.into_owned())
+        .ok_or("the link has no `state`: call the tool again for a new link")?;
+    let table = table();
+    let (pending, _) = table.pending.get(&state).filter(|(_, w)| !w.is_closed()).ok_or(
+        "no login is waiting for this link (it timed out or finished already): call the tool again for a new link",
+    )?;
+    Ok(format!(
+        "<!doctype html>\n<meta charset=\"utf-8\"><title>toolgate: log in to {server}</title>\n\
+         <h1>Log in to {server}</h1>\n\
+         <p>The toolgate user <b>{who}</b> asked to use the MCP server <b>{server}</b> with \
+         their own account there. Continue only if that is you: whoever continues here logs in \
+         with their own account, and it is kept for {who}.</p>\n\
+         <p><a id=\"continue\" href=\"{url}\">Continue to sign in</a></p>\n",
+        server = html(&pending.server),
+        who = html(&pending.asked_by),
+        url = html(&pending.auth_url),
+    ))
+}
+
+/// `text` safe inside HTML text and attribute values.
+fn html(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '&' => "&amp;".to_owned(),
+            '<' => "&lt;".to_owned(),
+            '>' => "&gt;".to_owned(),
+            '"' => "&quot;".to_owned(),
+            '\'' => "&#39;".to_owned(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
 /// Waits for the browser of the login started with `state`. `Err` when too many logins
 /// are pending already.
-pub fn expect(state: &str) -> Result<oneshot::Receiver<Arrival>, String> {
+pub fn expect(state: &str, pending: Pending) -> Result<oneshot::Receiver<Arrival>, String> {
     let mut table = table();
-    table.pending.retain(|_, waiter| !waiter.is_closed());
+    table.pending.retain(|_, (_, waiter)| !waiter.is_closed());
     if table.pending.len() >= MAX_PENDING {
         return Err(format!(
             "{MAX_PENDING} logins are waiting for their browser already; try again in a few minutes"
         ));
     }
     let (tx, rx) = oneshot::channel();
-    table.pending.insert(state.to_owned(), tx);
+    table.pending.insert(state.to_owned(), (pending, tx));
     Ok(rx)
 }
 
@@ -92,7 +158,7 @@ pub async fn complete(query: &str) -> Result<String, String> {
     let state = params
         .get("state")
         .ok_or("the redirect has no `state`: start the login again from your client")?;
-    let waiter = table().pending.remove(state).ok_or(
+    let (_, waiter) = table().pending.remove(state).ok_or(
         "no login is waiting for this redirect (it timed out, finished already, or was started by another toolgate): call the tool again for a new link",
     )?;
     let outcome = match (params.get("code"), params.get("error")) {
@@ -120,9 +186,34 @@ pub async fn complete(query: &str) -> Result<String, String> {
 mod tests {
     use super::*;
 
+    fn pending() -> Pending {
+        Pending {
+            auth_url: "https://as/auth?a=1&b=<2>".to_owned(),
+            asked_by: "eve <eve@x>".to_owned(),
+            server: "github".to_owned(),
+        }
+    }
+
+    #[test]
+    fn the_start_page_names_who_asked_escaped_and_links_on() {
+        let _rx = expect("s4", pending()).unwrap();
+        let page = start_page("state=s4").unwrap();
+        assert!(page.contains("<b>eve &lt;eve@x&gt;</b>"), "{page}");
+        assert!(
+            page.contains("href=\"https://as/auth?a=1&amp;b=&lt;2&gt;\""),
+            "{page}"
+        );
+        assert!(start_page("state=nope").unwrap_err().contains("no login"));
+        set_base_url("http://127.0.0.1:9/");
+        assert_eq!(
+            start_url("a b").as_deref(),
+            Some("http://127.0.0.1:9/oauth/start?state=a+b")
+        );
+    }
+
     #[tokio::test]
     async fn a_redirect_reaches_the_login_of_its_state_once_and_the_page_says_how_it_ended() {
-        let rx = expect("s1").unwrap();
+        let rx = expect("s1", pending()).unwrap();
         let login = tokio::spawn(async move {
             let (redirect, done) = rx.await.unwrap();
             let redirect = redirect.unwrap();
@@ -149,7 +240,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_refusal_reaches_the_login_and_a_login_that_gave_up_is_said_so() {
-        let rx = expect("s2").unwrap();
+        let rx = expect("s2", pending()).unwrap();
         let login = tokio::spawn(async move {
             let (redirect, done) = rx.await.unwrap();
             let why = redirect.unwrap_err();
@@ -159,7 +250,7 @@ mod tests {
         let said = complete("error=access_denied&state=s2").await.unwrap_err();
         assert!(said.contains("access_denied"), "{said}");
         login.await.unwrap();
-        drop(expect("s3").unwrap());
+        drop(expect("s3", pending()).unwrap());
         assert!(
             complete("code=c&state=s3")
                 .await

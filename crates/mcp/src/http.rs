@@ -151,8 +151,20 @@ pub fn http_router(
     // (a load balancer probes it without a token), the metadata tells a client where to
     // log in.
     router = router.route(HEALTH_PATH, axum::routing::get(|| async { "ok\n" }));
-    // Where a user's browser comes back from logging in to a mounted server as themselves
-    // (`per_user` servers): public, like any OAuth redirect URI; the `state` picks the login.
+    // The page a user's login link opens, and where their browser comes back from logging
+    // in to a mounted server as themselves (`per_user` servers): public, like any OAuth
+    // redirect URI; the `state` picks the login.
+    router = router.route(
+        toolgate_core::web_login::START_PATH,
+        axum::routing::get(|uri: axum::http::Uri| async move {
+            match toolgate_core::web_login::start_page(uri.query().unwrap_or("")) {
+                Ok(page) => {
+                    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], page).into_response()
+                }
+                Err(why) => (StatusCode::NOT_FOUND, format!("{why}\n")).into_response(),
+            }
+        }),
+    );
     router = router.route(
         toolgate_core::web_login::CALLBACK_PATH,
         axum::routing::get(|uri: axum::http::Uri| async move {

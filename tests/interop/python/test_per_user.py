@@ -4,16 +4,19 @@ true`): `toolgate serve --http` takes OAuth access tokens of a real OpenID provi
 `whoami` answers `hello ACCOUNT` for the account of the token it gets.
 
 Two users log in to toolgate with the Python MCP SDK (each with a JWT of their own). The
-first call of each to `whoami` answers with a link: a login started for them with toolgate's
-`/oauth/callback` as its redirect URI. Their "browser" (an HTTP client with its own cookies)
-opens it, the provider approves that user, the browser comes back to toolgate, which keeps
-their tokens; the next call answers `hello` with their own name, not the operator's (whose
-`toolgate mcp login` serves the tool list and sessions without an identity). A missing
+first call of each to `whoami` answers with a link: toolgate's start page (naming who asked)
+of a login started for them with toolgate's `/oauth/callback` as its redirect URI. Their
+"browser" (an HTTP client with its own cookies) opens it and continues, the provider approves
+that user, the browser comes back to toolgate, which keeps their tokens; the next call
+answers `hello` with their own name, not the operator's (whose `toolgate mcp login` serves
+the tool list and sessions without an identity). A third user's client takes URL
+elicitation: it is asked to open the link, and the one call waits and answers. A missing
 Node, oidc-provider or binary fails the test; nothing skips.
 """
 
 from __future__ import annotations
 
+import html
 import http.cookiejar
 import re
 import subprocess
@@ -22,9 +25,10 @@ import urllib.request
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio
 import pytest
 from conftest import http_connection, toolgate_bin
-from mcp import Client
+from mcp import Client, types
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -33,7 +37,7 @@ from oauth_provider import JWT_AUDIENCE, Provider, browser, free_port
 from test_serve_oauth import SCOPE, Browser, MemoryStorage, text_of
 
 TOOL = "mcp__guarded__whoami"
-LINK = re.compile(r"(http://127\.0\.0\.1:\d+/auth\?\S+)")
+LINK = re.compile(r"(http://127\.0\.0\.1:\d+/oauth/start\?state=\S+)")
 
 
 def configure(env: dict[str, str], provider: Provider) -> None:
@@ -49,7 +53,7 @@ def configure(env: dict[str, str], provider: Provider) -> None:
 
 
 @asynccontextmanager
-async def logged_in_as(url: str):
+async def logged_in_as(url: str, **client_options):
     """An SDK session with toolgate, logged in through the provider (as whichever account
     it approves now)."""
     redirect_uri = f"http://127.0.0.1:{free_port()}/callback"
@@ -68,16 +72,25 @@ async def logged_in_as(url: str):
         callback_handler=sdk_browser.callback,
     )
     async with create_mcp_http_client(auth=auth) as http:
-        async with Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+        async with Client(
+            streamable_http_client(url, http_client=http), mode="legacy", **client_options
+        ) as client:
             yield client
 
 
-def open_in_browser(link: str) -> str:
-    """Opens `link` in a fresh browser (its own cookies) that follows every redirect, the
-    last one to toolgate's callback; returns the page it ends on."""
+def open_in_browser(link: str, user: str) -> tuple[str, str]:
+    """Opens `link` (toolgate's start page) in a fresh browser (its own cookies), checks that
+    the page names `user`, clicks "Continue" and follows every redirect, the last one to
+    toolgate's callback; returns the authorization URL it went to and the page it ends on."""
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
     with opener.open(link, timeout=60) as page:
-        return page.read().decode()
+        start = page.read().decode()
+    assert f"<b>{user} (of " in start, start
+    onward = re.search(r'<a id="continue" href="([^"]+)"', start)
+    assert onward, start
+    auth_url = html.unescape(onward.group(1))
+    with opener.open(auth_url, timeout=60) as page:
+        return auth_url, page.read().decode()
 
 
 @pytest.mark.anyio
@@ -107,19 +120,37 @@ async def test_each_caller_reaches_a_per_user_server_as_themselves(
             said = text_of(first)
             assert "log in" in said and "hello" not in said, said
             link = LINK.search(said)
-            assert link, said
-            query = urllib.parse.parse_qs(urllib.parse.urlparse(link.group(1)).query)
-            assert query["redirect_uri"] == [callback], query
-            assert query["resource"] == [jwt_provider.mcp], query
+            assert link and link.group(1).startswith(server.origin), said
             # Asked again before the login: the same link, not a second login.
             again = await client.call_tool(TOOL, {})
             assert LINK.search(text_of(again)).group(1) == link.group(1), text_of(again)
 
-            page = open_in_browser(link.group(1))
+            auth_url, page = open_in_browser(link.group(1), user)
+            query = urllib.parse.parse_qs(urllib.parse.urlparse(auth_url).query)
+            assert auth_url.startswith(f"{jwt_provider.issuer}/auth?"), auth_url
+            assert query["redirect_uri"] == [callback], query
+            assert query["resource"] == [jwt_provider.mcp], query
             assert f"Logged in to `guarded` as {user}" in page, page
             result = await client.call_tool(TOOL, {})
             assert not result.is_error, text_of(result)
             assert text_of(result) == f"hello {user}", text_of(result)
+
+    # A client that takes URL elicitation is asked to open the link, and the call waits for
+    # the login and answers at once.
+    jwt_provider.admin_call("account/carol")
+    opened: list[str] = []
+
+    async def elicit(_ctx, params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert params.mode == "url", params
+        opened.append(params.url)
+        await anyio.to_thread.run_sync(open_in_browser, params.url, "carol")
+        return types.ElicitResult(action="accept")
+
+    async with logged_in_as(server.url, elicitation_callback=elicit) as client:
+        result = await client.call_tool(TOOL, {})
+        assert not result.is_error, text_of(result)
+        assert text_of(result) == "hello carol", text_of(result)
+    assert len(opened) == 1 and LINK.fullmatch(opened[0]), opened
 
     logins = jwt_provider.admin_call("stats")["codeGrants"]
     # alice again, in a new session (a new login to toolgate as alice): her own downstream
@@ -140,10 +171,10 @@ async def test_each_caller_reaches_a_per_user_server_as_themselves(
 
     # Each user's tokens are a record of their own, apart from the operator's.
     records = list((Path(server_env["XDG_CONFIG_HOME"]) / "toolgate" / "mcp-oauth").glob("*.json"))
-    assert len(records) == 3, records
+    assert len(records) == 4, records
 
     # A redirect nobody waits for is refused with what to do.
     with pytest.raises(urllib.error.HTTPError) as refused:
-        open_in_browser(f"{callback}?code=x&state=unknown")
+        urllib.request.urlopen(f"{callback}?code=x&state=unknown", timeout=60)
     assert refused.value.code == 400
     assert "call the tool again" in refused.value.read().decode()

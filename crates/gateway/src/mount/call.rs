@@ -266,7 +266,7 @@ impl Mount {
             .flatten();
         let connection = async {
             match &caller_identity {
-                Some(who) => self.caller_live(who).await,
+                Some(who) => self.caller_live(who, ctx).await,
                 None => self.ensure_live().await,
             }
         };

@@ -4,11 +4,14 @@
 //! reaches (say) GitHub as themselves. Their tokens are a record of their own in the token
 //! store (the server URL plus the caller's issuer and subject), refreshed like any other.
 //!
-//! A caller with no login yet (or whose login the server refuses) gets a link: the
-//! authorization URL of a login started for them, whose redirect URI is toolgate's own
-//! `/oauth/callback` ([`toolgate_core::web_login`]); their browser comes back there, the
-//! code is exchanged and their tokens kept, and the next call works. One login waits per
-//! caller at a time (the same link until it ends), for [`LOGIN_WAIT`].
+//! A caller with no login yet (or whose login the server refuses) logs in through a link:
+//! toolgate's `/oauth/start` page for a login started for them (it names who asked, then
+//! leads to the authorization server), whose redirect URI is toolgate's `/oauth/callback`
+//! ([`toolgate_core::web_login`]); their browser comes back there, the code is exchanged and
+//! their tokens kept. A client that takes URL elicitation (MCP 2025-11-25) is asked to open
+//! the link, and the call waits for the login and goes on; any other gets the link in an
+//! error result to show the user, and the next call works. One login waits per caller at a
+//! time (the same link until it ends), for [`LOGIN_WAIT`].
 //!
 //! The server's tool list, prompts and resources, and calls from sessions without an
 //! identity (stdio, the static token), use the shared connection and toolgate's own login
@@ -18,8 +21,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use toolgate_core::Identity;
-use toolgate_core::web_login;
+use tokio::sync::watch;
+use toolgate_core::web_login::{self, Pending};
+use toolgate_core::{CallContext, ClientAsk, Identity};
 
 use super::{Live, Mount, lock};
 use crate::auth::LoginOptions;
@@ -31,13 +35,35 @@ use crate::handler::Handler;
 /// How long a login started for a caller waits for their browser.
 pub(crate) const LOGIN_WAIT: Duration = Duration::from_secs(600);
 
+/// How a login ended: `None` while it waits.
+type Outcome = Option<Result<(), String>>;
+
 /// The connections and logins of a per-user server's callers.
 #[derive(Default)]
 pub(crate) struct PerUser {
     /// Open connections, by caller.
     open: HashMap<String, Arc<Live>>,
-    /// Logins waiting for a caller's browser: the link and when it was made.
-    logins: HashMap<String, (String, Instant)>,
+    /// Logins waiting for a caller's browser, by caller.
+    logins: HashMap<String, Login>,
+}
+
+/// A login waiting for its caller's browser.
+#[derive(Clone)]
+struct Login {
+    /// The link the caller opens (toolgate's start page).
+    link: String,
+    /// The login's `state`, also the id of the URL elicitation that asks to open it.
+    state: String,
+    started: Instant,
+    done: watch::Receiver<Outcome>,
+}
+
+/// Why a caller's connection could not be made.
+enum Dial {
+    /// Their login is missing or refused; the server's challenge, if it sent one.
+    NeedsLogin(Option<String>),
+    /// Anything else: what the model reads.
+    Failed(String),
 }
 
 /// The caller's key among the records and connections: issuer and subject.
@@ -50,10 +76,91 @@ fn record_key(url: &str, caller: &str) -> String {
     format!("{url}#caller={caller}")
 }
 
+/// Who asked, as a start page shows it.
+fn asked_by(who: &Identity) -> String {
+    match &who.issuer {
+        Some(issuer) => format!("{} (of {issuer})", who.subject),
+        None => who.subject.clone(),
+    }
+}
+
 impl Mount {
-    /// The connection a call of `who` uses: their own, dialed with their tokens; `Err` is
-    /// what the model reads (with the login link when they have none that works).
-    pub(super) async fn caller_live(self: &Arc<Self>, who: &Identity) -> Result<Arc<Live>, String> {
+    /// The connection a call of `who` uses: their own, dialed with their tokens, after a
+    /// login through their client when it can open a link; `Err` is what the model reads
+    /// (with the login link when they have no login that works).
+    pub(super) async fn caller_live(
+        self: &Arc<Self>,
+        who: &Identity,
+        ctx: &CallContext,
+    ) -> Result<Arc<Live>, String> {
+        let name = &self.spec.name;
+        let Transport::Http { url, .. } = &self.spec.transport else {
+            return Err(format!(
+                "MCP server `{name}` has `per_user = true` but is not a remote (url) server; only servers reached over HTTP take a login per user"
+            ));
+        };
+        let record = record_key(url, &caller_key(who));
+        let mut asked = false;
+        loop {
+            let challenge = match self.dial_as(who, &record).await {
+                Ok(live) => return Ok(live),
+                Err(Dial::Failed(message)) => return Err(message),
+                Err(Dial::NeedsLogin(challenge)) => challenge,
+            };
+            let login = self.login_as(who, &record, challenge).await?;
+            let message = self.link_message(&login.link);
+            let link = ctx
+                .client()
+                .filter(|c| c.can_ask(ClientAsk::UrlElicitation).is_ok());
+            let Some(link) = link.filter(|_| !asked) else {
+                return Err(message);
+            };
+            asked = true;
+            let params = serde_json::json!({
+                "mode": "url",
+                "message": format!("Log in to `{name}` with your own account to continue."),
+                "url": login.link,
+                "elicitationId": login.state,
+            });
+            let reply = tokio::select! {
+                reply = link.request(ClientAsk::UrlElicitation, params) => reply,
+                () = ctx.cancel.cancelled() => return Err(message),
+            };
+            match reply {
+                Ok(answer) if answer.get("action").and_then(|a| a.as_str()) == Some("accept") => {}
+                Ok(_) => {
+                    return Err(format!(
+                        "the user declined to log in to MCP server `{name}`; its tools cannot be used for them without it"
+                    ));
+                }
+                Err(e) => {
+                    tracing::debug!(server = %name, error = %e, "URL elicitation failed; giving the link instead");
+                    return Err(message);
+                }
+            }
+            let mut done = login.done;
+            let outcome = tokio::select! {
+                outcome = done.wait_for(Option::is_some) => outcome.map(|o| o.clone()).ok().flatten(),
+                () = ctx.cancel.cancelled() => return Err(message),
+            };
+            match outcome {
+                Some(Ok(())) => {}
+                Some(Err(why)) => {
+                    return Err(format!(
+                        "logging in to MCP server `{name}` failed: {why}; call the tool again for a new link"
+                    ));
+                }
+                None => {
+                    return Err(format!(
+                        "the login to MCP server `{name}` was not finished in time; call the tool again for a new link"
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Dials the caller's connection with the tokens of their `record`.
+    async fn dial_as(self: &Arc<Self>, who: &Identity, record: &str) -> Result<Arc<Live>, Dial> {
         let name = &self.spec.name;
         let key = caller_key(who);
         if let Some(live) = self.open_for(&key) {
@@ -64,47 +171,48 @@ impl Mount {
             return Ok(live);
         }
         let Transport::Http { url, headers, .. } = &self.spec.transport else {
-            return Err(format!(
-                "MCP server `{name}` has `per_user = true` but is not a remote (url) server; only servers reached over HTTP take a login per user"
-            ));
+            return Err(Dial::Failed(format!(
+                "MCP server `{name}` is not a remote server"
+            )));
         };
         let Some(store) = self.token_store() else {
-            return Err(format!("MCP server `{name}`: no OAuth token store"));
+            return Err(Dial::Failed(format!(
+                "MCP server `{name}`: no OAuth token store"
+            )));
         };
-        let record = record_key(url, &key);
-        let client = match crate::auth::authorized_client(&store, &self.spec, url, &record).await {
+        let client = match crate::auth::authorized_client(&store, &self.spec, url, record).await {
             Ok(Some(client)) => client,
-            Ok(None) => return Err(self.login_as(who, &record, None).await),
-            Err(Failure::NeedsLogin(needs)) => {
-                return Err(self.login_as(who, &record, needs.challenge).await);
-            }
+            Ok(None) => return Err(Dial::NeedsLogin(None)),
+            Err(Failure::NeedsLogin(needs)) => return Err(Dial::NeedsLogin(needs.challenge)),
             Err(Failure::Failed(reason)) => {
-                return Err(format!("MCP server `{name}` cannot be reached: {reason}"));
+                return Err(Dial::Failed(format!(
+                    "MCP server `{name}` cannot be reached: {reason}"
+                )));
             }
         };
         let limits = self.limits();
         let updates = self.host.upgrade().map(|h| h.resource_updates());
         let handler = Handler::new(name, &limits, updates);
         let transport = http_transport_with(client, url, headers, None)
-            .map_err(|e| format!("MCP server `{name}`: {e}"))?;
+            .map_err(|e| Dial::Failed(format!("MCP server `{name}`: {e}")))?;
         let stage = std::sync::Mutex::new("initialize");
         let handshake = self.handshake(&handler, transport, &stage, &limits, self.lifecycle());
         let service = match tokio::time::timeout(self.spec.startup_timeout, handshake).await {
             Ok(Ok((service, _, _))) => service,
             Ok(Err(Failure::NeedsLogin(NeedsLogin { challenge, .. }))) => {
-                return Err(self.login_as(who, &record, challenge).await);
+                return Err(Dial::NeedsLogin(challenge));
             }
             Ok(Err(Failure::Failed(reason))) => {
-                return Err(format!(
-                    "MCP server `{name}` cannot be reached as you: {reason} (at {url})"
-                ));
+                return Err(Dial::Failed(format!(
+                    "MCP server `{name}` cannot be reached as the caller: {reason} (at {url})"
+                )));
             }
             Err(_) => {
-                return Err(format!(
+                return Err(Dial::Failed(format!(
                     "MCP server `{name}` did not finish `{}` within {} (startup_timeout_sec) at {url}",
                     lock(&stage),
                     super::secs(self.spec.startup_timeout)
-                ));
+                )));
             }
         };
         let live = Live::open(&handler, service.peer());
@@ -154,34 +262,37 @@ impl Mount {
             .cloned()
     }
 
-    /// Starts a login for `who` (or finds the one waiting) and says where to complete it.
+    /// What the model reads while `link` waits to be opened.
+    fn link_message(&self, link: &str) -> String {
+        format!(
+            "MCP server `{}` needs the user to log in to it as themselves (each user of this toolgate uses their own account there). Give the user this link to open in a browser and sign in, then call the tool again:\n\n{link}",
+            self.spec.name
+        )
+    }
+
+    /// Starts a login for `who` (or finds the one waiting); `Err` says why none can start.
     async fn login_as(
         self: &Arc<Self>,
         who: &Identity,
         record: &str,
         challenge: Option<String>,
-    ) -> String {
+    ) -> Result<Login, String> {
         let name = self.spec.name.clone();
         let key = caller_key(who);
-        let ask = |link: &str| {
-            format!(
-                "MCP server `{name}` needs the user to log in to it as themselves (each user of this toolgate uses their own account there). Give the user this link to open in a browser and sign in, then call the tool again:\n\n{link}"
-            )
-        };
-        if let Some((link, _)) = lock(&self.per_user)
+        if let Some(login) = lock(&self.per_user)
             .logins
             .get(&key)
-            .filter(|(_, at)| at.elapsed() < LOGIN_WAIT)
+            .filter(|l| l.started.elapsed() < LOGIN_WAIT && l.done.borrow().is_none())
         {
-            return ask(link);
+            return Ok(login.clone());
         }
         let Some(redirect_uri) = web_login::redirect_uri() else {
-            return format!(
+            return Err(format!(
                 "MCP server `{name}` is used per user (`per_user = true`), which needs `toolgate serve --http` to receive the login's redirect; this toolgate does not serve HTTP"
-            );
+            ));
         };
         let Some(store) = self.token_store() else {
-            return format!("MCP server `{name}`: no OAuth token store");
+            return Err(format!("MCP server `{name}`: no OAuth token store"));
         };
         let options = LoginOptions {
             open_browser: false,
@@ -189,27 +300,34 @@ impl Mount {
             challenge,
             ..LoginOptions::default()
         };
-        let started =
-            match crate::auth::start(&self.spec, &store, record, &redirect_uri, &options).await {
-                Ok(started) => started,
-                Err(e) => return format!("logging in to MCP server `{name}` failed: {e}"),
-            };
-        let arrival = match started.state().map(|s| web_login::expect(&s)) {
-            Some(Ok(arrival)) => arrival,
-            Some(Err(busy)) => return format!("logging in to MCP server `{name}`: {busy}"),
-            None => {
-                return format!(
-                    "logging in to MCP server `{name}` failed: its authorization URL has no `state`"
-                );
-            }
+        let started = crate::auth::start(&self.spec, &store, record, &redirect_uri, &options)
+            .await
+            .map_err(|e| format!("logging in to MCP server `{name}` failed: {e}"))?;
+        let state = started.state().ok_or_else(|| {
+            format!(
+                "logging in to MCP server `{name}` failed: its authorization URL has no `state`"
+            )
+        })?;
+        let pending = Pending {
+            auth_url: started.auth_url.clone(),
+            asked_by: asked_by(who),
+            server: name.clone(),
         };
-        let link = started.auth_url.clone();
+        let arrival = web_login::expect(&state, pending)
+            .map_err(|busy| format!("logging in to MCP server `{name}`: {busy}"))?;
+        let link = web_login::start_url(&state).unwrap_or_else(|| started.auth_url.clone());
+        let (tell, done) = watch::channel(None);
+        let login = Login {
+            link,
+            state: state.clone(),
+            started: Instant::now(),
+            done,
+        };
         lock(&self.per_user)
             .logins
-            .insert(key.clone(), (link.clone(), Instant::now()));
+            .insert(key.clone(), login.clone());
         let mount = Arc::clone(self);
         let subject = who.subject.clone();
-        let mine = link.clone();
         tokio::spawn(async move {
             let arrived = tokio::select! {
                 arrived = tokio::time::timeout(LOGIN_WAIT, arrival) => arrived,
@@ -217,31 +335,36 @@ impl Mount {
             };
             {
                 let mut per_user = lock(&mount.per_user);
-                if per_user.logins.get(&key).is_some_and(|(l, _)| *l == mine) {
+                if per_user.logins.get(&key).is_some_and(|l| l.state == state) {
                     per_user.logins.remove(&key);
                 }
             }
-            let Ok(Ok((redirect, done))) = arrived else {
+            let Ok(Ok((redirect, page))) = arrived else {
+                tell.send_replace(Some(Err("no browser came back in time".to_owned())));
                 return;
             };
             let outcome = match redirect {
                 Ok(r) => started
                     .finish(&r.code, &r.state, r.issuer.as_deref())
                     .await
-                    .map(|()| format!("Logged in to `{}` as {subject}", mount.spec.name))
                     .map_err(|e| e.to_string()),
                 Err(why) => Err(why),
             };
             match &outcome {
-                Ok(_) => {
+                Ok(()) => {
                     tracing::info!(server = %mount.spec.name, caller = %subject, "caller logged in")
                 }
                 Err(why) => {
                     tracing::warn!(server = %mount.spec.name, caller = %subject, %why, "caller's login failed")
                 }
             }
-            let _ = done.send(outcome);
+            let _ = page.send(
+                outcome
+                    .clone()
+                    .map(|()| format!("Logged in to `{}` as {subject}", mount.spec.name)),
+            );
+            tell.send_replace(Some(outcome));
         });
-        ask(&link)
+        Ok(login)
     }
 }
