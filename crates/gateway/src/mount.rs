@@ -598,7 +598,7 @@ impl Mount {
         limits: &GatewayLimits,
         lifecycle: Lifecycle,
     ) -> Result<Handshaken, Failure> {
-        match self
+        let shaken = match self
             .oauth_client(url, headers, bearer_token_env.is_some())
             .await?
         {
@@ -612,20 +612,20 @@ impl Mount {
                 self.handshake(handler, transport, stage, limits, lifecycle)
                     .await
             }
-        }
-    }
-
-    /// `needs login` for a `401`/`403` challenge, remembering the scopes a step-up asks for.
-    fn challenged(&self, reason: &str, challenge: &str) -> Failure {
-        if let (Some(store), Transport::Http { url, .. }) =
-            (self.token_store(), &self.spec.transport)
+        };
+        // The scopes a challenge asks for, for the next `toolgate mcp login` (a caller's
+        // own connection, `per_user`, passes its challenge to that caller's login instead).
+        if let (
+            Err(Failure::NeedsLogin(NeedsLogin {
+                challenge: Some(challenge),
+                ..
+            })),
+            Some(store),
+        ) = (&shaken, self.token_store())
         {
             crate::auth::remember_challenge(&store, url, challenge);
         }
-        Failure::NeedsLogin(NeedsLogin {
-            reason: reason.to_owned(),
-            challenge: Some(challenge.to_owned()),
-        })
+        shaken
     }
 
     /// `initialize`, then the whole tool list; `stage` says which is running.
@@ -648,23 +648,17 @@ impl Mount {
         let service = crate::lifecycle::negotiate(handler.clone(), transport, lifecycle)
             .await
             .map_err(|e| match e.auth_challenge() {
-                Some(challenge) => self.challenged("the server requires a login", challenge),
+                Some(challenge) => Failure::NeedsLogin(NeedsLogin {
+                    reason: "the server requires a login".to_owned(),
+                    challenge: Some(challenge.to_owned()),
+                }),
                 None => Failure::Failed(format!(
                     "`initialize` failed: {}",
                     call::tidy(&crate::auth::describe(&e))
                 )),
             })?;
         *lock(stage) = "tools/list";
-        let (tools, notes) =
-            list_all(service.peer(), &self.spec, limits)
-                .await
-                .map_err(|f| match f {
-                    Failure::NeedsLogin(NeedsLogin {
-                        reason,
-                        challenge: Some(challenge),
-                    }) => self.challenged(&reason, &challenge),
-                    other => other,
-                })?;
+        let (tools, notes) = list_all(service.peer(), &self.spec, limits).await?;
         Ok((service, tools, notes))
     }
 

@@ -210,8 +210,15 @@ impl Mount {
     /// Drops a connection whose token the server refused; its monitor marks the server
     /// `needs login`. The scopes a step-up asks for are remembered for the next login.
     async fn refused(&self, live: &Live, challenge: &str) {
-        if let (Some(store), crate::config::Transport::Http { url, .. }) =
-            (self.token_store(), &self.spec.transport)
+        let shared = self
+            .state()
+            .live
+            .as_ref()
+            .is_some_and(|l| std::ptr::eq(Arc::as_ptr(l), live));
+        // A caller's own connection (`per_user`) leaves toolgate's login as it is: the
+        // caller's next dial meets the challenge again and their login asks for its scopes.
+        if let (true, Some(store), crate::config::Transport::Http { url, .. }) =
+            (shared, self.token_store(), &self.spec.transport)
         {
             crate::auth::remember_challenge(&store, url, challenge);
         }

@@ -34,6 +34,8 @@ use crate::handler::Handler;
 
 /// How long a login started for a caller waits for their browser.
 pub(crate) const LOGIN_WAIT: Duration = Duration::from_secs(600);
+/// A caller's connection unused this long is closed (the next call dials again).
+const IDLE: Duration = Duration::from_secs(900);
 
 /// How a login ended: `None` while it waits.
 type Outcome = Option<Result<(), String>>;
@@ -41,8 +43,8 @@ type Outcome = Option<Result<(), String>>;
 /// The connections and logins of a per-user server's callers.
 #[derive(Default)]
 pub(crate) struct PerUser {
-    /// Open connections, by caller.
-    open: HashMap<String, Arc<Live>>,
+    /// Open connections, by caller, with when each was last used.
+    open: HashMap<String, (Arc<Live>, Instant)>,
     /// Logins waiting for a caller's browser, by caller.
     logins: HashMap<String, Login>,
 }
@@ -218,23 +220,33 @@ impl Mount {
         let live = Live::open(&handler, service.peer());
         lock(&self.per_user)
             .open
-            .insert(key.clone(), Arc::clone(&live));
+            .insert(key.clone(), (Arc::clone(&live), Instant::now()));
         let mount = Arc::clone(self);
         let watched = Arc::clone(&live);
         tokio::spawn(async move {
             let cancel = service.cancellation_token();
             let waiting = service.waiting();
             tokio::pin!(waiting);
-            tokio::select! {
-                _ = &mut waiting => {}
-                () = watched.abandon.cancelled() => {
-                    cancel.cancel();
-                    let _ = tokio::time::timeout(Duration::from_secs(3), &mut waiting).await;
+            loop {
+                tokio::select! {
+                    _ = &mut waiting => break,
+                    () = watched.abandon.cancelled() => {}
+                    () = mount.shutdown.cancelled() => {}
+                    () = tokio::time::sleep(IDLE / 4) => {
+                        let idle = lock(&mount.per_user)
+                            .open
+                            .get(&key)
+                            .is_none_or(|(_, used)| used.elapsed() >= IDLE);
+                        // The map and this task hold it; a call in flight holds a third.
+                        if !idle || Arc::strong_count(&watched) > 2 {
+                            continue;
+                        }
+                        *lock(&watched.broken) = Some("closed after being unused".to_owned());
+                    }
                 }
-                () = mount.shutdown.cancelled() => {
-                    cancel.cancel();
-                    let _ = tokio::time::timeout(Duration::from_secs(3), &mut waiting).await;
-                }
+                cancel.cancel();
+                let _ = tokio::time::timeout(Duration::from_secs(3), &mut waiting).await;
+                break;
             }
             let why = lock(&watched.broken)
                 .clone()
@@ -245,7 +257,7 @@ impl Mount {
             if per_user
                 .open
                 .get(&key)
-                .is_some_and(|l| Arc::ptr_eq(l, &watched))
+                .is_some_and(|(l, _)| Arc::ptr_eq(l, &watched))
             {
                 per_user.open.remove(&key);
             }
@@ -254,12 +266,15 @@ impl Mount {
         Ok(live)
     }
 
+    /// The caller's open connection, marked used now.
     fn open_for(&self, key: &str) -> Option<Arc<Live>> {
-        lock(&self.per_user)
+        let mut per_user = lock(&self.per_user);
+        let (live, used) = per_user
             .open
-            .get(key)
-            .filter(|l| !l.closed.is_cancelled() && !l.abandon.is_cancelled())
-            .cloned()
+            .get_mut(key)
+            .filter(|(l, _)| !l.closed.is_cancelled() && !l.abandon.is_cancelled())?;
+        *used = Instant::now();
+        Some(Arc::clone(live))
     }
 
     /// What the model reads while `link` waits to be opened.
