@@ -73,9 +73,13 @@ fn caller_key(who: &Identity) -> String {
     format!("{}\n{}", who.issuer.as_deref().unwrap_or(""), who.subject)
 }
 
-/// The token store record of `caller` for the server at `url`.
+/// The token store record of `caller` for the server at `url`: the URL and a digest of the
+/// caller (a subject may hold any character; OS credential stores take the key as a name).
 fn record_key(url: &str, caller: &str) -> String {
-    format!("{url}#caller={caller}")
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(caller.as_bytes());
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!("{url}#caller={hex}")
 }
 
 /// Who asked, as a start page shows it.
