@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command (README "Quick start"): Rust tests, doctests, then interop tests with real
 # MCP peers (Python SDK, MCP Inspector CLI, the official conformance suite), real clients
-# (Claude Code, Codex CLI; installed by this script), a real Prometheus and a real HAProxy in
-# front of replicas (tests/interop/python), and fault injection. tests/interop/*.sh
+# (Claude Code, Codex CLI; installed by this script), a real Prometheus, a real HAProxy in
+# front of replicas and a real tracing backend (Arize Phoenix) (tests/interop/python), and
+# fault injection. tests/interop/*.sh
 # includes the conformance suite's server leg and its client leg (conformance-client.sh).
 #
 # Every suite runs even when an earlier one failed; a summary of each suite's result and
@@ -80,6 +81,22 @@ interop_sh() {
 BIN="$PWD/target/debug/toolgate"
 PY=.cache/peers/venv/bin/python
 
+# Arize Phoenix (a real tracing backend for the telemetry test, ~850 MB of wheels) installs
+# in the background while the rest is installed and built; the python suite waits for it.
+PHOENIX_LOG=.cache/install-phoenix.log
+mkdir -p .cache
+PHOENIX_PID=
+if wanted python; then
+  bash scripts/install-phoenix.sh >"$PHOENIX_LOG" 2>&1 &
+  PHOENIX_PID=$!
+fi
+phoenix_installed() {
+  wait "$PHOENIX_PID" && return 0
+  echo "scripts/install-phoenix.sh failed:" >&2
+  tail -20 "$PHOENIX_LOG" >&2
+  return 1
+}
+
 suite peers bash scripts/install-peers.sh
 # Pinned: the conformance suite's client leg and a real OpenID provider (OAuth tests).
 suite oauth-peers bash scripts/install-oauth-peers.sh
@@ -89,6 +106,8 @@ suite rust rust_tests
 suite doc cargo test --workspace --doc
 suite interop interop_sh
 if ls tests/interop/python/test_*.py >/dev/null 2>&1; then
+  # Waited for (and reported) whenever it was started, whatever ONLY names.
+  [ -z "$PHOENIX_PID" ] || ONLY= suite phoenix phoenix_installed
   suite python env TOOLGATE_BIN="$BIN" "$PY" -m pytest -q tests/interop/python
 fi
 # The last hop: the real Claude Code and Codex CLIs against scripted model endpoints. A

@@ -3,13 +3,20 @@ each export with the official OTLP messages (`opentelemetry-proto`, installed by
 scripts/install-peers.sh): one server span per MCP request whose parent is the caller's
 `traceparent` (HTTP header or `_meta`, `_meta` first), an `execute_tool` span per tool
 call inside it, and a client span per call to a mounted server, whose context the mounted
-server receives in `_meta` (and, over HTTP, in the `traceparent` header)."""
+server receives in `_meta` (and, over HTTP, in the `traceparent` header). The last test sends
+the spans to a real tracing backend instead, Arize Phoenix (scripts/install-phoenix.sh), and
+reads the trace back through its API."""
 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
 import sys
 import threading
+import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -263,3 +270,104 @@ async def test_without_telemetry_nothing_is_added_to_what_mounted_servers_get(
     async with stdio_connection(project, server_env, "legacy", tmp_path / "stderr") as client:
         got = seen(await client.call_tool("mcp__tstdio__trace_seen", {}))
     assert got == {"meta": None, "header": None}, got
+
+
+PHOENIX = Path(__file__).resolve().parents[3] / ".cache" / "peers" / "phoenix" / "bin" / "phoenix"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def phoenix(tmp_path: Path) -> Iterator[str]:
+    """Arize Phoenix serving on loopback (OTLP/HTTP at /v1/traces, spans at
+    /v1/projects/default/spans), its URL; stopped at teardown."""
+    if not PHOENIX.exists():
+        pytest.fail(f"Phoenix missing at {PHOENIX}: run scripts/install-phoenix.sh", pytrace=False)
+    port = free_port()
+    env = dict(
+        os.environ,
+        PHOENIX_WORKING_DIR=str(tmp_path / "phoenix"),
+        PHOENIX_HOST="127.0.0.1",
+        PHOENIX_PORT=str(port),
+        PHOENIX_GRPC_PORT=str(free_port()),
+        PHOENIX_TELEMETRY_ENABLED="false",
+    )
+    log = open(tmp_path / "phoenix.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen([str(PHOENIX), "serve"], env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + PATIENCE
+        while True:
+            assert proc.poll() is None, (tmp_path / "phoenix.log").read_text(errors="replace")
+            try:
+                with urllib.request.urlopen(f"{url}/healthz", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "Phoenix did not answer /healthz"
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()
+
+
+def phoenix_spans(url: str, trace: str, want: set[str]) -> dict[str, dict]:
+    """The spans of `trace` Phoenix holds, by name, once it holds every name in `want`."""
+    deadline = time.monotonic() + PATIENCE
+    while True:
+        with urllib.request.urlopen(f"{url}/v1/projects/default/spans?limit=1000", timeout=30) as r:
+            spans = [s for s in json.load(r)["data"] if s["context"]["trace_id"] == trace]
+        by_name: dict[str, list[dict]] = {}
+        for span in spans:
+            by_name.setdefault(span["name"], []).append(span)
+        if want <= set(by_name):
+            for name in want:
+                assert len(by_name[name]) == 1, by_name[name]
+            return {name: found[0] for name, found in by_name.items()}
+        assert time.monotonic() < deadline, f"Phoenix holds {sorted(by_name)} of trace {trace}"
+        time.sleep(0.2)
+
+
+@pytest.mark.anyio
+async def test_a_real_tracing_backend_receives_the_trace_of_a_call_through_a_mounted_server(
+    project: Path, server_env: dict[str, str], phoenix: str, tmp_path: Path
+) -> None:
+    configure(server_env, f'[telemetry]\notlp_endpoint = "{phoenix}"\n')
+    meta = {"traceparent": f"00-{TRACE}-{PARENT}-01"}
+    async with stdio_connection(project, server_env, "legacy", tmp_path / "stderr") as client:
+        got = seen(await client.call_tool("mcp__tstdio__trace_seen", {}, meta=meta))
+        failed = await client.call_tool("read_file", {"path": "missing.txt"}, meta=meta)
+        assert failed.is_error
+    # Flushed at exit; Phoenix stores what it receives and answers for it.
+    spans = phoenix_spans(
+        phoenix,
+        TRACE,
+        {
+            "tools/call mcp__tstdio__trace_seen",
+            "execute_tool mcp__tstdio__trace_seen",
+            "tools/call trace_seen",
+            "tools/call read_file",
+            "execute_tool read_file",
+        },
+    )
+    request = spans["tools/call mcp__tstdio__trace_seen"]
+    assert request["parent_id"] == PARENT, request
+    assert request["attributes"]["mcp.method.name"] == "tools/call", request
+    tool = spans["execute_tool mcp__tstdio__trace_seen"]
+    assert tool["parent_id"] == request["context"]["span_id"], tool
+    assert tool["attributes"]["toolgate.outcome"] == "ok", tool
+    downstream = spans["tools/call trace_seen"]
+    assert downstream["parent_id"] == tool["context"]["span_id"], downstream
+    assert downstream["attributes"]["toolgate.mcp_server"] == "tstdio", downstream
+    # The mounted server got exactly that span's context.
+    assert parent_of(got["meta"], TRACE) == downstream["context"]["span_id"]
+    failed_tool = spans["execute_tool read_file"]
+    assert failed_tool["status_code"] == "ERROR", failed_tool
+    assert failed_tool["attributes"]["toolgate.outcome"] == "tool_error", failed_tool
