@@ -199,8 +199,6 @@ pub(crate) struct Mount {
     start_lock: tokio::sync::Mutex<()>,
     /// Each caller's connection and login, for a server used per user.
     per_user: Mutex<per_user::PerUser>,
-    /// Taken while a caller's connection is dialed.
-    dialing: tokio::sync::Mutex<()>,
     pub(crate) shutdown: CancellationToken,
 }
 
@@ -267,7 +265,6 @@ impl Mount {
             requested: AtomicBool::new(false),
             start_lock: tokio::sync::Mutex::new(()),
             per_user: Mutex::default(),
-            dialing: tokio::sync::Mutex::new(()),
             shutdown: CancellationToken::new(),
         }
     }

@@ -47,6 +47,9 @@ pub(crate) struct PerUser {
     open: HashMap<String, (Arc<Live>, Instant)>,
     /// Logins waiting for a caller's browser, by caller.
     logins: HashMap<String, Login>,
+    /// Taken while a caller's connection is dialed, by caller: one dial per caller at a
+    /// time, and a slow one holds up nobody else.
+    dialing: HashMap<String, Arc<tokio::sync::Mutex<()>>>,
 }
 
 /// A login waiting for its caller's browser.
@@ -172,7 +175,13 @@ impl Mount {
         if let Some(live) = self.open_for(&key) {
             return Ok(live);
         }
-        let _dialing = self.dialing.lock().await;
+        let turn = {
+            let mut per_user = lock(&self.per_user);
+            // Forget the locks nobody holds or waits for.
+            per_user.dialing.retain(|_, l| Arc::strong_count(l) > 1);
+            Arc::clone(per_user.dialing.entry(key.clone()).or_default())
+        };
+        let _dialing = turn.lock().await;
         if let Some(live) = self.open_for(&key) {
             return Ok(live);
         }
