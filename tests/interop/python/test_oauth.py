@@ -177,30 +177,28 @@ async def test_replicas_share_one_login_and_refresh_in_turn_through_redis(
         for client in (one, two):
             result = await client.call_tool(TOOL, {})
             assert not result.is_error and text_of(result) == provider.whoami(), text_of(result)
+
+        async def both_call_at_once() -> None:
+            results = {}
+
+            async def call(name: str, client) -> None:
+                results[name] = await client.call_tool(TOOL, {})
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(call, "one", one)
+                group.start_soon(call, "two", two)
+            for name, result in results.items():
+                assert not result.is_error, (name, text_of(result))
+                assert text_of(result) == provider.whoami()
+
         provider.admin_call("reject-access-tokens")
-        results = {}
-
-        async def call(name: str, client) -> None:
-            results[name] = await client.call_tool(TOOL, {})
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(call, "one", one)
-            group.start_soon(call, "two", two)
-        for name, result in results.items():
-            assert not result.is_error, (name, text_of(result))
-            assert text_of(result) == provider.whoami()
+        await both_call_at_once()
         assert provider.admin_call("stats")["refreshGrants"] == 1
 
         # The stored token comes due (its receipt moved an hour back, as after an idle hour):
         # both renew it before sending, and only one of them asks the provider.
         age_stored_token(redis_url, 3600)
-        results.clear()
-        async with anyio.create_task_group() as group:
-            group.start_soon(call, "one", one)
-            group.start_soon(call, "two", two)
-        for name, result in results.items():
-            assert not result.is_error, (name, text_of(result))
-            assert text_of(result) == provider.whoami()
+        await both_call_at_once()
         assert provider.admin_call("stats")["refreshGrants"] == 2
     assert provider.admin_call("stats")["codeGrants"] == 1
 

@@ -29,12 +29,10 @@ import anyio
 import pytest
 from conftest import http_connection, toolgate_bin
 from mcp import Client, types
-from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.shared.auth import OAuthClientMetadata
-from oauth_provider import JWT_AUDIENCE, Provider, browser, free_port
-from test_serve_oauth import SCOPE, Browser, MemoryStorage, text_of
+from oauth_provider import JWT_AUDIENCE, Provider, browser
+from test_serve_oauth import SCOPE, sdk_auth, text_of
 
 TOOL = "mcp__guarded__whoami"
 LINK = re.compile(r"(http://127\.0\.0\.1:\d+/oauth/start\?state=\S+)")
@@ -56,21 +54,7 @@ def configure(env: dict[str, str], provider: Provider) -> None:
 async def logged_in_as(url: str, **client_options):
     """An SDK session with toolgate, logged in through the provider (as whichever account
     it approves now)."""
-    redirect_uri = f"http://127.0.0.1:{free_port()}/callback"
-    sdk_browser = Browser(redirect_uri)
-    auth = OAuthClientProvider(
-        server_url=url,
-        client_metadata=OAuthClientMetadata(
-            client_name="per-user test",
-            redirect_uris=[redirect_uri],
-            grant_types=["authorization_code", "refresh_token"],
-            response_types=["code"],
-            token_endpoint_auth_method="none",
-        ),
-        storage=MemoryStorage(),
-        redirect_handler=sdk_browser.open,
-        callback_handler=sdk_browser.callback,
-    )
+    auth, _, _ = sdk_auth(url, "per-user test")
     async with create_mcp_http_client(auth=auth) as http:
         async with Client(
             streamable_http_client(url, http_client=http), mode="legacy", **client_options

@@ -82,6 +82,27 @@ class Browser:
         return self.result
 
 
+def sdk_auth(server_url: str, client_name: str) -> tuple[OAuthClientProvider, Browser, MemoryStorage]:
+    """The Python SDK's OAuth client for `server_url`, whose "browser" approves at once."""
+    redirect_uri = f"http://127.0.0.1:{free_port()}/callback"
+    browser = Browser(redirect_uri)
+    storage = MemoryStorage()
+    auth = OAuthClientProvider(
+        server_url=server_url,
+        client_metadata=OAuthClientMetadata(
+            client_name=client_name,
+            redirect_uris=[redirect_uri],
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            token_endpoint_auth_method="none",
+        ),
+        storage=storage,
+        redirect_handler=browser.open,
+        callback_handler=browser.callback,
+    )
+    return auth, browser, storage
+
+
 def jwt_claims(token: str) -> dict:
     payload = token.split(".")[1]
     return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
@@ -118,22 +139,7 @@ async def test_the_sdk_logs_in_through_a_real_provider_and_calls_a_tool(
     assert metadata["authorization_servers"] == [jwt_provider.issuer]
     assert metadata["scopes_supported"] == [SCOPE]
 
-    redirect_uri = f"http://127.0.0.1:{free_port()}/callback"
-    browser = Browser(redirect_uri)
-    storage = MemoryStorage()
-    auth = OAuthClientProvider(
-        server_url=server.url,
-        client_metadata=OAuthClientMetadata(
-            client_name="toolgate serve oauth test",
-            redirect_uris=[redirect_uri],
-            grant_types=["authorization_code", "refresh_token"],
-            response_types=["code"],
-            token_endpoint_auth_method="none",
-        ),
-        storage=storage,
-        redirect_handler=browser.open,
-        callback_handler=browser.callback,
-    )
+    auth, browser, storage = sdk_auth(server.url, "toolgate serve oauth test")
     async with create_mcp_http_client(auth=auth) as http:
         async with Client(streamable_http_client(server.url, http_client=http), mode="legacy") as client:
             names = [t.name for t in (await client.list_tools()).tools]
