@@ -798,7 +798,14 @@ impl Gateway {
                 ServerStatus {
                     name: m.spec.name.clone(),
                     source: m.spec.source.clone(),
-                    transport: describe_transport(&m.spec.transport),
+                    transport: match m.spec.oauth.per_user {
+                        // Its auth line is toolgate's own login; each caller has theirs.
+                        true => format!(
+                            "{} (per_user: each caller logs in as themselves)",
+                            describe_transport(&m.spec.transport)
+                        ),
+                        false => describe_transport(&m.spec.transport),
+                    },
                     state,
                     tools,
                     startup: st.startup,

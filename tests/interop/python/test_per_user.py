@@ -90,6 +90,12 @@ async def test_each_caller_reaches_a_per_user_server_as_themselves(
         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
     )
     assert operator.returncode == 0, operator.stdout + operator.stderr
+    listing = subprocess.run(
+        [toolgate_bin(), "--root", str(project), "mcp", "list"],
+        env=server_env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )
+    assert "(per_user: each caller logs in as themselves)" in listing.stdout, listing.stdout
+    assert "auth: logged in" in listing.stdout, listing.stdout
     server = start_http_server(project, token="static-token")
     callback = f"{server.origin}/oauth/callback"
 
