@@ -1,7 +1,8 @@
 //! The per-command supervisor: nothing a command starts outlives it (issue 22, finding 7).
 //!
 //! Inside the namespace the relay's child is the *supervisor*, a child subreaper
-//! (`PR_SET_CHILD_SUBREAPER`) that forks the command. When a process of the command dies,
+//! (`PR_SET_CHILD_SUBREAPER`) that starts the command (in its own memory until the
+//! command's `exec`, vfork-style: see `split`). When a process of the command dies,
 //! its orphans are given to the nearest subreaper among their ancestors *in the same PID
 //! namespace*, so they come to the supervisor (toolgate's namespace init would otherwise
 //! adopt them), `setsid` and double forks included. The supervisor leaves the command's
@@ -25,14 +26,15 @@
 
 use std::io;
 
-use super::{close_from, errno, name, reset_signals};
+use super::split::{Share, split};
+use super::{block_all, close_from, errno, name, reset_signals};
 
 /// Pids killed in one round and then waited for; more are handled in the next round.
 const ROUND: usize = 64;
 /// How often the supervisor looks for processes that left the group after the command.
 const LOOK_AGAIN_NS: libc::c_long = 50_000_000;
 
-/// In the relay's child (inside the namespace): becomes the supervisor and forks the
+/// In the relay's child (inside the namespace): becomes the supervisor and starts the
 /// command. Returns `Ok` in the command only; the supervisor itself never returns.
 /// `status_fd` is the pipe to the relay.
 pub(super) fn supervise(status_fd: libc::c_int) -> io::Result<()> {
@@ -42,27 +44,45 @@ pub(super) fn supervise(status_fd: libc::c_int) -> io::Result<()> {
         if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) != 0 {
             return Err(last());
         }
-        // SIGCHLD stays blocked here so the supervisor can wait for it with a timeout;
-        // the command gets an empty mask back.
+        // The split needs every signal blocked; the supervisor then keeps SIGCHLD blocked
+        // (to wait for it with a timeout) and the command gets an empty mask back.
+        block_all();
+        let me = libc::getpid();
+        // The command shares our memory until its exec, and we sleep until then: no copy
+        // of toolgate's page tables (see `split`).
+        let command = split(
+            Share::UntilExec,
+            supervisor_main,
+            usize::try_from(status_fd).unwrap_or(0),
+        );
+        if command < 0 {
+            return Err(io::Error::from_raw_os_error(
+                i32::try_from(-command).unwrap_or(libc::EAGAIN),
+            ));
+        }
+        // In the command.
+        reset_signals();
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+            return Err(last());
+        }
+        if libc::getppid() != me {
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        Ok(())
+    }
+}
+
+/// The supervisor once the command has called exec (or failed to), on a stack of its own:
+/// waits for the command, kills what escaped its group, reports, lingers, exits.
+unsafe extern "C" fn supervisor_main(command: libc::c_long, status_fd: usize) -> ! {
+    let command = libc::pid_t::try_from(command).unwrap_or(0);
+    let status_fd = libc::c_int::try_from(status_fd).unwrap_or(0);
+    // SAFETY: async-signal-safe calls only; the command no longer runs in our memory.
+    unsafe {
         let mut chld: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut chld);
         libc::sigaddset(&mut chld, libc::SIGCHLD);
-        libc::sigprocmask(libc::SIG_BLOCK, &chld, std::ptr::null_mut());
-        let me = libc::getpid();
-        let command = libc::fork();
-        if command < 0 {
-            return Err(last());
-        }
-        if command == 0 {
-            reset_signals();
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(last());
-            }
-            if libc::getppid() != me {
-                return Err(io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            return Ok(());
-        }
+        libc::sigprocmask(libc::SIG_SETMASK, &chld, std::ptr::null_mut());
         // Out of the command's group before toolgate can signal it (spawn returns only
         // once every copy of std's exec-error pipe is closed, ours below included).
         libc::setpgid(0, 0);
