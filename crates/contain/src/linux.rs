@@ -511,6 +511,10 @@ fn relay(parent: libc::pid_t, user: i32, mnt: i32, pid: i32, cwd: Option<&CStr>)
             return Err(last());
         }
         let [read, write] = status_pipe;
+        // For the supervisor to outlive the relay (see `supervisor_main`); always
+        // close-on-exec. Without pidfds (before Linux 5.3) it does not wait.
+        let relay = libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0);
+        let relay = libc::c_int::try_from(relay).unwrap_or(-1);
         // Every signal stays blocked in the relay from here (they were ignored already);
         // the split needs it, and the supervisor sets its own mask.
         block_all();
@@ -524,13 +528,18 @@ fn relay(parent: libc::pid_t, user: i32, mnt: i32, pid: i32, cwd: Option<&CStr>)
         // In the supervisor (the relay went on in `relay_wait`).
         libc::close(read);
         // Returns in the command only.
-        supervisor::supervise(write)
+        supervisor::supervise(write, relay)
     }
 }
 
-/// A descriptor as the low 32 bits of a word (descriptors are never negative here).
+/// A descriptor as the low 32 bits of a word (`fd_from_bits` undoes it, -1 included).
 fn fd_bits(fd: libc::c_int) -> usize {
-    usize::try_from(fd).unwrap_or(0) & 0xffff_ffff
+    (fd as u32) as usize
+}
+
+/// The descriptor in the low 32 bits of `word`.
+fn fd_from_bits(word: usize) -> libc::c_int {
+    (word & 0xffff_ffff) as u32 as libc::c_int
 }
 
 /// Blocks every signal in the calling thread.

@@ -27,7 +27,7 @@
 use std::io;
 
 use super::split::{Share, split};
-use super::{block_all, close_from, errno, name, reset_signals};
+use super::{block_all, close_from, errno, fd_bits, fd_from_bits, name, reset_signals};
 
 /// Pids killed in one round and then waited for; more are handled in the next round.
 const ROUND: usize = 64;
@@ -36,8 +36,8 @@ const LOOK_AGAIN_NS: libc::c_long = 50_000_000;
 
 /// In the relay's child (inside the namespace): becomes the supervisor and starts the
 /// command. Returns `Ok` in the command only; the supervisor itself never returns.
-/// `status_fd` is the pipe to the relay.
-pub(super) fn supervise(status_fd: libc::c_int) -> io::Result<()> {
+/// `status_fd` is the pipe to the relay, `relay` a pidfd of the relay (or -1).
+pub(super) fn supervise(status_fd: libc::c_int, relay: libc::c_int) -> io::Result<()> {
     let last = || io::Error::from_raw_os_error(errno());
     // SAFETY: async-signal-safe calls only, in the single-threaded forked child.
     unsafe {
@@ -53,7 +53,7 @@ pub(super) fn supervise(status_fd: libc::c_int) -> io::Result<()> {
         let command = split(
             Share::UntilExec,
             supervisor_main,
-            usize::try_from(status_fd).unwrap_or(0),
+            fd_bits(status_fd) | (fd_bits(relay) << 32),
         );
         if command < 0 {
             return Err(io::Error::from_raw_os_error(
@@ -74,9 +74,10 @@ pub(super) fn supervise(status_fd: libc::c_int) -> io::Result<()> {
 
 /// The supervisor once the command has called exec (or failed to), on a stack of its own:
 /// waits for the command, kills what escaped its group, reports, lingers, exits.
-unsafe extern "C" fn supervisor_main(command: libc::c_long, status_fd: usize) -> ! {
+unsafe extern "C" fn supervisor_main(command: libc::c_long, fds: usize) -> ! {
     let command = libc::pid_t::try_from(command).unwrap_or(0);
-    let status_fd = libc::c_int::try_from(status_fd).unwrap_or(0);
+    let status_fd = fd_from_bits(fds);
+    let relay = fd_from_bits(fds >> 32);
     // SAFETY: async-signal-safe calls only; the command no longer runs in our memory.
     unsafe {
         let mut chld: libc::sigset_t = std::mem::zeroed();
@@ -87,10 +88,12 @@ unsafe extern "C" fn supervisor_main(command: libc::c_long, status_fd: usize) ->
         // once every copy of std's exec-error pipe is closed, ours below included).
         libc::setpgid(0, 0);
         name(c"toolgate-reaper");
-        if status_fd != 0 {
-            libc::dup2(status_fd, 0);
+        // 0: the report's pipe; 1: the relay's pidfd (both are above 2, std's stdio).
+        libc::dup2(status_fd, 0);
+        if relay >= 0 {
+            libc::dup2(relay, 1);
         }
-        close_from(1);
+        close_from(if relay >= 0 { 2 } else { 1 });
         let status = wait_command(command);
         // Most commands leave nothing behind: no child at all means nothing to look for.
         if has_children() {
@@ -100,6 +103,17 @@ unsafe extern "C" fn supervisor_main(command: libc::c_long, status_fd: usize) ->
         libc::write(0, bytes.as_ptr().cast(), bytes.len());
         libc::close(0);
         linger(&chld);
+        // The relay and we share one copy of toolgate's memory, and the last of us to
+        // exit tears it down (tenths of a millisecond). The relay exits as soon as it has
+        // the report and toolgate waits for it, so that work is ours: we exit after it.
+        if relay >= 0 {
+            let mut gone = libc::pollfd {
+                fd: 1,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            while libc::poll(&mut gone, 1, -1) < 0 && errno() == libc::EINTR {}
+        }
         libc::_exit(0)
     }
 }
