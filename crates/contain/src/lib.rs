@@ -16,7 +16,8 @@
 //!   handlers as before. Only the relay is a `fork` of toolgate: the supervisor shares the
 //!   relay's memory and the command shares the supervisor's until its `exec` (`CLONE_VM`,
 //!   on x86_64), so toolgate's page tables are copied once per command, as without a
-//!   namespace (issue 27).
+//!   namespace, and the supervisor exits after the relay, so the copy is torn down after
+//!   toolgate has the command's status (issue 27).
 //! - The supervisor is a child subreaper (issue 22): whatever the command starts comes to
 //!   it when orphaned, `setsid` and double forks included. When the command exits it kills
 //!   everything that left the process group before reporting the status, and stays until

@@ -15,8 +15,9 @@
 //! still in the group are left to toolgate, which stops them as before (SIGTERM, the grace,
 //! SIGKILL) and says how many there were. The supervisor stays until it has no child left,
 //! killing every process that leaves the group in the meantime (checked as children die
-//! and every 50 ms), then exits: when toolgate reports the command done, nothing it
-//! started is left.
+//! and every 50 ms), then exits (after the relay, whose memory it shares, so that the
+//! relay toolgate waits for does not tear it down): when toolgate reports the command
+//! done, nothing it started is left.
 //!
 //! The command's group is the relay's, outside the namespace, so from inside its id reads
 //! as 0 (`getpgid`, `/proc/PID/stat`): any other group id means the process left it.
