@@ -10,10 +10,14 @@
 //! - The keeper dies with the thread that forked it (`PR_SET_PDEATHSIG`), the init dies with
 //!   the keeper, and when a namespace's init dies the kernel kills everything in it.
 //! - Each command is spawned through a small *relay*: the forked child joins the namespace
-//!   (`setns`) and forks a *supervisor* inside it, which forks the real command, then exits
-//!   with the command's status (re-raising its signal). The relay ignores catchable
-//!   signals, so a SIGTERM to the process group reaches the command's own handlers as
-//!   before.
+//!   (`setns`) and starts a *supervisor* inside it, which starts the real command, then
+//!   exits with the command's status (re-raising its signal). The relay ignores and blocks
+//!   catchable signals, so a SIGTERM to the process group reaches the command's own
+//!   handlers as before. Only the relay is a `fork` of toolgate: the supervisor shares the
+//!   relay's memory and the command shares the supervisor's until its `exec` (`CLONE_VM`,
+//!   on x86_64), so toolgate's page tables are copied once per command, as without a
+//!   namespace, and the supervisor exits after the relay, so the copy is torn down after
+//!   toolgate has the command's status (issue 27).
 //! - The supervisor is a child subreaper (issue 22): whatever the command starts comes to
 //!   it when orphaned, `setsid` and double forks included. When the command exits it kills
 //!   everything that left the process group before reporting the status, and stays until

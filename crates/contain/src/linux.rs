@@ -2,7 +2,10 @@
 //!
 //! Everything that runs in a forked child (keeper, init, relay, the command before exec)
 //! makes only raw, async-signal-safe system calls: toolgate is multi-threaded, and after
-//! `fork` the child must not take locks or allocate.
+//! `fork` the child must not take locks or allocate. The relay, the supervisor and the
+//! command share one copy of toolgate's memory (`split`), so once the supervisor runs, the
+//! relay makes system calls without libc's wrappers (they would write the `errno` the
+//! supervisor reads).
 
 use std::ffi::{CStr, CString};
 use std::io;
@@ -14,7 +17,10 @@ use std::time::Duration;
 
 use crate::Containment;
 
+mod split;
 mod supervisor;
+
+use split::sys;
 
 /// Descriptors of the namespace's init, joined by every relay.
 struct Namespace {
@@ -478,9 +484,10 @@ fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
     Ok(())
 }
 
-/// In the forked child: join the namespace, fork the supervisor inside it (which forks the
-/// command, which returns to exec), and stay behind as the relay, exiting with the
-/// command's status once the supervisor reports it.
+/// In the forked child: join the namespace, start the supervisor inside it (which starts
+/// the command, which returns to exec), and stay behind as the relay, exiting with the
+/// command's status once the supervisor reports it. Neither start copies toolgate's
+/// memory ([`split`]).
 fn relay(parent: libc::pid_t, user: i32, mnt: i32, pid: i32, cwd: Option<&CStr>) -> io::Result<()> {
     let last = || io::Error::from_raw_os_error(errno());
     die_with_parent(parent)?;
@@ -504,26 +511,84 @@ fn relay(parent: libc::pid_t, user: i32, mnt: i32, pid: i32, cwd: Option<&CStr>)
             return Err(last());
         }
         let [read, write] = status_pipe;
-        let supervisor = libc::fork();
+        // For the supervisor to outlive the relay (see `supervisor_main`); always
+        // close-on-exec. Without pidfds (before Linux 5.3) it does not wait.
+        let relay = libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0);
+        let relay = libc::c_int::try_from(relay).unwrap_or(-1);
+        // Every signal stays blocked in the relay from here (they were ignored already);
+        // the split needs it, and the supervisor sets its own mask.
+        block_all();
+        let fds = fd_bits(read) | (fd_bits(write) << 32);
+        let supervisor = split::split(split::Share::Memory, relay_wait, fds);
         if supervisor < 0 {
-            return Err(last());
+            return Err(io::Error::from_raw_os_error(
+                i32::try_from(-supervisor).unwrap_or(libc::EAGAIN),
+            ));
         }
-        if supervisor == 0 {
-            libc::close(read);
-            // Returns in the command only.
-            return supervisor::supervise(write);
+        // In the supervisor (the relay went on in `relay_wait`).
+        libc::close(read);
+        // Returns in the command only.
+        supervisor::supervise(write, relay)
+    }
+}
+
+/// A descriptor as the low 32 bits of a word (`fd_from_bits` undoes it, -1 included).
+fn fd_bits(fd: libc::c_int) -> usize {
+    (fd as u32) as usize
+}
+
+/// The descriptor in the low 32 bits of `word`.
+fn fd_from_bits(word: usize) -> libc::c_int {
+    (word & 0xffff_ffff) as u32 as libc::c_int
+}
+
+/// Blocks every signal in the calling thread.
+unsafe fn block_all() {
+    // SAFETY: sigfillset and sigprocmask on a local set; async-signal-safe.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::sigprocmask(libc::SIG_SETMASK, &all, std::ptr::null_mut());
+    }
+}
+
+/// The relay after the split, on a stack of its own: closes everything but the report's
+/// pipe, waits for the report and exits with the command's status (re-raising its
+/// signal). It shares its memory with the supervisor, so raw system calls only.
+unsafe extern "C" fn relay_wait(_supervisor: libc::c_long, fds: usize) -> ! {
+    use libc::{SYS_close, SYS_close_range, SYS_dup3, SYS_prctl, SYS_read};
+    let read = fds & 0xffff_ffff;
+    let write = fds >> 32;
+    // SAFETY: raw system calls on our own descriptors and on buffers on this stack.
+    unsafe {
+        sys(SYS_close, write, 0, 0, 0);
+        sys(
+            SYS_prctl,
+            libc::PR_SET_NAME as usize,
+            c"toolgate-relay".as_ptr() as usize,
+            0,
+            0,
+        );
+        // The pipe's read end is never descriptor 0 (std's stdin is open there).
+        sys(SYS_dup3, read, 0, 0, 0);
+        if sys(SYS_close_range, 1, libc::c_uint::MAX as usize, 0, 0) != 0 {
+            for fd in 1..4096 {
+                sys(SYS_close, fd, 0, 0, 0);
+            }
         }
-        libc::close(write);
-        name(c"toolgate-relay");
-        libc::dup2(read, 0);
-        close_from(1);
         let mut bytes = [0u8; 4];
         let mut got = 0;
         while got < bytes.len() {
-            let n = libc::read(0, bytes[got..].as_mut_ptr().cast(), bytes.len() - got);
+            let n = sys(
+                SYS_read,
+                0,
+                bytes[got..].as_mut_ptr() as usize,
+                bytes.len() - got,
+                0,
+            );
             match n {
-                n if n > 0 => got += n as usize,
-                n if n < 0 && errno() == libc::EINTR => {}
+                n if n > 0 => got += usize::try_from(n).unwrap_or(0),
+                n if n == -libc::c_long::from(libc::EINTR) => {}
                 _ => break,
             }
         }
@@ -534,21 +599,49 @@ fn relay(parent: libc::pid_t, user: i32, mnt: i32, pid: i32, cwd: Option<&CStr>)
             libc::SIGKILL
         };
         if libc::WIFEXITED(status) {
+            // _exit makes the exit_group call and nothing else.
             libc::_exit(libc::WEXITSTATUS(status));
         }
         let signal = libc::WTERMSIG(status);
-        // Die of the same signal, without a second core dump.
-        let no_core = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
-        libc::signal(signal, libc::SIG_DFL);
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-        libc::kill(libc::getpid(), signal);
+        reraise(signal);
         libc::_exit(128 + signal)
+    }
+}
+
+/// Dies of `signal` (without a core dump, the command made one if any), in raw system
+/// calls: the default action back, the mask emptied, the signal sent to ourselves.
+unsafe fn reraise(signal: i32) {
+    use libc::{SYS_getpid, SYS_kill, SYS_prlimit64, SYS_rt_sigaction, SYS_rt_sigprocmask};
+    let Ok(number) = usize::try_from(signal) else {
+        return;
+    };
+    let no_core = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // The kernel's sigaction, all zero: SIG_DFL, no flags, an empty mask (large enough
+    // for every architecture's layout).
+    let default = [0usize; 4];
+    let empty = 0u64;
+    // SAFETY: raw system calls on buffers on this stack.
+    unsafe {
+        sys(
+            SYS_prlimit64,
+            0,
+            libc::RLIMIT_CORE as usize,
+            &raw const no_core as usize,
+            0,
+        );
+        sys(SYS_rt_sigaction, number, default.as_ptr() as usize, 0, 8);
+        sys(
+            SYS_rt_sigprocmask,
+            libc::SIG_SETMASK as usize,
+            &raw const empty as usize,
+            0,
+            8,
+        );
+        let me = sys(SYS_getpid, 0, 0, 0, 0);
+        sys(SYS_kill, usize::try_from(me).unwrap_or(0), number, 0, 0);
     }
 }
 

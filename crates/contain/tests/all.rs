@@ -41,6 +41,24 @@ async fn exit_codes_and_signals_come_back_as_the_commands_own() {
     assert_eq!(cmd.status().await.unwrap().signal(), Some(libc::SIGTERM));
 }
 
+/// The command's `exec` runs in memory it shares with the supervisor (issue 27): a failed
+/// one must still come back to the caller as the spawn's own error, with its errno.
+#[tokio::test]
+async fn a_program_that_cannot_be_run_fails_the_spawn_with_its_error() {
+    let mut cmd = tokio::process::Command::new("/nonexistent/toolgate-test-program");
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    toolgate_contain::contain(&mut cmd);
+    let err = cmd.spawn().expect_err("a missing program started");
+    assert_eq!(err.kind(), std::io::ErrorKind::NotFound, "{err}");
+
+    // And the next command still runs, with its own status.
+    let mut cmd = command("exit 3");
+    toolgate_contain::contain(&mut cmd);
+    assert_eq!(cmd.status().await.unwrap().code(), Some(3));
+}
+
 #[tokio::test]
 async fn the_namespace_applies_here_and_commands_see_their_own_proc() {
     assert!(

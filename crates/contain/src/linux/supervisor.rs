@@ -1,7 +1,8 @@
 //! The per-command supervisor: nothing a command starts outlives it (issue 22, finding 7).
 //!
 //! Inside the namespace the relay's child is the *supervisor*, a child subreaper
-//! (`PR_SET_CHILD_SUBREAPER`) that forks the command. When a process of the command dies,
+//! (`PR_SET_CHILD_SUBREAPER`) that starts the command (in its own memory until the
+//! command's `exec`, vfork-style: see `split`). When a process of the command dies,
 //! its orphans are given to the nearest subreaper among their ancestors *in the same PID
 //! namespace*, so they come to the supervisor (toolgate's namespace init would otherwise
 //! adopt them), `setsid` and double forks included. The supervisor leaves the command's
@@ -14,8 +15,9 @@
 //! still in the group are left to toolgate, which stops them as before (SIGTERM, the grace,
 //! SIGKILL) and says how many there were. The supervisor stays until it has no child left,
 //! killing every process that leaves the group in the meantime (checked as children die
-//! and every 50 ms), then exits: when toolgate reports the command done, nothing it
-//! started is left.
+//! and every 50 ms), then exits (after the relay, whose memory it shares, so that the
+//! relay toolgate waits for does not tear it down): when toolgate reports the command
+//! done, nothing it started is left.
 //!
 //! The command's group is the relay's, outside the namespace, so from inside its id reads
 //! as 0 (`getpgid`, `/proc/PID/stat`): any other group id means the process left it.
@@ -25,52 +27,74 @@
 
 use std::io;
 
-use super::{close_from, errno, name, reset_signals};
+use super::split::{Share, split};
+use super::{block_all, close_from, errno, fd_bits, fd_from_bits, name, reset_signals};
 
 /// Pids killed in one round and then waited for; more are handled in the next round.
 const ROUND: usize = 64;
 /// How often the supervisor looks for processes that left the group after the command.
 const LOOK_AGAIN_NS: libc::c_long = 50_000_000;
 
-/// In the relay's child (inside the namespace): becomes the supervisor and forks the
+/// In the relay's child (inside the namespace): becomes the supervisor and starts the
 /// command. Returns `Ok` in the command only; the supervisor itself never returns.
-/// `status_fd` is the pipe to the relay.
-pub(super) fn supervise(status_fd: libc::c_int) -> io::Result<()> {
+/// `status_fd` is the pipe to the relay, `relay` a pidfd of the relay (or -1).
+pub(super) fn supervise(status_fd: libc::c_int, relay: libc::c_int) -> io::Result<()> {
     let last = || io::Error::from_raw_os_error(errno());
     // SAFETY: async-signal-safe calls only, in the single-threaded forked child.
     unsafe {
         if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) != 0 {
             return Err(last());
         }
-        // SIGCHLD stays blocked here so the supervisor can wait for it with a timeout;
-        // the command gets an empty mask back.
+        // The split needs every signal blocked; the supervisor then keeps SIGCHLD blocked
+        // (to wait for it with a timeout) and the command gets an empty mask back.
+        block_all();
+        let me = libc::getpid();
+        // The command shares our memory until its exec, and we sleep until then: no copy
+        // of toolgate's page tables (see `split`).
+        let command = split(
+            Share::UntilExec,
+            supervisor_main,
+            fd_bits(status_fd) | (fd_bits(relay) << 32),
+        );
+        if command < 0 {
+            return Err(io::Error::from_raw_os_error(
+                i32::try_from(-command).unwrap_or(libc::EAGAIN),
+            ));
+        }
+        // In the command.
+        reset_signals();
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+            return Err(last());
+        }
+        if libc::getppid() != me {
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        Ok(())
+    }
+}
+
+/// The supervisor once the command has called exec (or failed to), on a stack of its own:
+/// waits for the command, kills what escaped its group, reports, lingers, exits.
+unsafe extern "C" fn supervisor_main(command: libc::c_long, fds: usize) -> ! {
+    let command = libc::pid_t::try_from(command).unwrap_or(0);
+    let status_fd = fd_from_bits(fds);
+    let relay = fd_from_bits(fds >> 32);
+    // SAFETY: async-signal-safe calls only; the command no longer runs in our memory.
+    unsafe {
         let mut chld: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut chld);
         libc::sigaddset(&mut chld, libc::SIGCHLD);
-        libc::sigprocmask(libc::SIG_BLOCK, &chld, std::ptr::null_mut());
-        let me = libc::getpid();
-        let command = libc::fork();
-        if command < 0 {
-            return Err(last());
-        }
-        if command == 0 {
-            reset_signals();
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(last());
-            }
-            if libc::getppid() != me {
-                return Err(io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            return Ok(());
-        }
+        libc::sigprocmask(libc::SIG_SETMASK, &chld, std::ptr::null_mut());
         // Out of the command's group before toolgate can signal it (spawn returns only
         // once every copy of std's exec-error pipe is closed, ours below included).
         libc::setpgid(0, 0);
         name(c"toolgate-reaper");
-        if status_fd != 0 {
-            libc::dup2(status_fd, 0);
+        // 0: the report's pipe; 1: the relay's pidfd (both are above 2, std's stdio).
+        libc::dup2(status_fd, 0);
+        if relay >= 0 {
+            libc::dup2(relay, 1);
         }
-        close_from(1);
+        close_from(if relay >= 0 { 2 } else { 1 });
         let status = wait_command(command);
         // Most commands leave nothing behind: no child at all means nothing to look for.
         if has_children() {
@@ -80,6 +104,17 @@ pub(super) fn supervise(status_fd: libc::c_int) -> io::Result<()> {
         libc::write(0, bytes.as_ptr().cast(), bytes.len());
         libc::close(0);
         linger(&chld);
+        // The relay and we share one copy of toolgate's memory, and the last of us to
+        // exit tears it down (tenths of a millisecond). The relay exits as soon as it has
+        // the report and toolgate waits for it, so that work is ours: we exit after it.
+        if relay >= 0 {
+            let mut gone = libc::pollfd {
+                fd: 1,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            while libc::poll(&mut gone, 1, -1) < 0 && errno() == libc::EINTR {}
+        }
         libc::_exit(0)
     }
 }
