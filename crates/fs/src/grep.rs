@@ -224,7 +224,7 @@ fn render(
         if file.hits.hits.is_empty() {
             continue;
         }
-        let shown = roots.display(&file.path);
+        let shown = roots.display(&outcome.path(file));
         let mut header = Some(if page.text.is_empty() {
             format!("{shown}\n")
         } else {
@@ -324,7 +324,7 @@ fn finish(
         .files
         .iter()
         .filter(|f| f.hits.line_too_long)
-        .map(|f| roots.display(&f.path))
+        .map(|f| roots.display(&outcome.path(f)))
         .collect();
     let long_only = reason.is_none() && !long.is_empty();
     let reason = match reason {
@@ -489,7 +489,7 @@ fn coverage(roots: &Roots, scope: &Scope, outcome: &Outcome, page: &Page) -> Opt
             return Some(Cursor::after_file(shown));
         }
     } else if let Some(file) = outcome.files.last() {
-        let shown = roots.display(&file.path);
+        let shown = roots.display(&outcome.path(file));
         if !(file.hits.partial || file.hits.capped) {
             return Some(Cursor::after_file(shown));
         }

@@ -31,9 +31,8 @@ pub(crate) struct Job<'a> {
 /// A searched file.
 #[derive(Debug)]
 pub(crate) struct Searched {
-    /// Full path.
-    pub(crate) path: PathBuf,
-    /// Path below the walk's root.
+    /// Path below the walk's root (the full path is made only for the files shown:
+    /// [`super::run::Outcome::path`]; a call may search tens of thousands).
     pub(crate) rel: PathBuf,
     /// Lines up to this one were skipped (the cursor's line in the cursor's file).
     pub(crate) after_line: u64,

@@ -29,6 +29,15 @@ pub(crate) struct Outcome {
     pub(crate) walk: WalkEnd,
     /// The match count past the page, when the page filled up (see [`super::count`]).
     pub(crate) tally: Option<Tally>,
+    /// The walk's root, which the files' paths are below.
+    pub(crate) root: PathBuf,
+}
+
+impl Outcome {
+    /// The full path of `file`.
+    pub(crate) fn path(&self, file: &Searched) -> PathBuf {
+        self.root.join(&file.rel)
+    }
 }
 
 /// Files the walk queues at a time: one lock per batch rather than per file.
@@ -167,7 +176,6 @@ pub(crate) fn run(job: &Job<'_>) -> Outcome {
         };
         let partial = hits.partial;
         files.push(Searched {
-            path: job.scope.walk.root.join(&rel),
             rel,
             after_line: entry.2,
             hits,
@@ -195,6 +203,7 @@ pub(crate) fn run(job: &Job<'_>) -> Outcome {
         page_full,
         walk: walk_end,
         tally,
+        root: job.scope.walk.root.clone(),
     }
 }
 
