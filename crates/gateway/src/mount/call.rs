@@ -262,26 +262,26 @@ impl Mount {
         ctx: &CallContext,
     ) -> Result<ToolOutput, Refusal> {
         let name = &self.spec.name;
-        // A (re)start may take the whole startup timeout; a cancelled call stops waiting
-        // for it (the start itself carries on: see `Mount::start`).
         // A server used per user: the caller's own connection, when the session has one.
-        let caller_identity = self
-            .spec
-            .oauth
-            .per_user
-            .then(|| ctx.session.identity().cloned())
-            .flatten();
+        let per_user = ctx.session.identity().filter(|_| self.spec.oauth.per_user);
         let connection = async {
-            match &caller_identity {
+            match per_user {
                 Some(who) => self.caller_live(who, ctx).await,
                 None => self.ensure_live().await,
             }
         };
+        // A (re)start may take the whole startup timeout, a caller's login longer; a
+        // cancelled call stops waiting for it (the start itself carries on: see
+        // `Mount::start`).
         let live = tokio::select! {
             live = connection => live.map_err(ToolError::Recoverable)?,
             () = ctx.cancel.cancelled() => {
+                let waited_for = match per_user {
+                    Some(_) => "was connecting (or waiting for the user's login)",
+                    None => "was starting",
+                };
                 return Err(ToolError::recoverable(format!(
-                    "`{tool}` was cancelled while MCP server `{name}` was starting"
+                    "`{tool}` was cancelled while MCP server `{name}` {waited_for}"
                 )).into());
             }
         };
