@@ -56,7 +56,9 @@ pub fn toolgate(dir: &Path) -> Command {
         .env_remove("XDG_DATA_HOME")
         .env_remove("XDG_STATE_HOME")
         .env_remove("RUST_LOG")
-        .env_remove("TOOLGATE_TOKEN");
+        .env_remove("TOOLGATE_TOKEN")
+        // Tests run inside a toolgate's `run_shell` are not "mounted" by it.
+        .env_remove("TOOLGATE_GATEWAY_DEPTH");
     cmd
 }
 

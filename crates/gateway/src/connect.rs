@@ -34,6 +34,24 @@ const TERM_GRACE: Duration = Duration::from_secs(1);
 const STDERR_LINES: usize = 12;
 /// Characters kept of one stderr or stray stdout line.
 const LINE_CHARS: usize = 300;
+/// How deep gateways may start one another (`TOOLGATE_GATEWAY_DEPTH`): a toolgate that is
+/// itself the third mounted server down a chain starts no stdio server. A user config that
+/// mounts `toolgate serve` would otherwise be read again by every toolgate it starts, each
+/// mounting the next, until the machine runs out of processes.
+pub(crate) const MAX_GATEWAY_DEPTH: u32 = 3;
+
+/// Why a gateway `depth` levels down may not start stdio servers, if it may not.
+pub(crate) fn nesting_refusal(depth: u32) -> Option<String> {
+    (depth >= MAX_GATEWAY_DEPTH).then(|| {
+        format!(
+            "not started: this toolgate runs {depth} levels down a chain of gateways mounting \
+             one another ({NESTED_ENV}={depth}), the deepest allowed. Usually a config mounts toolgate itself and \
+             every toolgate it starts reads that config again: give the mounted toolgate its own \
+             config (`env = {{ XDG_CONFIG_HOME = \"...\" }}` on the server, or its `--root` a \
+             project without this server)"
+        )
+    })
+}
 
 /// What a server revealed about itself besides JSON-RPC: for failure messages.
 #[derive(Debug, Default)]
@@ -190,6 +208,9 @@ pub(crate) fn spawn_stdio(
         .ok()
         .and_then(|d| d.parse::<u32>().ok())
         .unwrap_or(0);
+    if let Some(refusal) = nesting_refusal(depth) {
+        return Err(refusal);
+    }
     let mut cmd = tokio::process::Command::new(command);
     cmd.args(args)
         .envs(env)
@@ -407,6 +428,15 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gateways_stop_starting_servers_three_levels_down() {
+        assert_eq!(nesting_refusal(0), None);
+        assert_eq!(nesting_refusal(MAX_GATEWAY_DEPTH - 1), None);
+        let refusal = nesting_refusal(MAX_GATEWAY_DEPTH).unwrap();
+        assert!(refusal.contains("TOOLGATE_GATEWAY_DEPTH=3"), "{refusal}");
+        assert!(nesting_refusal(u32::MAX).is_some());
+    }
 
     #[test]
     fn tap_notes_lines_that_are_not_json() {

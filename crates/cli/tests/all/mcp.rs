@@ -420,3 +420,39 @@ fn mcp_list_shows_a_never_server_whose_tool_names_clash_with_the_built_ins() {
         "{report}"
     );
 }
+
+#[test]
+fn a_chain_of_gateways_mounting_one_another_stops_three_levels_down() {
+    // A user config that mounts `toolgate serve` is read again by every toolgate it
+    // starts: without a limit each mounts the next until the machine has no processes left.
+    let dir = project();
+    let config = dir.path().join(".no-user-config/toolgate");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        "[mcp_servers.probe]\ncommand = \"sh\"\nargs = [\"-c\", \"touch started; exec sleep 600\"]\nstartup_timeout_sec = 1\n",
+    )
+    .unwrap();
+    let listed = |depth: &str| -> Value {
+        let out = toolgate(dir.path())
+            .env("TOOLGATE_GATEWAY_DEPTH", depth)
+            .args(["mcp", "list", "--json"])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+
+    let body = listed("3");
+    let probe = &body["servers"][0];
+    assert_eq!(probe["status"], "failed", "{body}");
+    let reason = probe["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("TOOLGATE_GATEWAY_DEPTH=3") && reason.contains("XDG_CONFIG_HOME"),
+        "says why and what to do: {reason}"
+    );
+    assert!(!dir.path().join("started").exists(), "the server was started");
+
+    // Two levels down it still starts.
+    let body = listed("2");
+    assert!(dir.path().join("started").exists(), "{body}");
+}
