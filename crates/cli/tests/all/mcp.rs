@@ -450,7 +450,10 @@ fn a_chain_of_gateways_mounting_one_another_stops_three_levels_down() {
         reason.contains("TOOLGATE_GATEWAY_DEPTH=3") && reason.contains("XDG_CONFIG_HOME"),
         "says why and what to do: {reason}"
     );
-    assert!(!dir.path().join("started").exists(), "the server was started");
+    assert!(
+        !dir.path().join("started").exists(),
+        "the server was started"
+    );
 
     // Two levels down it still starts.
     let body = listed("2");
