@@ -30,6 +30,7 @@ mod agent;
 mod call;
 mod disclosure;
 mod doctor;
+mod fd_table;
 mod login;
 mod manual;
 mod mcp;
@@ -138,6 +139,8 @@ const USAGE_ERROR: u8 = 2;
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
 fn main() -> ExitCode {
+    // Before any thread starts: growing the table later stalls every grow (see fd_table).
+    fd_table::reserve();
     let cli = Cli::parse();
     // These work whatever the configuration holds: doctor reports its problems itself.
     match &cli.command {

@@ -143,6 +143,27 @@ fn negotiates_each_supported_protocol_version() {
 }
 
 #[test]
+fn the_descriptor_table_is_grown_before_any_thread_starts() {
+    // Grown later, each growth waits for an RCU grace period in a threaded process: ~20 ms
+    // of a fresh grep on a deep tree. A child of this test starts with a small table.
+    let mut server = Server::start();
+    server.initialize("2025-11-25");
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
+    let slots: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("FDSize:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(1024);
+    assert!(slots >= limit.min(1024), "FDSize {slots}");
+    assert!(server.close().success());
+}
+
+#[test]
 fn lists_tools_with_schemas_and_annotations() {
     let mut server = Server::start();
     server.initialize("2025-06-18");
