@@ -29,7 +29,7 @@ pub(crate) fn reserve() {
         return;
     };
     // A descriptor duplicated to the lowest free number at or above `top`, dropped at once.
-    if let Ok(null) = std::fs::File::open("/dev/null") {
+    if let Ok(null) = fs_err::File::open("/dev/null") {
         let _ = rustix::io::fcntl_dupfd_cloexec(&null, top);
     }
 }
