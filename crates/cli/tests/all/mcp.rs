@@ -430,7 +430,9 @@ fn a_chain_of_gateways_mounting_one_another_stops_three_levels_down() {
     std::fs::create_dir_all(&config).unwrap();
     std::fs::write(
         config.join("config.toml"),
-        "[mcp_servers.probe]\ncommand = \"sh\"\nargs = [\"-c\", \"touch started; exec sleep 600\"]\nstartup_timeout_sec = 1\n",
+        // The probe exits once it has touched the file: `mcp list` returns on that exit
+        // (the long timeout is never reached), so the file is there whatever the load.
+        "[mcp_servers.probe]\ncommand = \"sh\"\nargs = [\"-c\", \"touch started\"]\nstartup_timeout_sec = 120\n",
     )
     .unwrap();
     let listed = |depth: &str| -> Value {
