@@ -77,6 +77,14 @@ impl ProcessGroup {
         })
     }
 
+    /// The group a [`launch`](crate::launch)ed command leads (its pid is the group id).
+    pub fn led_by(leader: &crate::Started) -> Option<Self> {
+        Some(Self {
+            pgid: Pid::from_raw(leader.id())?,
+            armed: AtomicBool::new(true),
+        })
+    }
+
     /// The group id (the leader's pid).
     pub fn id(&self) -> i32 {
         self.pgid.as_raw_nonzero().get()

@@ -51,6 +51,8 @@ mod linux;
 mod sandbox;
 
 pub use group::{ProcessGroup, Signal, Teardown};
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub use linux::launch::Started;
 pub use sandbox::{Sandbox, SandboxError, SandboxMode, landlock_abi, seccomp_available};
 
 /// What the user asked for (`[shell] containment`).
@@ -173,6 +175,71 @@ pub fn contain(cmd: &mut tokio::process::Command) {
     linux::prepare(cmd, current(), cwd);
     #[cfg(not(target_os = "linux"))]
     let _ = cwd;
+}
+
+/// Starts `program` (an absolute path) as `argv` (`argv[0]` is what it sees as `$0`) in
+/// `cwd`, contained like [`contain`] and sandboxed like [`Sandbox::apply`], without copying
+/// toolgate's memory (`posix_spawn`-style: see `linux/launch.rs`): stdin `/dev/null`,
+/// stdout and stderr pipes (their read ends are returned). `None` where this start is not
+/// available (inside the PID namespace, off x86_64 Linux, before Linux 5.3): then use
+/// [`contain`] and a `Command`. Call it from a thread that lives as long as toolgate (an
+/// async task on a runtime worker), within a Tokio runtime.
+#[allow(clippy::type_complexity)]
+pub fn launch(
+    program: &std::path::Path,
+    argv: &[&std::ffi::OsStr],
+    cwd: &std::path::Path,
+    sandbox: &Sandbox,
+) -> Option<Result<(Started, std::os::fd::OwnedFd, std::os::fd::OwnedFd), LaunchError>> {
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    {
+        if !matches!(current(), Containment::ProcessGroup { .. }) || !linux::launch::available() {
+            return None;
+        }
+        let armed = match sandbox.is_off() {
+            true => None,
+            false => match sandbox.check().and_then(|()| sandbox.armed(Some(cwd))) {
+                Ok(armed) => Some(armed),
+                Err(e) => return Some(Err(LaunchError::Sandbox(e))),
+            },
+        };
+        Some(linux::launch::launch(program, argv, cwd, armed).map_err(LaunchError::Start))
+    }
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+    {
+        let _ = (program, argv, cwd, sandbox);
+        None
+    }
+}
+
+/// Why [`launch`] did not start the command.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// The sandbox cannot be entered here.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// The start itself failed (the errno of the failing step).
+    #[error(transparent)]
+    Start(#[from] std::io::Error),
+}
+
+/// Stands in for the started command where [`launch`] is not available (it always returns
+/// `None` there, so no value exists).
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+#[derive(Debug)]
+pub struct Started(std::convert::Infallible);
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+impl Started {
+    /// The leader's pid.
+    pub fn id(&self) -> i32 {
+        match self.0 {}
+    }
+
+    /// Waits for the leader to exit.
+    pub async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match self.0 {}
+    }
 }
 
 /// The pid a contained command's shell has *inside* the namespace, as `$$` shows it there,

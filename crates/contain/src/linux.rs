@@ -17,6 +17,8 @@ use std::time::Duration;
 
 use crate::Containment;
 
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod launch;
 mod split;
 mod supervisor;
 

@@ -37,7 +37,7 @@ use std::sync::{Arc, OnceLock};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
-    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
+    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
 use serde::{Deserialize, Serialize};
 
@@ -256,6 +256,21 @@ impl Sandbox {
 
     #[cfg(target_os = "linux")]
     fn arm(&self, cmd: &mut tokio::process::Command) -> Result<(), SandboxError> {
+        let mut armed = self.armed(cmd.as_std().get_current_dir())?;
+        // SAFETY: the closure runs in the forked child before exec; `Armed::enter` makes
+        // raw system calls on what was built here and allocates nothing.
+        #[allow(unsafe_code)]
+        unsafe {
+            cmd.pre_exec(move || armed.enter());
+        }
+        Ok(())
+    }
+
+    /// Everything a process started in `cwd` enters just before exec, built here (in
+    /// toolgate, before the start) so the child only makes system calls. The caller has
+    /// checked that the sandbox is on.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn armed(&self, cwd: Option<&Path>) -> Result<Armed, SandboxError> {
         let programs = self
             .programs
             .get_or_init(|| seccomp::Programs::build(self.mode, self.network))
@@ -264,32 +279,21 @@ impl Sandbox {
         let ruleset = self
             .ruleset()
             .map_err(|e| SandboxError::Build(format!("cannot build the Landlock rules: {e}")))?;
-        let mut view = match self.mode {
-            SandboxMode::WorkspaceWrite => Some(view::View::new(
-                &self.writable,
-                absolute_cwd(cmd.as_std().get_current_dir()),
-            )),
+        let view = match self.mode {
+            SandboxMode::WorkspaceWrite => Some(view::View::new(&self.writable, absolute_cwd(cwd))),
             _ => None,
         };
-        let mut ruleset = ruleset;
-        // SAFETY: the closure runs in the forked child before exec. The view makes raw
-        // system calls on buffers built here; restrict_self makes two (prctl NO_NEW_PRIVS,
-        // landlock_restrict_self); installing a filter makes two (prctl, seccomp) on
-        // programs built here. Nothing allocates.
-        #[allow(unsafe_code)]
-        unsafe {
-            cmd.pre_exec(move || {
-                let viewed = view.as_mut().is_some_and(view::View::enter);
-                if let Some(ruleset) = ruleset.take() {
-                    match ruleset.restrict_self() {
-                        Ok(status) if status.ruleset != RulesetStatus::NotEnforced => {}
-                        _ => return Err(std::io::Error::from_raw_os_error(libc::EPERM)),
-                    }
-                }
-                programs.install(viewed)
-            });
-        }
-        Ok(())
+        let landlock = match ruleset {
+            None => Landlock::None,
+            // The crate keeps no descriptor when the kernel enforces none of the rules.
+            Some(created) => Option::<std::os::fd::OwnedFd>::from(created)
+                .map_or(Landlock::NotEnforced, Landlock::Ruleset),
+        };
+        Ok(Armed {
+            view,
+            landlock,
+            programs,
+        })
     }
 
     fn ruleset(&self) -> Result<Option<RulesetCreated>, landlock::RulesetError> {
@@ -332,6 +336,57 @@ impl Sandbox {
 }
 
 /// `dir` made absolute against toolgate's working directory (as the relay changes to it).
+/// A sandbox ready to enter ([`Sandbox::armed`]): the mount view, the Landlock ruleset and
+/// the seccomp programs, all built before the start.
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+pub(crate) struct Armed {
+    view: Option<view::View>,
+    landlock: Landlock,
+    programs: seccomp::Programs,
+}
+
+/// The Landlock part of an [`Armed`] sandbox.
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+enum Landlock {
+    /// Nothing for Landlock to enforce (a network-only sandbox on a kernel without it).
+    None,
+    /// The ruleset to restrict the child with.
+    Ruleset(std::os::fd::OwnedFd),
+    /// The kernel enforces none of the rules: the child must not start.
+    NotEnforced,
+}
+
+#[cfg(target_os = "linux")]
+impl Armed {
+    /// In the child, just before exec: enters the mount view, Landlock and seccomp, in
+    /// that order (both forbid mounting afterwards, which also keeps the command from
+    /// undoing the view). System calls on what `self` holds only: no allocation, nothing
+    /// freed, so it may run in a child that shares toolgate's memory until its exec.
+    pub(crate) fn enter(&mut self) -> std::io::Result<()> {
+        let viewed = self.view.as_mut().is_some_and(view::View::enter);
+        match &self.landlock {
+            Landlock::None => {}
+            Landlock::NotEnforced => return Err(std::io::Error::from_raw_os_error(libc::EPERM)),
+            Landlock::Ruleset(fd) => {
+                use std::os::fd::AsRawFd;
+                // SAFETY: prctl and landlock_restrict_self on our own ruleset descriptor
+                // (what the landlock crate's `restrict_self` does, without consuming it).
+                #[allow(unsafe_code)]
+                let failed = unsafe {
+                    libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                        || libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0) != 0
+                };
+                if failed {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+        }
+        self.programs.install(viewed)
+    }
+}
+
 fn absolute_cwd(dir: Option<&Path>) -> Option<CString> {
     let here = std::env::current_dir().ok();
     let dir = match (dir, here) {

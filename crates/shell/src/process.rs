@@ -2,8 +2,9 @@
 //! (issue #4: not on timeout, not on cancellation, not when toolgate exits) is
 //! [`ProcessGroup`]'s job, in `toolgate-contain`.
 
+use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::OnceLock;
 
@@ -13,19 +14,45 @@ use crate::error::ShellError;
 
 /// A started command: the direct child (the shell) and the read ends of its two pipes.
 pub(crate) struct Spawned {
-    pub child: tokio::process::Child,
+    pub child: Leader,
     pub group: ProcessGroup,
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
 }
 
-/// The shell commands run under: `bash` when there is one, else `sh`.
-fn shell() -> &'static str {
-    static SHELL: OnceLock<&'static str> = OnceLock::new();
+/// The shell's process: started without a copy of toolgate's memory where
+/// [`toolgate_contain::launch`] can, else through a `Command`.
+pub(crate) enum Leader {
+    Launched(toolgate_contain::Started),
+    Command(tokio::process::Child),
+}
+
+impl Leader {
+    /// Waits for the shell to exit (cancel-safe).
+    pub async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match self {
+            Self::Launched(started) => started.wait().await,
+            Self::Command(child) => child.wait().await,
+        }
+    }
+}
+
+/// The shell commands run under: `bash` when there is one, else `sh`; its name and where
+/// `PATH` found it (looked up once, not at every start).
+fn shell() -> &'static (&'static str, PathBuf) {
+    static SHELL: OnceLock<(&'static str, PathBuf)> = OnceLock::new();
     SHELL.get_or_init(|| {
         let path = std::env::var_os("PATH").unwrap_or_default();
-        let has_bash = std::env::split_paths(&path).any(|dir| dir.join("bash").is_file());
-        if has_bash { "bash" } else { "sh" }
+        let find = |name: &str| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(name))
+                .find(|p| p.is_absolute() && p.is_file())
+        };
+        match (find("bash"), find("sh")) {
+            (Some(bash), _) => ("bash", bash),
+            (None, Some(sh)) => ("sh", sh),
+            (None, None) => ("sh", PathBuf::from("/bin/sh")),
+        }
     })
 }
 
@@ -36,9 +63,25 @@ pub(crate) fn spawn(
     cwd: &Path,
     sandbox: &crate::Sandbox,
 ) -> Result<Spawned, ShellError> {
-    let shell = shell();
-    let mut cmd = tokio::process::Command::new(shell);
-    cmd.arg("-c")
+    let (shell, program) = shell();
+    let argv = [OsStr::new(shell), OsStr::new("-c"), OsStr::new(command)];
+    if let Some(launched) = toolgate_contain::launch(program, &argv, cwd, sandbox) {
+        let (started, stdout, stderr) = launched.map_err(|e| match e {
+            toolgate_contain::LaunchError::Sandbox(e) => ShellError::Sandbox(e.to_string()),
+            toolgate_contain::LaunchError::Start(e) => spawn_error(shell, e),
+        })?;
+        let group = ProcessGroup::led_by(&started)
+            .ok_or_else(|| spawn_error(shell, std::io::Error::other("the child has no pid")))?;
+        return Ok(Spawned {
+            child: Leader::Launched(started),
+            group,
+            stdout,
+            stderr,
+        });
+    }
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.arg0(shell)
+        .arg("-c")
         .arg(command)
         .current_dir(cwd)
         .stdin(Stdio::null())
@@ -64,7 +107,7 @@ pub(crate) fn spawn(
     let stdout = pipe(stdout.into_owned_fd())?;
     let stderr = pipe(stderr.into_owned_fd())?;
     Ok(Spawned {
-        child,
+        child: Leader::Command(child),
         group,
         stdout,
         stderr,

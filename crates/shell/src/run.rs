@@ -100,7 +100,7 @@ pub(crate) struct RunConfig {
 
 /// A started command.
 pub(crate) struct Running {
-    child: tokio::process::Child,
+    child: crate::process::Leader,
     group: Arc<ProcessGroup>,
     stdout: Pump,
     stderr: Pump,

@@ -165,3 +165,48 @@ pub(super) unsafe fn sys(nr: libc::c_long, a: usize, b: usize, c: usize, d: usiz
         ret
     }
 }
+
+/// Starts `child(arg)` on the stack ending at `stack_top` (16-byte aligned) in a process
+/// that shares this one's memory, and sleeps until it has called `exec` or exited
+/// (`CLONE_VM | CLONE_VFORK`, what `posix_spawn` does): nothing of toolgate is copied.
+/// Returns the child's pid or a negative errno.
+///
+/// # Safety
+/// Every signal blocked in the calling thread. `child` must never return, must end in
+/// `exec` or `_exit`, and until then may only touch its own stack and memory nothing else
+/// uses while the caller sleeps: the other threads of toolgate run on beside it.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn vfork_on(
+    stack_top: *mut u8,
+    child: unsafe extern "C" fn(usize) -> !,
+    arg: usize,
+) -> libc::c_long {
+    let flags = (libc::CLONE_VM | libc::CLONE_VFORK) as usize | libc::SIGCHLD as usize;
+    let ret: libc::c_long;
+    // SAFETY: clone(flags, stack_top, no tids, no TLS). In the child (rax 0) the stack is
+    // the new one and the registers are the parent's, so `arg` and `child` are at hand;
+    // `call` leaves the alignment `child` expects and `child` never returns. The parent
+    // goes on after the child's exec or exit, its own stack untouched.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            "test rax, rax",
+            "jnz 2f",
+            "mov rdi, {arg}",
+            "call {child}",
+            "ud2",
+            "2:",
+            arg = in(reg) arg,
+            child = in(reg) child,
+            inlateout("rax") libc::SYS_clone => ret,
+            in("rdi") flags,
+            in("rsi") stack_top,
+            in("rdx") 0usize,
+            in("r10") 0usize,
+            in("r8") 0usize,
+            out("rcx") _,
+            out("r11") _,
+        );
+    }
+    ret
+}
