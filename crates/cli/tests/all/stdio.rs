@@ -24,7 +24,17 @@ impl Server {
     }
 
     fn start_in(dir: tempfile::TempDir) -> Self {
-        let mut child = toolgate(dir.path())
+        Self::start_with(dir, |_| {})
+    }
+
+    /// Started after `configure` had its say on the command (environment, say).
+    fn start_with(
+        dir: tempfile::TempDir,
+        configure: impl FnOnce(&mut std::process::Command),
+    ) -> Self {
+        let mut command = toolgate(dir.path());
+        configure(&mut command);
+        let mut child = command
             .args(["serve", "--log-level", "warn"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -961,4 +971,140 @@ fn a_search_made_while_a_server_starts_finds_its_tools() {
     assert_eq!(found["id"], 2, "{found}");
     let text = found["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("mcp__gated__weather_report"), "{text}");
+}
+
+/// Text of a tool result.
+fn text(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn process_group_containment_starts_commands_like_a_fork_did() {
+    // Issue 27: with process groups (no PID namespace) a command is started posix_spawn
+    // style, sharing toolgate's memory until its exec; everything a forked start gave it
+    // must still hold.
+    let dir = project();
+    let user = dir.path().join(".no-user-config/toolgate");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(
+        user.join("config.toml"),
+        "[shell]\ncontainment = \"process-group\"\n",
+    )
+    .unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let mut server = Server::start_with(dir, |cmd| {
+        cmd.env("TOOLGATE_LAUNCH_PROBE", "from-toolgate");
+    });
+    server.initialize("2025-06-18");
+
+    let done = server.call(
+        1,
+        "run_shell",
+        json!({"command": "echo out; echo err >&2; echo \"zero=$0\"; pwd; echo \"env=$TOOLGATE_LAUNCH_PROBE\"; exit 3"}),
+    );
+    let out = text(&done);
+    assert_eq!(done["isError"], true, "{done}");
+    for want in [
+        "exit code 3",
+        "out",
+        "err",
+        "zero=bash",
+        "env=from-toolgate",
+    ] {
+        assert!(out.contains(want), "{want:?} missing: {out}");
+    }
+    assert!(out.contains(&root.display().to_string()), "{out}");
+
+    // Its own process group, stdin /dev/null, none of toolgate's descriptors (its epoll,
+    // eventfds, pidfds, sockets), no signal blocked and SIGPIPE not ignored.
+    let state = server.call(
+        2,
+        "run_shell",
+        json!({"command": "[ \"$(ps -o pgid= -p $$ | tr -d ' ')\" = \"$$\" ] && echo own-group; \
+                            echo \"stdin=$(readlink /proc/$$/fd/0)\"; ls -l /proc/$$/fd; \
+                            grep -E '^Sig(Blk|Ign)' /proc/self/status"}),
+    );
+    let out = text(&state);
+    assert_eq!(state["isError"], false, "{state}");
+    assert!(out.contains("own-group"), "{out}");
+    assert!(out.contains("stdin=/dev/null"), "{out}");
+    for inner in ["anon_inode", "socket:"] {
+        assert!(
+            !out.contains(inner),
+            "a toolgate descriptor reached the command: {out}"
+        );
+    }
+    let mask = |name: &str| {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{out}"));
+        u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
+    };
+    assert_eq!(mask("SigBlk:"), 0, "{out}");
+    assert_eq!(
+        mask("SigIgn:") & (1 << (13 - 1)),
+        0,
+        "SIGPIPE ignored: {out}"
+    );
+
+    // A timeout stops the command's group.
+    let marker = "43.1417";
+    let timed = server.call(
+        3,
+        "run_shell",
+        json!({"command": format!("sleep {marker}1 & sleep {marker}2"), "timeout_ms": 300}),
+    );
+    assert!(text(&timed).contains("timeout"), "{timed}");
+    assert_eq!(alive_with(&format!("sleep {marker}")), Vec::<u32>::new());
+
+    // The parent-death signal: a background command dies with the server.
+    let job = server.call(
+        4,
+        "run_shell",
+        json!({"command": format!("sleep {marker}3"), "background": true}),
+    );
+    assert_eq!(job["isError"], false, "{job}");
+    let deadline = Instant::now() + WAIT;
+    while alive_with(&format!("sleep {marker}3")).is_empty() {
+        assert!(Instant::now() < deadline, "the job starts");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let deadline = Instant::now() + WAIT;
+    while !alive_with(&format!("sleep {marker}3")).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the job outlived a SIGKILLed server"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn process_group_containment_enters_the_sandbox_before_exec() {
+    let dir = project();
+    let user = dir.path().join(".no-user-config/toolgate");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(
+        user.join("config.toml"),
+        "[shell]\ncontainment = \"process-group\"\nsandbox = \"read-only\"\n",
+    )
+    .unwrap();
+    let probe = dir.path().join("written");
+    let mut server = Server::start_in(dir);
+    server.initialize("2025-06-18");
+    let done = server.call(
+        1,
+        "run_shell",
+        json!({"command": "touch written; echo touch=$?; cat README.md"}),
+    );
+    let out = text(&done);
+    assert!(out.contains("touch=1"), "{out}");
+    assert!(out.contains("hello"), "reading still works: {out}");
+    assert!(!probe.exists(), "the read-only sandbox let a write through");
 }
