@@ -30,6 +30,12 @@
 //! can watch, without dying with toolgate): a `setsid` grandchild can then outlive its
 //! command and toolgate. [`current`] says which applies.
 //!
+//! In process groups, [`launch`] starts a `run_shell` command without copying toolgate's
+//! memory: `posix_spawn`-style (`CLONE_VM | CLONE_VFORK`, the child on a stack of its own
+//! until its `exec`), where `std`'s `Command` forks because it has pre-exec steps (issue 27).
+//! The relay cannot start that way: it outlives the start, and a process the command can see
+//! must not share toolgate's live memory.
+//!
 //! The optional sandbox (Landlock, seccomp and a read-only mount view; [`Sandbox`]) lives
 //! here too: commands and mounted servers both start through this crate. So does stopping
 //! them: [`ProcessGroup`] signals a command's group, gives it its grace, SIGKILLs and waits
