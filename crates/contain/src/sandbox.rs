@@ -335,7 +335,6 @@ impl Sandbox {
     }
 }
 
-/// `dir` made absolute against toolgate's working directory (as the relay changes to it).
 /// A sandbox ready to enter ([`Sandbox::armed`]): the mount view, the Landlock ruleset and
 /// the seccomp programs, all built before the start.
 #[cfg(target_os = "linux")]
@@ -387,6 +386,7 @@ impl Armed {
     }
 }
 
+/// `dir` made absolute against toolgate's working directory (as the relay changes to it).
 fn absolute_cwd(dir: Option<&Path>) -> Option<CString> {
     let here = std::env::current_dir().ok();
     let dir = match (dir, here) {
