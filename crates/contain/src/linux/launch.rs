@@ -30,15 +30,9 @@ use std::sync::{Mutex, OnceLock};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
-use super::split::vfork_on;
+use super::split::{STACK_MAPPING, map_stack, vfork_on};
 use super::{RESETTABLE, errno};
 use crate::sandbox::Armed;
-
-/// The child's stack: its deepest path is the sandbox's mount view (small buffers).
-const STACK: usize = 64 * 1024;
-/// A page without access under the stack, so an overflow faults instead of writing
-/// elsewhere in toolgate's memory.
-const GUARD: usize = 4096;
 
 /// Whether this kernel has what [`launch`] needs (pidfds, Linux 5.3), checked once.
 pub(crate) fn available() -> bool {
@@ -369,39 +363,24 @@ fn high(fd: OwnedFd) -> io::Result<OwnedFd> {
     }
 }
 
-/// The child's stack: an anonymous mapping with a guard page under it.
+/// The child's stack ([`map_stack`]), unmapped when dropped.
 struct Stack(*mut libc::c_void);
 
 impl Stack {
     fn new() -> io::Result<Self> {
-        // SAFETY: a fresh anonymous mapping; the guard page is inside it.
-        unsafe {
-            let base = libc::mmap(
-                std::ptr::null_mut(),
-                STACK + GUARD,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                -1,
-                0,
-            );
-            if base == libc::MAP_FAILED {
-                return Err(io::Error::last_os_error());
-            }
-            libc::mprotect(base, GUARD, libc::PROT_NONE);
-            Ok(Self(base))
-        }
+        map_stack().map(Self).map_err(io::Error::from_raw_os_error)
     }
 
     /// The top of the stack (16-byte aligned: the mapping is page-aligned).
     fn top(&self) -> *mut u8 {
         // SAFETY: one past the end of the mapping.
-        unsafe { self.0.cast::<u8>().add(STACK + GUARD) }
+        unsafe { self.0.cast::<u8>().add(STACK_MAPPING) }
     }
 }
 
 impl Drop for Stack {
     fn drop(&mut self) {
         // SAFETY: our own mapping; the child that used it has exec'd or exited.
-        unsafe { libc::munmap(self.0, STACK + GUARD) };
+        unsafe { libc::munmap(self.0, STACK_MAPPING) };
     }
 }

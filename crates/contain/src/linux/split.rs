@@ -43,6 +43,32 @@ const STACK: usize = 64 * 1024;
 /// elsewhere.
 const GUARD: usize = 4096;
 
+/// Bytes of a stack mapping from [`map_stack`], its guard page included.
+#[cfg(target_arch = "x86_64")]
+pub(super) const STACK_MAPPING: usize = STACK + GUARD;
+
+/// A fresh stack for a child: an anonymous mapping of [`STACK_MAPPING`] bytes whose lowest
+/// page has no access. Its base, or the errno. Two system calls, nothing allocated.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn map_stack() -> Result<*mut libc::c_void, libc::c_int> {
+    // SAFETY: a fresh anonymous mapping; the guard page is inside it.
+    unsafe {
+        let base = libc::mmap(
+            std::ptr::null_mut(),
+            STACK_MAPPING,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        );
+        if base == libc::MAP_FAILED {
+            return Err(super::errno());
+        }
+        libc::mprotect(base, GUARD, libc::PROT_NONE);
+        Ok(base)
+    }
+}
+
 /// Starts a child that shares what `share` says and returns 0 in it; the parent never
 /// returns but runs `then(child_pid, arg)` on a stack of its own. A negative errno when
 /// the child cannot be started (the caller's stack is untouched then).
@@ -58,21 +84,10 @@ pub(super) unsafe fn split(share: Share, then: Then, arg: usize) -> libc::c_long
         Share::UntilExec => libc::CLONE_VM | libc::CLONE_VFORK,
     } as usize
         | libc::SIGCHLD as usize;
-    // SAFETY: a fresh anonymous mapping; the guard page is inside it.
-    let top = unsafe {
-        let base = libc::mmap(
-            std::ptr::null_mut(),
-            STACK + GUARD,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-            -1,
-            0,
-        );
-        if base == libc::MAP_FAILED {
-            return -libc::c_long::from(super::errno());
-        }
-        libc::mprotect(base, GUARD, libc::PROT_NONE);
-        base.cast::<u8>().add(STACK + GUARD)
+    let top = match map_stack() {
+        // SAFETY: one past the end of the fresh mapping.
+        Ok(base) => unsafe { base.cast::<u8>().add(STACK_MAPPING) },
+        Err(errno) => return -libc::c_long::from(errno),
     };
     let ret: libc::c_long;
     // SAFETY: clone(flags, stack = 0: the child goes on on this stack, no tids, no TLS).
