@@ -62,6 +62,14 @@ pub fn toolgate(dir: &Path) -> Command {
     cmd
 }
 
+/// Writes the user config of a test run in `dir` (a user layer: [`toolgate`] points
+/// `XDG_CONFIG_HOME` at `.no-user-config`).
+pub fn user_config(dir: &Path, text: &str) {
+    let user = dir.join(".no-user-config/toolgate");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(user.join("config.toml"), text).unwrap();
+}
+
 /// Where `toolgate run` in `dir` saves transcripts: the one project folder under the test
 /// home's data folder (`<dir>/.no-home/.local/share/toolgate/sessions/<key>`).
 pub fn sessions_dir(dir: &Path) -> std::path::PathBuf {

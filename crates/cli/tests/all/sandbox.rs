@@ -12,14 +12,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::{project, toolgate};
-
-/// Writes the user config (a user layer: `XDG_CONFIG_HOME` is `.no-user-config`).
-fn user_config(dir: &Path, text: &str) {
-    let user = dir.join(".no-user-config/toolgate");
-    std::fs::create_dir_all(&user).unwrap();
-    std::fs::write(user.join("config.toml"), text).unwrap();
-}
+use crate::{project, toolgate, user_config};
 
 /// Runs `command` with `toolgate call run_shell` under `config`; its text result.
 fn shell(dir: &Path, config: &str, command: &str) -> String {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::{project, toolgate};
+use crate::{project, toolgate, user_config};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -658,15 +658,12 @@ fn sigkill_of_the_server_leaves_no_process_behind() {
     // parent-death signal. In the PID namespace they die with its init.
     let marker = "41.0625";
     let dir = project();
-    let user = dir.path().join(".no-user-config/toolgate");
-    std::fs::create_dir_all(&user).unwrap();
-    std::fs::write(
-        user.join("config.toml"),
-        format!(
+    user_config(
+        dir.path(),
+        &format!(
             "[mcp_servers.spawner]\ncommand = \"sh\"\nargs = [\"-c\", \"setsid sleep {marker}5 & exec sleep {marker}6\"]\nstartup_timeout_sec = 60\n"
         ),
-    )
-    .unwrap();
+    );
     let mut server = Server::start_in(dir);
     server.initialize("2025-06-18");
     let job = server.call(
@@ -897,13 +894,10 @@ done
 /// Serves `dir` with the user config `config` (a grace far longer than the tests' own wait:
 /// a list that waited for a starting server would hang them).
 fn serve_with_servers(dir: tempfile::TempDir, servers: &str) -> Server {
-    let user = dir.path().join(".no-user-config/toolgate");
-    std::fs::create_dir_all(&user).unwrap();
-    std::fs::write(
-        user.join("config.toml"),
-        format!("[mcp]\nfirst_list_grace_ms = 600000\n\n{servers}"),
-    )
-    .unwrap();
+    user_config(
+        dir.path(),
+        &format!("[mcp]\nfirst_list_grace_ms = 600000\n\n{servers}"),
+    );
     let mut server = Server::start_in(dir);
     server.initialize("2025-06-18");
     server
@@ -987,13 +981,7 @@ fn process_group_containment_starts_commands_like_a_fork_did() {
     // style, sharing toolgate's memory until its exec; everything a forked start gave it
     // must still hold.
     let dir = project();
-    let user = dir.path().join(".no-user-config/toolgate");
-    std::fs::create_dir_all(&user).unwrap();
-    std::fs::write(
-        user.join("config.toml"),
-        "[shell]\ncontainment = \"process-group\"\n",
-    )
-    .unwrap();
+    user_config(dir.path(), "[shell]\ncontainment = \"process-group\"\n");
     let root = dir.path().canonicalize().unwrap();
     let mut server = Server::start_with(dir, |cmd| {
         cmd.env("TOOLGATE_LAUNCH_PROBE", "from-toolgate");
@@ -1088,13 +1076,10 @@ fn process_group_containment_starts_commands_like_a_fork_did() {
 #[test]
 fn process_group_containment_enters_the_sandbox_before_exec() {
     let dir = project();
-    let user = dir.path().join(".no-user-config/toolgate");
-    std::fs::create_dir_all(&user).unwrap();
-    std::fs::write(
-        user.join("config.toml"),
+    user_config(
+        dir.path(),
         "[shell]\ncontainment = \"process-group\"\nsandbox = \"read-only\"\n",
-    )
-    .unwrap();
+    );
     let probe = dir.path().join("written");
     let mut server = Server::start_in(dir);
     server.initialize("2025-06-18");
