@@ -384,3 +384,65 @@ impl Drop for Stack {
         unsafe { libc::munmap(self.0, STACK_MAPPING) };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+
+    /// Everything the pipe holds until the child closes it.
+    fn drain(fd: OwnedFd) -> String {
+        let mut text = String::new();
+        std::io::PipeReader::from(fd)
+            .read_to_string(&mut text)
+            .unwrap();
+        text
+    }
+
+    fn start(argv: &[&str], cwd: &Path) -> io::Result<(Started, OwnedFd, OwnedFd)> {
+        let argv: Vec<&OsStr> = argv.iter().map(OsStr::new).collect();
+        launch(Path::new("/bin/sh"), &argv, cwd, None)
+    }
+
+    #[test]
+    fn this_kernel_can_launch() {
+        // CI runs on Linux 5.3 or later: without pidfds every start would fork again.
+        assert!(available());
+    }
+
+    #[tokio::test]
+    async fn a_launched_program_runs_in_its_folder_and_its_exit_is_reported() {
+        let dir = fs_err::canonicalize(std::env::temp_dir()).unwrap();
+        let (mut started, stdout, stderr) = start(
+            &["sh", "-c", "echo \"$0 $(pwd)\"; echo e >&2; exit 7"],
+            &dir,
+        )
+        .unwrap();
+        assert_eq!(drain(stdout).trim(), format!("sh {}", dir.display()));
+        assert_eq!(drain(stderr), "e\n");
+        assert_eq!(started.wait().await.unwrap().code(), Some(7));
+        // The status is kept: a second wait answers at once.
+        assert_eq!(started.wait().await.unwrap().code(), Some(7));
+
+        let (mut started, _, _) = start(&["sh", "-c", "kill -TERM $$"], &dir).unwrap();
+        assert_eq!(started.wait().await.unwrap().signal(), Some(libc::SIGTERM));
+    }
+
+    #[tokio::test]
+    async fn a_start_that_fails_says_why() {
+        let missing = Path::new("/nonexistent-toolgate-folder");
+        let e = start(&["sh", "-c", "true"], missing).err().unwrap();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
+        let argv = [OsStr::new("x")];
+        let e = launch(
+            Path::new("/nonexistent-program"),
+            &argv,
+            Path::new("/"),
+            None,
+        )
+        .err()
+        .unwrap();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
+    }
+}
