@@ -199,17 +199,29 @@ pub fn launch(
 ) -> Option<Result<(Started, std::os::fd::OwnedFd, std::os::fd::OwnedFd), LaunchError>> {
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     {
-        if !matches!(current(), Containment::ProcessGroup { .. }) || !linux::launch::available() {
-            return None;
+        match current() {
+            // Unsandboxed commands start through the namespace's spawner; the sandbox's
+            // prepared state lives in toolgate's memory, so those keep the forked relay.
+            Containment::Namespace { .. } => {
+                if !sandbox.is_off() || !linux::spawner::available() {
+                    return None;
+                }
+                Some(linux::spawner::spawn(program, argv, cwd).map_err(LaunchError::Start))
+            }
+            Containment::ProcessGroup { .. } => {
+                if !linux::launch::available() {
+                    return None;
+                }
+                let armed = match sandbox.is_off() {
+                    true => None,
+                    false => match sandbox.check().and_then(|()| sandbox.armed(Some(cwd))) {
+                        Ok(armed) => Some(armed),
+                        Err(e) => return Some(Err(LaunchError::Sandbox(e))),
+                    },
+                };
+                Some(linux::launch::launch(program, argv, cwd, armed).map_err(LaunchError::Start))
+            }
         }
-        let armed = match sandbox.is_off() {
-            true => None,
-            false => match sandbox.check().and_then(|()| sandbox.armed(Some(cwd))) {
-                Ok(armed) => Some(armed),
-                Err(e) => return Some(Err(LaunchError::Sandbox(e))),
-            },
-        };
-        Some(linux::launch::launch(program, argv, cwd, armed).map_err(LaunchError::Start))
     }
     #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
     {

@@ -19,6 +19,8 @@ use crate::Containment;
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod launch;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod spawner;
 mod split;
 mod supervisor;
 
@@ -31,6 +33,8 @@ struct Namespace {
     pid: OwnedFd,
     /// Inode of the PID namespace.
     id: u64,
+    /// toolgate's end of the spawner's socket (see `spawner`).
+    spawner: Option<OwnedFd>,
 }
 
 static NAMESPACE: OnceLock<Namespace> = OnceLock::new();
@@ -64,8 +68,8 @@ pub(crate) fn start() -> Result<bool, String> {
     std::thread::Builder::new()
         .name("toolgate-contain".to_owned())
         .spawn(move || match fork_keeper(user) {
-            Ok((keeper, init)) => {
-                let _ = tx.send(Ok(init));
+            Ok((keeper, init, spawner)) => {
+                let _ = tx.send(Ok((init, spawner)));
                 let status = wait_for(keeper);
                 if ALIVE.swap(false, Ordering::AcqRel) {
                     tracing::error!(
@@ -82,7 +86,7 @@ pub(crate) fn start() -> Result<bool, String> {
             }
         })
         .map_err(|e| format!("cannot start a thread: {e}"))?;
-    let init = rx
+    let (init, spawner) = rx
         .recv_timeout(START_LIMIT + Duration::from_secs(1))
         .map_err(|_| "the namespace keeper did not answer".to_owned())??;
     let open = |kind: &str| -> Result<OwnedFd, String> {
@@ -99,6 +103,7 @@ pub(crate) fn start() -> Result<bool, String> {
         mnt: open("mnt")?,
         pid,
         id,
+        spawner,
     };
     if NAMESPACE.set(namespace).is_err() {
         return Err("containment was started twice".to_owned());
@@ -127,8 +132,9 @@ fn ending(status: i32) -> String {
     }
 }
 
-/// Forks the keeper and waits for its report; returns the keeper's and the init's pids.
-fn fork_keeper(user: bool) -> Result<(libc::pid_t, libc::pid_t), String> {
+/// Forks the keeper and waits for its report; returns the keeper's and the init's pids and
+/// toolgate's end of the spawner's socket (none where the spawner is not built).
+fn fork_keeper(user: bool) -> Result<(libc::pid_t, libc::pid_t, Option<OwnedFd>), String> {
     // SAFETY: these calls have no preconditions.
     let (uid, gid, parent) = unsafe { (libc::geteuid(), libc::getegid(), libc::getpid()) };
     let uid_map = format!("{uid} {uid} 1\n").into_bytes();
@@ -143,6 +149,14 @@ fn fork_keeper(user: bool) -> Result<(libc::pid_t, libc::pid_t), String> {
     }
     // SAFETY: pipe2 just returned these descriptors and nothing else owns them.
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    #[cfg(target_arch = "x86_64")]
+    let (spawner, served) = match spawner::socket_pair() {
+        Ok((ours, theirs)) => (Some(ours), Some(theirs)),
+        Err(_) => (None, None),
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let (spawner, served): (Option<OwnedFd>, Option<OwnedFd>) = (None, None);
+    let served_fd = served.as_ref().map_or(-1, AsRawFd::as_raw_fd);
     // SAFETY: the child runs only async-signal-safe calls (keeper_main) and never returns.
     let keeper = unsafe { libc::fork() };
     if keeper < 0 {
@@ -158,12 +172,13 @@ fn fork_keeper(user: bool) -> Result<(libc::pid_t, libc::pid_t), String> {
                 user,
                 &uid_map,
                 &gid_map,
+                served_fd,
             )
         }
     }
-    drop(write);
+    drop((write, served));
     match read_reports(&read) {
-        Ok(init) => Ok((keeper, init)),
+        Ok(init) => Ok((keeper, init, spawner)),
         Err(e) => {
             // SAFETY: signalling and reaping our own child.
             unsafe { libc::kill(keeper, libc::SIGKILL) };
@@ -341,6 +356,7 @@ unsafe fn keeper_main(
     user: bool,
     uid_map: &[u8],
     gid_map: &[u8],
+    spawner: i32,
 ) -> ! {
     // SAFETY: in a freshly forked child; async-signal-safe calls only.
     unsafe {
@@ -384,6 +400,12 @@ unsafe fn keeper_main(
             init_main(write);
         }
         send(write, MSG_INIT_PID, 0, init);
+        #[cfg(target_arch = "x86_64")]
+        if spawner >= 0 {
+            spawner::serve(spawner, init);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = spawner;
         close_from(0);
         let mut status = 0;
         while libc::waitpid(init, &mut status, 0) == -1 && errno() == libc::EINTR {}
@@ -558,12 +580,22 @@ unsafe fn block_all() {
 /// pipe, waits for the report and exits with the command's status (re-raising its
 /// signal). It shares its memory with the supervisor, so raw system calls only.
 unsafe extern "C" fn relay_wait(_supervisor: libc::c_long, fds: usize) -> ! {
-    use libc::{SYS_close, SYS_close_range, SYS_dup3, SYS_prctl, SYS_read};
     let read = fds & 0xffff_ffff;
     let write = fds >> 32;
+    // SAFETY: raw system calls on our own descriptors.
+    unsafe {
+        sys(libc::SYS_close, write, 0, 0, 0);
+        relay_exit(read)
+    }
+}
+
+/// The relay's last part: closes everything but `read`, the report's pipe, waits for the
+/// report and exits with the command's status (re-raising its signal). Raw system calls
+/// only: the relay shares its memory with the supervisor, or with toolgate (`spawner`).
+unsafe fn relay_exit(read: usize) -> ! {
+    use libc::{SYS_close, SYS_close_range, SYS_dup3, SYS_prctl, SYS_read};
     // SAFETY: raw system calls on our own descriptors and on buffers on this stack.
     unsafe {
-        sys(SYS_close, write, 0, 0, 0);
         sys(
             SYS_prctl,
             libc::PR_SET_NAME as usize,
@@ -611,7 +643,9 @@ unsafe extern "C" fn relay_wait(_supervisor: libc::c_long, fds: usize) -> ! {
 }
 
 /// Dies of `signal` (without a core dump, the command made one if any), in raw system
-/// calls: the default action back, the mask emptied, the signal sent to ourselves.
+/// calls: the default action back, that signal alone unblocked (any other still pending
+/// must not reach a handler of toolgate's, whose memory the relay may share), the signal
+/// sent to ourselves.
 unsafe fn reraise(signal: i32) {
     use libc::{SYS_getpid, SYS_kill, SYS_prlimit64, SYS_rt_sigaction, SYS_rt_sigprocmask};
     let Ok(number) = usize::try_from(signal) else {
@@ -624,7 +658,13 @@ unsafe fn reraise(signal: i32) {
     // The kernel's sigaction, all zero: SIG_DFL, no flags, an empty mask (large enough
     // for every architecture's layout).
     let default = [0usize; 4];
-    let empty = 0u64;
+    let Some(only) = number
+        .checked_sub(1)
+        .filter(|bit| *bit < 64)
+        .map(|bit| 1u64 << bit)
+    else {
+        return;
+    };
     // SAFETY: raw system calls on buffers on this stack.
     unsafe {
         sys(
@@ -637,8 +677,8 @@ unsafe fn reraise(signal: i32) {
         sys(SYS_rt_sigaction, number, default.as_ptr() as usize, 0, 8);
         sys(
             SYS_rt_sigprocmask,
-            libc::SIG_SETMASK as usize,
-            &raw const empty as usize,
+            libc::SIG_UNBLOCK as usize,
+            &raw const only as usize,
             0,
             8,
         );
@@ -649,7 +689,12 @@ unsafe fn reraise(signal: i32) {
 
 /// The inner pid of the command under `leader` (the relay): relay → supervisor → command.
 pub(crate) fn inner_pid_of_command(leader: i32) -> Option<i32> {
-    let supervisor = first_child(leader)?;
+    // A relay started for the spawner has no child: its supervisor is the spawner's.
+    #[cfg(target_arch = "x86_64")]
+    let known = spawner::supervisor_of(leader);
+    #[cfg(not(target_arch = "x86_64"))]
+    let known = None;
+    let supervisor = known.or_else(|| first_child(leader))?;
     inner_pid(first_child(supervisor)?)
 }
 

@@ -148,3 +148,136 @@ fn group_of(pid: i32) -> Option<i32> {
         .parse()
         .ok()
 }
+
+/// Starts `sh -c script` in `cwd` through [`toolgate_contain::launch`] (inside the namespace:
+/// the spawner, issue 27) and returns it with everything it wrote.
+fn launched(script: &str, cwd: &std::path::Path) -> (toolgate_contain::Started, String, String) {
+    let argv = [
+        std::ffi::OsStr::new("sh"),
+        std::ffi::OsStr::new("-c"),
+        std::ffi::OsStr::new(script),
+    ];
+    let sandbox = toolgate_contain::Sandbox::default();
+    let (started, stdout, stderr) =
+        toolgate_contain::launch(std::path::Path::new("/bin/sh"), &argv, cwd, &sandbox)
+            .expect("no launch here: the namespace must start commands through its spawner")
+            .unwrap();
+    let read = |fd: std::os::fd::OwnedFd| {
+        use std::io::Read;
+        let mut text = String::new();
+        std::io::PipeReader::from(fd)
+            .read_to_string(&mut text)
+            .unwrap();
+        text
+    };
+    (started, read(stdout), read(stderr))
+}
+
+#[tokio::test]
+async fn the_spawner_starts_commands_in_the_namespace_as_the_relay_did() {
+    let dir = fs_err::canonicalize(std::env::temp_dir()).unwrap();
+    let script = "echo $$; pwd; ls /proc | grep -c '^[0-9]'; ls /proc/self/fd | tr '\\n' ' '; \
+                  echo; ps -o pgid= -p $$; echo \"$PATH\"; cat; echo e >&2; exit 7";
+    let (mut started, out, err) = launched(script, &dir);
+    let lines: Vec<&str> = out.lines().collect();
+    let pid: i32 = lines[0].parse().unwrap();
+    assert!(pid > 1, "the command is not the namespace's init: {out}");
+    assert_eq!(lines[1], dir.display().to_string(), "{out}");
+    let visible: usize = lines[2].parse().unwrap();
+    assert!(visible < 20, "the command sees the host's /proc: {out}");
+    // stdin, stdout, stderr and `ls`'s own directory: nothing of toolgate's or the spawner's.
+    assert_eq!(lines[3].trim(), "0 1 2 3", "{out}");
+    // The relay's group, outside the namespace: it reads as 0 inside (as with the relay).
+    assert_eq!(lines[4].trim(), "0", "{out}");
+    assert_eq!(lines[5], std::env::var("PATH").unwrap_or_default(), "{out}");
+    assert_eq!(lines.len(), 6, "stdin is not /dev/null: {out}");
+    assert_eq!(err, "e\n");
+    assert_eq!(started.wait().await.unwrap().code(), Some(7));
+
+    // Models see the pid a running command sees, and it maps back to a host pid in the
+    // relay's group.
+    let argv = ["sh", "-c", "echo $$; exec sleep 60"].map(std::ffi::OsStr::new);
+    let sandbox = toolgate_contain::Sandbox::default();
+    let (mut started, stdout, _) =
+        toolgate_contain::launch(std::path::Path::new("/bin/sh"), &argv, &dir, &sandbox)
+            .unwrap()
+            .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(std::io::PipeReader::from(stdout)),
+        &mut first,
+    )
+    .unwrap();
+    let inner: i32 = first.trim().parse().unwrap();
+    assert_eq!(toolgate_contain::visible_pid(started.id()), inner);
+    let host = toolgate_contain::host_pid(inner).unwrap();
+    assert_eq!(group_of(host), Some(started.id()));
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", started.id())])
+        .status();
+    assert_eq!(started.wait().await.unwrap().signal(), Some(libc::SIGKILL));
+
+    let (mut started, _, _) = launched("kill -TERM $$; sleep 5", &dir);
+    assert_eq!(started.wait().await.unwrap().signal(), Some(libc::SIGTERM));
+}
+
+#[tokio::test]
+async fn a_spawner_start_that_fails_says_why_and_the_next_one_runs() {
+    let argv = [std::ffi::OsStr::new("sh")];
+    let sandbox = toolgate_contain::Sandbox::default();
+    let start = |program: &str, cwd: &str| {
+        toolgate_contain::launch(
+            std::path::Path::new(program),
+            &argv,
+            std::path::Path::new(cwd),
+            &sandbox,
+        )
+        .expect("no launch here")
+        .err()
+        .expect("a start that cannot work started")
+    };
+    for e in [
+        start("/bin/sh", "/nonexistent-toolgate-folder"),
+        start("/nonexistent/toolgate-test-program", "/"),
+    ] {
+        let toolgate_contain::LaunchError::Start(e) = e else {
+            panic!("{e}")
+        };
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
+    }
+    let (mut started, out, _) = launched("echo ok; exit 3", std::path::Path::new("/"));
+    assert_eq!(out, "ok\n");
+    assert_eq!(started.wait().await.unwrap().code(), Some(3));
+}
+
+#[tokio::test]
+async fn nothing_that_left_the_group_outlives_a_spawned_command() {
+    let marker = format!("2{}.75", std::process::id());
+    let script = format!(
+        "exec >/dev/null 2>&1; \
+         setsid -f sleep {marker}1; (setsid sleep {marker}2 &); (set -m; sleep {marker}3 &); \
+         sleep {marker}6 & \
+         until [ $(ps -e -o args | grep -c '^sleep {marker}') -ge 4 ]; do sleep 0.01; done"
+    );
+    let (mut started, _, _) = launched(&script, std::path::Path::new("/"));
+    let group = started.id();
+    let status = started.wait().await.unwrap();
+    assert!(status.success(), "{status:?}");
+    let left = alive_with(&format!("sleep {marker}"));
+    let outside: Vec<i32> = left
+        .iter()
+        .copied()
+        .filter(|&pid| group_of(pid) != Some(group))
+        .collect();
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", "--", &format!("-{group}")])
+        .status();
+    assert!(
+        outside.is_empty(),
+        "left running outside the group: {outside:?}"
+    );
+    assert!(
+        !left.is_empty(),
+        "the in-group sleeps are the caller's to stop"
+    );
+}

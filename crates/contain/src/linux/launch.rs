@@ -30,7 +30,7 @@ use std::sync::{Mutex, OnceLock};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
-use super::split::{STACK_MAPPING, map_stack, vfork_on};
+use super::split::{STACK_MAPPING, Share, clone_on, map_stack};
 use super::{RESETTABLE, errno};
 use crate::sandbox::Armed;
 
@@ -74,6 +74,9 @@ pub struct Started {
     pid: i32,
     pidfd: AsyncFd<OwnedFd>,
     status: Option<ExitStatus>,
+    /// The stack of a leader that runs in toolgate's memory until it exits (the
+    /// namespace's relay, see `spawner`): unmapped once the leader is reaped.
+    stack: Option<Stack>,
 }
 
 impl Started {
@@ -91,9 +94,33 @@ impl Started {
             }
             let mut ready = self.pidfd.readable().await?;
             match reap(self.pidfd.get_ref())? {
-                Some(status) => self.status = Some(status),
+                Some(status) => {
+                    self.status = Some(status);
+                    self.reaped();
+                }
                 None => ready.clear_ready(),
             }
+        }
+    }
+}
+
+impl Started {
+    /// A leader started elsewhere in this module tree, waited for through `pidfd`.
+    pub(super) fn new(pid: i32, pidfd: OwnedFd, stack: Option<Stack>) -> io::Result<Self> {
+        // SAFETY: the `AsyncFd` owns the descriptor and keeps it open as long as it lives.
+        let pidfd = unsafe { AsyncFd::register_with_interest(pidfd, Interest::READABLE) }?;
+        Ok(Self {
+            pid,
+            pidfd,
+            status: None,
+            stack,
+        })
+    }
+
+    /// The leader is reaped: its stack is free and its supervisor forgotten.
+    fn reaped(&mut self) {
+        if self.stack.take().is_some() {
+            super::spawner::forget(self.pid);
         }
     }
 }
@@ -109,24 +136,33 @@ impl Drop for Started {
             libc::syscall(libc::SYS_pidfd_send_signal, fd, libc::SIGKILL, 0, 0);
         }
         if let Ok(Some(_)) = reap(self.pidfd.get_ref()) {
+            self.reaped();
             return;
         }
-        // Not gone yet: reaped by a later start.
+        // Not gone yet: reaped by a later start (its stack stays mapped until then).
         let Ok(pidfd) = self.pidfd.get_ref().try_clone() else {
+            // Without a descriptor to reap it by, the stack must stay mapped for good.
+            std::mem::forget(self.stack.take());
             return;
         };
+        if self.stack.is_some() {
+            super::spawner::forget(self.pid);
+        }
         if let Ok(mut orphans) = ORPHANS.lock() {
-            orphans.push(pidfd);
+            orphans.push((pidfd, self.stack.take()));
+        } else {
+            std::mem::forget(self.stack.take());
         }
     }
 }
 
-/// Pidfds of children dropped before they were reaped.
-static ORPHANS: Mutex<Vec<OwnedFd>> = Mutex::new(Vec::new());
+/// Pidfds of children dropped before they were reaped, with the stack a relay runs on.
+static ORPHANS: Mutex<Vec<(OwnedFd, Option<Stack>)>> = Mutex::new(Vec::new());
 
-fn reap_orphans() {
+/// Reaps the children dropped before they exited (their stacks are unmapped with them).
+pub(super) fn reap_orphans() {
     if let Ok(mut orphans) = ORPHANS.lock() {
-        orphans.retain(|fd| !matches!(reap(fd), Ok(Some(_)) | Err(_)));
+        orphans.retain(|(fd, _)| !matches!(reap(fd), Ok(Some(_)) | Err(_)));
     }
 }
 
@@ -229,7 +265,12 @@ pub(crate) fn launch(
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let pid = vfork_on(stack.top(), child_main, &raw mut prepared as usize);
+        let pid = clone_on(
+            Share::UntilExec,
+            stack.top(),
+            child_main,
+            &raw mut prepared as usize,
+        );
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
         pid
     };
@@ -256,14 +297,7 @@ pub(crate) fn launch(
     }
     // SAFETY: a fresh descriptor we own.
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as libc::c_int) };
-    // SAFETY: the `AsyncFd` owns the descriptor and keeps it open as long as it lives.
-    let pidfd = unsafe { AsyncFd::register_with_interest(pidfd, Interest::READABLE) }?;
-    let started = Started {
-        pid,
-        pidfd,
-        status: None,
-    };
-    Ok((started, out_read, err_read))
+    Ok((Started::new(pid, pidfd, None)?, out_read, err_read))
 }
 
 /// Reaps a child known to have exited (a failed start).
@@ -334,7 +368,7 @@ impl Prepared {
 }
 
 /// A pipe, both ends close-on-exec and at descriptor 3 or higher.
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+pub(super) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 into a local array; the descriptors are ours.
     unsafe {
@@ -364,15 +398,19 @@ fn high(fd: OwnedFd) -> io::Result<OwnedFd> {
 }
 
 /// The child's stack ([`map_stack`]), unmapped when dropped.
-struct Stack(*mut libc::c_void);
+#[derive(Debug)]
+pub(super) struct Stack(*mut libc::c_void);
+
+// SAFETY: a plain mapping; only its owner unmaps it (after the child using it is done).
+unsafe impl Send for Stack {}
 
 impl Stack {
-    fn new() -> io::Result<Self> {
+    pub(super) fn new() -> io::Result<Self> {
         map_stack().map(Self).map_err(io::Error::from_raw_os_error)
     }
 
     /// The top of the stack (16-byte aligned: the mapping is page-aligned).
-    fn top(&self) -> *mut u8 {
+    pub(super) fn top(&self) -> *mut u8 {
         // SAFETY: one past the end of the mapping.
         unsafe { self.0.cast::<u8>().add(STACK_MAPPING) }
     }

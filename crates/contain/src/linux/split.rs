@@ -182,26 +182,34 @@ pub(super) unsafe fn sys(nr: libc::c_long, a: usize, b: usize, c: usize, d: usiz
 }
 
 /// Starts `child(arg)` on the stack ending at `stack_top` (16-byte aligned) in a process
-/// that shares this one's memory, and sleeps until it has called `exec` or exited
-/// (`CLONE_VM | CLONE_VFORK`, what `posix_spawn` does): nothing of toolgate is copied.
-/// Returns the child's pid or a negative errno.
+/// that shares this one's memory: nothing of toolgate is copied. With
+/// [`Share::UntilExec`] the caller sleeps until the child has called `exec` or exited
+/// (`CLONE_VM | CLONE_VFORK`, what `posix_spawn` does); with [`Share::Memory`] both run on
+/// side by side (the namespace's relay, which only waits for a report and exits). Returns
+/// the child's pid or a negative errno.
 ///
 /// # Safety
-/// Every signal blocked in the calling thread. `child` must never return, must end in
-/// `exec` or `_exit`, and until then may only touch its own stack and memory nothing else
-/// uses while the caller sleeps: the other threads of toolgate run on beside it.
+/// Every signal blocked in the calling thread. `child` must never return and must end in
+/// `exec` or `_exit`; until then it may only touch its own stack and memory nothing else
+/// uses, and (it shares the caller's thread-local `errno`) make raw system calls only
+/// ([`sys`]) unless the caller sleeps: the other threads of toolgate run on beside it.
 #[cfg(target_arch = "x86_64")]
-pub(super) unsafe fn vfork_on(
+pub(super) unsafe fn clone_on(
+    share: Share,
     stack_top: *mut u8,
     child: unsafe extern "C" fn(usize) -> !,
     arg: usize,
 ) -> libc::c_long {
-    let flags = (libc::CLONE_VM | libc::CLONE_VFORK) as usize | libc::SIGCHLD as usize;
+    let flags = match share {
+        Share::Memory => libc::CLONE_VM,
+        Share::UntilExec => libc::CLONE_VM | libc::CLONE_VFORK,
+    } as usize
+        | libc::SIGCHLD as usize;
     let ret: libc::c_long;
     // SAFETY: clone(flags, stack_top, no tids, no TLS). In the child (rax 0) the stack is
     // the new one and the registers are the parent's, so `arg` and `child` are at hand;
     // `call` leaves the alignment `child` expects and `child` never returns. The parent
-    // goes on after the child's exec or exit, its own stack untouched.
+    // goes on (after the child's exec or exit, with `UntilExec`), its own stack untouched.
     unsafe {
         std::arch::asm!(
             "syscall",
