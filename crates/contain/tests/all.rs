@@ -233,8 +233,7 @@ async fn a_spawner_start_that_fails_says_why_and_the_next_one_runs() {
             &sandbox,
         )
         .expect("no launch here")
-        .err()
-        .expect("a start that cannot work started")
+        .expect_err("a start that cannot work started")
     };
     for e in [
         start("/bin/sh", "/nonexistent-toolgate-folder"),

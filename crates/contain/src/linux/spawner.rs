@@ -37,8 +37,8 @@ use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
 use super::launch::{Stack, Started, pipe, reap_orphans};
-use super::split::{Share, clone_on, sys};
-use super::{errno, fd_bits};
+use super::split::{STACK_MAPPING, Share, clone_on, map_stack, sys};
+use super::{RESETTABLE, block_all, errno, fd_bits};
 
 /// Descriptors a request carries, in this order.
 const MEMFD: usize = 0;
@@ -391,6 +391,7 @@ pub(super) unsafe fn serve(socket: libc::c_int, init: libc::pid_t) -> ! {
         libc::sigaddset(&mut chld, libc::SIGCHLD);
         libc::sigprocmask(libc::SIG_BLOCK, &chld, std::ptr::null_mut());
         let children = libc::signalfd(-1, &chld, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
+        let Some(table) = table() else { libc::_exit(1) };
         let mut polls = [
             libc::pollfd {
                 fd: socket,
@@ -418,14 +419,14 @@ pub(super) unsafe fn serve(socket: libc::c_int, init: libc::pid_t) -> ! {
                 let mut status = 0;
                 match libc::waitpid(-1, &mut status, libc::WNOHANG) {
                     pid if pid == init => libc::_exit(0),
-                    pid if pid > 0 => {}
+                    pid if pid > 0 => release(table, pid),
                     _ if errno() == libc::EINTR => {}
                     _ => break,
                 }
             }
             let revents = polls[0].revents;
             if revents & libc::POLLIN != 0 {
-                if !receive(socket) {
+                if !receive(socket, table) {
                     polls[0].fd = -1;
                 }
             } else if revents != 0 {
@@ -437,7 +438,7 @@ pub(super) unsafe fn serve(socket: libc::c_int, init: libc::pid_t) -> ! {
 }
 
 /// Receives and serves one request; `false` when toolgate has closed the socket.
-unsafe fn receive(socket: libc::c_int) -> bool {
+unsafe fn receive(socket: libc::c_int, table: &mut [Slot]) -> bool {
     let mut header = [0u8; 4];
     let mut control = [0u64; 8];
     // SAFETY: recvmsg into buffers on this stack; received descriptors are close-on-exec.
@@ -478,7 +479,7 @@ unsafe fn receive(socket: libc::c_int) -> bool {
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
         if n as usize == header.len() && count == CARRIED && msg.msg_flags & libc::MSG_CTRUNC == 0 {
-            start(i32::from_le_bytes(header), &fds);
+            start(i32::from_le_bytes(header), &fds, table);
         }
         for fd in fds {
             if fd >= 0 {
@@ -497,57 +498,249 @@ unsafe fn record(exec: libc::c_int, tag: u8, value: i32) {
     unsafe { libc::write(exec, bytes.as_ptr().cast(), bytes.len()) };
 }
 
-/// In the spawner: forks the supervisor into the relay's group and says so on the exec pipe.
-unsafe fn start(relay: i32, fds: &[libc::c_int; CARRIED]) {
-    // SAFETY: async-signal-safe calls; the child never returns.
+/// Supervisors the spawner keeps at once (each slot holds one until it is reaped); a
+/// request beyond that fails with EAGAIN.
+const SLOTS: usize = 4096;
+
+/// One started supervisor, in the spawner's table (a fresh mapping, zeroed: all free).
+#[repr(C)]
+struct Slot {
+    /// The supervisor's pid (host), 0 when the slot is free.
+    pid: libc::pid_t,
+    /// The request's descriptors, for the supervisor to pick up (its copies).
+    fds: [libc::c_int; CARRIED],
+    /// The supervisor's stack, unmapped once it is reaped.
+    stack: usize,
+}
+
+/// The spawner's table of slots: a fresh mapping, so the supervisors that share the
+/// spawner's memory never meet anything of toolgate's in it.
+fn table() -> Option<&'static mut [Slot]> {
+    // SAFETY: a fresh anonymous mapping, zeroed by the kernel (a valid all-free table),
+    // owned by the spawner for the rest of its life.
     unsafe {
-        if libc::setpgid(0, relay) != 0 {
-            record(fds[EXEC], RECORD_ERRNO, errno());
+        let base = libc::mmap(
+            std::ptr::null_mut(),
+            SLOTS * std::mem::size_of::<Slot>(),
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if base == libc::MAP_FAILED {
+            return None;
+        }
+        Some(std::slice::from_raw_parts_mut(base.cast::<Slot>(), SLOTS))
+    }
+}
+
+/// A supervisor is reaped: its slot is free and its stack unmapped.
+fn release(table: &mut [Slot], pid: libc::pid_t) {
+    if let Some(slot) = table.iter_mut().find(|slot| slot.pid == pid) {
+        // SAFETY: the stack the spawner mapped for this supervisor, which has exited.
+        unsafe { libc::munmap(slot.stack as *mut libc::c_void, STACK_MAPPING) };
+        slot.pid = 0;
+    }
+}
+
+/// In the spawner: starts the supervisor in the spawner's own memory (`CLONE_VM` on a
+/// stack of its own: nothing copied, nothing torn down at its exit), in the relay's
+/// group, and says so on the exec pipe.
+unsafe fn start(relay: i32, fds: &[libc::c_int; CARRIED], table: &mut [Slot]) {
+    use libc::SYS_setpgid;
+    let exec = fds[EXEC];
+    let Some(slot) = table.iter_mut().find(|slot| slot.pid == 0) else {
+        // SAFETY: a write to the request's own pipe.
+        unsafe { record(exec, RECORD_ERRNO, libc::EAGAIN) };
+        return;
+    };
+    let base = match map_stack() {
+        Ok(base) => base,
+        Err(errno) => {
+            // SAFETY: as above.
+            unsafe { record(exec, RECORD_ERRNO, errno) };
             return;
         }
-        let supervisor = libc::fork();
-        let failed = errno();
-        if supervisor == 0 {
-            supervisor_start(fds);
+    };
+    slot.fds = *fds;
+    // SAFETY: raw system calls (the supervisor shares this memory and `errno`); every
+    // signal is blocked around the start, as `clone_on` needs, and the supervisor reads
+    // only its slot's descriptors, which stay put until it is reaped.
+    unsafe {
+        let joined = sys(SYS_setpgid, 0, usize::try_from(relay).unwrap_or(0), 0, 0);
+        if joined < 0 {
+            libc::munmap(base, STACK_MAPPING);
+            record(exec, RECORD_ERRNO, -joined as i32);
+            return;
         }
-        libc::setpgid(0, 0);
-        match supervisor {
-            pid if pid > 0 => record(fds[EXEC], RECORD_SUPERVISOR, pid),
-            _ => record(fds[EXEC], RECORD_ERRNO, failed),
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::sigprocmask(libc::SIG_SETMASK, &all, &mut old);
+        let top = base.cast::<u8>().add(STACK_MAPPING);
+        let pid = clone_on(
+            Share::Memory,
+            top,
+            supervisor_start,
+            &raw const *slot as usize,
+        );
+        libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        sys(SYS_setpgid, 0, 0, 0, 0);
+        match libc::pid_t::try_from(pid) {
+            Ok(pid) if pid > 0 => {
+                slot.pid = pid;
+                slot.stack = base as usize;
+                record(exec, RECORD_SUPERVISOR, pid);
+            }
+            _ => {
+                libc::munmap(base, STACK_MAPPING);
+                record(
+                    exec,
+                    RECORD_ERRNO,
+                    i32::try_from(-pid).unwrap_or(libc::EAGAIN),
+                );
+            }
         }
     }
 }
 
-/// In the forked supervisor: reads the request, starts the command through `supervise`
-/// and, in the command, takes its descriptors, changes folder and calls `exec`.
-unsafe fn supervisor_start(fds: &[libc::c_int; CARRIED]) -> ! {
+/// What the command needs from its supervisor until its `exec` (on the supervisor's
+/// stack, which sleeps meanwhile).
+struct Launch {
+    command: Command,
+    fds: [libc::c_int; CARRIED],
+    /// The supervisor's pid as the command sees it (its parent).
+    parent: libc::pid_t,
+}
+
+/// The supervisor, on its own stack in the spawner's memory: reads the request, starts
+/// the command vfork-style on a second stack, frees what only the start needed and goes
+/// on as the supervisor (`supervisor_main`). Raw system calls wherever an errno matters:
+/// it shares `errno` with the spawner and every other supervisor.
+unsafe extern "C" fn supervisor_start(slot: usize) -> ! {
+    use libc::{SYS_getpid, SYS_prctl};
+    // SAFETY: the slot outlives us (freed only once we are reaped); its descriptors are
+    // ours (copies in our own table).
+    let fds = unsafe { (*(slot as *const Slot)).fds };
     let exec = fds[EXEC];
-    // SAFETY: async-signal-safe calls; a failing step is reported before `_exit`.
+    // SAFETY: raw system calls and writes to our own pipes; the command runs on a stack of
+    // its own and only reads `launch`, which lives on ours while we sleep.
     unsafe {
         let fail = |errno: i32| -> ! {
             record(exec, RECORD_ERRNO, errno);
             libc::_exit(127)
         };
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-            fail(errno());
+        let failed = sys(
+            SYS_prctl,
+            libc::PR_SET_PDEATHSIG as usize,
+            libc::SIGKILL as usize,
+            0,
+            0,
+        );
+        if failed < 0 {
+            fail(-failed as i32);
+        }
+        let failed = sys(SYS_prctl, libc::PR_SET_CHILD_SUBREAPER as usize, 1, 0, 0);
+        if failed < 0 {
+            fail(-failed as i32);
         }
         let Some(command) = Command::read(fds[MEMFD]) else {
             fail(libc::EINVAL)
         };
-        if let Err(e) = super::supervisor::supervise(fds[STATUS], -1) {
-            fail(e.raw_os_error().unwrap_or(libc::EIO));
+        let mut launch = Launch {
+            command,
+            fds,
+            parent: sys(SYS_getpid, 0, 0, 0, 0) as libc::pid_t,
+        };
+        let stack = match map_stack() {
+            Ok(base) => base,
+            Err(errno) => fail(errno),
+        };
+        block_all();
+        let pid = clone_on(
+            Share::UntilExec,
+            stack.cast::<u8>().add(STACK_MAPPING),
+            command_main,
+            &raw mut launch as usize,
+        );
+        // The command has called exec (or exited): its stack and the request are free.
+        libc::munmap(stack, STACK_MAPPING);
+        launch.command.unmap();
+        if pid < 0 {
+            fail(i32::try_from(-pid).unwrap_or(libc::EAGAIN));
         }
-        // In the command.
-        for (fd, target) in [(fds[STDIN], 0), (fds[STDOUT], 1), (fds[STDERR], 2)] {
-            if libc::dup2(fd, target) < 0 {
-                fail(errno());
+        super::supervisor::supervisor_main(pid, fd_bits(fds[STATUS]) | (fd_bits(-1) << 32))
+    }
+}
+
+/// The command, on its own stack while its supervisor sleeps: default signals, death with
+/// the supervisor, its descriptors and folder, then `exec`. Raw system calls only.
+unsafe extern "C" fn command_main(launch: usize) -> ! {
+    use libc::{SYS_chdir, SYS_dup2, SYS_execve, SYS_getppid, SYS_prctl, SYS_rt_sigaction};
+    // SAFETY: `launch` lives on the sleeping supervisor's stack until we exec or exit.
+    let launch = unsafe { &*(launch as *const Launch) };
+    let exec = launch.fds[EXEC];
+    // SAFETY: raw system calls on what `launch` holds and on this stack.
+    unsafe {
+        let fail = |errno: libc::c_long| -> ! {
+            record(
+                exec,
+                RECORD_ERRNO,
+                i32::try_from(-errno).unwrap_or(libc::EIO),
+            );
+            libc::_exit(127)
+        };
+        // The kernel's sigaction, all zero: SIG_DFL, no flags, an empty mask.
+        let default = [0usize; 4];
+        for sig in RESETTABLE {
+            sys(
+                SYS_rt_sigaction,
+                sig as usize,
+                default.as_ptr() as usize,
+                0,
+                8,
+            );
+        }
+        let failed = sys(
+            SYS_prctl,
+            libc::PR_SET_PDEATHSIG as usize,
+            libc::SIGKILL as usize,
+            0,
+            0,
+        );
+        if failed < 0 {
+            fail(failed);
+        }
+        if sys(SYS_getppid, 0, 0, 0, 0) != libc::c_long::from(launch.parent) {
+            fail(-libc::c_long::from(libc::ESRCH));
+        }
+        for (fd, target) in [(STDIN, 0), (STDOUT, 1), (STDERR, 2)] {
+            let failed = sys(SYS_dup2, launch.fds[fd] as usize, target, 0, 0);
+            if failed < 0 {
+                fail(failed);
             }
         }
-        if libc::chdir(command.cwd) != 0 {
-            fail(errno());
+        let command = &launch.command;
+        let failed = sys(SYS_chdir, command.cwd as usize, 0, 0, 0);
+        if failed < 0 {
+            fail(failed);
         }
-        libc::execve(command.program, command.argv, command.envp);
-        fail(errno())
+        let empty = 0u64;
+        sys(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK as usize,
+            &raw const empty as usize,
+            0,
+            8,
+        );
+        let failed = sys(
+            SYS_execve,
+            command.program as usize,
+            command.argv as usize,
+            command.envp as usize,
+            0,
+        );
+        fail(failed)
     }
 }
 
@@ -557,6 +750,8 @@ struct Command {
     cwd: *const libc::c_char,
     argv: *const *const libc::c_char,
     envp: *const *const libc::c_char,
+    /// The memfd's mapping and the pointer table's, unmapped by [`Command::unmap`].
+    mappings: [(usize, usize); 2],
 }
 
 impl Command {
@@ -591,9 +786,10 @@ impl Command {
             let argc = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
             let envc = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
             let total = argc.checked_add(envc)?.checked_add(2)?;
+            let table_len = total.checked_mul(std::mem::size_of::<usize>())?;
             let table = libc::mmap(
                 std::ptr::null_mut(),
-                total.checked_mul(std::mem::size_of::<usize>())?,
+                table_len,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                 -1,
@@ -628,7 +824,16 @@ impl Command {
                 cwd,
                 argv: table,
                 envp,
+                mappings: [(base as usize, len), (table as usize, table_len)],
             })
+        }
+    }
+
+    /// Unmaps what [`Command::read`] mapped; the pointers are dangling after.
+    unsafe fn unmap(&self) {
+        for (base, len) in self.mappings {
+            // SAFETY: mappings made by `read` for this command alone.
+            unsafe { libc::munmap(base as *mut libc::c_void, len) };
         }
     }
 }

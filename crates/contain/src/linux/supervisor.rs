@@ -75,7 +75,7 @@ pub(super) fn supervise(status_fd: libc::c_int, relay: libc::c_int) -> io::Resul
 
 /// The supervisor once the command has called exec (or failed to), on a stack of its own:
 /// waits for the command, kills what escaped its group, reports, lingers, exits.
-unsafe extern "C" fn supervisor_main(command: libc::c_long, fds: usize) -> ! {
+pub(super) unsafe extern "C" fn supervisor_main(command: libc::c_long, fds: usize) -> ! {
     let command = libc::pid_t::try_from(command).unwrap_or(0);
     let status_fd = fd_from_bits(fds);
     let relay = fd_from_bits(fds >> 32);
