@@ -105,10 +105,20 @@ impl Started {
 }
 
 impl Started {
-    /// A leader started elsewhere in this module tree, waited for through `pidfd`.
+    /// A leader started elsewhere in this module tree, waited for through `pidfd`. If it
+    /// cannot be watched, it is killed and reaped before its stack is unmapped.
     pub(super) fn new(pid: i32, pidfd: OwnedFd, stack: Option<Stack>) -> io::Result<Self> {
         // SAFETY: the `AsyncFd` owns the descriptor and keeps it open as long as it lives.
-        let pidfd = unsafe { AsyncFd::register_with_interest(pidfd, Interest::READABLE) }?;
+        let pidfd = match unsafe { AsyncFd::register_with_interest(pidfd, Interest::READABLE) } {
+            Ok(pidfd) => pidfd,
+            Err(e) => {
+                // SAFETY: kill and reap our own child.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                wait_blocking(pid);
+                drop(stack);
+                return Err(e);
+            }
+        };
         Ok(Self {
             pid,
             pidfd,

@@ -2,31 +2,36 @@
 //!
 //! The relay used to be a `fork` of toolgate that joined the namespace: the kernel copied
 //! toolgate's page tables, toolgate took a copy-on-write fault on every page it wrote while
-//! the command ran, and the copy was torn down after it. That cost about 1.4 ms of a
-//! 3 ms `run_shell true`. Now the keeper, a small process forked when the namespace was
-//! made and already inside its user and mount namespaces, is also the *spawner*:
+//! the command ran, and the copy was torn down after it, about a millisecond of a 3–4 ms
+//! `run_shell true`. Now the keeper, a small process forked when the namespace was made and
+//! already inside its user and mount namespaces (new children land in its PID namespace),
+//! is also the *spawner*:
 //! - toolgate starts the relay in its own memory (`CLONE_VM` on a stack of its own, see
-//!   [`clone_on`]): it only sets its group, waits for the command's status on a pipe and
-//!   exits with it, in raw system calls, every signal blocked. It is not in the namespace,
-//!   so no command can see it;
-//! - toolgate sends the spawner a request over a socket: the relay's pid and seven
-//!   descriptors (the command line and environment in a memfd, stdin, the two output pipes,
-//!   the status pipe, the exec pipe);
-//! - the spawner joins the relay's process group for the length of one `fork` and goes
-//!   back to its own group: the child, the command's *supervisor* (see `supervisor`), is
-//!   born inside the PID namespace and in the relay's group, exactly where the old relay's
-//!   supervisor was;
-//! - the supervisor starts the command in its own memory (`split`), which takes its
-//!   descriptors and calls `exec`; it reports the status to the relay as before, and the
-//!   spawner reaps it.
+//!   [`clone_on`]): it dies with the starting thread, leads its own process group, waits
+//!   for the command's status on a pipe and exits with it, in raw system calls with every
+//!   signal blocked (no handler of toolgate's ever runs in it). It is outside the
+//!   namespace, so no command can see it, let alone reach toolgate's memory through it;
+//! - toolgate sends the spawner a request over a socket: the relay's pid and six
+//!   descriptors (the command line, folder and environment in a memfd, stdin, the two
+//!   output pipes, the status pipe, the exec pipe);
+//! - the spawner joins the relay's group for the length of one `clone` and goes back to its
+//!   own: the child, the command's *supervisor* (see `supervisor`), is born inside the PID
+//!   namespace and in the relay's group, where the old relay's supervisor was. It runs in
+//!   the spawner's memory on a stack of its own (nothing copied, nothing torn down at its
+//!   exit), which the spawner unmaps when it reaps it;
+//! - the supervisor starts the command vfork-style on a second stack; the command takes its
+//!   descriptors and folder and calls `exec`. The supervisor then goes on as before: it
+//!   kills what left the group when the command ends and reports the status to the relay.
 //!
 //! toolgate learns how the start went from the exec pipe: the spawner writes the
-//! supervisor's pid, a failing step its errno, and the pipe reaches its end when the command
-//! has called `exec` (every other copy is closed by then). Sandboxed commands still start
-//! through the forked relay: the sandbox's prepared state lives in toolgate's memory.
+//! supervisor's pid, a failing step its errno, and the pipe reaches its end once the
+//! command has called `exec` (every other copy is closed by then). Sandboxed commands still
+//! start through the forked relay: the sandbox's prepared state lives in toolgate's memory.
 //!
-//! The spawner is a forked child of a multi-threaded process, so it and the supervisor make
-//! only async-signal-safe calls on stack buffers and fresh mappings: no allocation, no lock.
+//! The spawner is a forked child of a multi-threaded process, so it and the supervisors
+//! make only async-signal-safe calls on stack buffers and fresh mappings: no allocation, no
+//! lock. They share one memory and one thread-local `errno`, so wherever an errno is
+//! reported they make raw system calls ([`sys`]).
 
 use std::ffi::{CStr, OsStr};
 use std::io;
@@ -120,6 +125,12 @@ pub(crate) fn spawn(
         &status_write,
         &exec_write,
     ];
+    // From here the command may be running: any way out but success stops its group.
+    let stop_group = |e: io::Error| {
+        // SAFETY: signalling the relay's group, which `started` keeps from being reused.
+        unsafe { libc::kill(-relay, libc::SIGKILL) };
+        e
+    };
     send(socket, relay, &carried)?;
     drop((
         request,
@@ -134,7 +145,7 @@ pub(crate) fn spawn(
     let mut exec_read = std::io::PipeReader::from(exec_read);
     let mut record = [0u8; 8];
     loop {
-        match read_record(&mut exec_read, &mut record)? {
+        match read_record(&mut exec_read, &mut record).map_err(stop_group)? {
             false => break,
             true => {
                 let value = i32::from_le_bytes([record[4], record[5], record[6], record[7]]);
@@ -147,16 +158,13 @@ pub(crate) fn spawn(
         }
     }
     if let Some(errno) = failed {
-        // The relay gets the command's status (127) or the end of its pipe and exits.
-        drop(started);
-        return Err(io::Error::from_raw_os_error(errno));
+        return Err(stop_group(io::Error::from_raw_os_error(errno)));
     }
     let Some(supervisor) = supervisor else {
         // The spawner closed the pipe without a word: it is gone, and the namespace too.
-        drop(started);
-        return Err(io::Error::other(
+        return Err(stop_group(io::Error::other(
             "the namespace's spawner ended before the command started",
-        ));
+        )));
     };
     if let Ok(mut supervisors) = SUPERVISORS.lock() {
         supervisors.push((relay, supervisor));
