@@ -116,7 +116,7 @@ impl Started {
                 unsafe { libc::kill(pid, libc::SIGKILL) };
                 wait_blocking(pid);
                 drop(stack);
-                return Err(e);
+                return Err(e.into());
             }
         };
         Ok(Self {
