@@ -9,15 +9,21 @@
 //!   `pgrep` and `kill` inside agree on pids, then only reaps orphans.
 //! - The keeper dies with the thread that forked it (`PR_SET_PDEATHSIG`), the init dies with
 //!   the keeper, and when a namespace's init dies the kernel kills everything in it.
-//! - Each command is spawned through a small *relay*: the forked child joins the namespace
-//!   (`setns`) and starts a *supervisor* inside it, which starts the real command, then
-//!   exits with the command's status (re-raising its signal). The relay ignores and blocks
-//!   catchable signals, so a SIGTERM to the process group reaches the command's own
-//!   handlers as before. Only the relay is a `fork` of toolgate: the supervisor shares the
-//!   relay's memory and the command shares the supervisor's until its `exec` (`CLONE_VM`,
-//!   on x86_64), so toolgate's page tables are copied once per command, as without a
-//!   namespace, and the supervisor exits after the relay, so the copy is torn down after
-//!   toolgate has the command's status (issue 27).
+//! - Each command is spawned through a small *relay*, a process outside the namespace that
+//!   leads the command's process group, waits for the command's status and exits with it
+//!   (re-raising its signal). It blocks or ignores catchable signals, so a SIGTERM to the
+//!   group reaches the command's own handlers as before. Inside the namespace a
+//!   *supervisor* starts the real command. Two ways to get there:
+//!   - [`launch`] (unsandboxed `run_shell` commands, x86_64 Linux 5.3+): the relay runs in
+//!     toolgate's memory on a stack of its own (no command can see it), and the keeper,
+//!     which is also the namespace's *spawner*, starts the supervisor in its own small
+//!     memory and reaps it; the command starts from the supervisor `posix_spawn`-style.
+//!     Nothing of toolgate is copied (issue 27; see `linux/spawner.rs`).
+//!   - [`contain`] and a `Command` (sandboxed commands, mounted servers): the relay is a
+//!     `fork` of toolgate that joins the namespace (`setns`); the supervisor shares the
+//!     relay's memory and the command the supervisor's until its `exec` (`CLONE_VM`, on
+//!     x86_64), so toolgate's page tables are copied once per command, and the supervisor
+//!     exits after the relay, so the copy is torn down after toolgate has the status.
 //! - The supervisor is a child subreaper (issue 22): whatever the command starts comes to
 //!   it when orphaned, `setsid` and double forks included. When the command exits it kills
 //!   everything that left the process group before reporting the status, and stays until
@@ -33,8 +39,6 @@
 //! In process groups, [`launch`] starts a `run_shell` command without copying toolgate's
 //! memory: `posix_spawn`-style (`CLONE_VM | CLONE_VFORK`, the child on a stack of its own
 //! until its `exec`), where `std`'s `Command` forks because it has pre-exec steps (issue 27).
-//! The relay cannot start that way: it outlives the start, and a process the command can see
-//! must not share toolgate's live memory.
 //!
 //! The optional sandbox (Landlock, seccomp and a read-only mount view; [`Sandbox`]) lives
 //! here too: commands and mounted servers both start through this crate. So does stopping
@@ -185,10 +189,11 @@ pub fn contain(cmd: &mut tokio::process::Command) {
 
 /// Starts `program` (an absolute path) as `argv` (`argv[0]` is what it sees as `$0`) in
 /// `cwd`, contained like [`contain`] and sandboxed like [`Sandbox::apply`], without copying
-/// toolgate's memory (`posix_spawn`-style: see `linux/launch.rs`): stdin `/dev/null`,
-/// stdout and stderr pipes (their read ends are returned). `None` where this start is not
-/// available (inside the PID namespace, off x86_64 Linux, before Linux 5.3): then use
-/// [`contain`] and a `Command`. Call it from a thread that lives as long as toolgate (an
+/// toolgate's memory (`posix_spawn`-style: see `linux/launch.rs`; inside the PID namespace
+/// through its spawner, `linux/spawner.rs`): stdin `/dev/null`, stdout and stderr pipes
+/// (their read ends are returned). `None` where this start is not available (a sandboxed
+/// command inside the namespace, off x86_64 Linux, before Linux 5.3): then use [`contain`]
+/// and a `Command`. Call it from a thread that lives as long as toolgate (an
 /// async task on a runtime worker), within a Tokio runtime.
 #[allow(clippy::type_complexity)]
 pub fn launch(

@@ -66,9 +66,10 @@ struct Prepared {
     error: libc::c_int,
 }
 
-/// A command started by [`launch`]: the leader of its own process group, a child of
-/// toolgate, waited for through a pidfd. Dropping it before its exit SIGKILLs the leader
-/// (the group is [`ProcessGroup`](crate::ProcessGroup)'s to stop) and reaps it later.
+/// A command started by [`launch`](crate::launch): the leader of its own process group (the
+/// shell itself, or inside the PID namespace the relay), a child of toolgate, waited for
+/// through a pidfd. Dropping it before its exit SIGKILLs the leader (the group is
+/// [`ProcessGroup`](crate::ProcessGroup)'s to stop) and reaps it later.
 #[derive(Debug)]
 pub struct Started {
     pid: i32,
