@@ -1,27 +1,42 @@
 #!/usr/bin/env python3
-"""`run_shell {"command": "true"}` round trip over stdio for two toolgate builds under one
-containment, all servers at once and their calls alternating, so a loaded machine's noise
-falls on both alike (issue 27: the posix_spawn-style start of process-group containment
-against the `fork` before it). Median of CALLS calls per round, ROUNDS rounds.
+"""`run_shell {"command": "true"}` round trip over stdio for toolgate builds and containment
+modes, all servers at once and their calls alternating, so a loaded machine's noise falls
+on all alike (issue 27). Median of CALLS calls per round (after 30 warm-up calls each),
+ROUNDS rounds; the median of the rounds is the figure.
 
     chrt -f 5 python3 bench/shell_start_ab.py OLD_BIN NEW_BIN [process-group|auto] [CALLS] [ROUNDS]
+    chrt -f 5 python3 bench/shell_start_ab.py BIN:MODE BIN:MODE ... [CALLS] [ROUNDS]
+
+The second form compares any set, e.g. the old and new build under `auto` (the PID
+namespace) and the new one under process groups:
+
+    chrt -f 5 python3 bench/shell_start_ab.py old:auto new:auto new:process-group 300 5
 """
 import os, statistics, sys, tempfile, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hardening as h
 
-old, new = (os.path.abspath(b) for b in sys.argv[1:3])
-mode = sys.argv[3] if len(sys.argv) > 3 else "process-group"
-calls = int(sys.argv[4]) if len(sys.argv) > 4 else 300
-rounds = int(sys.argv[5]) if len(sys.argv) > 5 else 3
-builds = {"old": old, "new": new}
-res = {name: [] for name in builds}
+args = sys.argv[1:]
+numbers = [a for a in args if a.isdigit()]
+words = [a for a in args if not a.isdigit()]
+if words and ":" in words[0]:
+    specs = [(os.path.abspath(w.rsplit(":", 1)[0]), w.rsplit(":", 1)[1]) for w in words]
+else:
+    mode = words[2] if len(words) > 2 else "process-group"
+    specs = [(os.path.abspath(words[0]), mode), (os.path.abspath(words[1]), mode)]
+calls = int(numbers[0]) if numbers else 300
+rounds = int(numbers[1]) if len(numbers) > 1 else 3
+names = [f"{os.path.basename(b)}:{m}" for b, m in specs]
+res = {name: [] for name in names}
 for _ in range(rounds):
     with tempfile.TemporaryDirectory() as d:
         servers = {}
-        for name, b in builds.items():
-            p = os.path.join(d, name); os.makedirs(p)
-            servers[name] = h.Serve(b, p, h.mode_config(mode))
+        for name, (b, m) in zip(names, specs):
+            p = os.path.join(d, str(len(servers))); os.makedirs(p)
+            servers[name] = h.Serve(b, p, h.mode_config(m))
+        for _ in range(30):
+            for s in servers.values():
+                s.call("run_shell", {"command": "true"})
         lat = {name: [] for name in servers}
         for _ in range(calls):
             for name, s in servers.items():
@@ -32,9 +47,11 @@ for _ in range(rounds):
         for name, s in servers.items():
             s.p.stdin.close(); s.p.wait()
             res[name].append(statistics.median(lat[name]))
-print(f"containment {mode}; median of {calls} calls per round, {rounds} rounds")
-for name, v in res.items():
-    print(f"{name}: median of rounds {statistics.median(v):.3f} ms, "
-          f"rounds {', '.join(f'{x:.3f}' for x in v)}  ({builds[name]})")
-print(f"new/old {statistics.median(res['new']) / statistics.median(res['old']):.3f}")
+print(f"median of {calls} calls per round, {rounds} rounds")
+first = statistics.median(res[names[0]])
+for name, (b, _) in zip(names, specs):
+    v = res[name]
+    m = statistics.median(v)
+    print(f"{name}: {m:.3f} ms (x{m / first:.3f} of the first), "
+          f"rounds {', '.join(f'{x:.3f}' for x in v)}  ({b})")
 print(f"load {os.getloadavg()}")
