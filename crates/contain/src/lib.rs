@@ -14,12 +14,14 @@
 //!   (re-raising its signal). It blocks or ignores catchable signals, so a SIGTERM to the
 //!   group reaches the command's own handlers as before. Inside the namespace a
 //!   *supervisor* starts the real command. Two ways to get there:
-//!   - [`launch`] (unsandboxed `run_shell` commands, x86_64 Linux 5.3+): the relay runs in
+//!   - [`launch`] (`run_shell` commands, x86_64 Linux 5.3+): the relay runs in
 //!     toolgate's memory on a stack of its own (no command can see it), and the keeper,
 //!     which is also the namespace's *spawner*, starts the supervisor in its own small
-//!     memory and reaps it; the command starts from the supervisor `posix_spawn`-style.
-//!     Nothing of toolgate is copied (issue 27; see `linux/spawner.rs`).
-//!   - [`contain`] and a `Command` (sandboxed commands, mounted servers): the relay is a
+//!     memory and reaps it; the command starts from the supervisor `posix_spawn`-style and
+//!     enters its sandbox there. Nothing of toolgate is copied (issue 27; see
+//!     `linux/spawner.rs`).
+//!   - [`contain`] and a `Command` (mounted servers, and where [`launch`] is not
+//!     available): the relay is a
 //!     `fork` of toolgate that joins the namespace (`setns`); the supervisor shares the
 //!     relay's memory and the command the supervisor's until its `exec` (`CLONE_VM`, on
 //!     x86_64), so toolgate's page tables are copied once per command, and the supervisor
@@ -191,9 +193,9 @@ pub fn contain(cmd: &mut tokio::process::Command) {
 /// `cwd`, contained like [`contain`] and sandboxed like [`Sandbox::apply`], without copying
 /// toolgate's memory (`posix_spawn`-style: see `linux/launch.rs`; inside the PID namespace
 /// through its spawner, `linux/spawner.rs`): stdin `/dev/null`, stdout and stderr pipes
-/// (their read ends are returned). `None` where this start is not available (a sandboxed
-/// command inside the namespace, off x86_64 Linux, before Linux 5.3): then use [`contain`]
-/// and a `Command`. Call it from a thread that lives as long as toolgate (an
+/// (their read ends are returned). `None` where this start is not available (off x86_64
+/// Linux, before Linux 5.3, a sandbox with more than 64 writable folders inside the
+/// namespace): then use [`contain`] and a `Command`. Call it from a thread that lives as long as toolgate (an
 /// async task on a runtime worker), within a Tokio runtime.
 #[allow(clippy::type_complexity)]
 pub fn launch(
@@ -205,24 +207,31 @@ pub fn launch(
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     {
         match current() {
-            // Unsandboxed commands start through the namespace's spawner; the sandbox's
-            // prepared state lives in toolgate's memory, so those keep the forked relay.
+            // Through the namespace's spawner; a sandbox goes along in the request (one
+            // with more writable folders than the spawner takes keeps the forked relay).
             Containment::Namespace { .. } => {
-                if !sandbox.is_off() || !linux::spawner::available() {
+                if !linux::spawner::available() {
                     return None;
                 }
-                Some(linux::spawner::spawn(program, argv, cwd).map_err(LaunchError::Start))
+                let armed = match armed(sandbox, cwd) {
+                    Ok(armed) => armed,
+                    Err(e) => return Some(Err(e)),
+                };
+                if armed.as_ref().is_some_and(|a| !a.fits_the_spawner()) {
+                    return None;
+                }
+                Some(
+                    linux::spawner::spawn(program, argv, cwd, armed.as_ref())
+                        .map_err(LaunchError::Start),
+                )
             }
             Containment::ProcessGroup { .. } => {
                 if !linux::launch::available() {
                     return None;
                 }
-                let armed = match sandbox.is_off() {
-                    true => None,
-                    false => match sandbox.check().and_then(|()| sandbox.armed(Some(cwd))) {
-                        Ok(armed) => Some(armed),
-                        Err(e) => return Some(Err(LaunchError::Sandbox(e))),
-                    },
+                let armed = match armed(sandbox, cwd) {
+                    Ok(armed) => armed,
+                    Err(e) => return Some(Err(e)),
                 };
                 Some(linux::launch::launch(program, argv, cwd, armed).map_err(LaunchError::Start))
             }
@@ -233,6 +242,19 @@ pub fn launch(
         let _ = (program, argv, cwd, sandbox);
         None
     }
+}
+
+/// The sandbox ready to enter for a command in `cwd`, `None` when it is off.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn armed(sandbox: &Sandbox, cwd: &std::path::Path) -> Result<Option<sandbox::Armed>, LaunchError> {
+    if sandbox.is_off() {
+        return Ok(None);
+    }
+    sandbox
+        .check()
+        .and_then(|()| sandbox.armed(Some(cwd)))
+        .map(Some)
+        .map_err(LaunchError::Sandbox)
 }
 
 /// Why [`launch`] did not start the command.

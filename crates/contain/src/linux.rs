@@ -21,7 +21,7 @@ use crate::Containment;
 pub(crate) mod launch;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod spawner;
-mod split;
+pub(crate) mod split;
 mod supervisor;
 
 use split::sys;

@@ -386,6 +386,232 @@ impl Armed {
     }
 }
 
+/// Writable folders a sandbox entered by the namespace's spawner may have (its command keeps
+/// one descriptor per folder on its stack); a sandbox with more starts through the relay.
+#[cfg(target_os = "linux")]
+pub(crate) const SPAWNER_VIEW_PATHS: usize = 64;
+
+// The encoding of an [`Armed`] sandbox for the namespace's spawner: little-endian u32s and
+// NUL-terminated strings.
+#[cfg(target_os = "linux")]
+const VIEW_NONE: u32 = 0;
+#[cfg(target_os = "linux")]
+const VIEW_EVERYTHING: u32 = 1;
+#[cfg(target_os = "linux")]
+const VIEW_PATHS: u32 = 2;
+#[cfg(target_os = "linux")]
+const LANDLOCK_NONE: u32 = 0;
+#[cfg(target_os = "linux")]
+const LANDLOCK_RULESET: u32 = 1;
+#[cfg(target_os = "linux")]
+const LANDLOCK_NOT_ENFORCED: u32 = 2;
+
+#[cfg(target_os = "linux")]
+impl Armed {
+    /// Whether the namespace's spawner can enter this sandbox ([`Armed::encode`]).
+    pub(crate) fn fits_the_spawner(&self) -> bool {
+        self.view
+            .as_ref()
+            .is_none_or(|view| view.parts().1.len() <= SPAWNER_VIEW_PATHS)
+    }
+
+    /// Appends this sandbox to `out`, a request the namespace's spawner maps at a page
+    /// boundary (programs are aligned to 8 bytes of it), for [`enter_encoded`]. Returns the
+    /// Landlock ruleset's descriptor, which the request must carry.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) -> Option<&std::os::fd::OwnedFd> {
+        let number = |out: &mut Vec<u8>, n: usize| {
+            out.extend_from_slice(&u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes());
+        };
+        let string = |out: &mut Vec<u8>, s: &CString| out.extend_from_slice(s.as_bytes_with_nul());
+        match self.view.as_ref().map(view::View::parts) {
+            None => number(out, VIEW_NONE as usize),
+            Some((true, _, _)) => number(out, VIEW_EVERYTHING as usize),
+            Some((false, paths, cwd)) => {
+                number(out, VIEW_PATHS as usize);
+                number(out, paths.len());
+                for path in paths {
+                    string(out, path);
+                }
+                number(out, usize::from(cwd.is_some()));
+                if let Some(cwd) = cwd {
+                    string(out, cwd);
+                }
+            }
+        }
+        let ruleset = match &self.landlock {
+            Landlock::None => {
+                number(out, LANDLOCK_NONE as usize);
+                None
+            }
+            Landlock::Ruleset(fd) => {
+                number(out, LANDLOCK_RULESET as usize);
+                Some(fd)
+            }
+            Landlock::NotEnforced => {
+                number(out, LANDLOCK_NOT_ENFORCED as usize);
+                None
+            }
+        };
+        for program in self.programs.parts() {
+            let program = program.unwrap_or_default();
+            number(out, program.len() / 8);
+            out.resize(out.len().next_multiple_of(8), 0);
+            out.extend_from_slice(program);
+        }
+        ruleset
+    }
+}
+
+/// In a command started by the namespace's spawner, just before exec: enters the sandbox
+/// [`Armed::encode`] wrote into `bytes`, as [`Armed::enter`] does (the mount view, Landlock
+/// with the ruleset descriptor `landlock`, seccomp). Raw system calls on `bytes` and the
+/// stack only: the command shares its supervisor's memory and `errno`. The errno of the
+/// failing step.
+///
+/// # Safety
+/// `bytes` lies in the request as `encode` wrote it, mapped at a page boundary (so its
+/// programs are 8-byte aligned in memory), and outlives the call; `landlock` is the
+/// descriptor the request carried.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+pub(crate) unsafe fn enter_encoded(bytes: &[u8], landlock: libc::c_int) -> Result<(), libc::c_int> {
+    use crate::linux::split::{sys, sys5};
+    let mut read = Reader { bytes, at: 0 };
+    let viewed = match read.number()? {
+        VIEW_NONE => false,
+        VIEW_EVERYTHING => true,
+        VIEW_PATHS => {
+            let count = read.number()? as usize;
+            if count > SPAWNER_VIEW_PATHS {
+                return Err(libc::EINVAL);
+            }
+            let mut paths = [std::ptr::null::<libc::c_char>(); SPAWNER_VIEW_PATHS];
+            for path in paths.iter_mut().take(count) {
+                *path = read.string()?;
+            }
+            let cwd = match read.number()? {
+                0 => std::ptr::null(),
+                _ => read.string()?,
+            };
+            let mut copies = [-1; SPAWNER_VIEW_PATHS];
+            // SAFETY: NUL-terminated strings inside `bytes`; one slot per path.
+            unsafe { view::enter_paths(paths[..count].iter().copied(), &mut copies[..count], cwd) }
+        }
+        _ => return Err(libc::EINVAL),
+    };
+    let no_new_privs = || {
+        // SAFETY: prctl with plain arguments (the unused ones must be zero).
+        let failed = unsafe {
+            sys5(
+                libc::SYS_prctl,
+                libc::PR_SET_NO_NEW_PRIVS as usize,
+                1,
+                0,
+                0,
+                0,
+            )
+        };
+        match failed {
+            0 => Ok(()),
+            e => Err(i32::try_from(-e).unwrap_or(libc::EPERM)),
+        }
+    };
+    match read.number()? {
+        LANDLOCK_NONE => {}
+        LANDLOCK_RULESET => {
+            no_new_privs()?;
+            // SAFETY: the ruleset descriptor the request carried.
+            let failed = unsafe {
+                sys(
+                    libc::SYS_landlock_restrict_self,
+                    usize::try_from(landlock).map_err(|_| libc::EBADF)?,
+                    0,
+                    0,
+                    0,
+                )
+            };
+            if failed != 0 {
+                return Err(i32::try_from(-failed).unwrap_or(libc::EPERM));
+            }
+        }
+        _ => return Err(libc::EPERM),
+    }
+    let inside_view = read.program()?;
+    let plain = read.program()?;
+    let openat2 = read.program()?;
+    let main = match (inside_view, viewed) {
+        (Some(program), true) => Some(program),
+        _ => plain,
+    };
+    // An empty program is refused, as `seccompiler` refuses it.
+    for program in [Some(main.ok_or(libc::EPERM)?), openat2]
+        .into_iter()
+        .flatten()
+    {
+        no_new_privs()?;
+        /// `struct sock_fprog`.
+        #[repr(C)]
+        struct Fprog {
+            len: u16,
+            filter: *const u8,
+        }
+        let fprog = Fprog {
+            len: u16::try_from(program.len() / 8).map_err(|_| libc::EINVAL)?,
+            filter: program.as_ptr(),
+        };
+        // SAFETY: seccomp(SET_MODE_FILTER) copies the program the struct points at.
+        let failed = unsafe {
+            sys(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER as usize,
+                0,
+                &raw const fprog as usize,
+                0,
+            )
+        };
+        if failed != 0 {
+            return Err(i32::try_from(-failed).unwrap_or(libc::EPERM));
+        }
+    }
+    Ok(())
+}
+
+/// Reads what [`Armed::encode`] wrote.
+#[cfg(target_os = "linux")]
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+#[cfg(target_os = "linux")]
+impl<'a> Reader<'a> {
+    fn number(&mut self) -> Result<u32, libc::c_int> {
+        let word = self.bytes.get(self.at..self.at + 4).ok_or(libc::EINVAL)?;
+        self.at += 4;
+        Ok(u32::from_le_bytes([word[0], word[1], word[2], word[3]]))
+    }
+
+    /// A NUL-terminated string, as a pointer into the bytes.
+    fn string(&mut self) -> Result<*const libc::c_char, libc::c_int> {
+        let rest = self.bytes.get(self.at..).ok_or(libc::EINVAL)?;
+        let len = rest.iter().position(|&b| b == 0).ok_or(libc::EINVAL)?;
+        self.at += len + 1;
+        Ok(rest.as_ptr().cast())
+    }
+
+    /// A BPF program (its instructions, 8-byte aligned), or `None` when empty.
+    fn program(&mut self) -> Result<Option<&'a [u8]>, libc::c_int> {
+        let count = self.number()? as usize;
+        // Aligned as `encode` aligned it: in memory (the request is mapped at a page).
+        let base = self.bytes.as_ptr() as usize;
+        self.at = (base + self.at).next_multiple_of(8) - base;
+        let len = count.checked_mul(8).ok_or(libc::EINVAL)?;
+        let program = self.bytes.get(self.at..self.at + len).ok_or(libc::EINVAL)?;
+        self.at += len;
+        Ok((count > 0).then_some(program))
+    }
+}
+
 /// `dir` made absolute against toolgate's working directory (as the relay changes to it).
 fn absolute_cwd(dir: Option<&Path>) -> Option<CString> {
     let here = std::env::current_dir().ok();

@@ -280,3 +280,33 @@ async fn nothing_that_left_the_group_outlives_a_spawned_command() {
         "the in-group sleeps are the caller's to stop"
     );
 }
+
+#[tokio::test]
+async fn a_sandboxed_command_starts_through_the_spawner_and_is_confined() {
+    // Read-only: the spawner's command enters Landlock and seccomp from the request.
+    let sandbox =
+        toolgate_contain::Sandbox::new(toolgate_contain::SandboxMode::ReadOnly, true, &[], &[]);
+    let dir = fs_err::canonicalize(std::env::temp_dir()).unwrap();
+    let script =
+        "echo $$; touch ./toolgate-sandbox-probe-$$ 2>/dev/null && echo wrote || echo refused";
+    let argv = ["sh", "-c", script].map(std::ffi::OsStr::new);
+    let (mut started, stdout, _) =
+        toolgate_contain::launch(std::path::Path::new("/bin/sh"), &argv, &dir, &sandbox)
+            .expect("a sandboxed command inside the namespace must start through the spawner")
+            .unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut std::io::PipeReader::from(stdout), &mut out).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].parse::<i32>().unwrap() > 1, "{out}");
+    assert_eq!(
+        lines.last(),
+        Some(&"refused"),
+        "the read-only sandbox let a write through: {out}"
+    );
+    assert_eq!(started.wait().await.unwrap().code(), Some(0));
+    let status = fs_err::read_to_string("/proc/self/status").unwrap();
+    assert!(
+        status.contains("Seccomp:\t0"),
+        "the sandbox reached the caller: {status}"
+    );
+}

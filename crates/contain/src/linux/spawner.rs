@@ -11,29 +11,29 @@
 //!   for the command's status on a pipe and exits with it, in raw system calls with every
 //!   signal blocked (no handler of toolgate's ever runs in it). It is outside the
 //!   namespace, so no command can see it, let alone reach toolgate's memory through it;
-//! - toolgate sends the spawner a request over a socket: the relay's pid and six
-//!   descriptors (the command line, folder and environment in a memfd, stdin, the two
-//!   output pipes, the status pipe, the exec pipe);
+//! - toolgate sends the spawner a request over a socket: the relay's pid and seven
+//!   descriptors (the command line, folder, environment and sandbox in a memfd, stdin, the
+//!   two output pipes, the status pipe, the exec pipe, the sandbox's Landlock ruleset);
 //! - the spawner joins the relay's group for the length of one `clone` and goes back to its
 //!   own: the child, the command's *supervisor* (see `supervisor`), is born inside the PID
 //!   namespace and in the relay's group, where the old relay's supervisor was. It runs in
 //!   the spawner's memory on a stack of its own (nothing copied, nothing torn down at its
 //!   exit), which the spawner unmaps when it reaps it;
 //! - the supervisor starts the command vfork-style on a second stack; the command takes its
-//!   descriptors and folder and calls `exec`. The supervisor then goes on as before: it
-//!   kills what left the group when the command ends and reports the status to the relay.
+//!   descriptors and folder, enters the sandbox if there is one (the mount view, Landlock,
+//!   seccomp: `sandbox::enter_encoded`) and calls `exec`. The supervisor then goes on as
+//!   before: it kills what left the group when the command ends and reports the status.
 //!
 //! toolgate learns how the start went from the exec pipe: the spawner writes the
 //! supervisor's pid, a failing step its errno, and the pipe reaches its end once the
-//! command has called `exec` (every other copy is closed by then). Sandboxed commands still
-//! start through the forked relay: the sandbox's prepared state lives in toolgate's memory.
+//! command has called `exec` (every other copy is closed by then).
 //!
 //! The spawner is a forked child of a multi-threaded process, so it and the supervisors
 //! make only async-signal-safe calls on stack buffers and fresh mappings: no allocation, no
 //! lock. They share one memory and one thread-local `errno`, so wherever an errno is
 //! reported they make raw system calls ([`sys`]).
 
-use std::ffi::{CStr, OsStr};
+use std::ffi::OsStr;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -44,6 +44,7 @@ use std::sync::atomic::Ordering;
 use super::launch::{Stack, Started, pipe, reap_orphans};
 use super::split::{STACK_MAPPING, Share, clone_on, map_stack, sys};
 use super::{RESETTABLE, block_all, errno, fd_bits};
+use crate::sandbox::{Armed, enter_encoded};
 
 /// Descriptors a request carries, in this order.
 const MEMFD: usize = 0;
@@ -52,7 +53,9 @@ const STDOUT: usize = 2;
 const STDERR: usize = 3;
 const STATUS: usize = 4;
 const EXEC: usize = 5;
-const CARRIED: usize = 6;
+/// The sandbox's Landlock ruleset (stdin again when there is none).
+const LANDLOCK: usize = 6;
+const CARRIED: usize = 7;
 
 /// Records on the exec pipe: 8 bytes, a tag and a value (atomic on a pipe).
 const RECORD_SUPERVISOR: u8 = b'S';
@@ -98,6 +101,7 @@ pub(crate) fn spawn(
     program: &Path,
     argv: &[&OsStr],
     cwd: &Path,
+    sandbox: Option<&Armed>,
 ) -> io::Result<(Started, OwnedFd, OwnedFd)> {
     let socket = super::NAMESPACE
         .get()
@@ -108,7 +112,7 @@ pub(crate) fn spawn(
         true => cwd.to_path_buf(),
         false => std::env::current_dir()?.join(cwd),
     };
-    let request = request(program, argv, &cwd)?;
+    let (request, ruleset) = request(program, argv, &cwd, sandbox)?;
     let (status_read, status_write) = pipe()?;
     let (relay, pidfd, stack) = start_relay(&status_read)?;
     drop(status_read);
@@ -124,6 +128,7 @@ pub(crate) fn spawn(
         &err_write,
         &status_write,
         &exec_write,
+        ruleset.unwrap_or(&stdin),
     ];
     // From here the command may be running: any way out but success stops its group.
     let stop_group = |e: io::Error| {
@@ -188,10 +193,16 @@ fn read_record(pipe: &mut std::io::PipeReader, record: &mut [u8; 8]) -> io::Resu
     Ok(true)
 }
 
-/// The command line, environment and folder for the supervisor, in a sealed-size memfd:
-/// `argc` and `envc` (u32, little-endian), then NUL-terminated `program`, `cwd`, the
-/// arguments and the `KEY=value` strings.
-fn request(program: &Path, argv: &[&OsStr], cwd: &Path) -> io::Result<OwnedFd> {
+/// The command line, environment, folder and sandbox for the supervisor, in a memfd:
+/// `argc`, `envc` and whether a sandbox follows (u32, little-endian), then NUL-terminated
+/// `program`, `cwd`, the arguments and the `KEY=value` strings, then the sandbox
+/// ([`Armed::encode`]). Also the sandbox's Landlock ruleset, which the request carries.
+fn request<'a>(
+    program: &Path,
+    argv: &[&OsStr],
+    cwd: &Path,
+    sandbox: Option<&'a Armed>,
+) -> io::Result<(OwnedFd, Option<&'a OwnedFd>)> {
     let nul = || {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -210,6 +221,7 @@ fn request(program: &Path, argv: &[&OsStr], cwd: &Path) -> io::Result<OwnedFd> {
     let mut bytes = Vec::new();
     bytes.extend_from_slice(&count(argv.len())?.to_le_bytes());
     bytes.extend_from_slice(&count(env.len())?.to_le_bytes());
+    bytes.extend_from_slice(&u32::from(sandbox.is_some()).to_le_bytes());
     let strings = [program.as_os_str(), cwd.as_os_str()]
         .into_iter()
         .chain(argv.iter().copied())
@@ -222,6 +234,7 @@ fn request(program: &Path, argv: &[&OsStr], cwd: &Path) -> io::Result<OwnedFd> {
         bytes.extend_from_slice(s);
         bytes.push(0);
     }
+    let ruleset = sandbox.and_then(|armed| armed.encode(&mut bytes));
     // SAFETY: memfd_create with a NUL-terminated name; the descriptor is ours.
     let fd = unsafe { libc::memfd_create(c"toolgate-command".as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
@@ -237,7 +250,7 @@ fn request(program: &Path, argv: &[&OsStr], cwd: &Path) -> io::Result<OwnedFd> {
             Err(e) => return Err(e.into()),
         }
     }
-    Ok(fd)
+    Ok((fd, ruleset))
 }
 
 /// Starts the relay in toolgate's memory on a stack of its own, in a process group of its
@@ -733,6 +746,12 @@ unsafe extern "C" fn command_main(launch: usize) -> ! {
         if failed < 0 {
             fail(failed);
         }
+        if let Some((start, len)) = command.sandbox
+            && let Err(errno) =
+                enter_encoded(std::slice::from_raw_parts(start, len), launch.fds[LANDLOCK])
+        {
+            fail(-libc::c_long::from(errno));
+        }
         let empty = 0u64;
         sys(
             libc::SYS_rt_sigprocmask,
@@ -758,6 +777,9 @@ struct Command {
     cwd: *const libc::c_char,
     argv: *const *const libc::c_char,
     envp: *const *const libc::c_char,
+    /// The encoded sandbox ([`Armed::encode`]): where it starts in the mapping, and its
+    /// length.
+    sandbox: Option<(*const u8, usize)>,
     /// The memfd's mapping and the pointer table's, unmapped by [`Command::unmap`].
     mappings: [(usize, usize); 2],
 }
@@ -766,14 +788,14 @@ impl Command {
     /// Maps the memfd and points into it (no allocation); `None` if it is malformed.
     unsafe fn read(memfd: libc::c_int) -> Option<Self> {
         // SAFETY: fstat and mmap of our own descriptor; every read below stays inside the
-        // mapping, and the last byte is checked to be a NUL before any string is used.
+        // mapping, and each string is checked to end in a NUL inside it.
         unsafe {
             let mut stat: libc::stat = std::mem::zeroed();
             if libc::fstat(memfd, &mut stat) != 0 {
                 return None;
             }
             let len = usize::try_from(stat.st_size).ok()?;
-            if len < 8 {
+            if len < 12 {
                 return None;
             }
             let base = libc::mmap(
@@ -788,11 +810,9 @@ impl Command {
                 return None;
             }
             let bytes = std::slice::from_raw_parts(base.cast::<u8>(), len);
-            if bytes[len - 1] != 0 {
-                return None;
-            }
             let argc = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
             let envc = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
+            let sandboxed = bytes[8..12] != [0, 0, 0, 0];
             let total = argc.checked_add(envc)?.checked_add(2)?;
             let table_len = total.checked_mul(std::mem::size_of::<usize>())?;
             let table = libc::mmap(
@@ -807,14 +827,12 @@ impl Command {
                 return None;
             }
             let table = table.cast::<*const libc::c_char>();
-            let mut at = 8;
+            let mut at = 12;
             let mut next = || -> Option<*const libc::c_char> {
-                if at >= len {
-                    return None;
-                }
-                let s = bytes.as_ptr().add(at).cast::<libc::c_char>();
-                at += CStr::from_ptr(s).to_bytes().len() + 1;
-                Some(s)
+                let rest = bytes.get(at..)?;
+                let end = rest.iter().position(|&b| b == 0)?;
+                at += end + 1;
+                Some(rest.as_ptr().cast())
             };
             let program = next()?;
             let cwd = next()?;
@@ -827,11 +845,16 @@ impl Command {
                 *envp.add(i) = next()?;
             }
             *envp.add(envc) = std::ptr::null();
+            let sandbox = match sandboxed {
+                true => Some((bytes.as_ptr().add(at), len.checked_sub(at)?)),
+                false => None,
+            };
             Some(Self {
                 program,
                 cwd,
                 argv: table,
                 envp,
+                sandbox,
                 mappings: [(base as usize, len), (table as usize, table_len)],
             })
         }

@@ -146,7 +146,7 @@ pub(super) unsafe fn split(_share: Share, then: Then, arg: usize) -> libc::c_lon
 /// # Safety
 /// As the system call `nr` itself.
 #[cfg(target_arch = "x86_64")]
-pub(super) unsafe fn sys(nr: libc::c_long, a: usize, b: usize, c: usize, d: usize) -> libc::c_long {
+pub(crate) unsafe fn sys(nr: libc::c_long, a: usize, b: usize, c: usize, d: usize) -> libc::c_long {
     let ret: libc::c_long;
     // SAFETY: the caller's contract; the syscall clobbers rcx and r11.
     unsafe {
@@ -165,13 +165,67 @@ pub(super) unsafe fn sys(nr: libc::c_long, a: usize, b: usize, c: usize, d: usiz
     ret
 }
 
+/// [`sys`] with a fifth argument (`mount`, `mount_setattr`, `move_mount`).
+///
+/// # Safety
+/// As the system call `nr` itself.
+#[cfg(target_arch = "x86_64")]
+pub(crate) unsafe fn sys5(
+    nr: libc::c_long,
+    a: usize,
+    b: usize,
+    c: usize,
+    d: usize,
+    e: usize,
+) -> libc::c_long {
+    let ret: libc::c_long;
+    // SAFETY: the caller's contract; the syscall clobbers rcx and r11.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            inlateout("rax") nr => ret,
+            in("rdi") a,
+            in("rsi") b,
+            in("rdx") c,
+            in("r10") d,
+            in("r8") e,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    ret
+}
+
+/// libc's `syscall` with five arguments, in [`sys`]'s convention.
+///
+/// # Safety
+/// As the system call `nr` itself.
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) unsafe fn sys5(
+    nr: libc::c_long,
+    a: usize,
+    b: usize,
+    c: usize,
+    d: usize,
+    e: usize,
+) -> libc::c_long {
+    // SAFETY: the caller's contract.
+    let ret = unsafe { libc::syscall(nr, a, b, c, d, e) };
+    if ret < 0 {
+        -libc::c_long::from(super::errno())
+    } else {
+        ret
+    }
+}
+
 /// libc's `syscall`, turned into the same convention (without [`Share::Memory`] parents
 /// there is no `errno` to spare).
 ///
 /// # Safety
 /// As the system call `nr` itself.
 #[cfg(not(target_arch = "x86_64"))]
-pub(super) unsafe fn sys(nr: libc::c_long, a: usize, b: usize, c: usize, d: usize) -> libc::c_long {
+pub(crate) unsafe fn sys(nr: libc::c_long, a: usize, b: usize, c: usize, d: usize) -> libc::c_long {
     // SAFETY: the caller's contract.
     let ret = unsafe { libc::syscall(nr, a, b, c, d) };
     if ret < 0 {

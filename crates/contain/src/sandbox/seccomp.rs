@@ -126,6 +126,27 @@ fn when(arg: u8, len: Len, op: Op, value: u64) -> Result<SeccompRule, String> {
 }
 
 impl Programs {
+    /// The compiled programs as raw BPF instructions (8 bytes each): the one for a command
+    /// inside the mount view, the one for any other, and the `openat2` one.
+    pub(super) fn parts(&self) -> [Option<&[u8]>; 3] {
+        let bytes = |program: &BpfProgram| {
+            // SAFETY: `sock_filter` is a plain `repr(C)` struct of 8 bytes; the slice covers
+            // exactly the program's instructions.
+            #[allow(unsafe_code)]
+            unsafe {
+                std::slice::from_raw_parts(
+                    program.as_ptr().cast::<u8>(),
+                    std::mem::size_of_val(program.as_slice()),
+                )
+            }
+        };
+        [
+            self.0.viewed.as_ref().map(bytes),
+            Some(bytes(&self.0.plain)),
+            self.0.openat2.as_ref().map(bytes),
+        ]
+    }
+
     /// The filters for `mode` and `network`.
     pub(super) fn build(mode: SandboxMode, network: bool) -> Result<Self, String> {
         let filesystem = mode != SandboxMode::Off;

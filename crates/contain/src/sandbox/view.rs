@@ -12,6 +12,8 @@
 use std::ffi::CString;
 use std::path::PathBuf;
 
+use crate::linux::split::{sys, sys5};
+
 /// `open_tree`'s copy of a mount tree (not attached anywhere).
 const OPEN_TREE_CLONE: libc::c_uint = 1;
 /// `move_mount`'s source is the descriptor itself.
@@ -65,88 +67,114 @@ impl View {
         if self.everything {
             return true;
         }
-        // SAFETY: raw system calls on NUL-terminated strings and a struct that live in
-        // `self`; descriptors are closed before return.
+        let cwd = self.cwd.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
+        // SAFETY: NUL-terminated strings that live in `self`; one slot per path.
         #[allow(unsafe_code)]
         unsafe {
-            if libc::unshare(libc::CLONE_NEWNS) != 0 {
-                return false;
-            }
-            // Nothing done here may reach the namespace it came from.
-            if libc::mount(
-                std::ptr::null(),
-                c"/".as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            ) != 0
-            {
-                return false;
-            }
-            let mut ok = true;
-            for (path, copy) in self.paths.iter().zip(self.copies.iter_mut()) {
-                let fd = libc::syscall(
-                    libc::SYS_open_tree,
-                    libc::AT_FDCWD,
-                    path.as_ptr(),
-                    OPEN_TREE_CLONE
-                        | libc::O_CLOEXEC as libc::c_uint
-                        | libc::AT_RECURSIVE as libc::c_uint,
-                );
-                match fd {
-                    fd if fd >= 0 => *copy = fd as libc::c_int,
-                    // Gone since the sandbox was built: simply not writable.
-                    _ if errno() == libc::ENOENT => *copy = -1,
-                    _ => {
-                        ok = false;
-                        break;
-                    }
-                }
-            }
-            let attr = MountAttr {
-                attr_set: MOUNT_ATTR_RDONLY,
-                attr_clr: 0,
-                propagation: 0,
-                userns_fd: 0,
-            };
-            ok = ok
-                && libc::syscall(
-                    libc::SYS_mount_setattr,
-                    libc::AT_FDCWD,
-                    c"/".as_ptr(),
-                    libc::AT_RECURSIVE as libc::c_uint,
-                    &attr as *const MountAttr,
-                    std::mem::size_of::<MountAttr>(),
-                ) == 0;
-            for (path, copy) in self.paths.iter().zip(self.copies.iter_mut()) {
-                if *copy < 0 {
-                    continue;
-                }
-                ok = ok
-                    && libc::syscall(
-                        libc::SYS_move_mount,
-                        *copy,
-                        c"".as_ptr(),
-                        libc::AT_FDCWD,
-                        path.as_ptr(),
-                        MOVE_MOUNT_F_EMPTY_PATH,
-                    ) == 0;
-                libc::close(*copy);
-                *copy = -1;
-            }
-            // The working directory still names the read-only mount under the new ones.
-            if ok && let Some(cwd) = &self.cwd {
-                ok = libc::chdir(cwd.as_ptr()) == 0;
-            }
-            ok
+            enter_paths(self.paths.iter().map(|p| p.as_ptr()), &mut self.copies, cwd)
         }
+    }
+
+    /// The view for the namespace's spawner: whether `/` itself is writable, the writable
+    /// folders (outermost first) and the working directory.
+    pub(super) fn parts(&self) -> (bool, &[CString], Option<&CString>) {
+        (self.everything, &self.paths, self.cwd.as_ref())
     }
 }
 
-fn errno() -> i32 {
-    // SAFETY: errno is thread-local and always readable.
-    #[allow(unsafe_code)]
+/// Makes the view: a private mount namespace, everything read-only but the `paths`, then
+/// `cwd` (may be null) entered again. `copies` holds one slot per path. Raw system calls
+/// only ([`sys`]): this also runs in a command that shares its supervisor's memory and
+/// `errno`, and nothing is allocated. False when the view could not be made.
+///
+/// # Safety
+/// Every pointer is a NUL-terminated string that outlives the call; `copies` is at least
+/// as long as `paths`.
+#[allow(unsafe_code)]
+pub(crate) unsafe fn enter_paths(
+    paths: impl Iterator<Item = *const libc::c_char> + Clone,
+    copies: &mut [libc::c_int],
+    cwd: *const libc::c_char,
+) -> bool {
+    use libc::{
+        SYS_chdir, SYS_close, SYS_mount, SYS_mount_setattr, SYS_move_mount, SYS_open_tree,
+        SYS_unshare,
+    };
+    // SAFETY: the caller's contract; the descriptors are closed before return.
     unsafe {
-        *libc::__errno_location()
+        if sys(SYS_unshare, libc::CLONE_NEWNS as usize, 0, 0, 0) != 0 {
+            return false;
+        }
+        // Nothing done here may reach the namespace it came from (mount's fifth argument,
+        // the data, is null).
+        if sys5(
+            SYS_mount,
+            0,
+            c"/".as_ptr() as usize,
+            0,
+            (libc::MS_REC | libc::MS_PRIVATE) as usize,
+            0,
+        ) != 0
+        {
+            return false;
+        }
+        let mut ok = true;
+        for (path, copy) in paths.clone().zip(copies.iter_mut()) {
+            let fd = sys(
+                SYS_open_tree,
+                libc::AT_FDCWD as usize,
+                path as usize,
+                (OPEN_TREE_CLONE
+                    | libc::O_CLOEXEC as libc::c_uint
+                    | libc::AT_RECURSIVE as libc::c_uint) as usize,
+                0,
+            );
+            match fd {
+                fd if fd >= 0 => *copy = fd as libc::c_int,
+                // Gone since the sandbox was built: simply not writable.
+                e if e == -libc::c_long::from(libc::ENOENT) => *copy = -1,
+                _ => {
+                    *copy = -1;
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        let attr = MountAttr {
+            attr_set: MOUNT_ATTR_RDONLY,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        };
+        ok = ok
+            && sys5(
+                SYS_mount_setattr,
+                libc::AT_FDCWD as usize,
+                c"/".as_ptr() as usize,
+                libc::AT_RECURSIVE as usize,
+                &raw const attr as usize,
+                std::mem::size_of::<MountAttr>(),
+            ) == 0;
+        for (path, copy) in paths.zip(copies.iter_mut()) {
+            if *copy < 0 {
+                continue;
+            }
+            ok = ok
+                && sys5(
+                    SYS_move_mount,
+                    *copy as usize,
+                    c"".as_ptr() as usize,
+                    libc::AT_FDCWD as usize,
+                    path as usize,
+                    MOVE_MOUNT_F_EMPTY_PATH as usize,
+                ) == 0;
+            sys(SYS_close, *copy as usize, 0, 0, 0);
+            *copy = -1;
+        }
+        // The working directory still names the read-only mount under the new ones.
+        if ok && !cwd.is_null() {
+            ok = sys(SYS_chdir, cwd as usize, 0, 0, 0) == 0;
+        }
+        ok
     }
 }
