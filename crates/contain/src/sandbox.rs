@@ -364,25 +364,18 @@ impl Armed {
     /// undoing the view). System calls on what `self` holds only: no allocation, nothing
     /// freed, so it may run in a child that shares toolgate's memory until its exec.
     pub(crate) fn enter(&mut self) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
         let viewed = self.view.as_mut().is_some_and(view::View::enter);
-        match &self.landlock {
-            Landlock::None => {}
-            Landlock::NotEnforced => return Err(std::io::Error::from_raw_os_error(libc::EPERM)),
-            Landlock::Ruleset(fd) => {
-                use std::os::fd::AsRawFd;
-                // SAFETY: prctl and landlock_restrict_self on our own ruleset descriptor
-                // (what the landlock crate's `restrict_self` does, without consuming it).
-                #[allow(unsafe_code)]
-                let failed = unsafe {
-                    libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-                        || libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0) != 0
-                };
-                if failed {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-        }
-        self.programs.install(viewed)
+        let landlock = match &self.landlock {
+            Landlock::None => (LANDLOCK_NONE, -1),
+            Landlock::Ruleset(fd) => (LANDLOCK_RULESET, fd.as_raw_fd()),
+            Landlock::NotEnforced => (LANDLOCK_NOT_ENFORCED, -1),
+        };
+        let [inside_view, plain, openat2] = self.programs.parts();
+        // SAFETY: our own ruleset descriptor and programs.
+        #[allow(unsafe_code)]
+        unsafe { restrict(landlock, inside_view, plain, openat2, viewed) }
+            .map_err(std::io::Error::from_raw_os_error)
     }
 }
 
@@ -475,7 +468,6 @@ impl Armed {
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 pub(crate) unsafe fn enter_encoded(bytes: &[u8], landlock: libc::c_int) -> Result<(), libc::c_int> {
-    use crate::linux::split::{sys, sys5};
     let mut read = Reader { bytes, at: 0 };
     let viewed = match read.number()? {
         VIEW_NONE => false,
@@ -499,9 +491,35 @@ pub(crate) unsafe fn enter_encoded(bytes: &[u8], landlock: libc::c_int) -> Resul
         }
         _ => return Err(libc::EINVAL),
     };
+    let landlock = (read.number()?, landlock);
+    let inside_view = read.program()?;
+    let plain = read.program()?;
+    let openat2 = read.program()?;
+    // SAFETY: the caller's contract.
+    unsafe { restrict(landlock, inside_view, plain, openat2, viewed) }
+}
+
+/// Landlock, then seccomp: `landlock` is a kind (`LANDLOCK_*`) and the ruleset's
+/// descriptor; the program for inside the mount view is installed when `viewed`, else the
+/// plain one, then the `openat2` one. Raw system calls, nothing allocated: the child may
+/// share its parent's memory and `errno`. The errno of the failing step.
+///
+/// # Safety
+/// Each program is whole BPF instructions (8 bytes each), 4-byte aligned.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+unsafe fn restrict(
+    landlock: (u32, libc::c_int),
+    inside_view: Option<&[u8]>,
+    plain: Option<&[u8]>,
+    openat2: Option<&[u8]>,
+    viewed: bool,
+) -> Result<(), libc::c_int> {
+    use crate::linux::split::{sys, sys5};
+    let errno = |ret: libc::c_long| i32::try_from(-ret).unwrap_or(libc::EPERM);
     let no_new_privs = || {
         // SAFETY: prctl with plain arguments (the unused ones must be zero).
-        let failed = unsafe {
+        match unsafe {
             sys5(
                 libc::SYS_prctl,
                 libc::PR_SET_NO_NEW_PRIVS as usize,
@@ -510,40 +528,38 @@ pub(crate) unsafe fn enter_encoded(bytes: &[u8], landlock: libc::c_int) -> Resul
                 0,
                 0,
             )
-        };
-        match failed {
+        } {
             0 => Ok(()),
-            e => Err(i32::try_from(-e).unwrap_or(libc::EPERM)),
+            e => Err(errno(e)),
         }
     };
-    match read.number()? {
-        LANDLOCK_NONE => {}
-        LANDLOCK_RULESET => {
+    match landlock {
+        (LANDLOCK_NONE, _) => {}
+        (LANDLOCK_RULESET, fd) => {
             no_new_privs()?;
-            // SAFETY: the ruleset descriptor the request carried.
+            // What the landlock crate's `restrict_self` does, without consuming the ruleset.
+            // SAFETY: the ruleset's descriptor.
             let failed = unsafe {
                 sys(
                     libc::SYS_landlock_restrict_self,
-                    usize::try_from(landlock).map_err(|_| libc::EBADF)?,
+                    usize::try_from(fd).map_err(|_| libc::EBADF)?,
                     0,
                     0,
                     0,
                 )
             };
             if failed != 0 {
-                return Err(i32::try_from(-failed).unwrap_or(libc::EPERM));
+                return Err(errno(failed));
             }
         }
+        // The kernel enforces none of the rules: the command must not start.
         _ => return Err(libc::EPERM),
     }
-    let inside_view = read.program()?;
-    let plain = read.program()?;
-    let openat2 = read.program()?;
     let main = match (inside_view, viewed) {
         (Some(program), true) => Some(program),
         _ => plain,
     };
-    // An empty program is refused, as `seccompiler` refuses it.
+    // An empty program is refused (as `seccompiler` refuses one).
     for program in [Some(main.ok_or(libc::EPERM)?), openat2]
         .into_iter()
         .flatten()
@@ -570,7 +586,7 @@ pub(crate) unsafe fn enter_encoded(bytes: &[u8], landlock: libc::c_int) -> Resul
             )
         };
         if failed != 0 {
-            return Err(i32::try_from(-failed).unwrap_or(libc::EPERM));
+            return Err(errno(failed));
         }
     }
     Ok(())

@@ -173,7 +173,17 @@ static ORPHANS: Mutex<Vec<(OwnedFd, Option<Stack>)>> = Mutex::new(Vec::new());
 /// Reaps the children dropped before they exited (their stacks are unmapped with them).
 pub(super) fn reap_orphans() {
     if let Ok(mut orphans) = ORPHANS.lock() {
-        orphans.retain(|(fd, _)| !matches!(reap(fd), Ok(Some(_)) | Err(_)));
+        orphans.retain_mut(|(fd, stack)| match reap(fd) {
+            Ok(Some(_)) => false,
+            Ok(None) => true,
+            Err(e) => {
+                // Not ours to wait for any more: its stack is unmapped only if it is gone.
+                if e.raw_os_error() != Some(libc::ECHILD) {
+                    std::mem::forget(stack.take());
+                }
+                false
+            }
+        });
     }
 }
 

@@ -185,24 +185,6 @@ impl Programs {
             openat2,
         })))
     }
-
-    /// Installs the filters on the calling thread (in the forked child: no allocation).
-    /// `viewed` says the read-only mount view is in place.
-    pub(super) fn install(&self, viewed: bool) -> std::io::Result<()> {
-        let failed = |e: seccompiler::Error| match e {
-            seccompiler::Error::Prctl(e) | seccompiler::Error::Seccomp(e) => e,
-            _ => std::io::Error::from_raw_os_error(libc::EPERM),
-        };
-        let main = match (&self.0.viewed, viewed) {
-            (Some(program), true) => program,
-            _ => &self.0.plain,
-        };
-        seccompiler::apply_filter(main).map_err(failed)?;
-        if let Some(program) = &self.0.openat2 {
-            seccompiler::apply_filter(program).map_err(failed)?;
-        }
-        Ok(())
-    }
 }
 
 /// Where metadata changes are refused by seccomp.
