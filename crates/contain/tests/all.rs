@@ -118,8 +118,13 @@ async fn nothing_that_left_the_group_outlives_its_command() {
     let group = child.id().unwrap() as i32;
     let status = child.wait().await.unwrap();
     assert!(status.success(), "{status:?}");
-    // Whatever left the process group was killed and reaped before the status came back;
-    // what is still in it is the caller's to stop (toolgate stops the group).
+    nothing_but_the_group_is_left(&marker, group);
+}
+
+/// Whatever left the process group `group` was killed and reaped before the status came
+/// back; what is still in it is the caller's to stop (toolgate stops the group), and is
+/// stopped here.
+fn nothing_but_the_group_is_left(marker: &str, group: i32) {
     let left = alive_with(&format!("sleep {marker}"));
     let outside: Vec<String> = left
         .iter()
@@ -262,23 +267,7 @@ async fn nothing_that_left_the_group_outlives_a_spawned_command() {
     let group = started.id();
     let status = started.wait().await.unwrap();
     assert!(status.success(), "{status:?}");
-    let left = alive_with(&format!("sleep {marker}"));
-    let outside: Vec<i32> = left
-        .iter()
-        .copied()
-        .filter(|&pid| group_of(pid) != Some(group))
-        .collect();
-    let _ = std::process::Command::new("kill")
-        .args(["-KILL", "--", &format!("-{group}")])
-        .status();
-    assert!(
-        outside.is_empty(),
-        "left running outside the group: {outside:?}"
-    );
-    assert!(
-        !left.is_empty(),
-        "the in-group sleeps are the caller's to stop"
-    );
+    nothing_but_the_group_is_left(&marker, group);
 }
 
 #[tokio::test]
