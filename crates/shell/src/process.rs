@@ -122,7 +122,8 @@ fn spawn_error(shell: &str, source: std::io::Error) -> ShellError {
         "the command is longer than the OS accepts; write it to a script file with write_file and run that"
     } else if is(rustix::io::Errno::AGAIN) || is(rustix::io::Errno::NOMEM) {
         "the machine is out of processes or memory; stop background jobs you no longer need (job_kill) and retry"
-    } else if source.kind() == std::io::ErrorKind::InvalidInput {
+    } else if source.kind() == std::io::ErrorKind::InvalidInput && code.is_none() {
+        // std's and the spawner's own refusal; an EINVAL from the start itself is not it.
         "the command contains a NUL byte; remove it"
     } else {
         "retry, or check that the shell is installed"
