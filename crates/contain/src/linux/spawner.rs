@@ -675,7 +675,10 @@ unsafe extern "C" fn supervisor_start(slot: usize) -> ! {
         };
         let stack = match map_stack() {
             Ok(base) => base,
-            Err(errno) => fail(errno),
+            Err(errno) => {
+                launch.command.unmap();
+                fail(errno)
+            }
         };
         block_all();
         let pid = clone_on(
