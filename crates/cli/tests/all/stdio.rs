@@ -980,9 +980,32 @@ fn process_group_containment_starts_commands_like_a_fork_did() {
     // Issue 27: with process groups (no PID namespace) a command is started posix_spawn
     // style, sharing toolgate's memory until its exec; everything a forked start gave it
     // must still hold.
+    starts_commands_like_a_fork_did(Some("process-group"), "43.1417");
+}
+
+#[test]
+fn namespace_containment_starts_commands_through_the_spawner_like_a_fork_did() {
+    // Issue 27: inside the PID namespace the relay runs in toolgate's memory and the
+    // keeper starts the supervisor and the command; the command must not tell.
+    starts_commands_like_a_fork_did(None, "43.1418");
+}
+
+/// Runs the checks of a started command under `containment` (the default when `None`).
+fn starts_commands_like_a_fork_did(containment: Option<&str>, marker: &str) {
     let dir = project();
-    user_config(dir.path(), "[shell]\ncontainment = \"process-group\"\n");
+    if let Some(containment) = containment {
+        user_config(
+            dir.path(),
+            &format!("[shell]\ncontainment = \"{containment}\"\n"),
+        );
+    }
     let root = dir.path().canonicalize().unwrap();
+    // The shell leads its group; inside the namespace the group is the relay's, outside
+    // it, so its id reads as 0 there.
+    let group = match containment {
+        Some(_) => "$$",
+        None => "0",
+    };
     let mut server = Server::start_with(dir, |cmd| {
         cmd.env("TOOLGATE_LAUNCH_PROBE", "from-toolgate");
     });
@@ -1006,14 +1029,14 @@ fn process_group_containment_starts_commands_like_a_fork_did() {
     }
     assert!(out.contains(&root.display().to_string()), "{out}");
 
-    // Its own process group, stdin /dev/null, none of toolgate's descriptors (its epoll,
-    // eventfds, pidfds, sockets), no signal blocked and SIGPIPE not ignored.
+    // Its own process group, stdin /dev/null, none of toolgate's descriptors (its epoll, eventfds, pidfds,
+    // sockets), no signal blocked and SIGPIPE not ignored.
     let state = server.call(
         2,
         "run_shell",
-        json!({"command": "[ \"$(ps -o pgid= -p $$ | tr -d ' ')\" = \"$$\" ] && echo own-group; \
+        json!({"command": format!("[ \"$(ps -o pgid= -p $$ | tr -d ' ')\" = \"{group}\" ] && echo own-group; \
                             echo \"stdin=$(readlink /proc/$$/fd/0)\"; ls -l /proc/$$/fd; \
-                            grep -E '^Sig(Blk|Ign)' /proc/self/status"}),
+                            grep -E '^Sig(Blk|Ign)' /proc/self/status")}),
     );
     let out = text(&state);
     assert_eq!(state["isError"], false, "{state}");
@@ -1040,7 +1063,6 @@ fn process_group_containment_starts_commands_like_a_fork_did() {
     );
 
     // A timeout stops the command's group.
-    let marker = "43.1417";
     let timed = server.call(
         3,
         "run_shell",
