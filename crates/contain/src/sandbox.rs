@@ -381,16 +381,16 @@ impl Armed {
 
 /// Writable folders a sandbox entered by the namespace's spawner may have (its command keeps
 /// one descriptor per folder on its stack); a sandbox with more starts through the relay.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub(crate) const SPAWNER_VIEW_PATHS: usize = 64;
 
 // The encoding of an [`Armed`] sandbox for the namespace's spawner: little-endian u32s and
 // NUL-terminated strings.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 const VIEW_NONE: u32 = 0;
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 const VIEW_EVERYTHING: u32 = 1;
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 const VIEW_PATHS: u32 = 2;
 #[cfg(target_os = "linux")]
 const LANDLOCK_NONE: u32 = 0;
@@ -399,7 +399,7 @@ const LANDLOCK_RULESET: u32 = 1;
 #[cfg(target_os = "linux")]
 const LANDLOCK_NOT_ENFORCED: u32 = 2;
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 impl Armed {
     /// Whether the namespace's spawner can enter this sandbox ([`Armed::encode`]).
     pub(crate) fn fits_the_spawner(&self) -> bool {
@@ -465,7 +465,7 @@ impl Armed {
 /// `bytes` lies in the request as `encode` wrote it, mapped at a page boundary (so its
 /// programs are 8-byte aligned in memory), and outlives the call; `landlock` is the
 /// descriptor the request carried.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 #[allow(unsafe_code)]
 pub(crate) unsafe fn enter_encoded(bytes: &[u8], landlock: libc::c_int) -> Result<(), libc::c_int> {
     let mut read = Reader { bytes, at: 0 };
@@ -593,13 +593,13 @@ unsafe fn restrict(
 }
 
 /// Reads what [`Armed::encode`] wrote.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 impl<'a> Reader<'a> {
     fn number(&mut self) -> Result<u32, libc::c_int> {
         let word = self.bytes.get(self.at..self.at + 4).ok_or(libc::EINVAL)?;

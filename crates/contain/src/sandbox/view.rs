@@ -77,6 +77,7 @@ impl View {
 
     /// The view for the namespace's spawner: whether `/` itself is writable, the writable
     /// folders (outermost first) and the working directory.
+    #[cfg(target_arch = "x86_64")]
     pub(super) fn parts(&self) -> (bool, &[CString], Option<&CString>) {
         (self.everything, &self.paths, self.cwd.as_ref())
     }
