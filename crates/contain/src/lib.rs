@@ -21,11 +21,11 @@
 //!     enters its sandbox there. Nothing of toolgate is copied (issue 27; see
 //!     `linux/spawner.rs`).
 //!   - [`contain`] and a `Command` (mounted servers, and where [`launch`] is not
-//!     available): the relay is a
-//!     `fork` of toolgate that joins the namespace (`setns`); the supervisor shares the
-//!     relay's memory and the command the supervisor's until its `exec` (`CLONE_VM`, on
-//!     x86_64), so toolgate's page tables are copied once per command, and the supervisor
-//!     exits after the relay, so the copy is torn down after toolgate has the status.
+//!     available): the relay is a `fork` of toolgate that joins the namespace (`setns`);
+//!     the supervisor shares the relay's memory and the command the supervisor's until its
+//!     `exec` (`CLONE_VM`, on x86_64), so toolgate's page tables are copied once per
+//!     command, and the supervisor exits after the relay, so the copy is torn down after
+//!     toolgate has the status.
 //! - The supervisor is a child subreaper (issue 22): whatever the command starts comes to
 //!   it when orphaned, `setsid` and double forks included. When the command exits it kills
 //!   everything that left the process group before reporting the status, and stays until
@@ -195,8 +195,8 @@ pub fn contain(cmd: &mut tokio::process::Command) {
 /// through its spawner, `linux/spawner.rs`): stdin `/dev/null`, stdout and stderr pipes
 /// (their read ends are returned). `None` where this start is not available (off x86_64
 /// Linux, before Linux 5.3, a sandbox with more than 64 writable folders inside the
-/// namespace): then use [`contain`] and a `Command`. Call it from a thread that lives as long as toolgate (an
-/// async task on a runtime worker), within a Tokio runtime.
+/// namespace): then use [`contain`] and a `Command`. Call it from a thread that lives as
+/// long as toolgate (an async task on a runtime worker), within a Tokio runtime.
 #[allow(clippy::type_complexity)]
 pub fn launch(
     program: &std::path::Path,

@@ -813,12 +813,31 @@ impl Command {
                 return None;
             }
             let bytes = std::slice::from_raw_parts(base.cast::<u8>(), len);
-            let argc = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
-            let envc = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
-            let sandboxed = bytes[8..12] != [0, 0, 0, 0];
-            let total = argc.checked_add(envc)?.checked_add(2)?;
-            let table_len = total.checked_mul(std::mem::size_of::<usize>())?;
-            let table = libc::mmap(
+            let command = Self::parse(bytes);
+            if command.is_none() {
+                libc::munmap(base, len);
+            }
+            command
+        }
+    }
+
+    /// Points into the mapped request `bytes` through a fresh pointer table; `None` (the
+    /// table unmapped again) if it is malformed.
+    unsafe fn parse(bytes: &[u8]) -> Option<Self> {
+        let word = |at: usize| -> Option<usize> {
+            let b = bytes.get(at..at + 4)?;
+            Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        };
+        let (argc, envc) = (word(0)?, word(4)?);
+        let sandboxed = word(8)? != 0;
+        let table_len = argc
+            .checked_add(envc)?
+            .checked_add(2)?
+            .checked_mul(std::mem::size_of::<usize>())?;
+        // SAFETY: a fresh anonymous mapping of `table_len` bytes, written below only within
+        // its `argc + envc + 2` slots, and unmapped again if the request is malformed.
+        unsafe {
+            let mapped = libc::mmap(
                 std::ptr::null_mut(),
                 table_len,
                 libc::PROT_READ | libc::PROT_WRITE,
@@ -826,10 +845,10 @@ impl Command {
                 -1,
                 0,
             );
-            if table == libc::MAP_FAILED {
+            if mapped == libc::MAP_FAILED {
                 return None;
             }
-            let table = table.cast::<*const libc::c_char>();
+            let table = mapped.cast::<*const libc::c_char>();
             let mut at = 12;
             let mut next = || -> Option<*const libc::c_char> {
                 let rest = bytes.get(at..)?;
@@ -837,28 +856,34 @@ impl Command {
                 at += end + 1;
                 Some(rest.as_ptr().cast())
             };
-            let program = next()?;
-            let cwd = next()?;
-            for i in 0..argc {
-                *table.add(i) = next()?;
-            }
-            *table.add(argc) = std::ptr::null();
-            let envp = table.add(argc + 1);
-            for i in 0..envc {
-                *envp.add(i) = next()?;
-            }
-            *envp.add(envc) = std::ptr::null();
-            let sandbox = match sandboxed {
-                true => Some((bytes.as_ptr().add(at), len.checked_sub(at)?)),
-                false => None,
+            let mut fill = || -> Option<(*const libc::c_char, *const libc::c_char)> {
+                let program = next()?;
+                let cwd = next()?;
+                for i in 0..argc {
+                    *table.add(i) = next()?;
+                }
+                *table.add(argc) = std::ptr::null();
+                for i in 0..envc {
+                    *table.add(argc + 1 + i) = next()?;
+                }
+                *table.add(argc + 1 + envc) = std::ptr::null();
+                Some((program, cwd))
             };
+            let Some((program, cwd)) = fill() else {
+                libc::munmap(mapped, table_len);
+                return None;
+            };
+            let sandbox = sandboxed.then(|| (bytes.as_ptr().add(at), bytes.len() - at));
             Some(Self {
                 program,
                 cwd,
                 argv: table,
-                envp,
+                envp: table.add(argc + 1),
                 sandbox,
-                mappings: [(base as usize, len), (table as usize, table_len)],
+                mappings: [
+                    (bytes.as_ptr() as usize, bytes.len()),
+                    (mapped as usize, table_len),
+                ],
             })
         }
     }
