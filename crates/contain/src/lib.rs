@@ -206,36 +206,27 @@ pub fn launch(
 ) -> Option<Result<(Started, std::os::fd::OwnedFd, std::os::fd::OwnedFd), LaunchError>> {
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     {
-        match current() {
-            // Through the namespace's spawner; a sandbox goes along in the request (one
-            // with more writable folders than the spawner takes keeps the forked relay).
-            Containment::Namespace { .. } => {
-                if !linux::spawner::available() {
-                    return None;
-                }
-                let armed = match armed(sandbox, cwd) {
-                    Ok(armed) => armed,
-                    Err(e) => return Some(Err(e)),
-                };
-                if armed.as_ref().is_some_and(|a| !a.fits_the_spawner()) {
-                    return None;
-                }
-                Some(
-                    linux::spawner::spawn(program, argv, cwd, armed.as_ref())
-                        .map_err(LaunchError::Start),
-                )
-            }
-            Containment::ProcessGroup { .. } => {
-                if !linux::launch::available() {
-                    return None;
-                }
-                let armed = match armed(sandbox, cwd) {
-                    Ok(armed) => armed,
-                    Err(e) => return Some(Err(e)),
-                };
-                Some(linux::launch::launch(program, argv, cwd, armed).map_err(LaunchError::Start))
-            }
+        // Inside the namespace through its spawner, which takes the sandbox along in its
+        // request; with process groups straight from toolgate.
+        let namespace = matches!(current(), Containment::Namespace { .. });
+        let available = match namespace {
+            true => linux::spawner::available(),
+            false => linux::launch::available(),
+        };
+        if !available {
+            return None;
         }
+        let armed = match armed(sandbox, cwd) {
+            Ok(armed) => armed,
+            Err(e) => return Some(Err(e)),
+        };
+        let started = match namespace {
+            // A sandbox with more writable folders than the spawner takes keeps the relay.
+            true if armed.as_ref().is_some_and(|a| !a.fits_the_spawner()) => return None,
+            true => linux::spawner::spawn(program, argv, cwd, armed.as_ref()),
+            false => linux::launch::launch(program, argv, cwd, armed),
+        };
+        Some(started.map_err(LaunchError::Start))
     }
     #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
     {

@@ -209,31 +209,32 @@ fn request<'a>(
             "nul byte found in provided data",
         )
     };
-    let env: Vec<Vec<u8>> = std::env::vars_os()
-        .filter_map(|(k, v)| {
-            let mut kv = k.into_encoded_bytes();
-            kv.push(b'=');
-            kv.extend_from_slice(v.as_encoded_bytes());
-            (!kv.contains(&0)).then_some(kv)
-        })
-        .collect();
     let count = |n: usize| u32::try_from(n).map_err(|_| io::Error::from_raw_os_error(libc::E2BIG));
     let mut bytes = Vec::new();
     bytes.extend_from_slice(&count(argv.len())?.to_le_bytes());
-    bytes.extend_from_slice(&count(env.len())?.to_le_bytes());
+    // The environment's count, filled in once it is written.
+    bytes.extend_from_slice(&[0; 4]);
     bytes.extend_from_slice(&u32::from(sandbox.is_some()).to_le_bytes());
     let strings = [program.as_os_str(), cwd.as_os_str()]
         .into_iter()
-        .chain(argv.iter().copied())
-        .map(OsStr::as_bytes)
-        .chain(env.iter().map(Vec::as_slice));
-    for s in strings {
+        .chain(argv.iter().copied());
+    for s in strings.map(OsStr::as_bytes) {
         if s.contains(&0) {
             return Err(nul());
         }
         bytes.extend_from_slice(s);
         bytes.push(0);
     }
+    // toolgate's environment, written straight in (`environ` holds no NUL).
+    let mut envc = 0;
+    for (key, value) in std::env::vars_os() {
+        bytes.extend_from_slice(key.as_bytes());
+        bytes.push(b'=');
+        bytes.extend_from_slice(value.as_bytes());
+        bytes.push(0);
+        envc += 1;
+    }
+    bytes[4..8].copy_from_slice(&count(envc)?.to_le_bytes());
     let ruleset = sandbox.and_then(|armed| armed.encode(&mut bytes));
     // SAFETY: memfd_create with a NUL-terminated name; the descriptor is ours.
     let fd = unsafe { libc::memfd_create(c"toolgate-command".as_ptr(), libc::MFD_CLOEXEC) };

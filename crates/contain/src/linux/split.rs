@@ -141,31 +141,18 @@ pub(super) unsafe fn split(_share: Share, then: Then, arg: usize) -> libc::c_lon
 }
 
 /// A raw system call: the result, or a negative errno. Unlike libc's wrappers it never
-/// writes `errno`, which a [`Share::Memory`] parent shares with its child.
+/// writes `errno`, which a [`Share::Memory`] parent shares with its child. The fifth
+/// argument register is zero ([`sys5`]).
 ///
 /// # Safety
 /// As the system call `nr` itself.
-#[cfg(target_arch = "x86_64")]
+#[inline(always)]
 pub(crate) unsafe fn sys(nr: libc::c_long, a: usize, b: usize, c: usize, d: usize) -> libc::c_long {
-    let ret: libc::c_long;
-    // SAFETY: the caller's contract; the syscall clobbers rcx and r11.
-    unsafe {
-        std::arch::asm!(
-            "syscall",
-            inlateout("rax") nr => ret,
-            in("rdi") a,
-            in("rsi") b,
-            in("rdx") c,
-            in("r10") d,
-            lateout("rcx") _,
-            lateout("r11") _,
-            options(nostack),
-        );
-    }
-    ret
+    // SAFETY: the caller's contract.
+    unsafe { sys5(nr, a, b, c, d, 0) }
 }
 
-/// [`sys`] with a fifth argument (`mount`, `mount_setattr`, `move_mount`).
+/// [`sys`] with a fifth argument (`mount`, `mount_setattr`, `move_mount`, `prctl`).
 ///
 /// # Safety
 /// As the system call `nr` itself.
@@ -197,7 +184,8 @@ pub(crate) unsafe fn sys5(
     ret
 }
 
-/// libc's `syscall` with five arguments, in [`sys`]'s convention.
+/// libc's `syscall` with five arguments, turned into [`sys`]'s convention (without
+/// [`Share::Memory`] parents there is no `errno` to spare).
 ///
 /// # Safety
 /// As the system call `nr` itself.
@@ -212,22 +200,6 @@ pub(crate) unsafe fn sys5(
 ) -> libc::c_long {
     // SAFETY: the caller's contract.
     let ret = unsafe { libc::syscall(nr, a, b, c, d, e) };
-    if ret < 0 {
-        -libc::c_long::from(super::errno())
-    } else {
-        ret
-    }
-}
-
-/// libc's `syscall`, turned into the same convention (without [`Share::Memory`] parents
-/// there is no `errno` to spare).
-///
-/// # Safety
-/// As the system call `nr` itself.
-#[cfg(not(target_arch = "x86_64"))]
-pub(crate) unsafe fn sys(nr: libc::c_long, a: usize, b: usize, c: usize, d: usize) -> libc::c_long {
-    // SAFETY: the caller's contract.
-    let ret = unsafe { libc::syscall(nr, a, b, c, d) };
     if ret < 0 {
         -libc::c_long::from(super::errno())
     } else {
