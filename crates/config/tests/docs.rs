@@ -310,3 +310,33 @@ fn the_readme_stays_short_and_the_user_docs_name_no_internal_documents() {
         }
     }
 }
+
+/// `dist` (the shipped binary) inherits `release`'s per-crate settings: every crate that
+/// `release` builds unoptimised or split into several units is optimised in one unit again in
+/// `dist`.
+#[test]
+fn the_shipped_profile_optimises_every_crate_the_quick_profile_does_not() {
+    let text = std::fs::read_to_string(repo().join("Cargo.toml")).unwrap();
+    let manifest: toml::Value = toml::from_str(&text).unwrap();
+    let profile = manifest.get("profile").unwrap();
+    let release = profile
+        .get("release")
+        .and_then(|r| r.get("package"))
+        .and_then(toml::Value::as_table)
+        .unwrap();
+    let dist = profile.get("dist").and_then(|d| d.get("package"));
+    let mut missing = Vec::new();
+    for (name, settings) in release {
+        for (key, shipped) in [("opt-level", 3), ("codegen-units", 1)] {
+            let in_dist = dist.and_then(|d| d.get(name)).and_then(|s| s.get(key));
+            if settings.get(key).is_some() && in_dist != Some(&toml::Value::Integer(shipped)) {
+                missing.push(format!("[profile.dist.package.{name}] {key} = {shipped}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "the shipped binary would inherit the quick build's settings; add to Cargo.toml:\n{}",
+        missing.join("\n")
+    );
+}
