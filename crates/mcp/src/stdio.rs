@@ -29,6 +29,7 @@ use tokio::sync::mpsc;
 use crate::server::ToolgateServer;
 
 mod lifecycle;
+mod streams;
 
 use lifecycle::{Admit, Lifecycle};
 
@@ -60,7 +61,9 @@ const KNOWN_METHODS: &[&str] = &[
 
 /// Serves `server` on stdin/stdout until the client disconnects.
 pub async fn serve_stdio(server: ToolgateServer) -> std::io::Result<()> {
-    serve_streams(server, tokio::io::stdin(), tokio::io::stdout()).await
+    let stdio = streams::Stdio::open();
+    let _blocking_again = stdio.restore;
+    serve_streams(server, stdio.input, stdio.output).await
 }
 
 /// Serves `server` on any pair of byte streams (stdio, pipes, an in-memory duplex).

@@ -24,6 +24,10 @@ use crate::run::{Finished, RunConfig, Running, StopSignal};
 use crate::shared::Shared;
 use crate::view::{StreamSizes, View, views};
 
+/// Output up to this size, all of it in memory, is rendered on the runtime; more (or a
+/// spill file to read) goes to the blocking pool.
+const SMALL_OUTPUT_BYTES: u64 = 16 * 1024;
+
 /// `run_shell`, `job_output` and `job_kill` over `roots`, writing output into the budget's
 /// spill store.
 pub fn builtin_shell_tools(
@@ -278,11 +282,19 @@ impl Tool for RunShellTool {
         // The compressor reads the whole of each stream: give it what is left of the call's
         // time (a command stopped at its timeout still has the dispatcher's short grace).
         let until = ctx.deadline.map(|d| d.into_std() + Duration::from_secs(2));
-        let (finished, views) = run_blocking(move || {
+        let small = [&finished.stdout, &finished.stderr]
+            .iter()
+            .all(|c| c.file.is_none() && c.total <= SMALL_OUTPUT_BYTES);
+        let show = move |finished: Finished| {
             let shown = views([&finished.stdout, &finished.stderr], failed, sizes, until);
             (finished, shown)
-        })
-        .await?;
+        };
+        let (finished, views) = if small {
+            // Made here: a hand-over to the blocking pool and back costs more than this.
+            show(finished)
+        } else {
+            run_blocking(move || show(finished)).await?
+        };
         let limit = TimeLimit {
             given_ms: timeout_ms,
             applied: timeout,

@@ -1115,3 +1115,114 @@ fn process_group_containment_enters_the_sandbox_before_exec() {
     assert!(out.contains("hello"), "reading still works: {out}");
     assert!(!probe.exists(), "the read-only sandbox let a write through");
 }
+
+/// How a client connects a server's stdin and stdout: Node's `child_process` gives it a
+/// socket for each, Python and Rust pipes, and a shell `2>&1` makes stdout the log's pipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Connection {
+    Sockets,
+    Pipes,
+    StdoutIsStderr,
+}
+
+/// One stream to toolgate (`reads`: toolgate reads it) or from it: toolgate's end, the
+/// test's end, and a copy of toolgate's (the same file description, so the same flags).
+fn stream(connection: Connection, reads: bool) -> [std::os::fd::OwnedFd; 3] {
+    use std::os::fd::OwnedFd;
+    if connection == Connection::Sockets {
+        let (theirs, ours) = std::os::unix::net::UnixStream::pair().unwrap();
+        let copy = theirs.try_clone().unwrap();
+        return [theirs.into(), ours.into(), copy.into()];
+    }
+    let (reader, writer) = std::io::pipe().unwrap();
+    if reads {
+        let copy = reader.try_clone().unwrap();
+        [reader.into(), writer.into(), OwnedFd::from(copy)]
+    } else {
+        let copy = writer.try_clone().unwrap();
+        [writer.into(), reader.into(), OwnedFd::from(copy)]
+    }
+}
+
+fn non_blocking(fd: &std::os::fd::OwnedFd) -> bool {
+    rustix::fs::fcntl_getfl(fd)
+        .unwrap()
+        .contains(rustix::fs::OFlags::NONBLOCK)
+}
+
+/// Over sockets and over pipes the server answers with its descriptors read and written by
+/// the runtime itself (non-blocking while it serves), and leaves them blocking when it
+/// ends, for whoever shares them; a stdout that is also stderr stays blocking throughout,
+/// so a log line can never meet `EAGAIN`.
+#[test]
+fn sockets_and_pipes_are_served_non_blocking_and_left_blocking() {
+    for connection in [
+        Connection::Sockets,
+        Connection::Pipes,
+        Connection::StdoutIsStderr,
+    ] {
+        let dir = project();
+        let [their_in, our_in, in_copy] = stream(connection, true);
+        let [their_out, our_out, out_copy] = stream(connection, false);
+        let stderr = match connection {
+            Connection::StdoutIsStderr => Stdio::from(their_out.try_clone().unwrap()),
+            _ => Stdio::null(),
+        };
+        let mut child = toolgate(dir.path())
+            .args(["serve", "--log-level", "warn"])
+            .stdin(Stdio::from(their_in))
+            .stdout(Stdio::from(their_out))
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        // read(2) and write(2) work on sockets too.
+        let mut input = std::io::PipeWriter::from(our_in);
+        let mut output = BufReader::new(std::io::PipeReader::from(our_out));
+        let mut exchange = |message: Value| -> Value {
+            writeln!(input, "{message}").unwrap();
+            loop {
+                let mut line = String::new();
+                let read = output.read_line(&mut line).unwrap();
+                assert!(read > 0, "{connection:?}: stdout closed");
+                let value: Value = serde_json::from_str(&line).unwrap();
+                if value.get("id").is_some() {
+                    return value;
+                }
+            }
+        };
+        let init = exchange(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}}),
+        );
+        assert_eq!(init["id"], 1, "{connection:?}: {init}");
+        let read = exchange(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "read_file", "arguments": {"path": "README.md"}}}),
+        );
+        let text = read["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(text.contains("hello"), "{connection:?}: {read}");
+        assert!(
+            non_blocking(&in_copy),
+            "{connection:?}: stdin is read by the runtime"
+        );
+        assert_eq!(
+            non_blocking(&out_copy),
+            connection != Connection::StdoutIsStderr,
+            "{connection:?}: stdout"
+        );
+        drop(input);
+        let status = child.wait().unwrap();
+        assert!(status.success(), "{connection:?}: {status:?}");
+        assert!(
+            !non_blocking(&in_copy),
+            "{connection:?}: stdin left non-blocking"
+        );
+        assert!(
+            !non_blocking(&out_copy),
+            "{connection:?}: stdout left non-blocking"
+        );
+    }
+}
