@@ -2,7 +2,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -10,6 +10,9 @@ use serde_json::{Value, json};
 use crate::{project, toolgate, user_config};
 
 const WAIT: Duration = Duration::from_secs(20);
+
+/// Lines of the server's stdout read ahead of the test at most.
+const UNREAD_LINES: usize = 1024;
 
 struct Server {
     child: Child,
@@ -42,7 +45,9 @@ impl Server {
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = channel();
+        // Bounded: a test that stops taking lines stops the reading too, as a client that
+        // does not read its replies would (the server must then stop reading as well).
+        let (tx, lines) = sync_channel(UNREAD_LINES);
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
@@ -609,7 +614,9 @@ fn rss_kib(pid: u32) -> u64 {
 fn a_client_that_does_not_read_replies_is_not_read_from_either() {
     // Regression: 500,000 junk lines sent without reading replies raised RSS from 14 MB to
     // 434 MB (one queued reply each). Now replies wait in a bounded queue and the server
-    // stops reading until the client reads.
+    // stops reading until the client reads. The test reads nothing until the check below
+    // (its reader thread holds `UNREAD_LINES` at most), so a server that keeps to that
+    // lets a few thousand of the 300,000 lines in, however fast it answers them.
     let mut server = Server::start();
     server.initialize("2025-06-18");
     let before = rss_kib(server.child.id());
