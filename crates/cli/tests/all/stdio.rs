@@ -1184,13 +1184,22 @@ fn sockets_and_pipes_are_served_non_blocking_and_left_blocking() {
             .unwrap();
         // read(2) and write(2) work on sockets too.
         let mut input = std::io::PipeWriter::from(our_in);
-        let mut output = BufReader::new(std::io::PipeReader::from(our_out));
+        let output = BufReader::new(std::io::PipeReader::from(our_out));
+        let (tx, lines) = sync_channel(UNREAD_LINES);
+        std::thread::spawn(move || {
+            for line in output.lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
         let mut exchange = |message: Value| -> Value {
             writeln!(input, "{message}").unwrap();
             loop {
-                let mut line = String::new();
-                let read = output.read_line(&mut line).unwrap();
-                assert!(read > 0, "{connection:?}: stdout closed");
+                let line = match lines.recv_timeout(WAIT) {
+                    Ok(line) => line,
+                    Err(e) => panic!("{connection:?}: no reply within {WAIT:?} ({e})"),
+                };
                 let value: Value = serde_json::from_str(&line).unwrap();
                 if value.get("id").is_some() {
                     return value;

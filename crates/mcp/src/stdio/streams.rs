@@ -22,14 +22,21 @@ pub(super) struct Stdio {
     pub restore: Restore,
 }
 
-/// The standard descriptors made non-blocking: blocking again when this is dropped (the
-/// session ended), for whoever shares them (the next program of a shell pipeline).
-pub(super) struct Restore(Vec<OwnedFd>);
+/// Which standard descriptors were made non-blocking: blocking again when this is dropped
+/// (the session ended), for whoever shares them (the next program of a shell pipeline).
+#[derive(Default)]
+pub(super) struct Restore {
+    stdin: bool,
+    stdout: bool,
+}
 
 impl Drop for Restore {
     fn drop(&mut self) {
-        for fd in &self.0 {
-            let _ = rustix::io::ioctl_fionbio(fd, false);
+        if self.stdin {
+            let _ = rustix::io::ioctl_fionbio(io::stdin(), false);
+        }
+        if self.stdout {
+            let _ = rustix::io::ioctl_fionbio(io::stdout(), false);
         }
     }
 }
@@ -37,27 +44,28 @@ impl Drop for Restore {
 impl Stdio {
     /// This process's stdin and stdout. Must run inside the runtime.
     pub fn open() -> Self {
-        let mut restore = Vec::new();
-        let input: Box<dyn AsyncRead + Unpin + Send> =
-            match watched(io::stdin().as_fd(), &mut restore) {
-                Some(Watched::Pipe(fd)) => {
-                    match tokio::net::unix::pipe::Receiver::from_owned_fd(fd) {
-                        Ok(pipe) => Box::new(pipe),
-                        Err(e) => blocking_stdin(&e),
-                    }
-                }
-                Some(Watched::Socket(fd)) => match socket(fd) {
-                    Ok(socket) => Box::new(socket),
-                    Err(e) => blocking_stdin(&e),
-                },
-                None => Box::new(tokio::io::stdin()),
-            };
+        let mut restore = Restore::default();
+        let stdin = watched(io::stdin().as_fd());
+        restore.stdin = stdin.is_some();
+        let input: Box<dyn AsyncRead + Unpin + Send> = match stdin {
+            Some(Watched::Pipe(fd)) => match tokio::net::unix::pipe::Receiver::from_owned_fd(fd) {
+                Ok(pipe) => Box::new(pipe),
+                Err(e) => blocking_stdin(&e),
+            },
+            Some(Watched::Socket(fd)) => match socket(fd) {
+                Ok(socket) => Box::new(socket),
+                Err(e) => blocking_stdin(&e),
+            },
+            None => Box::new(tokio::io::stdin()),
+        };
         let stdout = io::stdout();
         let output: Box<dyn AsyncWrite + Unpin + Send> =
             if same_file(stdout.as_fd(), io::stderr().as_fd()) {
                 Box::new(tokio::io::stdout())
             } else {
-                match watched(stdout.as_fd(), &mut restore) {
+                let watched = watched(stdout.as_fd());
+                restore.stdout = watched.is_some();
+                match watched {
                     Some(Watched::Pipe(fd)) => {
                         match tokio::net::unix::pipe::Sender::from_owned_fd(fd) {
                             Ok(pipe) => Box::new(pipe),
@@ -74,7 +82,7 @@ impl Stdio {
         Self {
             input,
             output,
-            restore: Restore(restore),
+            restore,
         }
     }
 }
@@ -86,14 +94,13 @@ enum Watched {
     Socket(OwnedFd),
 }
 
-/// `fd` duplicated, when it is a pipe or a socket; the copy also goes to `restore`.
-fn watched(fd: BorrowedFd<'_>, restore: &mut Vec<OwnedFd>) -> Option<Watched> {
+/// `fd` duplicated, when it is a pipe or a socket.
+fn watched(fd: BorrowedFd<'_>) -> Option<Watched> {
     let kind = FileType::from_raw_mode(fstat(fd).ok()?.st_mode);
     if kind != FileType::Fifo && kind != FileType::Socket {
         return None;
     }
     let copy = fd.try_clone_to_owned().ok()?;
-    restore.push(fd.try_clone_to_owned().ok()?);
     Some(if kind == FileType::Fifo {
         Watched::Pipe(copy)
     } else {
