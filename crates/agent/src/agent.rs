@@ -352,7 +352,16 @@ impl Agent {
     /// Runs one task (a user message) to its end: the model's final answer, the turn
     /// limit, a provider failure or `cancel`. Tools get `cancel` through their
     /// [`CallContext`]; a cancelled turn still leaves a well-formed conversation.
-    pub async fn run(
+    pub fn run<'a>(
+        &'a mut self,
+        task: &'a str,
+        observer: Observer<'a>,
+        cancel: &'a CancellationToken,
+    ) -> futures::future::BoxFuture<'a, Outcome> {
+        Box::pin(self.run_inner(task, observer, cancel))
+    }
+
+    async fn run_inner(
         &mut self,
         task: &str,
         observer: Observer<'_>,
@@ -578,7 +587,15 @@ impl Agent {
     /// ones become a summary (written by the model, or extracted when that fails), and the
     /// session's spill files that no live message references any more are deleted (seed
     /// 000 s04 exercise 2). Returns whether anything changed.
-    pub async fn compact(&mut self, observer: Observer<'_>, cancel: &CancellationToken) -> bool {
+    pub fn compact<'a>(
+        &'a mut self,
+        observer: Observer<'a>,
+        cancel: &'a CancellationToken,
+    ) -> futures::future::BoxFuture<'a, bool> {
+        Box::pin(self.compact_inner(observer, cancel))
+    }
+
+    async fn compact_inner(&mut self, observer: Observer<'_>, cancel: &CancellationToken) -> bool {
         let keep_chars = (self.context_tokens() * u64::from(self.settings.keep_percent.min(90))
             / 100
             * 4) as usize;

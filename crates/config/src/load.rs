@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use figment::Figment;
-use figment::providers::{Env, Format, Serialized, Toml};
+use figment::providers::{Env, Format, Serialized};
 use figment::value::Value as FValue;
 use serde::{Deserialize, Serialize};
 use toolgate_budget::BudgetLimits;
@@ -366,6 +366,20 @@ pub(crate) fn project_dir(options: &LoadOptions, user_side: &Figment) -> PathBuf
         None => options.project_dir.clone(),
     };
     project_dir.canonicalize().unwrap_or(project_dir)
+}
+
+/// figment's TOML format, parsed by the `toml` crate the rest of toolgate uses: figment's
+/// own `toml` feature brings an older `toml` and its parser, a second copy in every build.
+struct Toml;
+
+impl Format for Toml {
+    type Error = toml::de::Error;
+
+    const NAME: &'static str = "TOML";
+
+    fn from_str<'de, T: serde::de::DeserializeOwned>(string: &'de str) -> Result<T, Self::Error> {
+        toml::from_str(string)
+    }
 }
 
 /// Every layer in order, with `project` (checked) as the project layer.

@@ -194,14 +194,24 @@ impl Dispatcher {
         name: &'a str,
         args: RawArgs,
         ctx: CallContext,
-    ) -> impl Future<Output = ToolOutput> + Send + 'a {
+    ) -> futures::future::BoxFuture<'a, ToolOutput> {
         let ticket = ctx.session.order().ticket();
         self.call_in_line(name, args, ctx, ticket)
     }
 
     /// [`Dispatcher::call`] with a place in line taken earlier, when the call arrived (a
     /// transport takes it while it reads requests in order, before handlers are spawned).
-    pub async fn call_in_line(
+    pub fn call_in_line<'a>(
+        &'a self,
+        name: &'a str,
+        args: RawArgs,
+        ctx: CallContext,
+        ticket: Ticket,
+    ) -> futures::future::BoxFuture<'a, ToolOutput> {
+        Box::pin(self.call_in_line_inner(name, args, ctx, ticket))
+    }
+
+    async fn call_in_line_inner(
         &self,
         name: &str,
         args: RawArgs,
@@ -571,7 +581,15 @@ impl Dispatcher {
 
     /// [`Dispatcher::call_batch`], with how long each call took from its arrival (waiting
     /// for its turn included) to its result, for a display of the turn.
-    pub async fn call_batch_timed(
+    pub fn call_batch_timed<'a>(
+        &'a self,
+        calls: Vec<Call>,
+        ctx: &'a CallContext,
+    ) -> futures::future::BoxFuture<'a, Vec<(ToolOutput, Duration)>> {
+        Box::pin(self.call_batch_timed_inner(calls, ctx))
+    }
+
+    async fn call_batch_timed_inner(
         &self,
         calls: Vec<Call>,
         ctx: &CallContext,

@@ -556,7 +556,11 @@ impl Gateway {
     /// `mcp__` name), and each `prefix = "never"` server that lists `tool` or whose tools
     /// are not known yet; every server for `list_resources` and `read_resource`. For
     /// one-shot commands that should not start unrelated servers.
-    pub async fn start_for(&self, tool: &str) {
+    pub fn start_for<'a>(&'a self, tool: &'a str) -> futures::future::BoxFuture<'a, ()> {
+        Box::pin(self.start_for_inner(tool))
+    }
+
+    async fn start_for_inner(&self, tool: &str) {
         if tool == LIST_RESOURCES || tool == READ_RESOURCE {
             return self.start_all().await;
         }
@@ -587,7 +591,11 @@ impl Gateway {
 
     /// Starts the server named `server` (if configured) and waits until it is ready or
     /// failed.
-    pub async fn start_server(&self, server: &str) {
+    pub fn start_server<'a>(&'a self, server: &'a str) -> futures::future::BoxFuture<'a, ()> {
+        Box::pin(self.start_server_inner(server))
+    }
+
+    async fn start_server_inner(&self, server: &str) {
         let mount = self
             .inner
             .mounts()
@@ -600,7 +608,11 @@ impl Gateway {
     }
 
     /// Starts every enabled server and waits until each is ready or failed.
-    pub async fn start_all(&self) {
+    pub fn start_all<'a>(&'a self) -> futures::future::BoxFuture<'a, ()> {
+        Box::pin(self.start_all_inner())
+    }
+
+    async fn start_all_inner(&self) {
         let mounts = self.inner.mounts();
         futures::future::join_all(mounts.iter().map(|m| m.start())).await;
     }
@@ -623,7 +635,11 @@ impl Gateway {
     }
 
     /// Waits until no server is starting.
-    pub async fn settled(&self) {
+    pub fn settled<'a>(&'a self) -> futures::future::BoxFuture<'a, ()> {
+        Box::pin(self.settled_inner())
+    }
+
+    async fn settled_inner(&self) {
         let mounts = self.inner.mounts();
         futures::future::join_all(mounts.iter().map(|m| m.settled())).await;
     }
@@ -711,7 +727,17 @@ impl Gateway {
 
     /// [`Gateway::get_prompt`] for the caller `identity`, as rules with a condition on the
     /// caller decide.
-    pub async fn get_prompt_as(
+    pub fn get_prompt_as<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Option<rmcp::model::JsonObject>,
+        caller: Option<Arc<dyn toolgate_core::ClientLink>>,
+        identity: Option<&'a toolgate_core::Identity>,
+    ) -> futures::future::BoxFuture<'a, Result<rmcp::model::GetPromptResult, ForwardError>> {
+        Box::pin(self.get_prompt_as_inner(name, arguments, caller, identity))
+    }
+
+    async fn get_prompt_as_inner(
         &self,
         name: &str,
         arguments: Option<rmcp::model::JsonObject>,
@@ -834,7 +860,11 @@ impl Gateway {
 
     /// Stops every server: calls in flight fail, stdin is closed, then SIGTERM and SIGKILL
     /// for any process group still alive. Returns when all are gone (at most a few seconds).
-    pub async fn shutdown(&self) {
+    pub fn shutdown<'a>(&'a self) -> futures::future::BoxFuture<'a, ()> {
+        Box::pin(self.shutdown_inner())
+    }
+
+    async fn shutdown_inner(&self) {
         let mounts = self.inner.mounts();
         for mount in mounts.iter() {
             mount.shutdown.cancel();

@@ -115,6 +115,7 @@ mod catalog;
 mod config;
 mod connect;
 mod convert;
+mod erased;
 mod failure;
 mod gateway;
 mod handler;

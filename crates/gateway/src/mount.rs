@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use rmcp::service::RunningService;
 use rmcp::{Peer, RoleClient};
 use tokio::sync::{Notify, watch};
@@ -361,9 +362,14 @@ impl Mount {
     ///
     /// The attempt runs as a task of its own: a caller that gives up (a call cancelled or
     /// timed out during a restart) must not leave the server half-started.
-    pub(crate) async fn start(self: &Arc<Self>) {
+    ///
+    /// Boxed, like the gateway's public entry points: a crate that awaits a start compiles
+    /// this small future, not the whole start again (docs/development.md, "Build profiles").
+    pub(crate) fn start(self: &Arc<Self>) -> BoxFuture<'static, ()> {
         let mount = Arc::clone(self);
-        let _ = tokio::spawn(async move { mount.attempt_start().await }).await;
+        Box::pin(async move {
+            let _ = tokio::spawn(async move { mount.attempt_start().await }).await;
+        })
     }
 
     async fn attempt_start(self: &Arc<Self>) {
@@ -638,10 +644,23 @@ impl Mount {
         T: rmcp::transport::IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
+        let transport = crate::erased::Erased::new(transport.into_transport());
+        self.handshake_erased(handler, transport, stage, limits, lifecycle)
+            .await
+    }
+
+    /// [`Mount::handshake`], once for every kind of transport.
+    async fn handshake_erased(
+        &self,
+        handler: &Handler,
+        transport: crate::erased::Erased,
+        stage: &Mutex<&'static str>,
+        limits: &GatewayLimits,
+        lifecycle: Lifecycle,
+    ) -> Result<Handshaken, Failure> {
         // Progress and log messages are numbered as they arrive, so a call's result waits
         // for those sent before it.
-        let transport =
-            crate::ordered::Ordered::new(transport.into_transport(), Arc::clone(&handler.arrivals));
+        let transport = crate::ordered::Ordered::new(transport, Arc::clone(&handler.arrivals));
         let service = crate::lifecycle::negotiate(handler.clone(), transport, lifecycle)
             .await
             .map_err(|e| match e.auth_challenge() {

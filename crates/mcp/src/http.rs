@@ -225,11 +225,28 @@ pub(crate) fn tls_provider() {
 
 /// Serves MCP over HTTP until `shutdown` is cancelled. `on_bound` learns the bound address
 /// (useful with port 0).
-pub async fn serve_http(
+///
+/// Boxed, `on_bound` too: the HTTP service is compiled here once, not again in every crate
+/// that serves (docs/development.md, "Build profiles").
+pub fn serve_http<'a>(
     server: ToolgateServer,
     options: HttpOptions,
     shutdown: CancellationToken,
-    on_bound: impl FnOnce(SocketAddr),
+    on_bound: impl FnOnce(SocketAddr) + Send + 'a,
+) -> futures::future::BoxFuture<'a, Result<(), HttpError>> {
+    Box::pin(serve_http_inner(
+        server,
+        options,
+        shutdown,
+        Box::new(on_bound),
+    ))
+}
+
+async fn serve_http_inner(
+    server: ToolgateServer,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+    on_bound: Box<dyn FnOnce(SocketAddr) + Send + '_>,
 ) -> Result<(), HttpError> {
     if !options.addr.ip().is_loopback()
         && options.token.is_none()

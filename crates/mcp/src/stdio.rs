@@ -16,6 +16,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex as SyncMutex, PoisonError};
 
+use futures::future::BoxFuture;
 use rmcp::RoleServer;
 use rmcp::ServiceExt;
 use rmcp::model::{ClientRequest, JsonRpcMessage, NumberOrString};
@@ -60,18 +61,39 @@ const KNOWN_METHODS: &[&str] = &[
 ];
 
 /// Serves `server` on stdin/stdout until the client disconnects.
-pub async fn serve_stdio(server: ToolgateServer) -> std::io::Result<()> {
+pub fn serve_stdio(
+    server: ToolgateServer,
+) -> futures::future::BoxFuture<'static, std::io::Result<()>> {
+    Box::pin(serve_stdio_inner(server))
+}
+
+async fn serve_stdio_inner(server: ToolgateServer) -> std::io::Result<()> {
     let stdio = streams::Stdio::open();
     let _blocking_again = stdio.restore;
-    serve_streams(server, stdio.input, stdio.output).await
+    serve_boxed(server, stdio.input, stdio.output).await
 }
 
 /// Serves `server` on any pair of byte streams (stdio, pipes, an in-memory duplex).
-pub async fn serve_streams<R, W>(server: ToolgateServer, input: R, output: W) -> std::io::Result<()>
+///
+/// Boxed, the streams too: the MCP service loop is compiled here once, not again in every
+/// crate that serves (docs/development.md, "Build profiles").
+pub fn serve_streams<R, W>(
+    server: ToolgateServer,
+    input: R,
+    output: W,
+) -> BoxFuture<'static, std::io::Result<()>>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    Box::pin(serve_boxed(server, Box::new(input), Box::new(output)))
+}
+
+async fn serve_boxed(
+    server: ToolgateServer,
+    input: Box<dyn AsyncRead + Unpin + Send>,
+    output: Box<dyn AsyncWrite + Unpin + Send>,
+) -> std::io::Result<()> {
     let transport = LineTransport::new(input, output, server.clone());
     let running = match server.serve(transport).await {
         Ok(running) => running,

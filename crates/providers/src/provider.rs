@@ -211,7 +211,16 @@ impl Provider {
     /// reported to `on_event` as they happen. Retries 429, 5xx, overload and network
     /// errors with backoff (honouring `retry-after`), unless part of the answer was already
     /// shown. Stops at once when `cancel` fires.
-    pub async fn complete(
+    pub fn complete<'a>(
+        &'a self,
+        request: &'a Request<'_>,
+        on_event: &'a mut (dyn FnMut(Event) + Send),
+        cancel: &'a CancellationToken,
+    ) -> futures::future::BoxFuture<'a, Result<Response, ProviderError>> {
+        Box::pin(self.complete_inner(request, on_event, cancel))
+    }
+
+    async fn complete_inner(
         &self,
         request: &Request<'_>,
         on_event: &mut (dyn FnMut(Event) + Send),

@@ -93,7 +93,16 @@ pub(crate) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
 
 /// Runs the authorization-code flow for `spec` and stores the tokens. `say` gets the lines a
 /// human should read (the URL to open).
-pub async fn login(
+pub fn login<'a>(
+    spec: &'a ServerSpec,
+    store: &'a TokenStore,
+    options: &'a LoginOptions,
+    say: &'a (dyn Fn(&str) + Send + Sync),
+) -> futures::future::BoxFuture<'a, Result<AuthStatus, LoginError>> {
+    Box::pin(login_inner(spec, store, options, say))
+}
+
+async fn login_inner(
     spec: &ServerSpec,
     store: &TokenStore,
     options: &LoginOptions,

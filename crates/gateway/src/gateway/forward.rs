@@ -35,7 +35,16 @@ impl Drop for Followed {
 impl Gateway {
     /// Suggestions for `argument` of prompt `name` (as [`Gateway::prompts`] lists it), from
     /// its server with the prompt's own name; none when the server offers no completion.
-    pub async fn complete_prompt(
+    pub fn complete_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        argument: &'a ArgumentInfo,
+        context: Option<&'a CompletionContext>,
+    ) -> futures::future::BoxFuture<'a, Result<CompletionInfo, ForwardError>> {
+        Box::pin(self.complete_prompt_inner(name, argument, context))
+    }
+
+    async fn complete_prompt_inner(
         &self,
         name: &str,
         argument: &ArgumentInfo,
@@ -59,7 +68,16 @@ impl Gateway {
     /// Suggestions for `argument` of the resource template `template` (its URI template as
     /// listed), from the first server that lists it; none when that server offers no
     /// completion.
-    pub async fn complete_resource(
+    pub fn complete_resource<'a>(
+        &'a self,
+        template: &'a str,
+        argument: &'a ArgumentInfo,
+        context: Option<&'a CompletionContext>,
+    ) -> futures::future::BoxFuture<'a, Result<CompletionInfo, ForwardError>> {
+        Box::pin(self.complete_resource_inner(template, argument, context))
+    }
+
+    async fn complete_resource_inner(
         &self,
         template: &str,
         argument: &ArgumentInfo,
@@ -86,7 +104,14 @@ impl Gateway {
     /// Follows `uri`'s updates on the server that offers it (as [`Gateway::read_resource`]
     /// routes it): the server is subscribed once however many follow, until the last
     /// [`Followed`] is dropped. Its updates arrive on [`Gateway::resource_updates`].
-    pub async fn follow(&self, uri: &str) -> Result<Followed, ForwardError> {
+    pub fn follow<'a>(
+        &'a self,
+        uri: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Followed, ForwardError>> {
+        Box::pin(self.follow_inner(uri))
+    }
+
+    async fn follow_inner(&self, uri: &str) -> Result<Followed, ForwardError> {
         let mounted = self.inner.mounted();
         let best = mounted
             .iter()

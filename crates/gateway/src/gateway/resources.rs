@@ -83,7 +83,17 @@ impl Gateway {
 
     /// [`Gateway::read_resource`] for the caller `identity`, as rules with a condition on
     /// the caller decide.
-    pub async fn read_resource_as(
+    pub fn read_resource_as<'a>(
+        &'a self,
+        uri: &'a str,
+        caller: Option<Arc<dyn toolgate_core::ClientLink>>,
+        identity: Option<&'a toolgate_core::Identity>,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<rmcp::model::ResourceContents>, ForwardError>>
+    {
+        Box::pin(self.read_resource_as_inner(uri, caller, identity))
+    }
+
+    async fn read_resource_as_inner(
         &self,
         uri: &str,
         caller: Option<Arc<dyn toolgate_core::ClientLink>>,
