@@ -377,7 +377,7 @@ impl Format for Toml {
 
     const NAME: &'static str = "TOML";
 
-    fn from_str<'de, T: serde::de::DeserializeOwned>(string: &'de str) -> Result<T, Self::Error> {
+    fn from_str<T: serde::de::DeserializeOwned>(string: &str) -> Result<T, Self::Error> {
         toml::from_str(string)
     }
 }
