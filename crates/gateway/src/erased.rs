@@ -2,9 +2,9 @@
 //!
 //! rmcp's client loop is generic over its transport, so each kind of connection (stdio,
 //! stdio behind the `server/discover` probe, Streamable HTTP with and without a login)
-//! compiled the whole loop again, with every task it spawns: about a tenth of this crate's
-//! build. [`Erased`] puts the transport behind a box, so the loop is compiled once; a
-//! message pays one small allocation, next to its JSON encoding.
+//! compiled the whole loop again, with every task it spawns (about 4 % of this crate's
+//! build, 100 s → 96 s). [`Erased`] puts the transport behind a box, so the loop is compiled
+//! once; a message pays one small allocation, next to its JSON encoding.
 
 use std::borrow::Cow;
 
