@@ -104,7 +104,7 @@ fn bench(c: &mut Criterion) {
     let out = call(&rt, &grep, &no_match);
     eprintln!("grep: {}", Value::Object(out.structured.clone()));
     let out = call(&rt, &find, &glob);
-    eprintln!("search_files: scanned {}", out.structured["scanned_count"]);
+    eprintln!("search_files: {}", Value::Object(out.structured.clone()));
 
     let mut group = c.benchmark_group("fs_tools");
     group
