@@ -1,4 +1,4 @@
-//! `toolgate --version`, `toolgate completions SHELL`, `toolgate man`, `config show`'s
+//! `toolgate --help` and `--version`, `toolgate completions SHELL`, `toolgate man`, `config show`'s
 //! masking by declaration, and `config reference`.
 
 use std::process::Command;
@@ -14,6 +14,14 @@ fn stdout_of(args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn help_opens_with_what_toolgate_is() {
+    // The commands live in another crate, whose own description clap would take.
+    let help = stdout_of(&["--help"]);
+    let first = help.lines().next().unwrap_or_default();
+    assert_eq!(first, env!("CARGO_PKG_DESCRIPTION"), "{help}");
 }
 
 #[test]
