@@ -4,25 +4,36 @@
 //! browser comes back there. The gateway (which starts the login) and the HTTP listener
 //! (which receives the redirect) meet here, keyed by the login's OAuth `state`.
 //!
-//! The link a caller gets is toolgate's own `/oauth/start?state=…`, a page that names who
-//! asked for the login and on which server before it sends the browser on: someone who
-//! forwards their link to another person (to get that person's account kept under their own
-//! name) shows that person a name that is not theirs.
+//! A login is bound to the browser that opened it (RFC 6749 §10.12, login CSRF). The link a
+//! caller gets is toolgate's own `/oauth/start?state=…`, a page that names who asked for the
+//! login and on which server; the first browser to open it gets a cookie for this login
+//! only, and no other browser can open it again. The redirect back is taken only from a
+//! browser with that cookie, so a "Continue" link copied from the start page and sent to
+//! someone else ends at a refusal, not in their account being kept for the sender. Nothing
+//! is kept until the browser confirms on the callback page, which names again whose login it
+//! is and offers to cancel. What remains: someone who forwards the start link itself,
+//! unopened, shows the other person a page naming someone else; continuing past it and
+//! confirming is that person's choice.
 //!
 //! Process-wide: one `serve --http` per process, and the `state` of a login is a random
 //! value nobody else can guess. The redirect reaches the process that started the login
-//! only (behind a load balancer, route `/oauth/callback` by its `state`, or run one replica
-//! for logins).
+//! only (behind a load balancer, route `/oauth/` by its `state`, or run one replica for
+//! logins).
 
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex, PoisonError};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-/// The path of the redirect URI on the HTTP listener.
+/// The path of the redirect URI on the HTTP listener (`GET`), and of its confirmation
+/// form (`POST`).
 pub const CALLBACK_PATH: &str = "/oauth/callback";
 /// The path of the page a caller's link opens, before the authorization server.
 pub const START_PATH: &str = "/oauth/start";
+
+/// How long the browser keeps a login's cookie: as long as a login waits in the gateway.
+const COOKIE_LIFETIME: Duration = Duration::from_secs(15 * 60);
 
 /// A login waiting for its browser, as its start page shows it.
 #[derive(Debug, Clone)]
@@ -57,10 +68,38 @@ pub type Arrival = (
     oneshot::Sender<Result<String, String>>,
 );
 
+/// A page for the browser: its status, its HTML, and a cookie to set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    /// The HTTP status.
+    pub status: u16,
+    /// A `Set-Cookie` header value, when the page binds the login to this browser.
+    pub set_cookie: Option<String>,
+    /// The page, HTML.
+    pub html: String,
+}
+
+/// The cookie that binds a login to one browser: its name (one per login, so logins to two
+/// servers from one browser do not clash) and secret value.
+struct Binding {
+    name: String,
+    value: String,
+}
+
+/// One login waiting for its browser.
+struct Entry {
+    pending: Pending,
+    waiter: oneshot::Sender<Arrival>,
+    /// Set by the first browser to open the start page.
+    binding: Option<Binding>,
+    /// The code that browser came back with, until it confirms.
+    redirect: Option<Redirect>,
+}
+
 struct Table {
     /// `http(s)://host[:port]` under which clients reach the listener.
     base: Option<String>,
-    pending: HashMap<String, (Pending, oneshot::Sender<Arrival>)>,
+    pending: HashMap<String, Entry>,
 }
 
 static TABLE: LazyLock<Mutex<Table>> = LazyLock::new(|| {
@@ -95,28 +134,151 @@ pub fn start_url(state: &str) -> Option<String> {
         .map(|b| format!("{b}{START_PATH}?state={state}"))
 }
 
-/// The start page of the login whose `state` the query names: who asked, for which
-/// server, and the link onward. `Err` when no such login waits.
-pub fn start_page(query: &str) -> Result<String, String> {
-    let state = url::form_urlencoded::parse(query.as_bytes())
-        .find(|(k, _)| k == "state")
+/// The value of `name` in `pairs` (a query or a form body).
+fn param(pairs: &str, name: &str) -> Option<String> {
+    url::form_urlencoded::parse(pairs.as_bytes())
+        .find(|(k, _)| k == name)
         .map(|(_, v)| v.into_owned())
-        .ok_or("the link has no `state`: call the tool again for a new link")?;
-    let table = table();
-    let (pending, _) = table.pending.get(&state).filter(|(_, w)| !w.is_closed()).ok_or(
-        "no login is waiting for this link (it timed out or finished already): call the tool again for a new link",
-    )?;
-    Ok(format!(
-        "<!doctype html>\n<meta charset=\"utf-8\"><title>toolgate: log in to {server}</title>\n\
-         <h1>Log in to {server}</h1>\n\
-         <p>The toolgate user <b>{who}</b> asked to use the MCP server <b>{server}</b> with \
-         their own account there. Continue only if that is you: whoever continues here logs in \
-         with their own account, and it is kept for {who}.</p>\n\
-         <p><a id=\"continue\" href=\"{url}\">Continue to sign in</a></p>\n",
-        server = html(&pending.server),
-        who = html(&pending.asked_by),
-        url = html(&pending.auth_url),
-    ))
+}
+
+/// A page with `status` whose body is `title` and `paragraphs` (HTML already).
+fn page(status: u16, title: &str, paragraphs: &[String]) -> Page {
+    let mut html = format!(
+        "<!doctype html>\n<meta charset=\"utf-8\"><title>toolgate: {title}</title>\n<h1>{title}</h1>\n"
+    );
+    for p in paragraphs {
+        html.push_str(&format!("<p>{p}</p>\n"));
+    }
+    Page {
+        status,
+        set_cookie: None,
+        html,
+    }
+}
+
+/// A refusal page: what happened and what to do.
+fn refusal(status: u16, why: &str) -> Page {
+    page(status, "login refused", &[html(why)])
+}
+
+/// 32 random bytes, hex; `None` when the OS gives no randomness (then no login is bound,
+/// and none is taken: a guessable cookie would bind nothing).
+fn random_hex() -> Option<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Whether the request's `Cookie` header carries the login's binding. Compared in time
+/// that does not depend on where the values differ.
+fn carries(cookies: Option<&str>, binding: &Binding) -> bool {
+    cookies
+        .into_iter()
+        .flat_map(|header| header.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .filter(|(name, _)| *name == binding.name)
+        .any(|(_, value)| {
+            value.len() == binding.value.len()
+                && value
+                    .bytes()
+                    .zip(binding.value.bytes())
+                    .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                    == 0
+        })
+}
+
+/// What a browser that did not open this login's link reads.
+const NOT_THIS_BROWSER: &str = "This login was started in another browser. If someone sent you this link, close this tab: continuing would let them use your account. If you asked for this login yourself, open the link your client gave you in this browser, or call the tool again for a new link.";
+
+/// The start page of the login whose `state` the query names: who asked, for which
+/// server, and the link onward. The first browser to open it is the login's; any other
+/// is refused.
+pub fn start_page(query: &str, cookies: Option<&str>) -> Page {
+    let Some(state) = param(query, "state") else {
+        return refusal(
+            404,
+            "The link has no `state`: call the tool again for a new link.",
+        );
+    };
+    let mut table = table();
+    let secure = table.base.as_ref().is_some_and(|b| b.starts_with("https:"));
+    let Some(entry) = table
+        .pending
+        .get_mut(&state)
+        .filter(|e| !e.waiter.is_closed())
+    else {
+        return refusal(
+            404,
+            "No login is waiting for this link (it timed out or finished already): call the tool again for a new link.",
+        );
+    };
+    let mut set_cookie = None;
+    match &entry.binding {
+        Some(binding) if !carries(cookies, binding) => return refusal(403, NOT_THIS_BROWSER),
+        Some(_) => {}
+        None => {
+            let (Some(id), Some(value)) = (random_hex(), random_hex()) else {
+                return refusal(
+                    500,
+                    "toolgate has no OS randomness to bind this login to your browser; ask its operator to restart it on a system with getrandom(2).",
+                );
+            };
+            let binding = Binding {
+                name: format!("toolgate_login_{}", &id[..16]),
+                value,
+            };
+            set_cookie = Some(format!(
+                "{}={}; Path=/oauth; Max-Age={}; HttpOnly; SameSite=Lax{}",
+                binding.name,
+                binding.value,
+                COOKIE_LIFETIME.as_secs(),
+                if secure { "; Secure" } else { "" }
+            ));
+            entry.binding = Some(binding);
+        }
+    }
+    let pending = &entry.pending;
+    let mut page = page(
+        200,
+        &format!("log in to {}", html(&pending.server)),
+        &[
+            format!(
+                "The toolgate user <b>{who}</b> asked to use the MCP server <b>{server}</b> with \
+                 their own account there. Continue only if that is you: whoever continues here \
+                 logs in with their own account, and it is kept for {who}.",
+                server = html(&pending.server),
+                who = html(&pending.asked_by),
+            ),
+            format!(
+                "<a id=\"continue\" href=\"{}\">Continue to sign in</a>",
+                html(&pending.auth_url)
+            ),
+        ],
+    );
+    page.set_cookie = set_cookie;
+    page
+}
+
+/// Most characters of an authorization server's `error` or `error_description` kept.
+const MAX_PROVIDER_TEXT: usize = 300;
+
+/// Text an authorization server sent back (`error`, `error_description`), fit for a
+/// terminal, a log or a model: control characters escaped (no ANSI sequence or forged line
+/// reaches a terminal) and cut at a few hundred characters.
+pub fn provider_text(text: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == MAX_PROVIDER_TEXT {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `text` safe inside HTML text and attribute values.
@@ -137,49 +299,167 @@ fn html(text: &str) -> String {
 /// are pending already.
 pub fn expect(state: &str, pending: Pending) -> Result<oneshot::Receiver<Arrival>, String> {
     let mut table = table();
-    table.pending.retain(|_, (_, waiter)| !waiter.is_closed());
+    table.pending.retain(|_, entry| !entry.waiter.is_closed());
     if table.pending.len() >= MAX_PENDING {
         return Err(format!(
             "{MAX_PENDING} logins are waiting for their browser already; try again in a few minutes"
         ));
     }
     let (tx, rx) = oneshot::channel();
-    table.pending.insert(state.to_owned(), (pending, tx));
+    table.pending.insert(
+        state.to_owned(),
+        Entry {
+            pending,
+            waiter: tx,
+            binding: None,
+            redirect: None,
+        },
+    );
     Ok(rx)
 }
 
-/// Hands the redirect's query to the login it belongs to and waits for it to finish (the
-/// code exchanged and the tokens kept); what the browser's user should read, `Err` when
-/// the login failed (no such login, the authorization server's refusal, the exchange).
-pub async fn complete(query: &str) -> Result<String, String> {
-    let params: HashMap<String, String> = url::form_urlencoded::parse(query.as_bytes())
-        .into_owned()
-        .collect();
-    let state = params
-        .get("state")
-        .ok_or("the redirect has no `state`: start the login again from your client")?;
-    let (_, waiter) = table().pending.remove(state).ok_or(
-        "no login is waiting for this redirect (it timed out, finished already, or was started by another toolgate): call the tool again for a new link",
-    )?;
-    let outcome = match (params.get("code"), params.get("error")) {
-        (Some(code), _) => Ok(Redirect {
-            code: code.clone(),
-            state: state.clone(),
-            issuer: params.get("iss").cloned(),
-        }),
-        (None, error) => Err(format!(
-            "the authorization server refused the login: {}{}",
-            error.map_or("no code", String::as_str),
-            params
-                .get("error_description")
-                .map(|d| format!(" ({d})"))
-                .unwrap_or_default()
-        )),
+/// The redirect back from the authorization server (`GET` [`CALLBACK_PATH`]). From the
+/// browser the login is bound to: a refusal ends the login at once; a code is held, and
+/// the page asks to confirm whose login it is. From any other browser: refused, and the
+/// login goes on waiting for its own.
+pub async fn callback(query: &str, cookies: Option<&str>) -> Page {
+    let Some(state) = param(query, "state") else {
+        return refusal(
+            400,
+            "The redirect has no `state`: start the login again from your client.",
+        );
     };
-    let gone = || "the login gave up waiting: call the tool again for a new link".to_owned();
+    let (server, who) = {
+        let mut table = table();
+        let Some(entry) = table.pending.get_mut(&state) else {
+            return refusal(
+                400,
+                "No login is waiting for this redirect (it timed out, finished already, or was started by another toolgate): call the tool again for a new link.",
+            );
+        };
+        if !entry.binding.as_ref().is_some_and(|b| carries(cookies, b)) {
+            return refusal(403, NOT_THIS_BROWSER);
+        }
+        match param(query, "code") {
+            Some(code) => {
+                entry.redirect = Some(Redirect {
+                    code,
+                    state: state.clone(),
+                    issuer: param(query, "iss"),
+                })
+            }
+            None => {
+                drop(table);
+                let why = format!(
+                    "the authorization server refused the login: {}{}",
+                    param(query, "error")
+                        .map_or_else(|| "no code".to_owned(), |e| provider_text(&e)),
+                    param(query, "error_description")
+                        .map(|d| format!(" ({})", provider_text(&d)))
+                        .unwrap_or_default()
+                );
+                return finish(&state, Err(why)).await;
+            }
+        }
+        (html(&entry.pending.server), html(&entry.pending.asked_by))
+    };
+    let state = html(&state);
+    page(
+        200,
+        &format!("finish logging in to {server}"),
+        &[
+            format!(
+                "You signed in at <b>{server}</b>. Your account there will be used by the \
+                 toolgate user <b>{who}</b> whenever they call its tools. Finish only if \
+                 <b>{who}</b> is you."
+            ),
+            format!(
+                "<form method=\"post\" action=\"{CALLBACK_PATH}\">\
+                 <input type=\"hidden\" name=\"state\" value=\"{state}\">\
+                 <button id=\"finish\" name=\"decision\" value=\"finish\">Finish: I am {who}</button> \
+                 <button id=\"cancel\" name=\"decision\" value=\"cancel\">Cancel: keep nothing</button>\
+                 </form>"
+            ),
+        ],
+    )
+}
+
+/// The browser's answer to the callback page (`POST` [`CALLBACK_PATH`], a form): finish
+/// the login with the code it came back with, or cancel it. Only from the browser the
+/// login is bound to.
+pub async fn decide(form: &str, cookies: Option<&str>) -> Page {
+    let Some(state) = param(form, "state") else {
+        return refusal(
+            400,
+            "The form has no `state`: start the login again from your client.",
+        );
+    };
+    let redirect = {
+        let mut table = table();
+        let Some(entry) = table.pending.get_mut(&state) else {
+            return refusal(
+                400,
+                "No login is waiting for this answer (it timed out or finished already): call the tool again for a new link.",
+            );
+        };
+        if !entry.binding.as_ref().is_some_and(|b| carries(cookies, b)) {
+            return refusal(403, NOT_THIS_BROWSER);
+        }
+        let Some(redirect) = entry.redirect.take() else {
+            return refusal(
+                400,
+                "This login has not come back from the authorization server yet: continue from the start page.",
+            );
+        };
+        redirect
+    };
+    match param(form, "decision").as_deref() {
+        Some("finish") => finish(&state, Ok(redirect)).await,
+        _ => {
+            finish(
+                &state,
+                Err("the login was cancelled in the browser; nothing was kept".to_owned()),
+            )
+            .await
+        }
+    }
+}
+
+/// Hands the outcome to the login of `state` and waits for it to finish (the code
+/// exchanged and the tokens kept); the page says how it ended.
+async fn finish(state: &str, outcome: Result<Redirect, String>) -> Page {
+    let Some(entry) = table().pending.remove(state) else {
+        return refusal(
+            400,
+            "No login is waiting for this redirect any more: call the tool again for a new link.",
+        );
+    };
+    let gone = || {
+        refusal(
+            410,
+            "The login gave up waiting: call the tool again for a new link.",
+        )
+    };
     let (tx, rx) = oneshot::channel();
-    waiter.send((outcome, tx)).map_err(|_| gone())?;
-    rx.await.map_err(|_| gone())?
+    if entry.waiter.send((outcome, tx)).is_err() {
+        return gone();
+    }
+    match rx.await {
+        Ok(Ok(said)) => page(
+            200,
+            "logged in",
+            &[format!(
+                "{}. You can close this tab and go back to your client.",
+                html(&said)
+            )],
+        ),
+        Ok(Err(why)) => page(
+            400,
+            "login failed",
+            &[html(&format!("Login failed: {why}"))],
+        ),
+        Err(_) => gone(),
+    }
 }
 
 #[cfg(test)]
@@ -194,16 +474,36 @@ mod tests {
         }
     }
 
+    /// The `name=value` of the cookie a page sets.
+    fn cookie(page: &Page) -> String {
+        let set = page
+            .set_cookie
+            .as_deref()
+            .expect("the page binds the browser");
+        assert!(
+            set.contains("HttpOnly") && set.contains("SameSite=Lax"),
+            "{set}"
+        );
+        set.split(';').next().unwrap().to_owned()
+    }
+
     #[test]
     fn the_start_page_names_who_asked_escaped_and_links_on() {
         let _rx = expect("s4", pending()).unwrap();
-        let page = start_page("state=s4").unwrap();
-        assert!(page.contains("<b>eve &lt;eve@x&gt;</b>"), "{page}");
+        let page = start_page("state=s4", None);
+        assert_eq!(page.status, 200);
         assert!(
-            page.contains("href=\"https://as/auth?a=1&amp;b=&lt;2&gt;\""),
-            "{page}"
+            page.html.contains("<b>eve &lt;eve@x&gt;</b>"),
+            "{}",
+            page.html
         );
-        assert!(start_page("state=nope").unwrap_err().contains("no login"));
+        assert!(
+            page.html
+                .contains("href=\"https://as/auth?a=1&amp;b=&lt;2&gt;\""),
+            "{}",
+            page.html
+        );
+        assert_eq!(start_page("state=nope", None).status, 404);
         set_base_url("http://127.0.0.1:9/");
         assert_eq!(
             start_url("a b").as_deref(),
@@ -211,51 +511,120 @@ mod tests {
         );
     }
 
+    /// Regression (login CSRF): the "Continue" link copied from the start page and sent to
+    /// someone else put that person's account in the sender's record.
     #[tokio::test]
-    async fn a_redirect_reaches_the_login_of_its_state_once_and_the_page_says_how_it_ended() {
+    async fn only_the_browser_that_opened_the_link_finishes_the_login() {
         let rx = expect("s1", pending()).unwrap();
+        let mallory = cookie(&start_page("state=s1", None));
+        // The same browser may open the page again; another browser may not.
+        let again = start_page("state=s1", Some(&format!("other=1; {mallory}")));
+        assert_eq!((again.status, again.set_cookie), (200, None));
+        assert_eq!(start_page("state=s1", None).status, 403);
+        assert_eq!(
+            start_page("state=s1", Some("toolgate_login_x=y")).status,
+            403
+        );
+        // Alice's browser comes back from the provider with her code: refused, and the
+        // login still waits for its own browser.
+        let alice = callback("code=alice&state=s1", None).await;
+        assert_eq!(alice.status, 403);
+        assert!(
+            alice.html.contains("started in another browser"),
+            "{}",
+            alice.html
+        );
+        let (name, _) = mallory.split_once('=').unwrap();
+        let forged = format!("{name}={}", "0".repeat(64));
+        assert_eq!(
+            callback("code=alice&state=s1", Some(&forged)).await.status,
+            403
+        );
+        assert_eq!(decide("state=s1&decision=finish", None).await.status, 403);
+
         let login = tokio::spawn(async move {
             let (redirect, done) = rx.await.unwrap();
             let redirect = redirect.unwrap();
             assert_eq!(redirect.code, "c1");
             assert_eq!(redirect.issuer.as_deref(), Some("https://as"));
-            done.send(Ok("logged in as ada".to_owned())).unwrap();
+            done.send(Ok("Logged in to `github` as eve".to_owned()))
+                .unwrap();
         });
-        let page = complete("code=c1&state=s1&iss=https%3A%2F%2Fas").await;
-        assert_eq!(page.as_deref(), Ok("logged in as ada"));
+        let confirm = callback("code=c1&state=s1&iss=https%3A%2F%2Fas", Some(&mallory)).await;
+        assert_eq!(confirm.status, 200);
+        assert!(
+            confirm.html.contains("<b>eve &lt;eve@x&gt;</b>"),
+            "{}",
+            confirm.html
+        );
+        assert!(
+            confirm.html.contains("name=\"decision\" value=\"cancel\""),
+            "{}",
+            confirm.html
+        );
+        assert!(
+            !login.is_finished(),
+            "nothing is exchanged before the browser confirms"
+        );
+        let done = decide("state=s1&decision=finish", Some(&mallory)).await;
+        assert_eq!(done.status, 200);
+        assert!(
+            done.html.contains("Logged in to `github` as eve"),
+            "{}",
+            done.html
+        );
         login.await.unwrap();
-        assert!(
-            complete("code=c1&state=s1")
-                .await
-                .unwrap_err()
-                .contains("no login")
+        assert_eq!(
+            callback("code=c1&state=s1", Some(&mallory)).await.status,
+            400
         );
-        assert!(
-            complete("code=c1")
-                .await
-                .unwrap_err()
-                .contains("no `state`")
-        );
+        assert_eq!(callback("code=c1", None).await.status, 400);
     }
 
     #[tokio::test]
-    async fn a_refusal_reaches_the_login_and_a_login_that_gave_up_is_said_so() {
+    async fn a_refusal_or_a_cancel_reaches_the_login_and_a_login_that_gave_up_is_said_so() {
         let rx = expect("s2", pending()).unwrap();
+        let browser = cookie(&start_page("state=s2", None));
         let login = tokio::spawn(async move {
             let (redirect, done) = rx.await.unwrap();
             let why = redirect.unwrap_err();
-            assert!(why.contains("access_denied"), "{why}");
+            assert!(why.contains("access_denied\\u{1b}[2J"), "{why}");
             done.send(Err(why)).unwrap();
         });
-        let said = complete("error=access_denied&state=s2").await.unwrap_err();
-        assert!(said.contains("access_denied"), "{said}");
+        let said = callback("error=access_denied%1B%5B2J&state=s2", Some(&browser)).await;
+        assert_eq!(said.status, 400);
+        assert!(said.html.contains("access_denied"), "{}", said.html);
         login.await.unwrap();
+
+        let rx = expect("s5", pending()).unwrap();
+        let browser = cookie(&start_page("state=s5", None));
+        let login = tokio::spawn(async move {
+            let (redirect, done) = rx.await.unwrap();
+            let why = redirect.unwrap_err();
+            assert!(why.contains("cancelled"), "{why}");
+            done.send(Err(why)).unwrap();
+        });
+        assert_eq!(
+            callback("code=c&state=s5", Some(&browser)).await.status,
+            200
+        );
+        let said = decide("state=s5&decision=cancel", Some(&browser)).await;
+        assert!(said.html.contains("nothing was kept"), "{}", said.html);
+        login.await.unwrap();
+
         drop(expect("s3", pending()).unwrap());
-        assert!(
-            complete("code=c&state=s3")
-                .await
-                .unwrap_err()
-                .contains("gave up")
+        assert_eq!(start_page("state=s3", None).status, 404);
+    }
+
+    #[test]
+    fn provider_text_escapes_control_characters_and_is_cut() {
+        assert_eq!(
+            provider_text("a\x1b[31mb\r\nc"),
+            "a\\u{1b}[31mb\\u{d}\\u{a}c"
+        );
+        assert_eq!(
+            provider_text(&"x".repeat(1000)).chars().count(),
+            MAX_PROVIDER_TEXT + 1
         );
     }
 }
