@@ -28,7 +28,7 @@ use crate::profile::ClientLimits;
 use crate::rate_limit::{RateLimits, caller_of, refusal};
 use crate::registry::{Registry, Scope, Snapshot};
 use crate::result_budget::{ResultBudget, TurnResult};
-use crate::schedule::{ResourceLocks, Ticket, Turn};
+use crate::schedule::{AwayLink, Ends, Holding, ResourceLocks, Ticket, Turn};
 use crate::session::{Approval, Session};
 use crate::spec::{Concurrency, DisclosureHint, ToolMeta};
 use crate::tool::{DynTool, ToolError, json_kind};
@@ -485,9 +485,18 @@ impl Dispatcher {
         // A child token: a timeout stops this call only, never the caller's session or the
         // rest of its batch, while the caller cancelling still reaches the tool.
         let cancel = ctx.cancel.child_token();
+        let resources = footprint.resources;
+        let holding = (meta.concurrency == Concurrency::Mutating && !resources.is_empty())
+            .then(|| Holding::new(&self.resources, resources, cancel.clone()));
+        // Asking the client lets go of the call's resources until it answers (`away.rs`).
+        let link = match (&holding, ctx.client()) {
+            (Some(holding), Some(client)) => Some(AwayLink::wrap(client, holding)),
+            _ => ctx.link.clone(),
+        };
         let ctx = CallContext {
             cancel: cancel.clone(),
             deadline: Some(deadline),
+            link,
             ..ctx
         };
         if cancel.is_cancelled() {
@@ -496,31 +505,26 @@ impl Dispatcher {
         }
         let waiting_on = Mutex::new(String::new());
         let started = AtomicBool::new(false);
-        let resources = footprint.resources;
         let work = async {
             let ticket = ticket;
+            let _ends = holding.clone().map(Ends);
             match meta.concurrency {
                 // Acts on running work (a job's output, a kill): never waits behind it.
                 Concurrency::Detached => drop(ticket),
                 Concurrency::ReadOnly => ticket.wait(name, Turn::Read, &waiting_on).await,
                 Concurrency::Mutating => ticket.wait(name, Turn::Write, &waiting_on).await,
             }
-            let held = match meta.concurrency {
-                Concurrency::Mutating if !resources.is_empty() => {
-                    Some(self.resources.hold(resources, &waiting_on).await)
-                }
-                _ => None,
-            };
+            if let Some(holding) = &holding {
+                holding.take(&waiting_on).await;
+            }
             started.store(true, Ordering::Release);
             // `call` runs inside the guarded future, so a handler that panics before
             // returning its future (a hand-written DynTool) is caught like one that panics
             // while running.
-            let outcome = AssertUnwindSafe(async move { tool.call(args, ctx).await })
+            // The resources are let go and the ticket leaves the line when this ends.
+            AssertUnwindSafe(async move { tool.call(args, ctx).await })
                 .catch_unwind()
-                .await;
-            drop(held);
-            outcome
-            // The ticket leaves the line here, when the call is done.
+                .await
         };
         tokio::pin!(work);
         let stopped = tokio::select! {

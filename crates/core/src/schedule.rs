@@ -12,7 +12,9 @@
 //!   writing the same file take turns while writes to different files run at once.
 //!
 //! Every wait happens inside the call's deadline and cancellation; a call that cannot start
-//! in time fails with a result that names what it was waiting for.
+//! in time fails with a result that names what it was waiting for. A running call lets go of
+//! its resources while it waits for a person ([`away`]): the order is kept for calls that
+//! run, never for someone who left a form open.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -20,6 +22,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+
+mod away;
+pub(crate) use away::{AwayLink, Ends, Holding};
+
+/// The lock table [`ResourceLocks`] shares with what it hands out.
+type Table = Arc<Mutex<HashMap<Resource, Arc<tokio::sync::Mutex<()>>>>>;
 
 /// Something a call touches that other sessions' calls may touch too.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -173,46 +181,22 @@ impl Drop for Ticket {
 /// Exclusive holds on [`Resource`]s across sessions, one fair lock per resource in use.
 #[derive(Debug, Default)]
 pub struct ResourceLocks {
-    locks: Mutex<HashMap<Resource, Arc<tokio::sync::Mutex<()>>>>,
+    locks: Table,
 }
 
 /// Held resources; released on drop.
 #[derive(Debug)]
-pub(crate) struct Held<'a> {
-    owner: &'a ResourceLocks,
+pub(crate) struct Held {
+    owner: Table,
     guards: Vec<(Resource, tokio::sync::OwnedMutexGuard<()>)>,
 }
 
 impl ResourceLocks {
     /// Holds every resource of `wanted`, in a fixed order so two calls wanting overlapping
     /// sets cannot deadlock.
-    pub(crate) async fn hold(
-        &self,
-        mut wanted: Vec<Resource>,
-        waiting_on: &Mutex<String>,
-    ) -> Held<'_> {
-        wanted.sort();
-        wanted.dedup();
-        let mut held = Held {
-            owner: self,
-            guards: Vec::with_capacity(wanted.len()),
-        };
-        for resource in wanted {
-            let lock = {
-                let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
-                Arc::clone(locks.entry(resource.clone()).or_default())
-            };
-            let guard = match Arc::clone(&lock).try_lock_owned() {
-                Ok(guard) => guard,
-                Err(_) => {
-                    *waiting_on.lock().unwrap_or_else(PoisonError::into_inner) =
-                        format!("another call that is changing {resource} to finish");
-                    lock.lock_owned().await
-                }
-            };
-            held.guards.push((resource, guard));
-        }
-        held
+    #[cfg(test)]
+    pub(crate) async fn hold(&self, wanted: Vec<Resource>, waiting_on: &Mutex<String>) -> Held {
+        hold_in(&self.locks, wanted, waiting_on).await
     }
 
     /// Resources currently locked or waited for (for tests and diagnostics).
@@ -224,14 +208,36 @@ impl ResourceLocks {
     }
 }
 
-impl Drop for Held<'_> {
+/// [`ResourceLocks::hold`] on the table of a [`ResourceLocks`].
+async fn hold_in(table: &Table, mut wanted: Vec<Resource>, waiting_on: &Mutex<String>) -> Held {
+    wanted.sort();
+    wanted.dedup();
+    let mut held = Held {
+        owner: Arc::clone(table),
+        guards: Vec::with_capacity(wanted.len()),
+    };
+    for resource in wanted {
+        let lock = {
+            let mut locks = table.lock().unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(locks.entry(resource.clone()).or_default())
+        };
+        let guard = match Arc::clone(&lock).try_lock_owned() {
+            Ok(guard) => guard,
+            Err(_) => {
+                *waiting_on.lock().unwrap_or_else(PoisonError::into_inner) =
+                    format!("another call that is changing {resource} to finish");
+                lock.lock_owned().await
+            }
+        };
+        held.guards.push((resource, guard));
+    }
+    held
+}
+
+impl Drop for Held {
     fn drop(&mut self) {
         let guards = std::mem::take(&mut self.guards);
-        let mut locks = self
-            .owner
-            .locks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut locks = self.owner.lock().unwrap_or_else(PoisonError::into_inner);
         for (resource, guard) in guards {
             drop(guard);
             // Forget a lock nobody else holds or waits for, so the table stays small.
