@@ -329,7 +329,8 @@ pub async fn callback(query: &str, cookies: Option<&str>) -> Page {
             "The redirect has no `state`: start the login again from your client.",
         );
     };
-    let (server, who) = {
+    // The guard is not held across the `.await` below: what to do is decided under it.
+    let held = {
         let mut table = table();
         let Some(entry) = table.pending.get_mut(&state) else {
             return refusal(
@@ -346,22 +347,21 @@ pub async fn callback(query: &str, cookies: Option<&str>) -> Page {
                     code,
                     state: state.clone(),
                     issuer: param(query, "iss"),
-                })
+                });
+                Ok((html(&entry.pending.server), html(&entry.pending.asked_by)))
             }
-            None => {
-                drop(table);
-                let why = format!(
-                    "the authorization server refused the login: {}{}",
-                    param(query, "error")
-                        .map_or_else(|| "no code".to_owned(), |e| provider_text(&e)),
-                    param(query, "error_description")
-                        .map(|d| format!(" ({})", provider_text(&d)))
-                        .unwrap_or_default()
-                );
-                return finish(&state, Err(why)).await;
-            }
+            None => Err(format!(
+                "the authorization server refused the login: {}{}",
+                param(query, "error").map_or_else(|| "no code".to_owned(), |e| provider_text(&e)),
+                param(query, "error_description")
+                    .map(|d| format!(" ({})", provider_text(&d)))
+                    .unwrap_or_default()
+            )),
         }
-        (html(&entry.pending.server), html(&entry.pending.asked_by))
+    };
+    let (server, who) = match held {
+        Ok(names) => names,
+        Err(why) => return finish(&state, Err(why)).await,
     };
     let state = html(&state);
     page(

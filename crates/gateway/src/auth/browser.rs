@@ -1,12 +1,43 @@
 //! Opening the authorization URL: `$BROWSER` when set (the command gets the URL as its
 //! argument, or in place of a `%s`), else the platform opener (`xdg-open`, `open`,
-//! `start`). The browser is started and left alone; a task reaps it.
+//! `rundll32 url.dll,FileProtocolHandler`), never through a shell. The browser is started
+//! and left alone; a task reaps it.
+//!
+//! The URL comes from a remote authorization server's metadata, so it is hostile until
+//! checked: only `https:`, or `http:` to this machine, reaches a browser or a page
+//! ([`browsable`]). A `file:` or `javascript:` URL, or a scheme bound to another program, is
+//! how a server runs code on the user's machine (mcp-remote's CVE-2025-6514).
 
 use std::process::Stdio;
 
-/// Starts a browser on `url`.
+/// `url` normalised, when it may be opened in a browser or linked from a page: `https:`,
+/// or `http:` to a loopback host (a test or local authorization server). Else why not.
+pub(crate) fn browsable(url: &str) -> Result<String, String> {
+    let parsed = url::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match parsed.scheme() {
+        "https" if parsed.host().is_some() => Ok(parsed.into()),
+        "http" if loopback => Ok(parsed.into()),
+        scheme => Err(format!(
+            "the authorization server's login URL uses `{scheme}:`{}, which toolgate does not open: only https (or http to this machine) is safe to give a browser. Check the server's OAuth metadata (`authorization_endpoint`) with its operator",
+            if scheme == "http" {
+                " to another host"
+            } else {
+                ""
+            }
+        )),
+    }
+}
+
+/// Starts a browser on `url`, when it is [`browsable`].
 pub(crate) fn open(url: &str) -> Result<(), String> {
-    let (program, args) = command(std::env::var("BROWSER").ok().as_deref(), url)?;
+    let url = browsable(url)?;
+    let (program, args) = command(std::env::var("BROWSER").ok().as_deref(), &url)?;
     let mut child = tokio::process::Command::new(&program)
         .args(&args)
         .stdin(Stdio::null())
@@ -37,14 +68,11 @@ fn command(browser: Option<&str>, url: &str) -> Result<(String, Vec<String>), St
     if cfg!(target_os = "macos") {
         Ok(("open".to_owned(), vec![url.to_owned()]))
     } else if cfg!(windows) {
+        // Not `cmd /C start`: cmd parses the line, and the `&` of every OAuth URL would
+        // end the command and start the next.
         Ok((
-            "cmd".to_owned(),
-            vec![
-                "/C".to_owned(),
-                "start".to_owned(),
-                String::new(),
-                url.to_owned(),
-            ],
+            "rundll32".to_owned(),
+            vec!["url.dll,FileProtocolHandler".to_owned(), url.to_owned()],
         ))
     } else {
         Ok(("xdg-open".to_owned(), vec![url.to_owned()]))
@@ -53,7 +81,36 @@ fn command(browser: Option<&str>, url: &str) -> Result<(String, Vec<String>), St
 
 #[cfg(test)]
 mod tests {
-    use super::command;
+    use super::{browsable, command};
+
+    #[test]
+    fn only_https_and_loopback_http_urls_reach_a_browser() {
+        for good in [
+            "https://as.example/auth?a=1&state=s",
+            "http://127.0.0.1:9/auth",
+            "http://localhost/auth",
+            "http://[::1]:8/auth",
+        ] {
+            assert!(browsable(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "file:///etc/passwd?response_type=code",
+            "javascript:alert(1)//?state=s",
+            "http://as.example/auth",
+            "ms-settings:display",
+            "data:text/html,<script>1</script>",
+            "not a url",
+            "HTTPS://[::1",
+        ] {
+            let why = browsable(bad).unwrap_err();
+            assert!(
+                why.contains("not") || why.contains("does not open"),
+                "{bad}: {why}"
+            );
+        }
+        // Refused before any program starts.
+        assert!(super::open("file:///etc/passwd").is_err());
+    }
 
     #[test]
     fn browser_variable_gets_the_url_as_argument_or_in_place_of_percent_s() {

@@ -1,12 +1,15 @@
 //! The loopback redirect target of a login: `http://localhost:PORT/callback` (RFC 8252
 //! §7.3), listening on 127.0.0.1 and, when it can, on [::1] at the same port (browsers may
 //! resolve `localhost` to either). It answers the one request that carries the
-//! authorization response and ignores anything else (a favicon, a stray probe).
+//! authorization response of this login (its `state`) and ignores anything else: a favicon,
+//! a stray probe, or a page in the browser that sends a forged `error` or `code` to end the
+//! login or slip another account's code in.
 
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use toolgate_core::web_login::provider_text;
 
 /// Most bytes read of one request head.
 const MAX_HEAD: usize = 16 * 1024;
@@ -40,8 +43,8 @@ impl Callback {
         format!("http://localhost:{}/callback", self.port)
     }
 
-    /// Waits for the authorization response, at most `timeout`.
-    pub(crate) async fn wait(self, timeout: Duration) -> Result<Reply, String> {
+    /// Waits for the authorization response carrying `state`, at most `timeout`.
+    pub(crate) async fn wait(self, state: &str, timeout: Duration) -> Result<Reply, String> {
         let run = async {
             loop {
                 let stream = match &self.v6 {
@@ -52,7 +55,7 @@ impl Callback {
                     None => self.v4.accept().await,
                 };
                 let Ok((stream, _)) = stream else { continue };
-                if let Some(outcome) = answer(stream).await {
+                if let Some(outcome) = answer(stream, state).await {
                     return outcome;
                 }
             }
@@ -66,8 +69,8 @@ impl Callback {
     }
 }
 
-/// Reads one request; `None` when it is not the callback.
-async fn answer(mut stream: TcpStream) -> Option<Result<Reply, String>> {
+/// Reads one request; `None` when it is not the callback of the login started with `state`.
+async fn answer(mut stream: TcpStream, state: &str) -> Option<Result<Reply, String>> {
     let mut head = Vec::new();
     let mut buf = [0u8; 2048];
     let read = tokio::time::timeout(Duration::from_secs(10), async {
@@ -96,21 +99,35 @@ async fn answer(mut stream: TcpStream) -> Option<Result<Reply, String>> {
             .find(|(key, _)| key == k)
             .map(|(_, v)| v.into_owned())
     };
-    let outcome = match (get("code"), get("state"), get("error")) {
-        (_, _, Some(error)) => Err(format!(
-            "the authorization server refused the login: {error}{}",
+    if get("state").as_deref() != Some(state) {
+        // Not this login's answer (a page can make the browser send anything here): keep
+        // waiting for the real one.
+        let body = "toolgate: this is not the login toolgate is waiting for.";
+        let _ = stream
+            .write_all(
+                format!(
+                    "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+                .as_bytes(),
+            )
+            .await;
+        return None;
+    }
+    let outcome = match (get("code"), get("error")) {
+        (_, Some(error)) => Err(format!(
+            "the authorization server refused the login: {}{}",
+            provider_text(&error),
             get("error_description")
-                .map(|d| format!(" ({d})"))
+                .map(|d| format!(" ({})", provider_text(&d)))
                 .unwrap_or_default()
         )),
-        (Some(code), Some(state), None) => Ok(Reply {
+        (Some(code), None) => Ok(Reply {
             code,
-            state,
+            state: state.to_owned(),
             issuer: get("iss"),
         }),
-        _ => {
-            Err("the browser came back without `code` and `state`; run the login again".to_owned())
-        }
+        (None, None) => Err("the browser came back without `code`; run the login again".to_owned()),
     };
     let body = match &outcome {
         Ok(_) => "toolgate: login received. You can close this tab.",
@@ -123,4 +140,64 @@ async fn answer(mut stream: TcpStream) -> Option<Result<Reply, String>> {
     let _ = stream.write_all(response.as_bytes()).await;
     let _ = stream.shutdown().await;
     Some(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sends one GET for `target` to the callback and returns the response's status line.
+    async fn get(port: u16, target: &str) -> String {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        stream
+            .write_all(format!("GET {target} HTTP/1.1\r\nhost: localhost\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        response.lines().next().unwrap_or_default().to_owned()
+    }
+
+    /// Regression: the first `/callback` with any `state` ended the login, and the
+    /// provider's error text went raw to the terminal.
+    #[tokio::test]
+    async fn only_the_logins_own_state_ends_it_and_provider_text_is_escaped() {
+        let callback = Callback::bind(None).await.unwrap();
+        let port = callback.port;
+        let waiting =
+            tokio::spawn(async move { callback.wait("S1", Duration::from_secs(600)).await });
+        // A page in the browser ends the login with a forged error, or slips a code in.
+        assert!(
+            get(port, "/callback?error=access_denied&state=forged")
+                .await
+                .contains("400")
+        );
+        assert!(
+            get(port, "/callback?code=mallory&state=forged")
+                .await
+                .contains("400")
+        );
+        assert!(get(port, "/callback?code=mallory").await.contains("400"));
+        assert!(!waiting.is_finished());
+        assert!(
+            get(port, "/callback?code=real&state=S1&iss=https%3A%2F%2Fas")
+                .await
+                .contains("200")
+        );
+        let reply = waiting.await.unwrap().unwrap();
+        assert_eq!((reply.code.as_str(), reply.state.as_str()), ("real", "S1"));
+
+        let callback = Callback::bind(None).await.unwrap();
+        let port = callback.port;
+        let waiting =
+            tokio::spawn(async move { callback.wait("S2", Duration::from_secs(600)).await });
+        get(
+            port,
+            "/callback?state=S2&error=bad%1B%5B2J&error_description=line%0D%0Aforged%20line%1B%5D0%3Btitle%07",
+        )
+        .await;
+        let why = waiting.await.unwrap().unwrap_err();
+        assert!(!why.chars().any(char::is_control), "{why:?}");
+        assert!(why.contains("bad\\u{1b}[2J"), "{why}");
+    }
 }

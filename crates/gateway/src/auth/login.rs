@@ -132,8 +132,13 @@ async fn login_inner(
             "(could not open a browser: {e}; open the URL yourself)"
         ));
     }
+    let state = started.state().ok_or_else(|| {
+        LoginError::OAuth(
+            "the authorization URL carries no `state`; report this as a bug".to_owned(),
+        )
+    })?;
     let reply = callback
-        .wait(options.timeout)
+        .wait(&state, options.timeout)
         .await
         .map_err(LoginError::OAuth)?;
     started
@@ -300,6 +305,9 @@ pub(crate) async fn start(
         )));
     }
     let auth_url = manager.get_authorization_url(&scope_refs).await?;
+    // Checked once here: this URL goes to a browser (`mcp login`) or into a page's link
+    // (`per_user` logins).
+    let auth_url = super::browser::browsable(&auth_url).map_err(LoginError::Config)?;
     Ok(Started { auth_url, manager })
 }
 
