@@ -45,7 +45,9 @@ pub const MAX_PARKED: usize = 256;
 
 /// The seal every state carries, shared by the three kinds of request.
 pub(crate) struct Sealer {
-    codec: RequestStateCodec,
+    /// `None` when the OS gave no randomness: a key anyone could guess would let a client
+    /// forge another's state, so no work is parked at all (fails closed).
+    codec: Option<RequestStateCodec>,
     next: AtomicU64,
 }
 
@@ -53,21 +55,40 @@ impl Sealer {
     /// A sealer with a fresh random key: states of an earlier process are refused.
     pub(crate) fn new() -> Self {
         let mut key = [0u8; 32];
-        if let Err(e) = getrandom::fill(&mut key) {
-            // No entropy source: fall back to the clock and the address space layout,
-            // which an attacker on the wire cannot read either.
-            tracing::warn!(%e, "no OS randomness for the requestState key; using a weaker one");
-            let seed = format!("{:?}{:p}", std::time::SystemTime::now(), &key);
-            for (i, b) in seed.bytes().enumerate() {
-                key[i % key.len()] ^= b;
+        let codec = match getrandom::fill(&mut key) {
+            Ok(()) => Some(RequestStateCodec::new_unchecked(key.to_vec())),
+            Err(e) => {
+                tracing::error!(%e, "no OS randomness for the requestState key: input requests of 2026-07-28 clients are refused");
+                None
             }
-        }
+        };
         Self {
-            codec: RequestStateCodec::new_unchecked(key.to_vec()),
+            codec,
+            next: AtomicU64::new(1),
+        }
+    }
+
+    #[cfg(test)]
+    fn without_randomness() -> Self {
+        Self {
+            codec: None,
             next: AtomicU64::new(1),
         }
     }
 }
+
+/// Answers every open ask with `reason`, so the work that asked goes on without it.
+fn refuse(open: &mut Vec<Asked>, reason: &str) {
+    for asked in open.drain(..) {
+        let _ = asked.answer.send(Err(AskError::Invalid {
+            method: asked.ask.method(),
+            reason: reason.to_owned(),
+        }));
+    }
+}
+
+/// Why a round cannot be parked when the OS gave no randomness for its seal.
+const NO_SEAL: &str = "this toolgate has no OS randomness to seal requestState with, so it cannot wait for input; answer the request without asking for input, or restart toolgate on a system with /dev/urandom or getrandom(2)";
 
 /// What the sealed state says: which round of parked work (each round has an id of its
 /// own, so a state answers one round once).
@@ -367,9 +388,10 @@ impl<T: Send + 'static> Rounds<T> {
         answers: InputResponses,
         request: &RequestContext<RoleServer>,
     ) -> Result<Step<T>, McpError> {
-        let ticket: Ticket = self
-            .sealer
-            .codec
+        let Some(codec) = &self.sealer.codec else {
+            return Err(McpError::invalid_params(NO_SEAL, None));
+        };
+        let ticket: Ticket = codec
             .open_json_with(state, bound)
             .map_err(|e| {
                 tracing::debug!(%e, "requestState refused");
@@ -428,7 +450,12 @@ impl<T: Send + 'static> Rounds<T> {
                 while let Ok(asked) = parked.asks.try_recv() {
                     push_unique(&mut parked.open, asked);
                 }
-                return self.park(parked);
+                let Some(codec) = &self.sealer.codec else {
+                    // Fails closed: the work learns it gets no answer, and ends.
+                    refuse(&mut parked.open, NO_SEAL);
+                    continue;
+                };
+                return self.park(codec, parked);
             }
             tokio::select! {
                 biased;
@@ -448,23 +475,18 @@ impl<T: Send + 'static> Rounds<T> {
     }
 
     /// Keeps the work until the client answers, and says what to answer.
-    fn park(&self, mut parked: Parked<T>) -> Step<T> {
+    fn park(&self, codec: &RequestStateCodec, mut parked: Parked<T>) -> Step<T> {
         parked.since = Instant::now();
         let id = self.sealer.next.fetch_add(1, Ordering::Relaxed);
         let ticket = Ticket { id };
         let options = SealOptions::new()
             .associated_data(&parked.bound)
             .ttl(ROUND_TTL);
-        let state = match self.sealer.codec.seal_json_with(&ticket, &options) {
+        let state = match codec.seal_json_with(&ticket, &options) {
             Ok(state) => state,
             // A two-integer struct always serialises; answer the asks so the work ends.
             Err(e) => {
-                for asked in parked.open.drain(..) {
-                    let _ = asked.answer.send(Err(AskError::Invalid {
-                        method: asked.ask.method(),
-                        reason: e.to_string(),
-                    }));
-                }
+                refuse(&mut parked.open, &e.to_string());
                 return Step::Input(InputRequiredResult::new(Some(BTreeMap::new()), None));
             }
         };
@@ -550,4 +572,38 @@ pub(crate) fn check_offered(answers: &InputResponses) -> Result<(), McpError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: with no OS randomness the key used to come from the clock and a stack
+    /// address, which a client could guess and forge another's state with.
+    #[tokio::test]
+    async fn without_randomness_nothing_is_parked_and_the_ask_fails_closed() {
+        let rounds: Rounds<Result<Value, AskError>> =
+            Rounds::new(Arc::new(Sealer::without_randomness()));
+        let mut caps = ClientCapabilities::default();
+        caps.elicitation = Some(Default::default());
+        let (link, asks) = RoundLink::new(caps, InputResponses::default(), None);
+        let ask = link.request(
+            ClientAsk::FormElicitation,
+            json!({"message": "name?", "requestedSchema": {"type": "object", "properties": {}}}),
+        );
+        let work = Work {
+            work: Box::pin(ask),
+            asks,
+            cancel: CancellationToken::new(),
+            progress: None,
+        };
+        let step = rounds
+            .start(Vec::new(), work, &CancellationToken::new())
+            .await;
+        let Step::Done(Err(AskError::Invalid { reason, .. })) = step else {
+            panic!("the work should have ended with the ask refused");
+        };
+        assert!(reason.contains("no OS randomness"), "{reason}");
+        assert!(lock(&rounds.parked).is_empty(), "nothing may be parked");
+    }
 }
