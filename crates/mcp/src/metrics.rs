@@ -4,7 +4,9 @@
 //!
 //! Tool calls are labelled by server (`toolgate` for toolgate's own tools, the mounted
 //! server's config name for `mcp__NAME__*`) and by tool; the latency histogram only by
-//! server, so its series stay few however many tools are mounted.
+//! server, so its series stay few however many tools are mounted. Only tools toolgate serves
+//! get a label of their own: calls of any other name count under [`UNKNOWN_TOOL`], so a
+//! caller cannot grow `/metrics` by making names up.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -31,6 +33,9 @@ pub struct ServerHealth {
     /// Tools mounted from it.
     pub tools: usize,
 }
+
+/// The `tool` label of calls of a tool toolgate does not serve.
+pub(crate) const UNKNOWN_TOOL: &str = "unknown";
 
 /// Reads the mounted servers' health at each scrape.
 pub type HealthSource = Arc<dyn Fn() -> Vec<ServerHealth> + Send + Sync>;

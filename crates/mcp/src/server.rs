@@ -510,13 +510,10 @@ impl ToolgateServer {
         let target = self.shared.dispatcher.target(&name, &args);
         let has_schema = target.as_ref().is_some_and(has_output_schema);
         // Metrics count the tool that ran, under its server (whatever its names' prefix).
-        let ran = target.as_ref().map_or_else(
-            || Ran::toolgate(&name),
-            |tool| Ran {
-                tool: tool.spec().name.clone(),
-                server: tool.server().unwrap_or(TOOLGATE).to_owned(),
-            },
-        );
+        let ran = target.as_ref().map_or_else(Ran::unknown, |tool| Ran {
+            tool: tool.spec().name.clone(),
+            server: tool.server().unwrap_or(TOOLGATE).to_owned(),
+        });
         let client = self.client();
         client.attach(&context.peer);
         client.saw_request(&context.meta);
@@ -785,10 +782,11 @@ struct Ran {
 const TOOLGATE: &str = "toolgate";
 
 impl Ran {
-    /// A call of a tool toolgate does not have (refused at the entrance).
-    fn toolgate(name: &str) -> Self {
+    /// A call of a tool toolgate does not serve (refused at the entrance): one bucket for
+    /// them all, since a label per name a caller makes up would grow `/metrics` without end.
+    fn unknown() -> Self {
         Self {
-            tool: name.to_owned(),
+            tool: crate::metrics::UNKNOWN_TOOL.to_owned(),
             server: TOOLGATE.to_owned(),
         }
     }

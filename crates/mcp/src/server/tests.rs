@@ -470,3 +470,33 @@ async fn a_session_follows_a_subscribed_uri_once_until_it_unsubscribes_or_ends()
         .unwrap()
         .unwrap();
 }
+
+#[tokio::test]
+async fn made_up_tool_names_share_one_unknown_series_and_served_tools_keep_theirs() {
+    let metrics = Arc::new(crate::Metrics::new(None));
+    let (mut client, _) = start(server().with_metrics(Arc::clone(&metrics))).await;
+    // Each made-up name used to become a series of its own: memory grew with every call.
+    for id in 1..=50 {
+        let name = format!("no_such_tool_{id}_{}", "x".repeat(1_000));
+        let reply = client
+            .request(id, "tools/call", json!({"name": name, "arguments": {}}))
+            .await;
+        assert_eq!(reply["result"]["isError"], true, "{reply}");
+    }
+    client
+        .request(51, "tools/call", json!({"name": "burst", "arguments": {}}))
+        .await;
+    let text = metrics.encode();
+    let series: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("toolgate_tool_calls_total{"))
+        .collect();
+    assert_eq!(
+        series,
+        [
+            "toolgate_tool_calls_total{server=\"toolgate\",tool=\"unknown\",outcome=\"error\"} 50",
+            "toolgate_tool_calls_total{server=\"toolgate\",tool=\"burst\",outcome=\"ok\"} 1",
+        ],
+        "{text}"
+    );
+}
