@@ -11,7 +11,8 @@
 //!   never accepted, so a public key cannot be used as an HMAC secret (algorithm confusion);
 //! - `iss` = the configured issuer, `aud` contains the configured audience (a token minted
 //!   for another service is not ours to accept), `exp` / `nbf` with a small leeway;
-//! - `sub` present: it becomes the session's [`Identity`].
+//! - `sub` present and not blank: it becomes the session's [`Identity`] (an empty `sub` would
+//!   make every such token one anonymous caller, sharing sessions and limits).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -254,6 +255,12 @@ impl Validator {
     }
 
     fn admit(&self, claims: Claims) -> Result<Identity, Rejection> {
+        if claims.sub.trim().is_empty() {
+            return Err(Rejection::Invalid(format!(
+                "the token's `sub` is empty: it names nobody; get a token for a user from {}",
+                self.settings.issuer
+            )));
+        }
         let scopes = claims
             .scope
             .or(claims.scp)

@@ -561,6 +561,9 @@ async fn bad_tokens_get_401_invalid_token_and_missing_scopes_403() {
             c.as_object_mut().unwrap().remove("sub");
             c
         }),
+        // An empty subject names nobody: it is no identity, not an anonymous one.
+        ("empty subject", issuer.claims("")),
+        ("blank subject", issuer.claims(" \t")),
     ];
     for (what, claims) in cases {
         let (status, challenge) = gate.refused(Some(&key.sign(&claims))).await;
