@@ -41,8 +41,8 @@ pub struct Config {
     pub render: RenderConfig,
     /// allow / ask / deny rules. No rules = allow everything (the MCP client asks its user).
     pub permissions: PermissionsConfig,
-    /// `toolgate serve`. `http`, `token_env`, `allowed_origins`, `allowed_hosts` and `auth`
-    /// are read from user layers only.
+    /// `toolgate serve`. User layers only: a project file may set none of it (who connects,
+    /// how many sessions live and what `/metrics` serves are the operator's to decide).
     pub server: ServerConfig,
     /// MCP servers to mount (see mcp-servers.md): `command` for a stdio server or `url` for a
     /// Streamable HTTP one. Servers are also imported from other clients' files; an entry

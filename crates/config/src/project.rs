@@ -14,9 +14,8 @@
 //!   `toolgate_runtime::Runtime`).
 //! - `budget.spill_store`: user layers only (it decides where full outputs are copied, and
 //!   what read_file fetches from).
-//! - `server.http`, `server.allowed_origins`, `server.allowed_hosts`, `server.public_url`,
-//!   `server.token_env`,
-//!   `server.auth`: user layers only.
+//! - `[server]`, every key of it: user layers only (who may connect, how many sessions live,
+//!   whether `/metrics` is served are the operator's, not a repository's, to decide).
 //! - `[providers]` and `agent.provider`: user layers only (they decide where API keys go).
 //! - `[audit]`: user layers only (a repository must not turn the user's audit log off,
 //!   send it elsewhere, or choose a file toolgate appends to).
@@ -24,8 +23,9 @@
 //!   traces name every tool call, so the user chooses where they go).
 //! - `agent.sessions_dir`: user layers only (it decides where transcripts go and which one
 //!   `--resume` reads).
-//! - `mcp.import`: a project may turn importing off, not on; `mcp.shared_store`: user
-//!   layers only (tool lists read from it reach the model; OAuth tokens are written to it).
+//! - `mcp.import`: a project may turn importing off, not on; `mcp.shared_store` and
+//!   `mcp.oauth_credentials_store`: user layers only (tool lists read from the shared store
+//!   reach the model; OAuth tokens are written to both).
 //! - `skills.enabled`: a project may turn skills off, not on; `skills.roots`: folders
 //!   inside the project only (no `..`, no `~`), made absolute — a skill root is readable
 //!   by read_file.
@@ -229,22 +229,17 @@ impl ProjectLayer {
             ));
         }
 
-        if let Some(server) = table.get("server").and_then(toml::Value::as_table) {
-            for key in [
-                "http",
-                "allowed_origins",
-                "allowed_hosts",
-                "public_url",
-                "token_env",
-                "auth",
-            ] {
-                if server.contains_key(key) {
-                    return Err(refuse(
-                        &format!("server.{key}"),
-                        "it decides who can connect",
-                    ));
-                }
-            }
+        // In team mode the served repository is a colleague's: `max_sessions = 1` from it
+        // would close every other caller's session, `token_env` would pick the token.
+        if let Some(key) = table
+            .get("server")
+            .and_then(toml::Value::as_table)
+            .and_then(|server| server.keys().next())
+        {
+            return Err(refuse(
+                &format!("server.{key}"),
+                "[server] settings are the operator's: who can connect, how many sessions live, what /metrics serves",
+            ));
         }
 
         // A repository must not choose where the user's API keys are sent.
@@ -289,15 +284,19 @@ impl ProjectLayer {
         }
         // Tool descriptions read from a shared store reach the model as they are, and the
         // user's OAuth tokens are written to it.
-        if table
-            .get("mcp")
-            .and_then(toml::Value::as_table)
-            .is_some_and(|mcp| mcp.contains_key("shared_store"))
-        {
-            return Err(refuse(
-                "mcp.shared_store",
-                "tool lists read from it reach the model as they are and your OAuth tokens are written to it, so only you may choose it",
-            ));
+        if let Some(mcp) = table.get("mcp").and_then(toml::Value::as_table) {
+            if mcp.contains_key("shared_store") {
+                return Err(refuse(
+                    "mcp.shared_store",
+                    "tool lists read from it reach the model as they are and your OAuth tokens are written to it, so only you may choose it",
+                ));
+            }
+            if mcp.contains_key("oauth_credentials_store") {
+                return Err(refuse(
+                    "mcp.oauth_credentials_store",
+                    "it decides where your OAuth tokens are written",
+                ));
+            }
         }
         if let Some(agent) = table.get("agent").and_then(toml::Value::as_table) {
             if agent.contains_key("provider") {

@@ -228,6 +228,14 @@ fn project_roots_and_spill_folder_are_confined_to_the_project() {
             "[server]\nallowed_hosts = [\"evil.example\"]\n",
             "server.allowed_hosts",
         ),
+        // Team-mode keys: one session would evict every colleague's; /metrics on or off.
+        ("[server]\nmax_sessions = 1\n", "server.max_sessions"),
+        ("[server]\nmetrics = false\n", "server.metrics"),
+        ("[server]\nlog_level = \"trace\"\n", "server.log_level"),
+        (
+            "[mcp]\noauth_credentials_store = \"file\"\n",
+            "mcp.oauth_credentials_store",
+        ),
     ] {
         let (_dir, opts) = user_and_project("", project);
         let err = load(&opts).unwrap_err().to_string();

@@ -259,7 +259,7 @@ pub struct GatewayConfig {
     /// Default true: servers that fetch or call an API need it.
     pub sandbox_network: bool,
     /// OAuth tokens: `"auto"` (the OS keyring when one answers, else a 0600 file under the
-    /// user config folder), `"keyring"`, `"file"`.
+    /// user config folder), `"keyring"`, `"file"`. User layers only.
     pub oauth_credentials_store: CredentialStoreMode,
     /// `serve`: apply changes to the files servers come from live (toolgate's config files,
     /// the imported Claude and Codex files, the trust file); false keeps the servers as they
