@@ -10,8 +10,8 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 use toolgate_gateway::ServerState;
 use toolgate_mcp::{
-    HealthSource, HttpOptions, Metrics, OAuthSettings, ServerHealth, ToolgateServer, serve_http,
-    serve_stdio,
+    HealthSource, HttpOptions, ListenerLimits, Metrics, OAuthSettings, ServerHealth,
+    ToolgateServer, serve_http, serve_stdio,
 };
 use toolgate_runtime::Runtime;
 use toolgate_skills::SkillPrompts;
@@ -302,6 +302,8 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
                 insecure_no_auth: args.insecure_no_auth,
                 max_sessions: runtime.config.server.max_sessions,
                 metrics,
+                public_url: runtime.config.server.public_url.clone(),
+                listener: ListenerLimits::default(),
             };
             let shutdown = CancellationToken::new();
             let on_signal = shutdown.clone();

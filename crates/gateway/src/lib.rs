@@ -41,7 +41,7 @@
 //!     RenderOptions, Scope, StaticProvider, ToolError, ToolMeta, ToolOutput, ToolSpec,
 //! };
 //! use toolgate_gateway::{Discovered, Gateway, GatewayLimits, McpServerConfig, ServerSpec};
-//! use toolgate_mcp::{DEFAULT_MAX_SESSIONS, HttpOptions, ToolgateServer, serve_http};
+//! use toolgate_mcp::{DEFAULT_MAX_SESSIONS, HttpOptions, ListenerLimits, ToolgateServer, serve_http};
 //!
 //! /// `echo`, written against the erased trait (no schemars type at hand).
 //! struct Echo(ToolSpec, ToolMeta);
@@ -79,6 +79,8 @@
 //!     insecure_no_auth: false,
 //!     max_sessions: DEFAULT_MAX_SESSIONS,
 //!     metrics: None,
+//!     public_url: None,
+//!     listener: ListenerLimits::default(),
 //! };
 //! let stop = CancellationToken::new();
 //! let (bound, addr) = tokio::sync::oneshot::channel();

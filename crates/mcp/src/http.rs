@@ -17,9 +17,12 @@ use crate::metrics::Metrics;
 use crate::server::ToolgateServer;
 
 pub(crate) mod door;
+mod hosts;
+mod listen;
 mod oauth;
 mod sessions;
 
+pub use listen::ListenerLimits;
 pub use oauth::{OAuthConfigError, OAuthLimits, OAuthSettings};
 
 /// Where a load balancer checks a replica: `200 ok` without a token, outside `/mcp`'s
@@ -51,6 +54,11 @@ pub struct HttpOptions {
     /// Served at `/metrics` (behind the same token as `/mcp`) when set; the server handler
     /// given to [`http_router`] should count into the same ([`ToolgateServer::with_metrics`]).
     pub metrics: Option<Arc<Metrics>>,
+    /// The URL clients reach this server at (`[server] public_url`), used to name it (the
+    /// protected-resource metadata) when a request's `Host` is not one of its names.
+    pub public_url: Option<String>,
+    /// Budgets against connections that send no request (slowloris).
+    pub listener: ListenerLimits,
 }
 
 /// Why the HTTP server could not run.
@@ -81,36 +89,12 @@ pub fn http_router(
     options: &HttpOptions,
     shutdown: CancellationToken,
 ) -> axum::Router {
-    let mut origins: Vec<String> = [
-        "http://localhost:*",
-        "http://127.0.0.1:*",
-        "http://[::1]:*",
-        "https://localhost:*",
-        "https://127.0.0.1:*",
-    ]
-    .into_iter()
-    .map(str::to_owned)
-    .collect();
-    origins.extend(options.allowed_origins.iter().cloned());
-    let mut config = StreamableHttpServerConfig::default()
-        .with_allowed_origins(origins)
+    // `Host` and `Origin` are checked by [`hosts`] for `/metrics` too, not by rmcp.
+    let config = StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
         .with_cancellation_token(shutdown.child_token());
-    let ip = options.addr.ip();
-    if ip.is_unspecified() {
-        // Bound to every interface: clients may use any name; the token guards access.
-        config = config.disable_allowed_hosts();
-    } else {
-        let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
-        if !ip.is_loopback() {
-            hosts.push(ip.to_string());
-        }
-        // Behind a balancer the request keeps the name the client used.
-        hosts.extend(options.allowed_hosts.iter().cloned());
-        config = config.with_allowed_hosts(hosts);
-    }
+    let hosts = Arc::new(hosts::Hosts::new(options));
     let sessions = Arc::new(sessions::CappedSessions::new(options.max_sessions));
     let service = StreamableHttpService::new(
         // The door put the request's caller in a task-local: the session is theirs.
@@ -126,6 +110,7 @@ pub fn http_router(
             .map(|settings| Arc::new(oauth::Validator::new(settings))),
         sessions,
         addr: options.addr,
+        hosts: Arc::clone(&hosts),
     });
     let mut router = axum::Router::new().nest_service("/mcp", service);
     // Behind the same door as /mcp.
@@ -147,6 +132,10 @@ pub fn http_router(
             },
         ));
     }
+    // Outside the door: a rebound page is refused before its token is looked at.
+    router = router.layer(axum::middleware::from_fn(
+        move |req: Request, next: Next| hosts::guard(Arc::clone(&hosts), req, next),
+    ));
     // Added after the layer, so public: the health check says only that the process serves
     // (a load balancer probes it without a token), the metadata tells a client where to
     // log in.
@@ -224,7 +213,7 @@ pub(crate) fn tls_provider() {
 }
 
 /// Serves MCP over HTTP until `shutdown` is cancelled. `on_bound` learns the bound address
-/// (useful with port 0).
+/// (useful with port 0). Raises the process's soft open-file limit to its hard limit first.
 ///
 /// Boxed, `on_bound` too: the HTTP service is compiled here once, not again in every crate
 /// that serves (docs/development.md, "Build profiles").
@@ -255,6 +244,7 @@ async fn serve_http_inner(
     {
         return Err(HttpError::NeedsToken(options.addr));
     }
+    listen::raise_open_files();
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|source| HttpError::Bind {
@@ -264,16 +254,6 @@ async fn serve_http_inner(
     let bound = listener.local_addr().map_err(HttpError::Serve)?;
     on_bound(bound);
     let router = http_router(server, &options, shutdown.clone());
-    // Responses are small SSE events written in pieces: without TCP_NODELAY, Nagle and the
-    // client's delayed ACK add ~40 ms to every call.
-    let listener =
-        axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
-            if let Err(e) = stream.set_nodelay(true) {
-                tracing::debug!(%e, "could not set TCP_NODELAY");
-            }
-        });
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
-        .map_err(HttpError::Serve)
+    listen::serve(listener, router, &options.listener, shutdown).await;
+    Ok(())
 }

@@ -108,8 +108,8 @@ pub use extras::{
     PromptArguments, PromptSource, ResourceSource, SourceError, UpdateLease, completion,
 };
 pub use http::{
-    DEFAULT_MAX_SESSIONS, HEALTH_PATH, HttpError, HttpOptions, OAuthConfigError, OAuthLimits,
-    OAuthSettings, http_router, serve_http,
+    DEFAULT_MAX_SESSIONS, HEALTH_PATH, HttpError, HttpOptions, ListenerLimits, OAuthConfigError,
+    OAuthLimits, OAuthSettings, http_router, serve_http,
 };
 pub use metrics::{HealthSource, Metrics, ServerHealth};
 pub use rounds::{MAX_PARKED, ROUND_TTL};

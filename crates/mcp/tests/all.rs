@@ -193,3 +193,6 @@ mod oauth;
 
 #[path = "all/balancer.rs"]
 mod balancer;
+
+#[path = "all/listener.rs"]
+mod listener;

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use toolgate_core::{
     DispatchLimits, Dispatcher, Policy, Registry, RenderOptions, Scope, StaticProvider,
 };
-use toolgate_mcp::{HttpOptions, ToolgateServer, serve_http};
+use toolgate_mcp::{HttpOptions, ListenerLimits, ToolgateServer, serve_http};
 
 use crate::sources::{FixturePrompts, FixtureResources};
 
@@ -89,6 +89,8 @@ async fn main() -> ExitCode {
         insecure_no_auth: false,
         max_sessions: toolgate_mcp::DEFAULT_MAX_SESSIONS,
         metrics: None,
+        public_url: None,
+        listener: ListenerLimits::default(),
     };
     let shutdown = CancellationToken::new();
     let on_signal = shutdown.clone();

@@ -22,6 +22,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use toolgate_core::Identity;
 
+use super::hosts::Hosts;
 use super::oauth::{Rejection, Validator};
 use super::sessions::CappedSessions;
 
@@ -44,8 +45,10 @@ pub(crate) struct Door {
     pub(crate) token: Option<String>,
     pub(crate) oauth: Option<Arc<Validator>>,
     pub(crate) sessions: Arc<CappedSessions>,
-    /// The bound address, for URLs when a request's `Host` is unusable.
+    /// The bound address, for URLs when no configured name applies.
     pub(crate) addr: SocketAddr,
+    /// This server's names: URLs are made from them, never from a foreign `Host`.
+    pub(crate) hosts: Arc<Hosts>,
 }
 
 const METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
@@ -96,7 +99,11 @@ impl Door {
             )
                 .into_response());
         };
-        let metadata = format!("{}{METADATA_PATH}", self.base_url(headers));
+        let base = self
+            .hosts
+            .base_url(headers)
+            .unwrap_or_else(|| format!("http://{}", self.addr));
+        let metadata = format!("{base}{METADATA_PATH}");
         let Some(given) = given else {
             let mut challenge = format!("Bearer resource_metadata=\"{metadata}\"");
             let scopes = oauth.settings().required_scopes();
@@ -149,31 +156,13 @@ impl Door {
         }
     }
 
-    /// `http(s)://host` as the client reached this server: the request's `Host` (and
-    /// `X-Forwarded-Proto: https` from a TLS proxy), else the bound address.
-    pub(crate) fn base_url(&self, headers: &HeaderMap) -> String {
-        let host = headers
-            .get(header::HOST)
-            .and_then(|v| v.to_str().ok())
-            .filter(|h| {
-                !h.is_empty()
-                    && h.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || ".-:[]_".contains(c))
-            })
-            .map_or_else(|| self.addr.to_string(), str::to_owned);
-        let https = headers
-            .get("x-forwarded-proto")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|p| p.eq_ignore_ascii_case("https"));
-        format!("{}://{host}", if https { "https" } else { "http" })
-    }
-
-    /// The protected-resource metadata (RFC 9728 §2) of `/mcp`.
+    /// The protected-resource metadata (RFC 9728 §2) of `/mcp`; `None` without OAuth, or
+    /// for a `Host` that is not a name of this server when nothing else names it.
     pub(crate) fn metadata(&self, headers: &HeaderMap) -> Option<serde_json::Value> {
         let oauth = self.oauth.as_ref()?;
         let settings = oauth.settings();
         let mut doc = serde_json::json!({
-            "resource": format!("{}/mcp", self.base_url(headers)),
+            "resource": format!("{}/mcp", self.hosts.base_url(headers)?),
             "authorization_servers": [settings.issuer()],
             "bearer_methods_supported": ["header"],
             "resource_name": "toolgate",

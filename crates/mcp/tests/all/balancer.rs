@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use toolgate_core::{DispatchLimits, Dispatcher, Policy, RenderOptions, Scope};
-use toolgate_mcp::{HEALTH_PATH, HttpOptions, Metrics, ToolgateServer, serve_http};
+use toolgate_mcp::{HEALTH_PATH, HttpOptions, ListenerLimits, Metrics, ToolgateServer, serve_http};
 
 const TOKEN: &str = "tg-health-token";
 
@@ -35,6 +35,8 @@ async fn start(stop: &CancellationToken, allowed_hosts: &[&str]) -> String {
         insecure_no_auth: false,
         max_sessions: 4,
         metrics: Some(Arc::new(Metrics::new(None))),
+        public_url: None,
+        listener: ListenerLimits::default(),
     };
     let (tx, rx) = tokio::sync::oneshot::channel::<SocketAddr>();
     tokio::spawn(serve_http(server, options, stop.clone(), move |a| {

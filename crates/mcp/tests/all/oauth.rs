@@ -17,7 +17,9 @@ use toolgate_core::{
     Disclosure, DisclosureMode, DisclosureSettings, DispatchLimits, Dispatcher, Policy,
     RenderOptions, Scope, ToolOutput,
 };
-use toolgate_mcp::{HttpOptions, OAuthLimits, OAuthSettings, ToolgateServer, serve_http};
+use toolgate_mcp::{
+    HttpOptions, ListenerLimits, OAuthLimits, OAuthSettings, ToolgateServer, serve_http,
+};
 use toolgate_test_support::FnTool;
 
 const AUDIENCE: &str = "toolgate-test";
@@ -217,6 +219,8 @@ impl Gate {
             insecure_no_auth: false,
             max_sessions: 16,
             metrics: None,
+            public_url: None,
+            listener: ListenerLimits::default(),
         };
         let stop = CancellationToken::new();
         let (tx, rx) = tokio::sync::oneshot::channel::<SocketAddr>();
@@ -736,6 +740,28 @@ async fn the_protected_resource_metadata_is_public_and_names_the_issuer() {
         doc["resource"],
         format!("{}/mcp", gate.base.replace("http://", "https://"))
     );
+}
+
+/// Regression: the metadata echoed any `Host` into `resource`, so a request naming another
+/// server got a document that named it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metadata_never_names_a_host_this_server_does_not_answer_to() {
+    let issuer = Issuer::start(true).await;
+    let gate = Gate::start(&issuer.url, None, &["mcp"], OAuthLimits::default()).await;
+    let response = gate
+        .http
+        .get(format!(
+            "{}/.well-known/oauth-protected-resource/mcp",
+            gate.base
+        ))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    // Nothing configured names this server by another name (no `public_url`, and the
+    // audience is no URL): refused rather than made up.
+    assert_eq!(response.status().as_u16(), 404);
+    assert!(!response.text().await.unwrap().contains("evil"));
 }
 
 #[test]
