@@ -270,6 +270,15 @@ impl HttpBody for Tracked {
 mod tests {
     use super::*;
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_soft_open_file_limit_is_raised_to_the_hard_one() {
+        use rustix::process::{Resource, getrlimit};
+        raise_open_files();
+        let limit = getrlimit(Resource::Nofile);
+        assert_eq!(limit.current, limit.maximum);
+    }
+
     #[test]
     fn a_full_queue_closes_its_oldest_connection_for_a_new_one() {
         let waiting = Waiting {
