@@ -2,7 +2,7 @@
 //! does with the server's notifications — `tools/list_changed` wakes a refetch, progress
 //! goes to the call that asked for it, log messages go to toolgate's log, prompt and
 //! resource list changes wake a refetch, resource updates go to the gateway's update stream
-//! — and requests: elicitation and sampling go to the client of the call in flight
+//! — and requests: elicitation and sampling go to the client of the call that caused them
 //! (`relay.rs`), `roots/list` gets that client's roots or the project's folders (`roots.rs`).
 
 use std::collections::HashMap;
@@ -121,11 +121,13 @@ impl Handler {
         }
     }
 
-    /// Relays a request of the server to the client of the call in flight.
+    /// Relays a request of the server to the client of the call that caused it; `extensions`
+    /// (of the request's context) say which call that was, where the transport knows.
     async fn relay<P: Serialize, R: DeserializeOwned>(
         &self,
         ask: ClientAsk,
         params: P,
+        extensions: &rmcp::model::Extensions,
     ) -> Result<R, McpError> {
         let params = serde_json::to_value(params)
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
@@ -133,7 +135,7 @@ impl Handler {
             name: &self.server,
             policy: &self.policy,
         };
-        let answer = relay(self.callers.only(), &asker, ask, params)
+        let answer = relay(self.callers.asking(extensions), &asker, ask, params)
             .await
             .map_err(|e| McpError::internal_error(e, None))?;
         serde_json::from_value(answer).map_err(|e| {
@@ -221,31 +223,32 @@ impl ClientHandler for Handler {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, McpError> {
         let ask = match &request {
             ElicitRequestParams::UrlElicitationParams { .. } => ClientAsk::UrlElicitation,
             _ => ClientAsk::FormElicitation,
         };
-        self.relay(ask, request).await
+        self.relay(ask, request, &context.extensions).await
     }
 
     #[allow(deprecated)]
     async fn create_message(
         &self,
         params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, McpError> {
-        self.relay(ClientAsk::Sampling, params).await
+        self.relay(ClientAsk::Sampling, params, &context.extensions)
+            .await
     }
 
     #[allow(deprecated)]
     async fn list_roots(
         &self,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, McpError> {
-        // The client of the call in flight, if there is exactly one session to ask.
-        let link = self.callers.only().ok();
+        // The client of the call that asks, if it can be told; else the configured roots.
+        let link = self.callers.asking(&context.extensions).ok();
         let roots = roots_for(&self.server, link, &self.roots, self.client_roots).await;
         Ok(ListRootsResult::new(roots))
     }

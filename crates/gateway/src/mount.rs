@@ -660,7 +660,11 @@ impl Mount {
     ) -> Result<Handshaken, Failure> {
         // Progress and log messages are numbered as they arrive, so a call's result waits
         // for those sent before it.
-        let transport = crate::ordered::Ordered::new(transport, Arc::clone(&handler.arrivals));
+        let transport = crate::ordered::Ordered::new(
+            transport,
+            Arc::clone(&handler.arrivals),
+            Arc::clone(&handler.callers),
+        );
         let service = crate::lifecycle::negotiate(handler.clone(), transport, lifecycle)
             .await
             .map_err(|e| match e.auth_challenge() {

@@ -6,7 +6,8 @@
 //! result sent): the message is lost. [`Ordered`] sits between the transport and rmcp and
 //! numbers those notifications as they arrive; a call whose response arrived waits
 //! ([`Arrivals::settle`]) until the ones that arrived before it have been handled, at most
-//! [`SETTLE_WAIT`].
+//! [`SETTLE_WAIT`]. It also notes which call each request it sends belongs to
+//! ([`crate::relay::CallTag`]), before the request can be answered.
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, VecDeque};
@@ -21,6 +22,7 @@ use rmcp::transport::Transport;
 use tokio::sync::Notify;
 
 use crate::mount::lock;
+use crate::relay::{CallTag, Callers};
 
 /// Longest a call waits for the notifications that arrived before its response: they are
 /// only being handed on in memory, so this is a safety net.
@@ -118,15 +120,21 @@ impl Arrivals {
     }
 }
 
-/// A transport that notes what arrives in [`Arrivals`], in the order it arrives.
+/// A transport that notes what arrives in [`Arrivals`], in the order it arrives, and the
+/// calls its requests are sent for in [`Callers`].
 pub(crate) struct Ordered<T> {
     inner: T,
     arrivals: Arc<Arrivals>,
+    callers: Arc<Callers>,
 }
 
 impl<T> Ordered<T> {
-    pub(crate) fn new(inner: T, arrivals: Arc<Arrivals>) -> Self {
-        Self { inner, arrivals }
+    pub(crate) fn new(inner: T, arrivals: Arc<Arrivals>, callers: Arc<Callers>) -> Self {
+        Self {
+            inner,
+            arrivals,
+            callers,
+        }
     }
 }
 
@@ -141,6 +149,11 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Ordered<T> {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let JsonRpcMessage::Request(r) = &item
+            && let Some(tag) = r.request.extensions().get::<CallTag>()
+        {
+            self.callers.sent(*tag, r.id.clone());
+        }
         self.inner.send(item)
     }
 

@@ -5,12 +5,22 @@
 //! call runs (the connection's [`Callers`] say whose call that is), and a 2026-07-28 server
 //! answers the call with `input_required` (the call path fulfils each request for its own
 //! caller and sends the call again, see `mount/call.rs`). Nobody to ask — `toolgate call`,
-//! a client without the capability, calls of several sessions in flight on one connection —
+//! a client without the capability, a request that came with a call that has ended or with
+//! none, calls of several sessions in flight where the transport cannot tell whose it is —
 //! declines an elicitation and refuses the rest with a reason.
+//!
+//! Whose call a request belongs to: over Streamable HTTP a server sends it on the response
+//! stream of the call it serves (MCP 2025-11-25, "Transports": the server's requests on
+//! that stream relate to that request), which rmcp reports as the request's
+//! [`InboundStreamOrigin`]; toolgate tags each call's request ([`CallTag`]) so the transport
+//! notes its id. stdio has no such thing: there a request goes to the one client with calls
+//! in flight ([`Callers::only`]).
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rmcp::model::{InputRequest, InputRequests, InputResponses};
+use rmcp::model::{InputRequest, InputRequests, InputResponses, RequestId};
+use rmcp::service::InboundStreamOrigin;
 use serde_json::{Map, Value, json};
 use toolgate_core::{ClientAsk, ClientLink, Decision, Identity, Policy};
 
@@ -25,7 +35,21 @@ struct CallerList {
     next: u64,
     /// Each call in flight with its session's link (`None`: a caller nobody can ask).
     calls: Vec<(u64, Option<Arc<dyn ClientLink>>)>,
+    /// The requests each call sent so far, by the call's number.
+    sent: Vec<(u64, RequestId)>,
+    /// Requests of calls that have ended, the latest [`ENDED`]: a server request that comes
+    /// with one of them goes to nobody.
+    ended: VecDeque<RequestId>,
 }
+
+/// Ended calls' requests remembered per connection; older ones are forgotten (a request
+/// that late is given to the one client in flight, as on stdio).
+const ENDED: usize = 1024;
+
+/// Marks a call's request to the server (in its extensions) so the transport notes its id
+/// for the call ([`Callers::sent`]) before it goes out.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallTag(u64);
 
 impl Callers {
     fn lock(&self) -> std::sync::MutexGuard<'_, CallerList> {
@@ -41,6 +65,45 @@ impl Callers {
         CallerGuard {
             callers: Arc::clone(self),
             id,
+        }
+    }
+
+    /// Notes that the call `tag` marks sent the request `id`.
+    pub(crate) fn sent(&self, tag: CallTag, id: RequestId) {
+        let mut list = self.lock();
+        if list.calls.iter().any(|(call, _)| *call == tag.0) {
+            list.sent.push((tag.0, id));
+        }
+    }
+
+    /// The client a request of the server is for, from what rmcp says about where it came
+    /// from (`extensions` of its context): the caller of the call whose stream it came on;
+    /// nobody when that call has ended or it came on the server's own stream; without
+    /// that knowledge (stdio), [`Callers::only`].
+    pub(crate) fn asking(
+        &self,
+        extensions: &rmcp::model::Extensions,
+    ) -> Result<Arc<dyn ClientLink>, &'static str> {
+        match extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => {
+                let list = self.lock();
+                if let Some((call, _)) = list.sent.iter().find(|(_, sent)| sent == id) {
+                    let link = list.calls.iter().find(|(c, _)| c == call);
+                    return link
+                        .and_then(|(_, link)| link.clone())
+                        .ok_or("the call comes from a session without an MCP client");
+                }
+                if list.ended.contains(id) {
+                    return Err("it came with a call that has ended");
+                }
+                // A request toolgate sent for no call of a session (a list, a ping).
+                drop(list);
+                self.only()
+            }
+            Some(InboundStreamOrigin::Unassociated) => {
+                Err("the server sent it outside any call (on its own stream)")
+            }
+            None => self.only(),
         }
     }
 
@@ -84,9 +147,27 @@ pub(crate) struct CallerGuard {
     id: u64,
 }
 
+impl CallerGuard {
+    /// The mark for this call's requests to the server.
+    pub(crate) fn tag(&self) -> CallTag {
+        CallTag(self.id)
+    }
+}
+
 impl Drop for CallerGuard {
     fn drop(&mut self) {
-        self.callers.lock().calls.retain(|(id, _)| *id != self.id);
+        let mut list = self.callers.lock();
+        list.calls.retain(|(id, _)| *id != self.id);
+        let CallerList { sent, ended, .. } = &mut *list;
+        sent.retain(|(call, request)| {
+            if *call == self.id {
+                ended.push_back(request.clone());
+            }
+            *call != self.id
+        });
+        while ended.len() > ENDED {
+            ended.pop_front();
+        }
     }
 }
 
@@ -392,6 +473,43 @@ mod tests {
         assert!(callers.only().is_err());
         let _anonymous = callers.enter(None);
         assert!(callers.only().is_err());
+    }
+
+    fn from(origin: Option<InboundStreamOrigin>) -> rmcp::model::Extensions {
+        let mut extensions = rmcp::model::Extensions::new();
+        if let Some(origin) = origin {
+            extensions.insert(origin);
+        }
+        extensions
+    }
+
+    #[test]
+    fn a_servers_request_after_a_call_ended_does_not_reach_another_caller() {
+        let callers = Arc::new(Callers::default());
+        let (alice, bob) = (call_link(1, false), call_link(2, false));
+        let alices = callers.enter(Some(Arc::clone(&alice)));
+        callers.sent(alices.tag(), RequestId::Number(1));
+        let bobs = callers.enter(Some(Arc::clone(&bob)));
+        callers.sent(bobs.tag(), RequestId::Number(2));
+        let with = |id| {
+            from(Some(InboundStreamOrigin::OutboundRequest(
+                RequestId::Number(id),
+            )))
+        };
+        // Each request reaches the caller whose call it came with, though both are in flight.
+        assert!(Arc::ptr_eq(&callers.asking(&with(1)).unwrap(), &alice));
+        assert!(Arc::ptr_eq(&callers.asking(&with(2)).unwrap(), &bob));
+        drop(alices);
+        // Alice's call is over: what comes with it goes to nobody, not to Bob (the only
+        // caller in flight); so does what the server sends on its own stream.
+        let ended = callers.asking(&with(1)).err().unwrap();
+        assert!(ended.contains("has ended"), "{ended}");
+        let own = callers.asking(&from(Some(InboundStreamOrigin::Unassociated)));
+        assert!(own.err().unwrap().contains("outside any call"));
+        // A transport that cannot tell (stdio): the one client in flight.
+        assert!(Arc::ptr_eq(&callers.asking(&from(None)).unwrap(), &bob));
+        drop(bobs);
+        assert!(callers.asking(&with(2)).is_err());
     }
 
     /// A link of one call of client `client`, as a 2026-07-28 request has; `waiting` while

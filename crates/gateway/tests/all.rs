@@ -25,6 +25,8 @@ mod misbehave;
 mod prefix;
 #[path = "all/reconcile.rs"]
 mod reconcile;
+#[path = "all/relay.rs"]
+mod relay;
 #[path = "all/resources.rs"]
 mod resources;
 #[path = "all/support.rs"]

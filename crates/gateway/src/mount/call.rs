@@ -12,7 +12,7 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
     InputRequests, InputRequiredResult, InputResponses, JsonObject, ServerResult,
 };
-use rmcp::model::{ClientCapabilities, ErrorCode, RequestMetaObject};
+use rmcp::model::{ClientCapabilities, ErrorCode, GetExtensions, RequestMetaObject};
 use rmcp::service::PeerRequestOptions;
 use toolgate_core::trace;
 use toolgate_core::{
@@ -21,7 +21,7 @@ use toolgate_core::{
 };
 use tracing::{Instrument, Span};
 
-use crate::relay::Asker;
+use crate::relay::{Asker, CallTag};
 
 use super::login::MAX_LOGINS_PER_CALL;
 use super::{Live, Mount, Phase, secs};
@@ -287,14 +287,17 @@ impl Mount {
         };
         let caller = ctx.client().cloned();
         // The server's own requests while the call runs (2025) go to this caller's client.
-        let _caller = live.callers.enter(caller.clone());
+        let called = live.callers.enter(caller.clone());
         let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
         // A 2026-07-28 server asks for input by answering `input_required`: the requests
         // are fulfilled through the caller's client and the call is sent again, with the
         // answers and the server's `requestState` as it was, a bounded number of times.
         let mut state_only = 0u32;
         for _round in 0..MAX_INPUT_ROUNDS {
-            match self.call_round(&live, tool, params.clone(), ctx).await? {
+            match self
+                .call_round(&live, tool, params.clone(), ctx, called.tag())
+                .await?
+            {
                 Round::Done(output) => return Ok(output),
                 Round::InputRequired(input) => {
                     let requests = input.input_requests.unwrap_or_default();
@@ -455,10 +458,11 @@ impl Mount {
         tool: &str,
         params: CallToolRequestParams,
         ctx: &CallContext,
+        tag: CallTag,
     ) -> Result<Round, Refusal> {
         let span = self.client_span("tools/call", tool);
         let round = self
-            .send_call(live, tool, params, ctx, &span)
+            .send_call(live, tool, params, ctx, &span, tag)
             .instrument(span.clone())
             .await;
         match &round {
@@ -478,10 +482,13 @@ impl Mount {
         params: CallToolRequestParams,
         ctx: &CallContext,
         span: &Span,
+        tag: CallTag,
     ) -> Result<Round, Refusal> {
         let name = &self.spec.name;
         let live = Arc::clone(live);
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let mut request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // The server's requests that come with this one are this caller's (`relay.rs`).
+        request.extensions_mut().insert(tag);
         let options = self.call_options(&live, ctx, span);
         let handle = match live.peer.send_request_with_option(request, options).await {
             Ok(handle) => handle,

@@ -111,6 +111,20 @@ fn normal_tools(bumped: bool) -> Vec<Value> {
             true,
         ));
     }
+    if std::env::var_os("FAKE_ASK").is_some() {
+        tools.push(tool(
+            "ask",
+            "Asks the user (elicitation/create) and answers with what they said.",
+            json!({}),
+            false,
+        ));
+        tools.push(tool(
+            "note",
+            "Changes nothing, but says it might.",
+            json!({}),
+            false,
+        ));
+    }
     if bumped {
         tools.push(tool("v2", "Appears after bump.", json!({}), true));
     } else {
@@ -143,6 +157,8 @@ fn main() {
     let bumped = Arc::new(AtomicBool::new(false));
     // `FAKE_DISCOVER=late`: the probe's id, answered only when `initialize` comes.
     let mut unanswered: Option<Value> = None;
+    // `ask` calls waiting for the client's answer: the id of our request -> the call's id.
+    let mut asking: Vec<(Value, Value)> = Vec::new();
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
@@ -201,6 +217,23 @@ fn main() {
             msg["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str()
         {
             log(&format!("{method} revision={revision}"));
+        }
+        if method.is_empty() {
+            // The client's answer to a request of ours: the `ask` call it belongs to ends.
+            if let Some(at) = asking
+                .iter()
+                .position(|(ours, _)| Some(ours) == id.as_ref())
+            {
+                let (_, call) = asking.remove(at);
+                let action = msg["result"]["action"]
+                    .as_str()
+                    .unwrap_or("error")
+                    .to_owned();
+                log(&format!("answered {action}"));
+                let reply = json!({"jsonrpc": "2.0", "id": call, "result": text(&format!("answered {action}"))});
+                send(&out, &reply);
+            }
+            continue;
         }
         if method == "notifications/cancelled" {
             log(&format!("cancelled {}", msg["params"]["requestId"]));
@@ -326,6 +359,17 @@ fn main() {
                         text("bumped")
                     }
                     "ok" => text(arguments["message"].as_str().unwrap_or("ok")),
+                    "note" => text("noted"),
+                    "ask" => {
+                        let ours = json!(format!("ask-{id}"));
+                        let form = json!({"message": "Go on?", "requestedSchema": {"type": "object", "properties": {}}});
+                        send(
+                            &out,
+                            &json!({"jsonrpc": "2.0", "id": ours, "method": "elicitation/create", "params": form}),
+                        );
+                        asking.push((ours, id));
+                        continue;
+                    }
                     "garble" => {
                         let mut o = out.lock().unwrap();
                         writeln!(o, "not json at all").unwrap();
