@@ -7,11 +7,14 @@ Two users log in to toolgate with the Python MCP SDK (each with a JWT of their o
 first call of each to `whoami` answers with a link: toolgate's start page (naming who asked)
 of a login started for them with toolgate's `/oauth/callback` as its redirect URI. Their
 "browser" (an HTTP client with its own cookies) opens it and continues, the provider approves
-that user, the browser comes back to toolgate, which keeps their tokens; the next call
+that user, the browser comes back to toolgate and confirms on its page, and toolgate keeps
+their tokens; the next call
 answers `hello` with their own name, not the operator's (whose `toolgate mcp login` serves
 the tool list and sessions without an identity). A third user's client takes URL
-elicitation: it is asked to open the link, and the one call waits and answers. A missing
-Node, oidc-provider or binary fails the test; nothing skips.
+elicitation: it is asked to open the link, and the one call waits and answers. And the login
+CSRF of the security review: the "Continue" link of Mallory's start page, sent to Alice and
+opened in Alice's browser, ends at a refusal, never with Alice's account kept for Mallory. A
+missing Node, oidc-provider or binary fails the test; nothing skips.
 """
 
 from __future__ import annotations
@@ -62,18 +65,38 @@ async def logged_in_as(url: str, **client_options):
             yield client
 
 
-def open_in_browser(link: str, user: str) -> tuple[str, str]:
-    """Opens `link` (toolgate's start page) in a fresh browser (its own cookies), checks that
-    the page names `user`, clicks "Continue" and follows every redirect, the last one to
-    toolgate's callback; returns the authorization URL it went to and the page it ends on."""
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+def new_browser() -> urllib.request.OpenerDirector:
+    """A browser of its own: its own cookies, following redirects."""
+    return urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+
+
+def start(opener: urllib.request.OpenerDirector, link: str, user: str) -> str:
+    """Opens `link` (toolgate's start page), checks that the page names `user`, and returns
+    the "Continue" link (the authorization server's URL)."""
     with opener.open(link, timeout=60) as page:
         start = page.read().decode()
     assert f"<b>{user} (of " in start, start
     onward = re.search(r'<a id="continue" href="([^"]+)"', start)
     assert onward, start
-    auth_url = html.unescape(onward.group(1))
+    return html.unescape(onward.group(1))
+
+
+def open_in_browser(link: str, user: str) -> tuple[str, str]:
+    """Opens `link` (toolgate's start page) in a fresh browser, checks that the page names
+    `user`, clicks "Continue" and follows every redirect, the last one to toolgate's
+    callback, whose page names `user` again; clicks "Finish" there. Returns the
+    authorization URL it went to and the page it ends on."""
+    opener = new_browser()
+    auth_url = start(opener, link, user)
     with opener.open(auth_url, timeout=60) as page:
+        confirm = page.read().decode()
+        callback = page.geturl()
+    assert f"toolgate user <b>{user} (of " in confirm, confirm
+    state = re.search(r'name="state" value="([^"]+)"', confirm)
+    assert state and 'value="cancel"' in confirm, confirm
+    form = urllib.parse.urlencode({"state": html.unescape(state.group(1)), "decision": "finish"})
+    action = urllib.parse.urljoin(callback, "/oauth/callback")
+    with opener.open(action, data=form.encode(), timeout=60) as page:
         return auth_url, page.read().decode()
 
 
@@ -168,3 +191,61 @@ async def test_each_caller_reaches_a_per_user_server_as_themselves(
         urllib.request.urlopen(f"{callback}?code=x&state=unknown", timeout=60)
     assert refused.value.code == 400
     assert "call the tool again" in refused.value.read().decode()
+
+
+@pytest.mark.anyio
+async def test_a_continue_link_sent_to_someone_else_never_keeps_their_account(
+    jwt_provider: Provider, project: Path, server_env: dict[str, str], start_http_server, tmp_path: Path
+) -> None:
+    """Login CSRF (RFC 6749 §10.12): Mallory opens her own start page, copies its "Continue"
+    link and sends it to Alice, who is signed in at the provider. Alice's browser lands on
+    toolgate's callback with Alice's code: refused, and Mallory's calls never run as Alice."""
+    configure(server_env, jwt_provider)
+    jwt_provider.admin_call("account/operator")
+    operator = subprocess.run(
+        [toolgate_bin(), "--root", str(project), "mcp", "login", "guarded"],
+        env={**server_env, "BROWSER": browser(tmp_path / "operator-cookies")},
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )
+    assert operator.returncode == 0, operator.stdout + operator.stderr
+    server = start_http_server(project, token="static-token")
+
+    jwt_provider.admin_call("account/mallory")
+    async with logged_in_as(server.url) as mallory:
+        said = text_of(await mallory.call_tool(TOOL, {}))
+        link = LINK.search(said)
+        assert link, said
+        mallorys_browser = new_browser()
+        continue_link = start(mallorys_browser, link.group(1), "mallory")
+
+        # Alice, signed in at the provider, opens what Mallory sent her.
+        jwt_provider.admin_call("account/alice")
+        alices_browser = new_browser()
+        grants = jwt_provider.admin_call("stats")["codeGrants"]
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            alices_browser.open(continue_link, timeout=60)
+        assert refused.value.code == 403, refused.value
+        page = refused.value.read().decode()
+        assert "started in another browser" in page and "close this tab" in page, page
+        assert refused.value.geturl().startswith(f"{server.origin}/oauth/callback?"), refused.value.geturl()
+        # The provider did approve Alice (the attack reached toolgate), and nothing was
+        # exchanged: no code was redeemed.
+        assert jwt_provider.admin_call("stats")["codeGrants"] == grants
+        # The start page itself, forwarded: refused in Alice's browser too.
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            alices_browser.open(link.group(1), timeout=60)
+        assert refused.value.code == 403
+        # Nothing of Alice's under Mallory's name.
+        after = text_of(await mallory.call_tool(TOOL, {}))
+        assert "hello" not in after and LINK.search(after).group(1) == link.group(1), after
+
+        # Mallory's own browser still finishes her own login, as herself.
+        jwt_provider.admin_call("account/mallory")
+        with mallorys_browser.open(continue_link, timeout=60) as page:
+            confirm = page.read().decode()
+        state = html.unescape(re.search(r'name="state" value="([^"]+)"', confirm).group(1))
+        form = urllib.parse.urlencode({"state": state, "decision": "finish"}).encode()
+        with mallorys_browser.open(f"{server.origin}/oauth/callback", data=form, timeout=60) as page:
+            assert "Logged in to `guarded` as mallory" in page.read().decode()
+        result = await mallory.call_tool(TOOL, {})
+        assert text_of(result) == "hello mallory", text_of(result)
