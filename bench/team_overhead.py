@@ -11,6 +11,9 @@ all alike, median of N calls each:
             receiver (batches every 100 ms), each call carrying a `traceparent` header.
 
     .cache/peers/venv/bin/python bench/team_overhead.py target/release/toolgate [CALLS]
+
+Given several binaries (`before after [CALLS]`), every setup runs under each and the calls
+alternate over all of them, so two builds are compared in one run on the same load.
 """
 import asyncio, json, os, re, statistics, subprocess, sys, tempfile, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -114,8 +117,9 @@ async def open_session(c, url, bearer):
 
 
 async def main():
-    tg = os.path.abspath(sys.argv[1])
-    calls = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
+    bins = [os.path.abspath(a) for a in sys.argv[1:] if not a.isdigit()]
+    counts = [int(a) for a in sys.argv[1:] if a.isdigit()]
+    calls = counts[0] if counts else 1000
     iss, jwt_token = issuer()
     sink, received = otlp_sink()
     with tempfile.TemporaryDirectory() as d:
@@ -133,40 +137,49 @@ async def main():
                        + f'[telemetry]\notlp_endpoint = "{sink}"\n', "bench-token", "bench-token"),
         }
         servers, lat = {}, {}
-        for name, (config, static, _) in setups.items():
-            servers[name] = start(tg, os.path.join(d, name), project, config, static)
-            lat[name] = []
+        runs = [(b, n) for b in range(len(bins)) for n in setups]
+        for b, name in runs:
+            servers[b, name] = start(bins[b], os.path.join(d, f"{b}-{name}"), project,
+                                     setups[name][0].replace(f"{d}/{name}-", f"{d}/{b}-{name}-"),
+                                     setups[name][1])
+            lat[b, name] = []
         try:
             async with httpx.AsyncClient(timeout=60) as c:
-                heads = {n: await open_session(c, servers[n][1], setups[n][2]) for n in setups}
-                heads["traced"]["traceparent"] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+                heads = {r: await open_session(c, servers[r][1], setups[r[1]][2]) for r in runs}
+                for (b, n), h in heads.items():
+                    if n == "traced":
+                        h["traceparent"] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
                 args = {"name": "read_file", "arguments": {"path": "hundred.txt"}}
                 for i in range(calls + 50):
-                    for n in setups:
+                    for r in runs:
                         t = time.perf_counter()
-                        r = await c.post(servers[n][1], headers=heads[n], json={
+                        resp = await c.post(servers[r][1], headers=heads[r], json={
                             "jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": args})
-                        msg = parse(r)
+                        msg = parse(resp)
                         took = (time.perf_counter() - t) * 1000
-                        assert not msg["result"].get("isError"), (n, msg)
+                        assert not msg["result"].get("isError"), (r, msg)
                         if i >= 50:  # warm-up
-                            lat[n].append(took)
-                        if n != "plain" and i % 100 == 0:
-                            m = await c.get(servers[n][1].removesuffix("/mcp") + "/metrics",
-                                            headers={"Authorization": heads[n]["Authorization"]})
-                            assert m.status_code == 200, (n, m.status_code)
+                            lat[r].append(took)
+                        if r[1] != "plain" and i % 100 == 0:
+                            m = await c.get(servers[r][1].removesuffix("/mcp") + "/metrics",
+                                            headers={"Authorization": heads[r]["Authorization"]})
+                            assert m.status_code == 200, (r, m.status_code)
         finally:
             for p, _ in servers.values():
                 p.terminate()
                 p.wait(timeout=10)
-        lines = sum(1 for _ in open(f"{d}/oauth-audit.jsonl"))
-        assert lines >= calls, lines
+        for b in range(len(bins)):
+            lines = sum(1 for _ in open(f"{d}/{b}-oauth-audit.jsonl"))
+            assert lines >= calls, lines
         assert received["posts"] > 0, "no span reached the OTLP sink"
-    base = statistics.median(lat["plain"])
-    for n, v in lat.items():
-        med = statistics.median(v)
-        print(f"{n:6s} median {med:.3f} ms  p99 {sorted(v)[int(len(v) * 0.99) - 1]:.3f} ms  "
-              f"(+{med - base:.3f} ms vs plain)")
+    for b, tg in enumerate(bins):
+        print(tg)
+        base = statistics.median(lat[b, "plain"])
+        for n in setups:
+            v = lat[b, n]
+            med = statistics.median(v)
+            print(f"  {n:6s} median {med:.3f} ms  p99 {sorted(v)[int(len(v) * 0.99) - 1]:.3f} ms  "
+                  f"(+{med - base:.3f} ms vs plain)")
     print(f"calls {calls} each, load {os.getloadavg()[0]:.2f}; "
           f"OTLP: {received['posts']} exports, {received['bytes']} bytes")
 
