@@ -7,11 +7,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::Request;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
+use toolgate_core::web_login;
 
 use crate::metrics::Metrics;
 use crate::server::ToolgateServer;
@@ -143,29 +144,28 @@ pub fn http_router(
     // The page a user's login link opens, and where their browser comes back from logging
     // in to a mounted server as themselves (`per_user` servers): public, like any OAuth
     // redirect URI; the `state` picks the login.
-    router = router.route(
-        toolgate_core::web_login::START_PATH,
-        axum::routing::get(|uri: axum::http::Uri| async move {
-            match toolgate_core::web_login::start_page(uri.query().unwrap_or("")) {
-                Ok(page) => {
-                    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], page).into_response()
-                }
-                Err(why) => (StatusCode::NOT_FOUND, format!("{why}\n")).into_response(),
-            }
-        }),
-    );
-    router = router.route(
-        toolgate_core::web_login::CALLBACK_PATH,
-        axum::routing::get(|uri: axum::http::Uri| async move {
-            match toolgate_core::web_login::complete(uri.query().unwrap_or("")).await {
-                Ok(said) => (
-                    StatusCode::OK,
-                    format!("{said}. You can close this tab and go back to your client.\n"),
-                ),
-                Err(why) => (StatusCode::BAD_REQUEST, format!("Login failed: {why}\n")),
-            }
-        }),
-    );
+    router = router
+        .route(
+            web_login::START_PATH,
+            axum::routing::get(|uri: Uri, headers: HeaderMap| async move {
+                login_page(web_login::start_page(
+                    uri.query().unwrap_or(""),
+                    cookies(&headers).as_deref(),
+                ))
+            }),
+        )
+        .route(
+            web_login::CALLBACK_PATH,
+            axum::routing::get(|uri: Uri, headers: HeaderMap| async move {
+                login_page(
+                    web_login::callback(uri.query().unwrap_or(""), cookies(&headers).as_deref())
+                        .await,
+                )
+            })
+            .post(|headers: HeaderMap, form: String| async move {
+                login_page(web_login::decide(&form, cookies(&headers).as_deref()).await)
+            }),
+        );
     let metadata = move |headers: HeaderMap| {
         let door = Arc::clone(&door);
         async move {
@@ -188,6 +188,40 @@ pub fn http_router(
             "/.well-known/oauth-protected-resource/mcp",
             axum::routing::get(metadata),
         )
+}
+
+/// The request's cookies, every `Cookie` header joined.
+fn cookies(headers: &HeaderMap) -> Option<String> {
+    let all: Vec<&str> = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    (!all.is_empty()).then(|| all.join("; "))
+}
+
+/// A login page as an HTTP response: never cached, never framed (a page of another site
+/// cannot show it under a decoy and have the user click "Finish").
+fn login_page(page: web_login::Page) -> Response {
+    let status = StatusCode::from_u16(page.status).unwrap_or(StatusCode::BAD_REQUEST);
+    let mut response = (
+        status,
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+            (header::X_FRAME_OPTIONS, "DENY"),
+            (header::REFERRER_POLICY, "no-referrer"),
+        ],
+        page.html,
+    )
+        .into_response();
+    if let Some(cookie) = page
+        .set_cookie
+        .and_then(|c| axum::http::HeaderValue::from_str(&c).ok())
+    {
+        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    }
+    response
 }
 
 /// The metrics in OpenMetrics text, as Prometheus scrapes it.
