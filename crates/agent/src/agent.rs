@@ -215,6 +215,7 @@ impl Agent {
                     profile: None,
                     client: None,
                     identity: None,
+                    rate_key: None,
                 });
                 // The audit log's client: toolgate's own agent loop.
                 session.name_client("toolgate agent");

@@ -166,6 +166,7 @@ fn call_session(profile: Option<ClientProfile>) -> Arc<Session> {
         profile,
         client: None,
         identity: None,
+        rate_key: None,
     });
     session.name_client("toolgate call");
     session

@@ -1,7 +1,8 @@
 //! Rate limits per caller and per tool (`[rate_limits]`): token buckets (`governor`), one
-//! per caller — the session's authenticated identity, else the session itself — for all
-//! tools together and for each tool pattern that has its own limit. A call over a limit is
-//! refused before it runs, with a result that says when to retry.
+//! per caller — the session's authenticated identity, else the transport's key for the
+//! caller (the static token's digest, the client's address), else the session itself — for
+//! all tools together and for each tool pattern that has its own limit. A call over a limit
+//! is refused before it runs, with a result that says when to retry.
 
 use std::num::NonZeroU32;
 use std::time::Duration;
@@ -126,16 +127,18 @@ impl RateLimits {
     }
 }
 
-/// Whom a session's calls count against: its authenticated identity (every session of that
-/// caller shares the buckets), else the session itself.
+/// Whom a session's calls count against: its authenticated identity, else the transport's
+/// key for the caller (every session of that caller shares the buckets: a fresh session or
+/// a stateless request gets no fresh budget), else the session itself.
 pub fn caller_of(session: &Session) -> String {
-    match session.identity() {
-        Some(identity) => format!(
-            "{}\u{0}{}",
+    match (session.identity(), session.rate_key()) {
+        (Some(identity), _) => format!(
+            "identity\u{0}{}\u{0}{}",
             identity.issuer.as_deref().unwrap_or_default(),
             identity.subject
         ),
-        None => format!("session\u{0}{}", session.id()),
+        (None, Some(key)) => format!("key\u{0}{key}"),
+        (None, None) => format!("session\u{0}{}", session.id()),
     }
 }
 
@@ -187,6 +190,23 @@ mod tests {
         assert_eq!(limits.check("ada", "read_file"), Ok(()));
         assert_eq!(limits.check("ada", "grep"), Ok(()));
         assert!(limits.check("ada", "grep").is_err());
+    }
+
+    #[test]
+    fn sessions_with_one_rate_key_are_one_caller_and_keyless_sessions_are_their_own() {
+        use crate::session::{Approval, SessionInit};
+        let keyed = |key: Option<&str>| {
+            caller_of(&Session::new(SessionInit {
+                approval: Approval::Nobody,
+                profile: None,
+                client: None,
+                identity: None,
+                rate_key: key.map(str::to_owned),
+            }))
+        };
+        assert_eq!(keyed(Some("token:ab")), keyed(Some("token:ab")));
+        assert_ne!(keyed(Some("token:ab")), keyed(Some("address:127.0.0.1")));
+        assert_ne!(keyed(None), keyed(None));
     }
 
     #[test]

@@ -84,6 +84,11 @@ pub struct SessionInit {
     pub client: Option<Arc<dyn ClientLink>>,
     /// The caller, as the transport authenticated them; `None` on stdio and the command line.
     pub identity: Option<Identity>,
+    /// Whom the session's calls count against for `[rate_limits]` when it has no identity,
+    /// as the transport knows them (a digest of the static token, the client's address), so
+    /// that every session of one caller shares one budget; never a secret. `None`: the
+    /// session alone.
+    pub rate_key: Option<String>,
 }
 
 /// One session. Built by [`Session::new`]; shared by its calls through
@@ -97,6 +102,7 @@ pub struct Session {
     profile: OnceLock<Arc<ClientProfile>>,
     client: Option<Arc<dyn ClientLink>>,
     identity: Option<Identity>,
+    rate_key: Option<String>,
     extensions: Extensions,
 }
 
@@ -121,6 +127,7 @@ impl Session {
             profile,
             client,
             identity,
+            rate_key,
         } = init;
         let slot = OnceLock::new();
         if let Some(profile) = profile {
@@ -135,6 +142,7 @@ impl Session {
             profile: slot,
             client,
             identity,
+            rate_key,
             extensions: Extensions::default(),
         })
     }
@@ -147,6 +155,7 @@ impl Session {
             profile: None,
             client: None,
             identity: None,
+            rate_key: None,
         })
     }
 
@@ -214,6 +223,11 @@ impl Session {
     /// The caller, as the transport authenticated them.
     pub fn identity(&self) -> Option<&Identity> {
         self.identity.as_ref()
+    }
+
+    /// Whom the session's calls count against for rate limits when it has no identity.
+    pub fn rate_key(&self) -> Option<&str> {
+        self.rate_key.as_deref()
     }
 
     /// Tool-private state of type `T`, created on first use.

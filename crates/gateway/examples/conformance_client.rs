@@ -188,6 +188,7 @@ async fn drive(
         profile: None,
         client: Some(Arc::new(AcceptingUser)),
         identity: None,
+        rate_key: None,
     });
     let call = |suffix: &str, args: Value| {
         let ctx = CallContext::new(Arc::clone(&session));

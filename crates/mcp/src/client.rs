@@ -276,6 +276,7 @@ mod tests {
             profile: None,
             client: Some(Arc::new(McpClient::default())),
             identity: None,
+            rate_key: None,
         });
         let ctx = CallContext::new(session);
         let client = McpClient::of(&ctx);

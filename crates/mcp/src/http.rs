@@ -99,7 +99,7 @@ pub fn http_router(
     let sessions = Arc::new(sessions::CappedSessions::new(options.max_sessions));
     let service = StreamableHttpService::new(
         // The door put the request's caller in a task-local: the session is theirs.
-        move || Ok(server.new_session_as(door::caller())),
+        move || Ok(server.new_session_as(door::caller(), door::rate_key())),
         Arc::clone(&sessions),
         config,
     );
@@ -124,15 +124,15 @@ pub fn http_router(
             }),
         );
     }
-    if door.guards() {
-        let guard = Arc::clone(&door);
-        router = router.layer(axum::middleware::from_fn(
-            move |req: Request, next: Next| {
-                let door = Arc::clone(&guard);
-                async move { door.admit(req, next).await }
-            },
-        ));
-    }
+    // Without a token or OAuth the door checks nothing, but still names the caller (by
+    // address) for rate limits.
+    let guard = Arc::clone(&door);
+    router = router.layer(axum::middleware::from_fn(
+        move |req: Request, next: Next| {
+            let door = Arc::clone(&guard);
+            async move { door.admit(req, next).await }
+        },
+    ));
     // Outside the door: a rebound page is refused before its token is looked at.
     router = router.layer(axum::middleware::from_fn(
         move |req: Request, next: Next| hosts::guard(Arc::clone(&hosts), req, next),

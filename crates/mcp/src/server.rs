@@ -139,13 +139,17 @@ impl std::fmt::Debug for ToolgateServer {
 /// toolgate would trust for that, so `ask` refuses and says which rule to change), the
 /// profile is chosen when the client names itself, the link is the connection's client, and
 /// the caller is the one the transport authenticated (none on stdio).
-fn open_session(identity: Option<Identity>) -> (Arc<Session>, Arc<McpClient>) {
+fn open_session(
+    identity: Option<Identity>,
+    rate_key: Option<String>,
+) -> (Arc<Session>, Arc<McpClient>) {
     let client = Arc::new(McpClient::for_caller(identity.clone()));
     let session = Session::new(SessionInit {
         approval: Approval::Nobody,
         profile: None,
         client: Some(Arc::clone(&client) as Arc<dyn toolgate_core::ClientLink>),
         identity,
+        rate_key,
     });
     (session, client)
 }
@@ -153,7 +157,7 @@ fn open_session(identity: Option<Identity>) -> (Arc<Session>, Arc<McpClient>) {
 impl ToolgateServer {
     /// A handler over `dispatcher`; `instructions` are sent to clients at initialisation.
     pub fn new(dispatcher: Arc<Dispatcher>, render: RenderOptions, instructions: String) -> Self {
-        let (session, client) = open_session(None);
+        let (session, client) = open_session(None, None);
         Self {
             shared: Arc::new(Shared {
                 dispatcher,
@@ -325,13 +329,14 @@ impl ToolgateServer {
 
     /// A handler for a new connection: same tools, prompts and resources, a new session.
     pub fn new_session(&self) -> Self {
-        self.new_session_as(None)
+        self.new_session_as(None, None)
     }
 
     /// [`Self::new_session`] for a caller the transport authenticated (`serve --http` with
-    /// OAuth): the session's [`Identity`], fixed for its life.
-    pub fn new_session_as(&self, identity: Option<Identity>) -> Self {
-        let (session, client) = open_session(identity);
+    /// OAuth): the session's [`Identity`], fixed for its life; `rate_key` names a caller
+    /// without one for rate limits (see [`toolgate_core::SessionInit::rate_key`]).
+    pub fn new_session_as(&self, identity: Option<Identity>, rate_key: Option<String>) -> Self {
+        let (session, client) = open_session(identity, rate_key);
         Self {
             session,
             client,

@@ -196,3 +196,6 @@ mod balancer;
 
 #[path = "all/listener.rs"]
 mod listener;
+
+#[path = "all/rate_limits.rs"]
+mod rate_limits;

@@ -138,6 +138,7 @@ fn ctx_answering(yes: bool) -> CallContext {
         profile: None,
         client: None,
         identity: None,
+        rate_key: None,
     }))
 }
 
@@ -330,6 +331,7 @@ async fn a_conditional_rule_is_recorded_as_written_and_only_for_the_callers_it_a
             groups: vec!["eng".into()],
             scopes: Vec::new(),
         }),
+        rate_key: None,
     }));
     let out = d
         .call("echo", RawArgs::Json(json!({"text": "hi"})), eng)

@@ -771,6 +771,7 @@ async fn search_tool_leaves_out_tools_the_caller_is_denied() {
                 groups: vec!["eng".into()],
                 scopes: Vec::new(),
             }),
+            rate_key: None,
         }));
     let out = s
         .dispatcher

@@ -383,6 +383,7 @@ async fn a_conditional_rule_decides_by_the_session_identity() {
                 groups: groups.iter().map(|g| (*g).to_owned()).collect(),
                 scopes: Vec::new(),
             }),
+            rate_key: None,
         }))
     };
     let args = || RawArgs::Json(json!({"id": "x"}));

@@ -656,6 +656,7 @@ async fn an_ask_rule_asks_once_per_read() {
             profile: None,
             client: None,
             identity: None,
+            rate_key: None,
         });
         let out = rig
             .dispatcher

@@ -16,7 +16,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::Request;
+use axum::extract::{ConnectInfo, Request};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -28,11 +28,18 @@ use super::sessions::CappedSessions;
 
 tokio::task_local! {
     static CALLER: Option<Identity>;
+    static RATE_KEY: Option<String>;
 }
 
 /// The OAuth caller of the request being served on this task, if any.
 pub(crate) fn caller() -> Option<Identity> {
     CALLER.try_with(Clone::clone).ok().flatten()
+}
+
+/// Whom the request being served on this task counts against for rate limits when it has
+/// no identity (see [`Door::rate_key`]).
+pub(crate) fn rate_key() -> Option<String> {
+    RATE_KEY.try_with(Clone::clone).ok().flatten()
 }
 
 /// The caller of an HTTP request as the door admitted it (`None`: the static token, or no
@@ -60,10 +67,14 @@ impl Door {
     }
 
     pub(crate) async fn admit(&self, mut req: Request, next: Next) -> Response {
-        let caller = match self.identify(req.headers()).await {
-            Ok(caller) => caller,
-            Err(refusal) => return refusal,
+        let caller = match self.guards() {
+            true => match self.identify(req.headers()).await {
+                Ok(caller) => caller,
+                Err(refusal) => return refusal,
+            },
+            false => None,
         };
+        let rate_key = self.rate_key(caller.as_ref(), &req);
         let session = req
             .headers()
             .get("mcp-session-id")
@@ -80,7 +91,28 @@ impl Door {
                 .into_response();
         }
         req.extensions_mut().insert(Caller(caller.clone()));
-        CALLER.scope(caller, next.run(req)).await
+        let served = RATE_KEY.scope(rate_key, next.run(req));
+        CALLER.scope(caller, served).await
+    }
+
+    /// The rate-limit key of an admitted request without an identity: the static token's
+    /// digest (so its fresh sessions and stateless requests share one budget; the token
+    /// itself is kept out of keys and logs), else, with no token to check, the client's
+    /// address (its port changes with every connection).
+    fn rate_key(&self, caller: Option<&Identity>, req: &Request) -> Option<String> {
+        if caller.is_some() {
+            return None;
+        }
+        if let (true, Some(token)) = (self.guards(), bearer(req.headers())) {
+            let digest = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
+            let hex: String = digest.as_ref()[..16]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            return Some(format!("token:{hex}"));
+        }
+        let ConnectInfo(peer) = req.extensions().get::<ConnectInfo<SocketAddr>>()?;
+        Some(format!("address:{}", peer.ip()))
     }
 
     /// The request's caller, or the response that refuses it.
