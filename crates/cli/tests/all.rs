@@ -26,6 +26,8 @@ mod provider_bounds;
 mod sandbox;
 #[path = "all/schedule.rs"]
 mod schedule;
+#[path = "all/secrets.rs"]
+mod secrets;
 #[path = "all/sessions.rs"]
 mod sessions;
 #[path = "all/shutdown.rs"]

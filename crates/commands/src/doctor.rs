@@ -222,16 +222,10 @@ fn isolation(report: &mut Report, runtime: &Runtime) {
         "no seccomp filters"
     };
     report.ok(&format!("the kernel allows: {landlock}, {seccomp}"));
-    let shell = &runtime.config.shell;
     let sandboxes = [
         (
             "run_shell",
-            toolgate_shell::Sandbox::new(
-                shell.sandbox,
-                shell.sandbox_network,
-                &runtime.roots.roots(),
-                &shell.sandbox_writable,
-            ),
+            toolgate_runtime::shell_sandbox(&runtime.config, &runtime.roots),
         ),
         (
             "mounted stdio servers",

@@ -332,9 +332,15 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, ConfigError> {
         .extract()
         .map_err(|e| ConfigError::Invalid(describe(&e)))?;
     config.mcp_sources = mcp_sources(&figment, &config);
-    // `~/` in sandbox_writable is the home folder, by the same rule as every user folder.
+    // `~/` in sandbox_writable and sandbox_hide is the home folder, by the same rule as every
+    // user folder.
     let dirs = toolgate_core::UserDirs::from_env();
-    for path in &mut config.shell.sandbox_writable {
+    let shell = &mut config.shell;
+    for path in shell
+        .sandbox_writable
+        .iter_mut()
+        .chain(&mut shell.sandbox_hide)
+    {
         *path = dirs.expand_tilde(path);
     }
     if let Some(path) = &mut config.audit.path {

@@ -31,9 +31,10 @@
 //!   by read_file.
 //! - `[shell]` process isolation: `sandbox`, `sandbox_network` and `containment` may only
 //!   be made stricter than the user's (read-only > workspace-write > off; no network >
-//!   network; namespace > auto > process-group); `sandbox_writable` may not be set at all
-//!   (it widens what a sandboxed command may write). The same holds for `[mcp] sandbox` and
-//!   `sandbox_network`, the sandbox of mounted stdio servers.
+//!   network; namespace > auto > process-group); `sandbox_writable` (it widens what a
+//!   sandboxed command may write), `env_pass` (it hands toolgate's secrets to commands) and
+//!   `sandbox_hide` (it would replace the user's list) may not be set at all. The same
+//!   holds for `[mcp] sandbox` and `sandbox_network`, the sandbox of mounted stdio servers.
 //! - `[mcp_servers]`: allowed, but each server the project sets or adjusts starts only once
 //!   the user trusted it (`toolgate mcp trust`).
 
@@ -141,7 +142,8 @@ fn strictest_containment(a: Setting, b: Setting) -> Setting {
 }
 
 /// Takes the project's `[shell]` and `[mcp]` isolation settings out of `table` (see
-/// [`Isolation`]); `shell.sandbox_writable` is refused.
+/// [`Isolation`]); `shell.sandbox_writable`, `shell.env_pass` and `shell.sandbox_hide` are
+/// refused.
 fn isolation_rules(table: &mut toml::Table, shown: &str) -> Result<Isolation, ConfigError> {
     let (mcp_sandbox, mcp_network) = match table.get_mut("mcp").and_then(toml::Value::as_table_mut)
     {
@@ -158,9 +160,22 @@ fn isolation_rules(table: &mut toml::Table, shown: &str) -> Result<Isolation, Co
             ..Isolation::default()
         });
     };
-    if shell.contains_key("sandbox_writable") {
+    // A project's list would replace the user's: `sandbox_hide = []` would show what the
+    // user hid.
+    let widening = [
+        (
+            "sandbox_writable",
+            "it widens what a sandboxed command may write",
+        ),
+        ("env_pass", "it hands toolgate's secrets to commands"),
+        (
+            "sandbox_hide",
+            "it replaces the user's list of hidden paths",
+        ),
+    ];
+    if let Some((key, why)) = widening.iter().find(|(key, _)| shell.contains_key(*key)) {
         return Err(ConfigError::Invalid(format!(
-            "{shown} sets `shell.sandbox_writable`, which a project file may not set (it widens what a sandboxed command may write); set it in your user config (~/.config/toolgate/config.toml) or with --config FILE instead, or remove it from the project file"
+            "{shown} sets `shell.{key}`, which a project file may not set ({why}); set it in your user config (~/.config/toolgate/config.toml) or with --config FILE instead, or remove it from the project file"
         )));
     }
     Ok(Isolation {

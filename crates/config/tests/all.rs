@@ -588,3 +588,23 @@ fn the_shared_spill_store_comes_from_the_user_and_a_project_may_not_set_it() {
         "local disk by default"
     );
 }
+
+#[test]
+fn shell_env_pass_and_sandbox_hide_are_user_settings() {
+    let (_dir, opts) = user_and_project(
+        "[shell]\nenv_pass = [\"OPENAI_API_KEY\"]\nsandbox_hide = [\"~/.ssh\", \"/srv/keys\"]\n",
+        "",
+    );
+    let shell = load(&opts).unwrap().config.shell;
+    assert_eq!(shell.env_pass, ["OPENAI_API_KEY"]);
+    // `~/` is the home folder, as in sandbox_writable.
+    assert!(shell.sandbox_hide[0].is_absolute() && shell.sandbox_hide[0].ends_with(".ssh"));
+    assert_eq!(shell.sandbox_hide[1], std::path::Path::new("/srv/keys"));
+    // A project may neither hand toolgate's secrets to commands nor replace what is hidden.
+    for key in ["env_pass = [\"TOOLGATE_TOKEN\"]", "sandbox_hide = []"] {
+        let (_dir, opts) = user_and_project("", &format!("[shell]\n{key}\n"));
+        let err = load(&opts).unwrap_err().to_string();
+        let name = key.split(' ').next().unwrap_or_default();
+        assert!(err.contains(&format!("shell.{name}")), "{err}");
+    }
+}

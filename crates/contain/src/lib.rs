@@ -190,7 +190,8 @@ pub fn contain(cmd: &mut tokio::process::Command) {
 }
 
 /// Starts `program` (an absolute path) as `argv` (`argv[0]` is what it sees as `$0`) in
-/// `cwd`, contained like [`contain`] and sandboxed like [`Sandbox::apply`], without copying
+/// `cwd`, contained like [`contain`] and sandboxed like [`Sandbox::apply`] (toolgate's
+/// environment but what the sandbox withholds), without copying
 /// toolgate's memory (`posix_spawn`-style: see `linux/launch.rs`; inside the PID namespace
 /// through its spawner, `linux/spawner.rs`): stdin `/dev/null`, stdout and stderr pipes
 /// (their read ends are returned). `None` where this start is not available (off x86_64
@@ -220,11 +221,12 @@ pub fn launch(
             Ok(armed) => armed,
             Err(e) => return Some(Err(e)),
         };
+        let env = sandbox.environment();
         let started = match namespace {
             // A sandbox with more writable folders than the spawner takes keeps the relay.
             true if armed.as_ref().is_some_and(|a| !a.fits_the_spawner()) => return None,
-            true => linux::spawner::spawn(program, argv, cwd, armed.as_ref()),
-            false => linux::launch::launch(program, argv, cwd, armed),
+            true => linux::spawner::spawn(program, argv, cwd, &env, armed.as_ref()),
+            false => linux::launch::launch(program, argv, cwd, &env, armed),
         };
         Some(started.map_err(LaunchError::Start))
     }

@@ -31,7 +31,8 @@
 //! A kernel that cannot enforce a mode does not run the process unsandboxed: starting it
 //! fails and the message names what is missing and which setting to change.
 
-use std::ffi::CString;
+use std::collections::BTreeSet;
+use std::ffi::{CString, OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -90,12 +91,21 @@ const DEVICES: [&str; 6] = [
     "/dev/pts",
 ];
 
-/// The sandbox every process of one kind (commands, or mounted servers) runs in.
+/// The sandbox every process of one kind (commands, or mounted servers) runs in, and what
+/// of toolgate's own it never sees: secret variables of its environment (whatever the
+/// mode, `off` included) and secret files (under any mode but `off`).
 #[derive(Debug, Clone)]
 pub struct Sandbox {
     mode: SandboxMode,
     network: bool,
     writable: Vec<PathBuf>,
+    /// Absolute paths hidden under an empty mount; resolved at each start, since a store
+    /// such as the OAuth tokens' folder may appear after toolgate starts.
+    hidden: Vec<PathBuf>,
+    /// Variables of toolgate's environment the process does not get.
+    withheld: BTreeSet<OsString>,
+    /// Variables it gets even when withheld or secret-looking (`[shell] env_pass`).
+    passed: BTreeSet<OsString>,
     /// The config section that set it (`shell`, `mcp`), named in error messages.
     section: &'static str,
     /// The seccomp programs, compiled once on first use.
@@ -107,6 +117,8 @@ impl PartialEq for Sandbox {
     fn eq(&self, other: &Self) -> bool {
         (self.mode, self.network, &self.writable, self.section)
             == (other.mode, other.network, &other.writable, other.section)
+            && (&self.hidden, &self.withheld, &self.passed)
+                == (&other.hidden, &other.withheld, &other.passed)
     }
 }
 
@@ -144,6 +156,9 @@ impl Sandbox {
             mode,
             network,
             writable,
+            hidden: Vec::new(),
+            withheld: BTreeSet::new(),
+            passed: BTreeSet::new(),
             section: "shell",
             #[cfg(target_os = "linux")]
             programs: Arc::new(OnceLock::new()),
@@ -159,6 +174,73 @@ impl Sandbox {
     /// The filesystem mode.
     pub fn mode(&self) -> SandboxMode {
         self.mode
+    }
+
+    /// Hides `paths` (absolute: config expands `~/`) from the process under any mode but
+    /// `off`: a folder shows empty, a file reads as empty. Needs a mount namespace (see
+    /// [`Sandbox::describe`]); a path missing at a start is skipped then.
+    pub fn hiding(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
+        for path in paths {
+            if path.is_absolute() && !self.hidden.contains(&path) {
+                self.hidden.push(path);
+            }
+        }
+        self
+    }
+
+    /// Withholds toolgate's variables `names` from the process's environment (toolgate's
+    /// token, provider keys, OAuth client secrets), whatever the mode; see
+    /// [`Sandbox::withholds`] for the ones withheld without being named.
+    pub fn withholding<S: Into<OsString>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.withheld.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Passes `names` on even when withheld (`[shell] env_pass`).
+    pub fn passing<S: Into<OsString>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.passed.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Whether toolgate's variable `name` stays out of the process's environment: named in
+    /// [`Sandbox::withholding`], or a `TOOLGATE_` variable that looks secret (its name holds
+    /// `TOKEN`, `SECRET`, `KEY`, `PASSWORD`, `CREDENTIAL` or `SHARED_STORE`, or it sets a
+    /// server's `__ENV__` or `__HEADERS__` through the environment); unless passed on.
+    ///
+    /// ```
+    /// use toolgate_contain::Sandbox;
+    ///
+    /// let sandbox = Sandbox::default().withholding(["OPENAI_API_KEY", "MY_TOKEN"]).passing(["MY_TOKEN"]);
+    /// assert!(sandbox.withholds("OPENAI_API_KEY".as_ref()));
+    /// assert!(sandbox.withholds("TOOLGATE_TOKEN".as_ref()));
+    /// assert!(!sandbox.withholds("MY_TOKEN".as_ref()), "passed on by name");
+    /// assert!(!sandbox.withholds("PATH".as_ref()) && !sandbox.withholds("TOOLGATE_SHELL__SANDBOX".as_ref()));
+    /// ```
+    pub fn withholds(&self, name: &OsStr) -> bool {
+        !self.passed.contains(name) && (self.withheld.contains(name) || looks_secret(name))
+    }
+
+    /// toolgate's environment as the process gets it (what [`Sandbox::withholds`] leaves).
+    pub fn environment(&self) -> Vec<(OsString, OsString)> {
+        std::env::vars_os()
+            .filter(|(name, _)| !self.withholds(name))
+            .collect()
+    }
+
+    /// Removes what [`Sandbox::withholds`] from `cmd`'s inherited environment; a variable
+    /// `cmd` sets itself (a mounted server's `env`) stays.
+    fn scrub(&self, cmd: &mut tokio::process::Command) {
+        let set: BTreeSet<OsString> = cmd
+            .as_std()
+            .get_envs()
+            .filter(|(_, value)| value.is_some())
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        for (name, _) in std::env::vars_os() {
+            if self.withholds(&name) && !set.contains(&name) {
+                cmd.env_remove(name);
+            }
+        }
     }
 
     /// No restriction at all.
@@ -199,10 +281,20 @@ impl Sandbox {
         } else {
             "no sockets but unix socketpairs"
         };
+        let hide = match (self.mode, self.hidden.len()) {
+            (SandboxMode::Off, _) | (_, 0) => String::new(),
+            (_, n) if mount_namespace_possible() => {
+                format!("; {n} secret paths hidden (empty mounts)")
+            }
+            (_, n) => format!(
+                "; {n} secret paths NOT hidden, they stay readable (no mount namespace here, and \
+                 Landlock cannot take a folder out of the readable `/`)"
+            ),
+        };
         match self.check() {
             Ok(()) => match landlock_abi() {
-                Some(abi) => format!("{fs}, {net} (Landlock ABI {abi}, seccomp)"),
-                None => format!("{fs}, {net} (seccomp; no Landlock on this kernel)"),
+                Some(abi) => format!("{fs}, {net}{hide} (Landlock ABI {abi}, seccomp)"),
+                None => format!("{fs}, {net}{hide} (seccomp; no Landlock on this kernel)"),
             },
             Err(e) => format!("{fs}, {net} — NOT AVAILABLE, nothing will start: {e}"),
         }
@@ -236,9 +328,11 @@ impl Sandbox {
         Ok(())
     }
 
-    /// Arms `cmd` to enter the sandbox just before exec (after [`crate::contain`], whose
+    /// Withholds toolgate's secret variables from `cmd` ([`Sandbox::withholds`]) and arms it
+    /// to enter the sandbox just before exec (after [`crate::contain`], whose
     /// relay forks the process that runs it).
     pub fn apply(&self, cmd: &mut tokio::process::Command) -> Result<(), SandboxError> {
+        self.scrub(cmd);
         if self.is_off() {
             return Ok(());
         }
@@ -280,7 +374,15 @@ impl Sandbox {
             .ruleset()
             .map_err(|e| SandboxError::Build(format!("cannot build the Landlock rules: {e}")))?;
         let view = match self.mode {
-            SandboxMode::WorkspaceWrite => Some(view::View::new(&self.writable, absolute_cwd(cwd))),
+            SandboxMode::WorkspaceWrite => Some(view::View::new(
+                &self.writable,
+                &self.hidden,
+                absolute_cwd(cwd),
+            )),
+            // Only to hide secrets: Landlock already refuses every write.
+            SandboxMode::ReadOnly if !self.hidden.is_empty() => {
+                Some(view::View::new(&[], &self.hidden, absolute_cwd(cwd)))
+            }
             _ => None,
         };
         let landlock = match ruleset {
@@ -379,8 +481,9 @@ impl Armed {
     }
 }
 
-/// Writable folders a sandbox entered by the namespace's spawner may have (its command keeps
-/// one descriptor per folder on its stack); a sandbox with more starts through the relay.
+/// Writable folders (and hidden folders, and hidden files) a sandbox entered by the
+/// namespace's spawner may have (its command keeps them on its stack); a sandbox with more
+/// starts through the relay.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub(crate) const SPAWNER_VIEW_PATHS: usize = 64;
 
@@ -403,9 +506,12 @@ const LANDLOCK_NOT_ENFORCED: u32 = 2;
 impl Armed {
     /// Whether the namespace's spawner can enter this sandbox ([`Armed::encode`]).
     pub(crate) fn fits_the_spawner(&self) -> bool {
-        self.view
-            .as_ref()
-            .is_none_or(|view| view.parts().1.len() <= SPAWNER_VIEW_PATHS)
+        self.view.as_ref().is_none_or(|view| {
+            let (_, paths, hidden, _) = view.parts();
+            [paths, &hidden.dirs, &hidden.files]
+                .iter()
+                .all(|list| list.len() <= SPAWNER_VIEW_PATHS)
+        })
     }
 
     /// Appends this sandbox to `out`, a request the namespace's spawner maps at a page
@@ -416,15 +522,23 @@ impl Armed {
             out.extend_from_slice(&u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes());
         };
         let string = |out: &mut Vec<u8>, s: &CString| out.extend_from_slice(s.as_bytes_with_nul());
+        let list = |out: &mut Vec<u8>, items: &[CString]| {
+            number(out, items.len());
+            for item in items {
+                string(out, item);
+            }
+        };
         match self.view.as_ref().map(view::View::parts) {
             None => number(out, VIEW_NONE as usize),
-            Some((true, _, _)) => number(out, VIEW_EVERYTHING as usize),
-            Some((false, paths, cwd)) => {
-                number(out, VIEW_PATHS as usize);
-                number(out, paths.len());
-                for path in paths {
-                    string(out, path);
-                }
+            Some((rest, paths, hidden, cwd)) => {
+                let kind = match rest {
+                    view::Rest::Writable => VIEW_EVERYTHING,
+                    view::Rest::ReadOnly => VIEW_PATHS,
+                };
+                number(out, kind as usize);
+                list(out, paths);
+                list(out, &hidden.dirs);
+                list(out, &hidden.files);
                 number(out, usize::from(cwd.is_some()));
                 if let Some(cwd) = cwd {
                     string(out, cwd);
@@ -469,27 +583,52 @@ impl Armed {
 #[allow(unsafe_code)]
 pub(crate) unsafe fn enter_encoded(bytes: &[u8], landlock: libc::c_int) -> Result<(), libc::c_int> {
     let mut read = Reader { bytes, at: 0 };
-    let viewed = match read.number()? {
-        VIEW_NONE => false,
-        VIEW_EVERYTHING => true,
-        VIEW_PATHS => {
-            let count = read.number()? as usize;
-            if count > SPAWNER_VIEW_PATHS {
-                return Err(libc::EINVAL);
-            }
+    let rest = match read.number()? {
+        VIEW_NONE => None,
+        VIEW_EVERYTHING => Some(view::Rest::Writable),
+        VIEW_PATHS => Some(view::Rest::ReadOnly),
+        _ => return Err(libc::EINVAL),
+    };
+    let viewed = match rest {
+        None => false,
+        Some(rest) => {
+            // One list of at most SPAWNER_VIEW_PATHS pointers, on the stack.
+            let mut list = |into: &mut [*const libc::c_char; SPAWNER_VIEW_PATHS]| {
+                let count = read.number()? as usize;
+                if count > SPAWNER_VIEW_PATHS {
+                    return Err(libc::EINVAL);
+                }
+                for slot in into.iter_mut().take(count) {
+                    *slot = read.string()?;
+                }
+                Ok(count)
+            };
             let mut paths = [std::ptr::null::<libc::c_char>(); SPAWNER_VIEW_PATHS];
-            for path in paths.iter_mut().take(count) {
-                *path = read.string()?;
-            }
+            let mut dirs = paths;
+            let mut files = paths;
+            let count = list(&mut paths)?;
+            let hidden_dirs = list(&mut dirs)?;
+            let hidden_files = list(&mut files)?;
             let cwd = match read.number()? {
                 0 => std::ptr::null(),
                 _ => read.string()?,
             };
             let mut copies = [-1; SPAWNER_VIEW_PATHS];
+            let hidden = view::Hidden {
+                dirs: dirs[..hidden_dirs].iter().copied().peekable(),
+                files: files[..hidden_files].iter().copied().peekable(),
+            };
             // SAFETY: NUL-terminated strings inside `bytes`; one slot per path.
-            unsafe { view::enter_paths(paths[..count].iter().copied(), &mut copies[..count], cwd) }
+            unsafe {
+                view::enter_paths(
+                    paths[..count].iter().copied(),
+                    &mut copies[..count],
+                    hidden,
+                    rest,
+                    cwd,
+                )
+            }
         }
-        _ => return Err(libc::EINVAL),
     };
     let landlock = (read.number()?, landlock);
     let inside_view = read.program()?;
@@ -626,6 +765,29 @@ impl<'a> Reader<'a> {
         self.at += len;
         Ok((count > 0).then_some(program))
     }
+}
+
+/// Whether a started process can get a mount namespace of its own for the view: inside
+/// the containment namespace (its user namespace grants it), or as root.
+fn mount_namespace_possible() -> bool {
+    matches!(crate::current(), crate::Containment::Namespace { .. })
+        || rustix::process::geteuid().is_root()
+}
+
+/// See [`Sandbox::withholds`].
+fn looks_secret(name: &OsStr) -> bool {
+    const WORDS: [&str; 8] = [
+        "TOKEN",
+        "SECRET",
+        "KEY",
+        "PASSWORD",
+        "CREDENTIAL",
+        "SHARED_STORE",
+        "__ENV__",
+        "__HEADERS__",
+    ];
+    let upper = name.to_string_lossy().to_ascii_uppercase();
+    upper.starts_with("TOOLGATE_") && WORDS.iter().any(|word| upper.contains(word))
 }
 
 /// `dir` made absolute against toolgate's working directory (as the relay changes to it).

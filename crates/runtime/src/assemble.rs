@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::audit::AuditLog;
+use crate::secrets::{mcp_sandbox, shell_sandbox};
 use toolgate_budget::{Budget, SharedSpills, SpillStore};
 use toolgate_config::{Config, ConfigError};
 use toolgate_core::disclosure::SessionFacts;
@@ -135,10 +136,11 @@ impl Runtime {
             },
             Some(Arc::clone(&spill)),
         );
-        builtins.extend(toolgate_shell::builtin_shell_tools(
+        builtins.extend(toolgate_shell::builtin_shell_tools_in(
             Arc::clone(&roots),
             Arc::clone(&budget),
             config.shell.clone(),
+            shell_sandbox(&config, &roots),
         ));
         registry
             .register(None, Arc::new(StaticProvider::new("builtin", builtins)), 0)
@@ -346,18 +348,6 @@ fn mount_servers(
         None => gateway.use_token_store_mode(config.mcp.oauth_credentials_store),
     }
     Ok(Arc::new(gateway))
-}
-
-/// The sandbox of mounted stdio servers (`[mcp] sandbox`): the modes of `[shell] sandbox`,
-/// writing where commands may write.
-pub fn mcp_sandbox(config: &Config, roots: &Roots) -> toolgate_contain::Sandbox {
-    toolgate_contain::Sandbox::new(
-        config.mcp.sandbox,
-        config.mcp.sandbox_network,
-        &roots.roots(),
-        &config.shell.sandbox_writable,
-    )
-    .for_section("mcp")
 }
 
 /// Refuses a spill folder inside a root or the user's cache folder with a symlink anywhere

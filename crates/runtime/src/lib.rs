@@ -13,7 +13,9 @@
 mod assemble;
 mod audit;
 mod live;
+mod secrets;
 
-pub use assemble::{Runtime, mcp_sandbox};
+pub use assemble::Runtime;
 pub use audit::{AuditLog, digest};
 pub use live::{ConfigWatch, LoadConfig, ServerReload, watch_config};
+pub use secrets::{mcp_sandbox, secret_paths, secret_variables, shell_sandbox};

@@ -75,4 +75,5 @@ pub use render::JobStatus;
 pub use toolgate_contain::{Sandbox, SandboxMode, landlock_abi};
 pub use tools::{
     RunShellArgs, RunShellOutput, RunShellTool, Shown, StreamInfo, builtin_shell_tools,
+    builtin_shell_tools_in,
 };

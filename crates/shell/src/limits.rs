@@ -76,6 +76,18 @@ pub struct ShellLimits {
     /// More folders `workspace-write` may write (commands, and servers under `[mcp] sandbox`),
     /// e.g. `["~/.cargo", "~/.npm"]`.
     pub sandbox_writable: Vec<std::path::PathBuf>,
+    /// Folders and files commands cannot read under any `sandbox` mode but `off` (servers
+    /// under `[mcp] sandbox` neither), e.g. `["~/.ssh", "~/.aws"]`; toolgate's own stores
+    /// (its config folder with the OAuth tokens and the trust store) are hidden anyway.
+    ///
+    /// Each shows empty (an empty read-only mount over it). Default empty.
+    pub sandbox_hide: Vec<std::path::PathBuf>,
+    /// Variables of toolgate's environment commands get although toolgate keeps them back
+    /// (its token, the provider keys, OAuth client secrets: see tools.md), e.g.
+    /// `["OPENAI_API_KEY"]`.
+    ///
+    /// Default empty: commands get toolgate's environment without its own secrets.
+    pub env_pass: Vec<String>,
 }
 
 impl Default for ShellLimits {
@@ -96,6 +108,8 @@ impl Default for ShellLimits {
             sandbox: crate::SandboxMode::Off,
             sandbox_network: true,
             sandbox_writable: Vec::new(),
+            sandbox_hide: Vec::new(),
+            env_pass: Vec::new(),
         }
     }
 }
@@ -115,6 +129,20 @@ impl ShellLimits {
     /// ```
     pub fn call_deadline(&self) -> Duration {
         Duration::from_millis(self.max_timeout_ms + self.kill_grace_ms) + Duration::from_secs(5)
+    }
+
+    /// The sandbox of commands run in `roots`: `sandbox`, `sandbox_network`,
+    /// `sandbox_writable`, `sandbox_hide` and `env_pass`. The caller adds toolgate's own
+    /// secrets ([`crate::Sandbox::withholding`], [`crate::Sandbox::hiding`]).
+    pub fn sandbox(&self, roots: &[std::path::PathBuf]) -> crate::Sandbox {
+        crate::Sandbox::new(
+            self.sandbox,
+            self.sandbox_network,
+            roots,
+            &self.sandbox_writable,
+        )
+        .hiding(self.sandbox_hide.iter().cloned())
+        .passing(self.env_pass.iter().cloned())
     }
 
     pub(crate) fn kill_grace(&self) -> Duration {

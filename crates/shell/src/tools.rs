@@ -29,18 +29,25 @@ use crate::view::{StreamSizes, View, views};
 const SMALL_OUTPUT_BYTES: u64 = 16 * 1024;
 
 /// `run_shell`, `job_output` and `job_kill` over `roots`, writing output into the budget's
-/// spill store.
+/// spill store; commands run in [`ShellLimits::sandbox`].
 pub fn builtin_shell_tools(
     roots: Arc<Roots>,
     budget: Arc<Budget>,
     limits: ShellLimits,
 ) -> Vec<Arc<dyn DynTool>> {
-    let sandbox = Arc::new(Sandbox::new(
-        limits.sandbox,
-        limits.sandbox_network,
-        &roots.roots(),
-        &limits.sandbox_writable,
-    ));
+    let sandbox = limits.sandbox(&roots.roots());
+    builtin_shell_tools_in(roots, budget, limits, sandbox)
+}
+
+/// [`builtin_shell_tools`] whose commands run in `sandbox` (toolgate's runtime adds its own
+/// secrets to [`ShellLimits::sandbox`]).
+pub fn builtin_shell_tools_in(
+    roots: Arc<Roots>,
+    budget: Arc<Budget>,
+    limits: ShellLimits,
+    sandbox: Sandbox,
+) -> Vec<Arc<dyn DynTool>> {
+    let sandbox = Arc::new(sandbox);
     let shared = Arc::new(Shared {
         roots,
         budget,

@@ -18,7 +18,7 @@
 //! Used in process-group containment; inside the PID namespace the relay stays a `fork`
 //! (it outlives the start, so it cannot share toolgate's memory safely).
 
-use std::ffi::{CString, OsStr};
+use std::ffi::{CString, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -221,13 +221,14 @@ fn reap(pidfd: &OwnedFd) -> io::Result<Option<ExitStatus>> {
 }
 
 /// Starts `program` (an absolute path) as `argv` (its first element is `$0`) in `cwd`
-/// with toolgate's environment: stdin `/dev/null`, stdout and stderr pipes whose read ends
+/// with the environment `env`: stdin `/dev/null`, stdout and stderr pipes whose read ends
 /// are returned, its own process group, SIGKILLed when the starting thread ends, `sandbox`
 /// entered just before exec. Call it from a thread that lives as long as toolgate.
 pub(crate) fn launch(
     program: &Path,
     argv: &[&OsStr],
     cwd: &Path,
+    env: &[(OsString, OsString)],
     sandbox: Option<Armed>,
 ) -> io::Result<(Started, OwnedFd, OwnedFd)> {
     reap_orphans();
@@ -240,9 +241,10 @@ pub(crate) fn launch(
         })
     };
     let args: Vec<CString> = argv.iter().map(|a| c(a)).collect::<io::Result<_>>()?;
-    let env: Vec<CString> = std::env::vars_os()
+    let env: Vec<CString> = env
+        .iter()
         .filter_map(|(k, v)| {
-            let mut kv = k.into_encoded_bytes();
+            let mut kv = k.as_encoded_bytes().to_vec();
             kv.push(b'=');
             kv.extend_from_slice(v.as_encoded_bytes());
             CString::new(kv).ok()
@@ -461,7 +463,7 @@ mod tests {
 
     fn start(argv: &[&str], cwd: &Path) -> io::Result<(Started, OwnedFd, OwnedFd)> {
         let argv: Vec<&OsStr> = argv.iter().map(OsStr::new).collect();
-        launch(Path::new("/bin/sh"), &argv, cwd, None)
+        launch(Path::new("/bin/sh"), &argv, cwd, &[], None)
     }
 
     #[test]
@@ -498,6 +500,7 @@ mod tests {
             Path::new("/nonexistent-program"),
             &argv,
             Path::new("/"),
+            &[],
             None,
         )
         .err()

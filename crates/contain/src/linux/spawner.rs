@@ -33,7 +33,7 @@
 //! lock. They share one memory and one thread-local `errno`, so wherever an errno is
 //! reported they make raw system calls ([`sys`]).
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -101,6 +101,7 @@ pub(crate) fn spawn(
     program: &Path,
     argv: &[&OsStr],
     cwd: &Path,
+    env: &[(OsString, OsString)],
     sandbox: Option<&Armed>,
 ) -> io::Result<(Started, OwnedFd, OwnedFd)> {
     let socket = super::NAMESPACE
@@ -112,7 +113,7 @@ pub(crate) fn spawn(
         true => cwd.to_path_buf(),
         false => std::env::current_dir()?.join(cwd),
     };
-    let (request, ruleset) = request(program, argv, &cwd, sandbox)?;
+    let (request, ruleset) = request(program, argv, &cwd, env, sandbox)?;
     let (status_read, status_write) = pipe()?;
     let (relay, pidfd, stack) = start_relay(&status_read)?;
     drop(status_read);
@@ -201,6 +202,7 @@ fn request<'a>(
     program: &Path,
     argv: &[&OsStr],
     cwd: &Path,
+    env: &[(OsString, OsString)],
     sandbox: Option<&'a Armed>,
 ) -> io::Result<(OwnedFd, Option<&'a OwnedFd>)> {
     let nul = || {
@@ -225,9 +227,9 @@ fn request<'a>(
         bytes.extend_from_slice(s);
         bytes.push(0);
     }
-    // toolgate's environment, written straight in (`environ` holds no NUL).
+    // The command's environment, written straight in (`environ` holds no NUL).
     let mut envc = 0;
-    for (key, value) in std::env::vars_os() {
+    for (key, value) in env {
         bytes.extend_from_slice(key.as_bytes());
         bytes.push(b'=');
         bytes.extend_from_slice(value.as_bytes());
