@@ -401,14 +401,8 @@ where
     tls_provider();
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
     if let Some(var) = bearer_token_env {
-        match std::env::var(var) {
-            Ok(token) if !token.is_empty() => config = config.auth_header(token),
-            _ => {
-                return Err(format!(
-                    "`bearer_token_env` names `{var}`, which is not set; export it before starting toolgate"
-                ));
-            }
-        }
+        let token = std::env::var(var).unwrap_or_default();
+        config = config.auth_header(bearer_token(var, token)?);
     }
     let mut custom = HashMap::new();
     for (name, value) in headers {
@@ -425,9 +419,41 @@ where
     ))
 }
 
+/// The token `bearer_token_env` names, if it can go into an `Authorization` header.
+fn bearer_token(var: &str, token: String) -> Result<String, String> {
+    if token.is_empty() {
+        return Err(format!(
+            "`bearer_token_env` names `{var}`, which is not set; export it before starting toolgate"
+        ));
+    }
+    if token.chars().any(char::is_control) {
+        return Err(format!(
+            "`bearer_token_env` names `{var}`, whose value has a control character (a CR or LF, say, from a file read with its line end), which no HTTP header can carry; set it to the token alone"
+        ));
+    }
+    Ok(token)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bearer_token_with_cr_or_lf_is_refused_naming_its_variable() {
+        assert_eq!(bearer_token("T", "abc".into()), Ok("abc".into()));
+        for bad in ["abc\r\n", "abc\nX-Injected: 1", "a\u{0}b"] {
+            let err = bearer_token("T", bad.into()).unwrap_err();
+            assert!(
+                err.contains("`T`") && err.contains("control character"),
+                "{err}"
+            );
+        }
+        assert!(
+            bearer_token("T", String::new())
+                .unwrap_err()
+                .contains("not set")
+        );
+    }
 
     #[test]
     fn gateways_stop_starting_servers_three_levels_down() {

@@ -71,6 +71,11 @@ pub enum HttpError {
         "refusing to serve {0} without a bearer token: anyone on the network could run tools. Set the token variable (default TOOLGATE_TOKEN) or [server.auth] (OAuth), bind 127.0.0.1, or pass --insecure-no-auth if you really mean it"
     )]
     NeedsToken(SocketAddr),
+    /// The static token has a control character: no client could send it in a header.
+    #[error(
+        "the bearer token has a control character (a CR or LF, say, from a file read with its line end): no client can send it in an `Authorization` header; set the token variable (default TOOLGATE_TOKEN) to the token alone"
+    )]
+    BadToken,
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -277,6 +282,11 @@ async fn serve_http_inner(
         && !options.insecure_no_auth
     {
         return Err(HttpError::NeedsToken(options.addr));
+    }
+    if let Some(token) = &options.token
+        && token.chars().any(char::is_control)
+    {
+        return Err(HttpError::BadToken);
     }
     listen::raise_open_files();
     let listener = tokio::net::TcpListener::bind(options.addr)

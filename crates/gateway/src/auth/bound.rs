@@ -101,6 +101,20 @@ impl CredentialStore for ServerCredentials {
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        // A token goes into an `Authorization` header: one with CR/LF from a hostile or broken
+        // authorization server could never be sent, and has no business in the store.
+        if let Some(token) = &credentials.token_response {
+            let access = token.access_token().secret();
+            let refresh = token.refresh_token().map(|r| r.secret());
+            if std::iter::once(access)
+                .chain(refresh)
+                .any(|t| t.chars().any(char::is_control))
+            {
+                return Err(AuthError::CredentialStoreError(
+                    "the authorization server sent a token with a control character (CR, LF, …), which no HTTP header can carry; it was not stored — tell the server's operator, then log in again".into(),
+                ));
+            }
+        }
         let key = credentials.issuer.clone().unwrap_or_default();
         let bound = (!key.is_empty()).then(|| key.clone());
         let secret = self
@@ -185,7 +199,37 @@ fn who(jwt: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::who;
+    use super::*;
+    use rmcp::transport::auth::OAuthTokenResponse;
+
+    #[tokio::test]
+    async fn a_token_with_cr_or_lf_from_the_authorization_server_is_not_stored() {
+        const URL: &str = "https://mcp.example.com/mcp";
+        let dir = tempfile::tempdir().unwrap();
+        let mode = crate::config::CredentialStoreMode::File;
+        let store = TokenStore::in_dir(dir.path().to_path_buf(), mode).unwrap();
+        let credentials = ServerCredentials::new(store.clone(), URL, None);
+        let save = |access: &str, refresh: Option<&str>| {
+            let mut body = serde_json::json!({"access_token": access, "token_type": "Bearer"});
+            if let Some(refresh) = refresh {
+                body["refresh_token"] = refresh.into();
+            }
+            let token: OAuthTokenResponse = serde_json::from_value(body).unwrap();
+            credentials.save(StoredCredentials::new(
+                "c".into(),
+                Some(token),
+                vec![],
+                None,
+            ))
+        };
+        for (access, refresh) in [("a\r\nX-Injected: 1", None), ("a", Some("r\n"))] {
+            let err = save(access, refresh).await.unwrap_err().to_string();
+            assert!(err.contains("control character"), "{err}");
+        }
+        assert!(store.load(URL).unwrap().issuers.is_empty());
+        save("a", Some("r")).await.unwrap();
+        assert_eq!(store.load(URL).unwrap().issuers.len(), 1);
+    }
 
     #[test]
     fn who_reads_the_friendliest_claim_and_ignores_opaque_tokens() {

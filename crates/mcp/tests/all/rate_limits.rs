@@ -1,6 +1,7 @@
-//! `[rate_limits]` over `serve --http`: a budget belongs to the caller — the static token,
-//! or the client's address without one — not to a session, so opening fresh sessions or
-//! sending stateless 2026-07-28 requests buys no extra calls.
+//! The caller behind `serve --http`'s static token. `[rate_limits]`: a budget belongs to the
+//! caller — the static token, or the client's address without one — not to a session, so
+//! opening fresh sessions or sending stateless 2026-07-28 requests buys no extra calls. And a
+//! token no header can carry (CR/LF) is refused at start.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -164,4 +165,35 @@ async fn without_a_token_the_clients_address_holds_the_budget() {
     }
     assert_eq!(runs, [true, true, true, false, false, false]);
     stop.cancel();
+}
+
+/// Regression: a token read from a file with its CRLF was kept as it was, and no client
+/// could ever send it.
+#[tokio::test]
+async fn a_static_token_with_cr_or_lf_is_refused_at_start() {
+    let server = ToolgateServer::new(
+        toolgate_test_support::dispatcher(toolgate_test_support::registry_with(Vec::new())),
+        RenderOptions::default(),
+        String::new(),
+    );
+    let options = HttpOptions {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        token: Some("tg-token\r\n".to_owned()),
+        oauth: None,
+        allowed_origins: Vec::new(),
+        allowed_hosts: Vec::new(),
+        insecure_no_auth: false,
+        max_sessions: 4,
+        metrics: None,
+        public_url: None,
+        listener: ListenerLimits::default(),
+    };
+    // Refused before it binds; a server that started would never return.
+    let served = serve_http(server, options, CancellationToken::new(), |_| {});
+    let err = tokio::time::timeout(toolgate_test_support::HANG_GUARD, served)
+        .await
+        .expect("serve_http started with the token instead of refusing it")
+        .unwrap_err();
+    assert!(matches!(err, toolgate_mcp::HttpError::BadToken), "{err}");
+    assert!(err.to_string().contains("control character"), "{err}");
 }
