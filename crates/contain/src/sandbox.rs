@@ -281,14 +281,19 @@ impl Sandbox {
         } else {
             "no sockets but unix socketpairs"
         };
-        let hide = match (self.mode, self.hidden.len()) {
-            (SandboxMode::Off, _) | (_, 0) => String::new(),
-            (_, n) if mount_namespace_possible() => {
-                format!("; {n} secret paths hidden (empty mounts)")
-            }
-            (_, n) => format!(
-                "; {n} secret paths NOT hidden, they stay readable (no mount namespace here, and \
-                 Landlock cannot take a folder out of the readable `/`)"
+        let paths: Vec<String> = self
+            .hidden
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let paths = paths.join(", ");
+        let hide = match self.mode {
+            _ if paths.is_empty() => String::new(),
+            SandboxMode::Off => String::new(),
+            _ if mount_namespace_possible() => format!("; hidden (empty mounts): {paths}"),
+            _ => format!(
+                "; NOT hidden, readable (no mount namespace here, and Landlock cannot take a \
+                 folder out of the readable `/`): {paths}"
             ),
         };
         match self.check() {

@@ -38,7 +38,11 @@ pub fn secret_variables(config: &Config) -> BTreeSet<String> {
 pub fn secret_paths(config: &Config) -> Vec<PathBuf> {
     let dirs = toolgate_core::UserDirs::from_env();
     let own = dirs.config().map(|c| c.join("toolgate"));
-    own.into_iter().chain(config.trust_file.clone()).collect()
+    let trust = config
+        .trust_file
+        .clone()
+        .filter(|file| own.as_ref().is_none_or(|own| !file.starts_with(own)));
+    own.into_iter().chain(trust).collect()
 }
 
 /// The sandbox of `run_shell` commands: `[shell]`'s, with toolgate's secrets kept out.
