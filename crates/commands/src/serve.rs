@@ -219,13 +219,7 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
         .all()
         .count();
     tracing::info!("process containment: {}", toolgate_contain::current());
-    let shell = &runtime.config.shell;
-    let sandbox = toolgate_shell::Sandbox::new(
-        shell.sandbox,
-        shell.sandbox_network,
-        &runtime.roots.roots(),
-        &shell.sandbox_writable,
-    );
+    let sandbox = toolgate_runtime::shell_sandbox(&runtime.config, &runtime.roots);
     tracing::info!("run_shell sandbox: {}", sandbox.describe());
     let mcp_sandbox = toolgate_runtime::mcp_sandbox(&runtime.config, &runtime.roots);
     tracing::info!("mounted stdio servers' sandbox: {}", mcp_sandbox.describe());
