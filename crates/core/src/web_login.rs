@@ -202,6 +202,14 @@ pub fn start_page(query: &str, cookies: Option<&str>) -> Page {
     };
     let mut table = table();
     let secure = table.base.as_ref().is_some_and(|b| b.starts_with("https:"));
+    // Behind a proxy `public_url` may carry a path (`https://host/toolgate`): the cookie
+    // must reach that path's `/oauth/…`.
+    let prefix = table
+        .base
+        .as_deref()
+        .and_then(|b| url::Url::parse(b).ok())
+        .map(|u| u.path().trim_end_matches('/').to_owned())
+        .unwrap_or_default();
     let Some(entry) = table
         .pending
         .get_mut(&state)
@@ -228,7 +236,7 @@ pub fn start_page(query: &str, cookies: Option<&str>) -> Page {
                 value,
             };
             set_cookie = Some(format!(
-                "{}={}; Path=/oauth; Max-Age={}; HttpOnly; SameSite=Lax{}",
+                "{}={}; Path={prefix}/oauth; Max-Age={}; HttpOnly; SameSite=Lax{}",
                 binding.name,
                 binding.value,
                 COOKIE_LIFETIME.as_secs(),
@@ -374,7 +382,7 @@ pub async fn callback(query: &str, cookies: Option<&str>) -> Page {
                  <b>{who}</b> is you."
             ),
             format!(
-                "<form method=\"post\" action=\"{CALLBACK_PATH}\">\
+                "<form method=\"post\" action=\"callback\">\
                  <input type=\"hidden\" name=\"state\" value=\"{state}\">\
                  <button id=\"finish\" name=\"decision\" value=\"finish\">Finish: I am {who}</button> \
                  <button id=\"cancel\" name=\"decision\" value=\"cancel\">Cancel: keep nothing</button>\
