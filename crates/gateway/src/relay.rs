@@ -40,6 +40,12 @@ struct CallerList {
     /// Requests of calls that have ended, the latest [`ENDED`]: a server request that comes
     /// with one of them goes to nobody.
     ended: VecDeque<RequestId>,
+    /// Whether calls of more than one caller (identity; sessions without one are one
+    /// caller) have used this connection: then a request that cannot be tied to a call
+    /// goes to nobody, not to whoever happens to be in flight.
+    shared: bool,
+    /// The caller of the calls so far, while only one has called.
+    first: Option<Option<(Option<String>, String)>>,
 }
 
 /// Ended calls' requests remembered per connection; older ones are forgotten (a request
@@ -59,6 +65,15 @@ impl Callers {
     /// Records a call in flight until the guard is dropped.
     pub(crate) fn enter(self: &Arc<Self>, link: Option<Arc<dyn ClientLink>>) -> CallerGuard {
         let mut list = self.lock();
+        let who = link
+            .as_ref()
+            .and_then(|l| l.caller())
+            .map(|i| (i.issuer, i.subject));
+        match &list.first {
+            None => list.first = Some(who),
+            Some(first) if *first != who => list.shared = true,
+            Some(_) => {}
+        }
         list.next += 1;
         let id = list.next;
         list.calls.push((id, link));
@@ -98,13 +113,24 @@ impl Callers {
                 }
                 // A request toolgate sent for no call of a session (a list, a ping).
                 drop(list);
-                self.only()
+                self.untied()
             }
-            Some(InboundStreamOrigin::Unassociated) => {
-                Err("the server sent it outside any call (on its own stream)")
-            }
-            None => self.only(),
+            // A server that sends it on its own stream (the TypeScript SDK's
+            // `elicitInput` without `relatedRequestId` does), or stdio.
+            Some(InboundStreamOrigin::Unassociated) | None => self.untied(),
         }
+    }
+
+    /// The client for a request that cannot be tied to a call: the one client in flight
+    /// ([`Callers::only`]) while one caller uses this connection; nobody once several do,
+    /// since it may belong to a call of someone else that has ended.
+    fn untied(&self) -> Result<Arc<dyn ClientLink>, &'static str> {
+        if self.lock().shared {
+            return Err(
+                "the server's request is not tied to a call (sent outside the call's response stream, or over stdio) and several callers use this server",
+            );
+        }
+        self.only()
     }
 
     /// The one client a request of the server can be for: every call in flight must come
@@ -483,6 +509,20 @@ mod tests {
         extensions
     }
 
+    /// One caller (a single user, whatever their sessions): a request the server sends
+    /// outside the call's stream (the TypeScript SDK's `elicitInput` does) or over stdio
+    /// still reaches them.
+    #[test]
+    fn with_one_caller_an_untied_request_reaches_the_caller_in_flight() {
+        let callers = Arc::new(Callers::default());
+        let alice = call_link(1, false);
+        let _first = callers.enter(Some(Arc::clone(&alice)));
+        let _again = callers.enter(Some(Arc::clone(&alice)));
+        for untied in [Some(InboundStreamOrigin::Unassociated), None] {
+            assert!(Arc::ptr_eq(&callers.asking(&from(untied)).unwrap(), &alice));
+        }
+    }
+
     #[test]
     fn a_servers_request_after_a_call_ended_does_not_reach_another_caller() {
         let callers = Arc::new(Callers::default());
@@ -501,13 +541,14 @@ mod tests {
         assert!(Arc::ptr_eq(&callers.asking(&with(2)).unwrap(), &bob));
         drop(alices);
         // Alice's call is over: what comes with it goes to nobody, not to Bob (the only
-        // caller in flight); so does what the server sends on its own stream.
+        // caller in flight); so does what cannot be tied to a call (the server's own stream,
+        // stdio), now that two callers use this server.
         let ended = callers.asking(&with(1)).err().unwrap();
         assert!(ended.contains("has ended"), "{ended}");
-        let own = callers.asking(&from(Some(InboundStreamOrigin::Unassociated)));
-        assert!(own.err().unwrap().contains("outside any call"));
-        // A transport that cannot tell (stdio): the one client in flight.
-        assert!(Arc::ptr_eq(&callers.asking(&from(None)).unwrap(), &bob));
+        for untied in [Some(InboundStreamOrigin::Unassociated), None] {
+            let why = callers.asking(&from(untied)).err().unwrap();
+            assert!(why.contains("several callers"), "{why}");
+        }
         drop(bobs);
         assert!(callers.asking(&with(2)).is_err());
     }
@@ -538,6 +579,16 @@ mod tests {
 
         fn client_id(&self) -> usize {
             self.client
+        }
+
+        // Each client is a caller of its own (team mode).
+        fn caller(&self) -> Option<Identity> {
+            Some(Identity {
+                subject: format!("user{}", self.client),
+                issuer: None,
+                groups: Vec::new(),
+                scopes: Vec::new(),
+            })
         }
 
         fn is_waiting(&self) -> bool {
