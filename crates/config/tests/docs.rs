@@ -195,7 +195,7 @@ fn every_toml_example_in_the_docs_loads() {
             let at = format!("{}:{line}", file.display());
             let _: toml::Table =
                 toml::from_str(&body).unwrap_or_else(|e| panic!("{at}: not valid TOML: {e}"));
-            let first = body.lines().next().unwrap_or_default();
+            let first = body.lines().next().unwrap_or_default().trim_start();
             // Other programs' files (Codex's config.toml) only need to be TOML.
             if first.starts_with('#') && first.contains(".codex") {
                 continue;
