@@ -199,3 +199,53 @@ mod listener;
 
 #[path = "all/rate_limits.rs"]
 mod rate_limits;
+
+/// Loopback `serve_http` options with nothing else on: each test sets what it checks.
+fn loopback_options() -> toolgate_mcp::HttpOptions {
+    toolgate_mcp::HttpOptions {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        token: None,
+        oauth: None,
+        allowed_origins: Vec::new(),
+        allowed_hosts: Vec::new(),
+        insecure_no_auth: false,
+        max_sessions: 16,
+        metrics: None,
+        public_url: None,
+        listener: toolgate_mcp::ListenerLimits::default(),
+    }
+}
+
+/// Serves `server` over HTTP with `options` until `stop`; the bound address.
+async fn spawn_http(
+    server: ToolgateServer,
+    options: toolgate_mcp::HttpOptions,
+    stop: &tokio_util::sync::CancellationToken,
+) -> std::net::SocketAddr {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(toolgate_mcp::serve_http(
+        server,
+        options,
+        stop.clone(),
+        move |a| {
+            let _ = tx.send(a);
+        },
+    ));
+    let addr = rx.await.unwrap();
+    // The test's own client needs rustls' provider, which the server installs only once it
+    // builds its router (after announcing the address).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    addr
+}
+
+/// The JSON-RPC reply (the message with an `id`) in an HTTP body, plain JSON or SSE.
+fn reply_in(text: &str) -> Option<Value> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .chain(std::iter::once(text))
+        .find_map(|l| {
+            serde_json::from_str::<Value>(l.trim())
+                .ok()
+                .filter(|v| v.get("id").is_some())
+        })
+}

@@ -3,12 +3,11 @@
 //! beside it stay behind the door; and `/mcp` accepts the balancer's name as `Host`
 //! (`allowed_hosts`).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use toolgate_core::{DispatchLimits, Dispatcher, Policy, RenderOptions, Scope};
-use toolgate_mcp::{HEALTH_PATH, HttpOptions, ListenerLimits, Metrics, ToolgateServer, serve_http};
+use toolgate_mcp::{HEALTH_PATH, HttpOptions, Metrics, ToolgateServer};
 
 const TOKEN: &str = "tg-health-token";
 
@@ -27,24 +26,13 @@ async fn start(stop: &CancellationToken, allowed_hosts: &[&str]) -> String {
         String::new(),
     );
     let options = HttpOptions {
-        addr: "127.0.0.1:0".parse().unwrap(),
         token: Some(TOKEN.to_owned()),
-        oauth: None,
-        allowed_origins: Vec::new(),
         allowed_hosts: allowed_hosts.iter().map(|h| (*h).to_owned()).collect(),
-        insecure_no_auth: false,
         max_sessions: 4,
         metrics: Some(Arc::new(Metrics::new(None))),
-        public_url: None,
-        listener: ListenerLimits::default(),
+        ..crate::loopback_options()
     };
-    let (tx, rx) = tokio::sync::oneshot::channel::<SocketAddr>();
-    tokio::spawn(serve_http(server, options, stop.clone(), move |a| {
-        let _ = tx.send(a);
-    }));
-    let addr = rx.await.unwrap();
-    // The test's reqwest client needs rustls' provider (the server installs it later).
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    let addr = crate::spawn_http(server, options, stop).await;
     format!("http://{addr}")
 }
 

@@ -10,7 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::{DispatchLimits, Dispatcher, Policy, RenderOptions, Scope};
-use toolgate_mcp::{HttpOptions, ListenerLimits, Metrics, ToolgateServer, serve_http};
+use toolgate_mcp::{HttpOptions, ListenerLimits, Metrics, ToolgateServer};
 use toolgate_test_support::HANG_GUARD;
 
 const TOKEN: &str = "tg-listener-token";
@@ -28,25 +28,13 @@ async fn start(stop: &CancellationToken, listener: ListenerLimits) -> SocketAddr
         String::new(),
     );
     let options = HttpOptions {
-        addr: "127.0.0.1:0".parse().unwrap(),
         token: Some(TOKEN.to_owned()),
-        oauth: None,
-        allowed_origins: Vec::new(),
-        allowed_hosts: Vec::new(),
-        insecure_no_auth: false,
         max_sessions: 4,
         metrics: Some(Arc::new(Metrics::new(None))),
-        public_url: None,
         listener,
+        ..crate::loopback_options()
     };
-    let (tx, rx) = tokio::sync::oneshot::channel::<SocketAddr>();
-    tokio::spawn(serve_http(server, options, stop.clone(), move |a| {
-        let _ = tx.send(a);
-    }));
-    let addr = rx.await.unwrap();
-    // The test's reqwest client needs rustls' provider (the server installs it later).
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    addr
+    crate::spawn_http(server, options, stop).await
 }
 
 /// Reads until the server closes `stream` (EOF, or a reset when it closed before reading

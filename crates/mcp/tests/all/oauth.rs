@@ -1,7 +1,6 @@
 //! `serve --http` as an OAuth resource server, against an issuer in the test: metadata and
 //! JWKS served by axum on loopback, tokens signed here with ring-made P-256 keys.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -17,9 +16,7 @@ use toolgate_core::{
     Disclosure, DisclosureMode, DisclosureSettings, DispatchLimits, Dispatcher, Policy,
     RenderOptions, Scope, ToolOutput,
 };
-use toolgate_mcp::{
-    HttpOptions, ListenerLimits, OAuthLimits, OAuthSettings, ToolgateServer, serve_http,
-};
+use toolgate_mcp::{HttpOptions, OAuthLimits, OAuthSettings, ToolgateServer};
 use toolgate_test_support::FnTool;
 
 const AUDIENCE: &str = "toolgate-test";
@@ -211,26 +208,12 @@ impl Gate {
         .unwrap()
         .with_limits(limits);
         let options = HttpOptions {
-            addr: "127.0.0.1:0".parse().unwrap(),
             token: token.map(str::to_owned),
             oauth: Some(oauth),
-            allowed_origins: Vec::new(),
-            allowed_hosts: Vec::new(),
-            insecure_no_auth: false,
-            max_sessions: 16,
-            metrics: None,
-            public_url: None,
-            listener: ListenerLimits::default(),
+            ..crate::loopback_options()
         };
         let stop = CancellationToken::new();
-        let (tx, rx) = tokio::sync::oneshot::channel::<SocketAddr>();
-        tokio::spawn(serve_http(server, options, stop.clone(), move |a| {
-            let _ = tx.send(a);
-        }));
-        let addr = rx.await.unwrap();
-        // The test's own client needs rustls' provider, which the server installs only once
-        // it builds its router (after announcing the address).
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        let addr = crate::spawn_http(server, options, &stop).await;
         Self {
             base: format!("http://{addr}"),
             http: reqwest::Client::new(),
@@ -264,15 +247,7 @@ impl Gate {
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let text = response.text().await.unwrap();
-        let reply = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .chain(std::iter::once(text.as_str()))
-            .find_map(|l| {
-                serde_json::from_str::<Value>(l.trim())
-                    .ok()
-                    .filter(|v| v.get("id").is_some())
-            });
+        let reply = crate::reply_in(&text);
         (status, headers, reply)
     }
 

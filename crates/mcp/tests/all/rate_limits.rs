@@ -4,7 +4,6 @@
 //! token no header can carry (CR/LF) is refused at start.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -12,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use toolgate_core::{
     DispatchLimits, Dispatcher, Policy, RateLimits, RenderOptions, Scope, ToolOutput,
 };
-use toolgate_mcp::{HttpOptions, ListenerLimits, ToolgateServer, serve_http};
+use toolgate_mcp::{HttpOptions, ToolgateServer, serve_http};
 use toolgate_test_support::FnTool;
 
 const TOKEN: &str = "tg-rate-token";
@@ -38,23 +37,11 @@ async fn start(stop: &CancellationToken, token: Option<&str>) -> String {
         String::new(),
     );
     let options = HttpOptions {
-        addr: "127.0.0.1:0".parse().unwrap(),
         token: token.map(str::to_owned),
-        oauth: None,
-        allowed_origins: Vec::new(),
-        allowed_hosts: Vec::new(),
-        insecure_no_auth: false,
         max_sessions: 64,
-        metrics: None,
-        public_url: None,
-        listener: ListenerLimits::default(),
+        ..crate::loopback_options()
     };
-    let (tx, rx) = tokio::sync::oneshot::channel::<SocketAddr>();
-    tokio::spawn(serve_http(server, options, stop.clone(), move |a| {
-        let _ = tx.send(a);
-    }));
-    let addr = rx.await.unwrap();
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    let addr = crate::spawn_http(server, options, stop).await;
     format!("http://{addr}")
 }
 
@@ -96,16 +83,7 @@ async fn post(
         .map(|v| v.to_str().unwrap().to_owned());
     let text = response.text().await.unwrap();
     assert!(status.is_success(), "{status}: {text}");
-    let reply = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .chain(std::iter::once(text.as_str()))
-        .find_map(|l| {
-            serde_json::from_str::<Value>(l.trim())
-                .ok()
-                .filter(|v| v.get("id").is_some())
-        })
-        .unwrap_or_else(|| panic!("no reply in {text}"));
+    let reply = crate::reply_in(&text).unwrap_or_else(|| panic!("no reply in {text}"));
     (id, reply)
 }
 
@@ -177,16 +155,8 @@ async fn a_static_token_with_cr_or_lf_is_refused_at_start() {
         String::new(),
     );
     let options = HttpOptions {
-        addr: "127.0.0.1:0".parse().unwrap(),
         token: Some("tg-token\r\n".to_owned()),
-        oauth: None,
-        allowed_origins: Vec::new(),
-        allowed_hosts: Vec::new(),
-        insecure_no_auth: false,
-        max_sessions: 4,
-        metrics: None,
-        public_url: None,
-        listener: ListenerLimits::default(),
+        ..crate::loopback_options()
     };
     // Refused before it binds; a server that started would never return.
     let served = serve_http(server, options, CancellationToken::new(), |_| {});
