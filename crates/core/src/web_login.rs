@@ -338,18 +338,8 @@ pub async fn callback(query: &str, cookies: Option<&str>) -> Page {
         );
     };
     // The guard is not held across the `.await` below: what to do is decided under it.
-    let held = {
-        let mut table = table();
-        let Some(entry) = table.pending.get_mut(&state) else {
-            return refusal(
-                400,
-                "No login is waiting for this redirect (it timed out, finished already, or was started by another toolgate): call the tool again for a new link.",
-            );
-        };
-        if !entry.binding.as_ref().is_some_and(|b| carries(cookies, b)) {
-            return refusal(403, NOT_THIS_BROWSER);
-        }
-        match param(query, "code") {
+    let held = bound(&state, cookies, |entry| {
+        Ok(match param(query, "code") {
             Some(code) => {
                 entry.redirect = Some(Redirect {
                     code,
@@ -358,18 +348,16 @@ pub async fn callback(query: &str, cookies: Option<&str>) -> Page {
                 });
                 Ok((html(&entry.pending.server), html(&entry.pending.asked_by)))
             }
-            None => Err(format!(
-                "the authorization server refused the login: {}{}",
-                param(query, "error").map_or_else(|| "no code".to_owned(), |e| provider_text(&e)),
-                param(query, "error_description")
-                    .map(|d| format!(" ({})", provider_text(&d)))
-                    .unwrap_or_default()
+            None => Err(refused(
+                param(query, "error").as_deref(),
+                param(query, "error_description").as_deref(),
             )),
-        }
-    };
+        })
+    });
     let (server, who) = match held {
-        Ok(names) => names,
-        Err(why) => return finish(&state, Err(why)).await,
+        Ok(Ok(names)) => names,
+        Ok(Err(why)) => return finish(&state, Err(why)).await,
+        Err(page) => return page,
     };
     let state = html(&state);
     page(
@@ -402,24 +390,17 @@ pub async fn decide(form: &str, cookies: Option<&str>) -> Page {
             "The form has no `state`: start the login again from your client.",
         );
     };
-    let redirect = {
-        let mut table = table();
-        let Some(entry) = table.pending.get_mut(&state) else {
-            return refusal(
-                400,
-                "No login is waiting for this answer (it timed out or finished already): call the tool again for a new link.",
-            );
-        };
-        if !entry.binding.as_ref().is_some_and(|b| carries(cookies, b)) {
-            return refusal(403, NOT_THIS_BROWSER);
-        }
-        let Some(redirect) = entry.redirect.take() else {
-            return refusal(
+    let redirect = bound(&state, cookies, |entry| {
+        entry.redirect.take().ok_or_else(|| {
+            refusal(
                 400,
                 "This login has not come back from the authorization server yet: continue from the start page.",
-            );
-        };
-        redirect
+            )
+        })
+    });
+    let redirect = match redirect {
+        Ok(redirect) => redirect,
+        Err(page) => return page,
     };
     match param(form, "decision").as_deref() {
         Some("finish") => finish(&state, Ok(redirect)).await,
@@ -431,6 +412,38 @@ pub async fn decide(form: &str, cookies: Option<&str>) -> Page {
             .await
         }
     }
+}
+
+/// Runs `then` on the login `state` names, when this request comes from the browser it is
+/// bound to (its cookie); else the page that refuses it.
+fn bound<T>(
+    state: &str,
+    cookies: Option<&str>,
+    then: impl FnOnce(&mut Entry) -> Result<T, Page>,
+) -> Result<T, Page> {
+    let mut table = table();
+    let Some(entry) = table.pending.get_mut(state) else {
+        return Err(refusal(
+            400,
+            "No login is waiting for this (it timed out, finished already, or was started by another toolgate): call the tool again for a new link.",
+        ));
+    };
+    if !entry.binding.as_ref().is_some_and(|b| carries(cookies, b)) {
+        return Err(refusal(403, NOT_THIS_BROWSER));
+    }
+    then(entry)
+}
+
+/// What the login's caller reads when the authorization server sent `error` (and
+/// `error_description`) back instead of a code; the provider's text made safe to print.
+pub fn refused(error: Option<&str>, description: Option<&str>) -> String {
+    format!(
+        "the authorization server refused the login: {}{}",
+        error.map_or_else(|| "no code".to_owned(), provider_text),
+        description
+            .map(|d| format!(" ({})", provider_text(d)))
+            .unwrap_or_default()
+    )
 }
 
 /// Hands the outcome to the login of `state` and waits for it to finish (the code

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use toolgate_core::web_login::provider_text;
+use toolgate_core::web_login::refused;
 
 /// Most bytes read of one request head.
 const MAX_HEAD: usize = 16 * 1024;
@@ -115,13 +115,7 @@ async fn answer(mut stream: TcpStream, state: &str) -> Option<Result<Reply, Stri
         return None;
     }
     let outcome = match (get("code"), get("error")) {
-        (_, Some(error)) => Err(format!(
-            "the authorization server refused the login: {}{}",
-            provider_text(&error),
-            get("error_description")
-                .map(|d| format!(" ({})", provider_text(&d)))
-                .unwrap_or_default()
-        )),
+        (_, Some(error)) => Err(refused(Some(&error), get("error_description").as_deref())),
         (Some(code), None) => Ok(Reply {
             code,
             state: state.to_owned(),
