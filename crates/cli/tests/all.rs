@@ -66,6 +66,23 @@ pub fn toolgate(dir: &Path) -> Command {
 
 /// Writes the user config of a test run in `dir` (a user layer: [`toolgate`] points
 /// `XDG_CONFIG_HOME` at `.no-user-config`).
+/// The text of `toolgate call run_shell` running `command`.
+pub fn run_shell(cmd: &mut Command, command: &str) -> String {
+    let out = cmd
+        .args([
+            "call",
+            "run_shell",
+            &serde_json::json!({ "command": command }).to_string(),
+        ])
+        .output()
+        .unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 pub fn user_config(dir: &Path, text: &str) {
     let user = dir.join(".no-user-config/toolgate");
     std::fs::create_dir_all(&user).unwrap();

@@ -10,26 +10,12 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{SocketAddr, UnixListener};
 use std::path::Path;
 
-use serde_json::json;
-
-use crate::{project, toolgate, user_config};
+use crate::{project, run_shell, toolgate, user_config};
 
 /// Runs `command` with `toolgate call run_shell` under `config`; its text result.
 fn shell(dir: &Path, config: &str, command: &str) -> String {
     user_config(dir, config);
-    let out = toolgate(dir)
-        .args([
-            "call",
-            "run_shell",
-            &json!({ "command": command }).to_string(),
-        ])
-        .output()
-        .unwrap();
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    run_shell(&mut toolgate(dir), command)
 }
 
 /// A folder outside the project and outside every folder `workspace-write` may write

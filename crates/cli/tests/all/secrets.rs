@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::{project, toolgate, user_config};
+use crate::{project, run_shell, toolgate, user_config};
 
 /// toolgate with secrets in its environment, as in team mode.
 fn with_secrets(dir: &Path) -> Command {
@@ -24,23 +24,6 @@ fn with_secrets(dir: &Path) -> Command {
         )
         .env("USERS_OWN_TOOL_SETTING", "users-own-value");
     cmd
-}
-
-/// The text of `toolgate call run_shell` running `command`.
-fn run_shell(cmd: &mut Command, command: &str) -> String {
-    let out = cmd
-        .args([
-            "call",
-            "run_shell",
-            &json!({ "command": command }).to_string(),
-        ])
-        .output()
-        .unwrap();
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 #[test]
