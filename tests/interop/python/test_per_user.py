@@ -81,13 +81,10 @@ def start(opener: urllib.request.OpenerDirector, link: str, user: str) -> str:
     return html.unescape(onward.group(1))
 
 
-def open_in_browser(link: str, user: str) -> tuple[str, str]:
-    """Opens `link` (toolgate's start page) in a fresh browser, checks that the page names
-    `user`, clicks "Continue" and follows every redirect, the last one to toolgate's
-    callback, whose page names `user` again; clicks "Finish" there. Returns the
-    authorization URL it went to and the page it ends on."""
-    opener = new_browser()
-    auth_url = start(opener, link, user)
+def finish(opener: urllib.request.OpenerDirector, auth_url: str, user: str) -> str:
+    """Follows `auth_url` (the provider approves the account it is set to) back to
+    toolgate's callback, whose page must name `user`, and clicks "Finish" there; the page it
+    ends on."""
     with opener.open(auth_url, timeout=60) as page:
         confirm = page.read().decode()
         callback = page.geturl()
@@ -97,7 +94,29 @@ def open_in_browser(link: str, user: str) -> tuple[str, str]:
     form = urllib.parse.urlencode({"state": html.unescape(state.group(1)), "decision": "finish"})
     action = urllib.parse.urljoin(callback, "/oauth/callback")
     with opener.open(action, data=form.encode(), timeout=60) as page:
-        return auth_url, page.read().decode()
+        return page.read().decode()
+
+
+def open_in_browser(link: str, user: str) -> tuple[str, str]:
+    """Opens `link` (toolgate's start page) in a fresh browser, checks that the page names
+    `user`, clicks "Continue" and follows every redirect, the last one to toolgate's
+    callback, whose page names `user` again; clicks "Finish" there. Returns the
+    authorization URL it went to and the page it ends on."""
+    opener = new_browser()
+    auth_url = start(opener, link, user)
+    return auth_url, finish(opener, auth_url, user)
+
+
+def operator_login(provider: Provider, project: Path, env: dict[str, str], tmp_path: Path) -> None:
+    """The operator's own `toolgate mcp login`: the tool list, and sessions without an
+    identity."""
+    provider.admin_call("account/operator")
+    operator = subprocess.run(
+        [toolgate_bin(), "--root", str(project), "mcp", "login", "guarded"],
+        env={**env, "BROWSER": browser(tmp_path / "operator-cookies")},
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )
+    assert operator.returncode == 0, operator.stdout + operator.stderr
 
 
 @pytest.mark.anyio
@@ -106,13 +125,7 @@ async def test_each_caller_reaches_a_per_user_server_as_themselves(
 ) -> None:
     configure(server_env, jwt_provider)
     # The operator's own login: the tool list, and sessions without an identity.
-    jwt_provider.admin_call("account/operator")
-    operator = subprocess.run(
-        [toolgate_bin(), "--root", str(project), "mcp", "login", "guarded"],
-        env={**server_env, "BROWSER": browser(tmp_path / "operator-cookies")},
-        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )
-    assert operator.returncode == 0, operator.stdout + operator.stderr
+    operator_login(jwt_provider, project, server_env, tmp_path)
     listing = subprocess.run(
         [toolgate_bin(), "--root", str(project), "mcp", "list"],
         env=server_env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
@@ -201,13 +214,7 @@ async def test_a_continue_link_sent_to_someone_else_never_keeps_their_account(
     link and sends it to Alice, who is signed in at the provider. Alice's browser lands on
     toolgate's callback with Alice's code: refused, and Mallory's calls never run as Alice."""
     configure(server_env, jwt_provider)
-    jwt_provider.admin_call("account/operator")
-    operator = subprocess.run(
-        [toolgate_bin(), "--root", str(project), "mcp", "login", "guarded"],
-        env={**server_env, "BROWSER": browser(tmp_path / "operator-cookies")},
-        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )
-    assert operator.returncode == 0, operator.stdout + operator.stderr
+    operator_login(jwt_provider, project, server_env, tmp_path)
     server = start_http_server(project, token="static-token")
 
     jwt_provider.admin_call("account/mallory")
@@ -241,11 +248,7 @@ async def test_a_continue_link_sent_to_someone_else_never_keeps_their_account(
 
         # Mallory's own browser still finishes her own login, as herself.
         jwt_provider.admin_call("account/mallory")
-        with mallorys_browser.open(continue_link, timeout=60) as page:
-            confirm = page.read().decode()
-        state = html.unescape(re.search(r'name="state" value="([^"]+)"', confirm).group(1))
-        form = urllib.parse.urlencode({"state": state, "decision": "finish"}).encode()
-        with mallorys_browser.open(f"{server.origin}/oauth/callback", data=form, timeout=60) as page:
-            assert "Logged in to `guarded` as mallory" in page.read().decode()
+        page = finish(mallorys_browser, continue_link, "mallory")
+        assert "Logged in to `guarded` as mallory" in page, page
         result = await mallory.call_tool(TOOL, {})
         assert text_of(result) == "hello mallory", text_of(result)
