@@ -1,4 +1,4 @@
-//! toolgate's own secrets stay out of what it starts (issue 45, findings 10 and 11): its
+//! toolgate's own secrets stay out of what it starts: its
 //! token and provider keys out of the environment of `run_shell` commands and mounted stdio
 //! servers, its OAuth tokens and the `[shell] sandbox_hide` paths out of a sandboxed
 //! command's or server's view. Each attack first runs where it must succeed (a variable
