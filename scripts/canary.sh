@@ -14,7 +14,7 @@ ROOT=$PWD
 
 bash scripts/install-peers.sh
 bash scripts/install-oauth-peers.sh  # the real OpenID provider of the login test
-cargo build -p toolgate --bin toolgate
+cargo build -p toolgate --all-features --bin toolgate
 
 # A peers folder of its own: the newest clients, the pinned peers' Node and Python.
 CANARY=$ROOT/target/canary

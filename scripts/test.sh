@@ -62,9 +62,9 @@ trap summary EXIT
 
 rust_tests() {
   if cargo nextest --version >/dev/null 2>&1; then
-    cargo nextest run --workspace --no-fail-fast
+    cargo nextest run --workspace --all-features --no-fail-fast
   else
-    cargo test --workspace --no-fail-fast
+    cargo test --workspace --all-features --no-fail-fast
   fi
 }
 
@@ -100,10 +100,12 @@ phoenix_installed() {
 suite peers bash scripts/install-peers.sh
 # Pinned: the conformance suite's client leg and a real OpenID provider (OAuth tests).
 suite oauth-peers bash scripts/install-oauth-peers.sh
-# The build shows its progress: on a fresh clone it is the longest step.
-suite build cargo build --workspace --all-targets
+# The build shows its progress: on a fresh clone it is the longest step. Tests build every
+# feature (`team`, `keyring`): the team tests need the Redis, S3, JWT, Prometheus and OTLP
+# code; `.ci/run` lints the default build too.
+suite build cargo build --workspace --all-targets --all-features
 suite rust rust_tests
-suite doc cargo test --workspace --doc
+suite doc cargo test --workspace --all-features --doc
 suite interop interop_sh
 if ls tests/interop/python/test_*.py >/dev/null 2>&1; then
   # Waited for (and reported) whenever it was started, whatever ONLY names.

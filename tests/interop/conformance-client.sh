@@ -33,7 +33,7 @@ bash scripts/install-oauth-peers.sh >&2 || die "scripts/install-oauth-peers.sh f
 grep -q "\"version\": \"$SUITE_VERSION\"" "$SUITE_DIR/package.json" 2>/dev/null ||
   die "conformance suite $SUITE_VERSION not found in $SUITE_DIR"
 
-cargo build -p toolgate-gateway --example conformance_client --quiet ||
+cargo build -p toolgate-gateway --all-features --example conformance_client --quiet ||
   die "cannot build the conformance client runner"
 RUNNER=$REPO/target/debug/examples/conformance_client
 [ -x "$RUNNER" ] || die "runner not found at $RUNNER"

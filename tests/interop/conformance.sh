@@ -47,7 +47,7 @@ bash scripts/install-oauth-peers.sh >&2 || die "scripts/install-oauth-peers.sh f
 grep -q "\"version\": \"$SUITE_VERSION\"" "$SUITE_DIR/package.json" 2>/dev/null ||
   die "conformance suite $SUITE_VERSION not found in $SUITE_DIR"
 
-cargo build --workspace --bin toolgate --examples --quiet ||
+cargo build --workspace --all-features --bin toolgate --examples --quiet ||
   die "cannot build toolgate and the conformance fixture"
 FIXTURE=$REPO/target/debug/examples/conformance_fixture
 TOOLGATE=$REPO/target/debug/toolgate

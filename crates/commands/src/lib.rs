@@ -3,9 +3,7 @@
 //!
 //! A library of its own, not the binary's modules: cargo compiles a library as soon as the
 //! crates it uses have their metadata, while they are still being optimised (a binary waits
-//! for every dependency to finish), and `release` builds this crate at `opt-level = 1`
-//! while the `toolgate` package's benchmark keeps `opt-level = 3`. The binary (`crates/cli`)
-//! only calls [`main`].
+//! for every dependency to finish). The binary (`crates/cli`) only calls [`main`].
 
 // A CLI prints by design.
 #![allow(clippy::print_stdout, clippy::print_stderr)]

@@ -251,11 +251,17 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
                 .token_env
                 .unwrap_or_else(|| runtime.config.server.token_env.clone());
             let token = std::env::var(&token_env).ok().filter(|t| !t.is_empty());
-            let metrics = runtime
-                .config
-                .server
-                .metrics
-                .then(|| Arc::new(Metrics::new(Some(mounted_health(runtime)))));
+            let metrics = if runtime.config.server.metrics {
+                match Metrics::new(Some(mounted_health(runtime))) {
+                    Ok(metrics) => Some(Arc::new(metrics)),
+                    Err(e) => {
+                        eprintln!("toolgate: {e}");
+                        return ExitCode::from(crate::USAGE_ERROR);
+                    }
+                }
+            } else {
+                None
+            };
             let server = match &metrics {
                 Some(metrics) => server.with_metrics(Arc::clone(metrics)),
                 None => server,

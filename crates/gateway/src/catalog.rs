@@ -8,11 +8,16 @@
 //! miss. The file holds the key itself, so a hash collision can never serve another
 //! server's tools. Writes are atomic (temporary file + rename); an unreadable or malformed
 //! entry is a miss, never an error.
+//!
+//! The Redis cache of replicas is in builds with the `redis` feature (part of `team`).
+
+#[cfg_attr(feature = "redis", path = "catalog/shared.rs")]
+#[cfg_attr(not(feature = "redis"), path = "catalog/shared_off.rs")]
+mod shared;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use rmcp::model::Tool;
 use serde::{Deserialize, Serialize};
@@ -28,15 +33,12 @@ const FORMAT: u32 = 1;
 #[derive(Debug, Clone)]
 pub struct CatalogCache {
     dir: PathBuf,
-    redis: Option<redis::Client>,
+    redis: Option<shared::Client>,
     /// Set when the Redis server did not answer: the other servers' loads at start-up do
     /// not wait for it again (one warning, not one delay per server); a save that succeeds
     /// clears it.
     redis_down: Arc<AtomicBool>,
 }
-
-/// How long a Redis read or write of the cache may take: it only speeds up a start.
-const REDIS_TIMEOUT: Duration = Duration::from_secs(2);
 
 #[derive(Serialize, Deserialize)]
 struct Entry {
@@ -98,11 +100,7 @@ impl CatalogCache {
     /// TLS), shared by every toolgate using it. `Err` says what is wrong with the URL; an
     /// unreachable server is found (and logged) at the first read or write.
     pub fn redis(url: &str) -> Result<Self, String> {
-        let client = redis::Client::open(url).map_err(|e| {
-            format!(
-                "`[mcp] shared_store = \"{url}\"` is not a Redis URL ({e}); use redis://HOST:PORT/DB"
-            )
-        })?;
+        let client = shared::open(url)?;
         Ok(Self {
             dir: PathBuf::new(),
             redis: Some(client),
@@ -128,7 +126,7 @@ impl CatalogCache {
         let key = launch_key(spec)?;
         let text = match &self.redis {
             Some(_) if self.redis_down.load(Ordering::Relaxed) => return None,
-            Some(client) => redis_get(client, &redis_key(&key))
+            Some(client) => shared::get(client, &redis_key(&key))
                 .map_err(|e| {
                     self.redis_down.store(true, Ordering::Relaxed);
                     tracing::warn!(
@@ -181,22 +179,8 @@ impl CatalogCache {
                     return tracing::warn!(server = %spec.name, %e, "could not encode the tool catalog");
                 }
             };
-            let (client, key, server) = (client.clone(), redis_key(&key), spec.name.clone());
             let down = Arc::clone(&self.redis_down);
-            let set = move || match redis_set(&client, &key, &bytes) {
-                Ok(()) => down.store(false, Ordering::Relaxed),
-                // One warning while it stays down.
-                Err(e) if !down.swap(true, Ordering::Relaxed) => {
-                    tracing::warn!(%server, "could not save the shared tool catalog: {e}");
-                }
-                Err(_) => {}
-            };
-            // A blocking round trip: off the async workers when there are some.
-            match tokio::runtime::Handle::try_current() {
-                Ok(handle) => drop(handle.spawn_blocking(set)),
-                Err(_) => set(),
-            }
-            return;
+            return shared::save(client, redis_key(&key), bytes, spec.name.clone(), down);
         }
         let path = self.path(&key);
         let write = || -> std::io::Result<()> {
@@ -220,26 +204,6 @@ impl CatalogCache {
 /// The Redis key of the entry for launch key `key`.
 fn redis_key(key: &str) -> String {
     format!("toolgate:catalog:{FORMAT}:{:016x}", fnv1a(key.as_bytes()))
-}
-
-fn redis_connection(client: &redis::Client) -> redis::RedisResult<redis::Connection> {
-    let connection = client.get_connection_with_timeout(REDIS_TIMEOUT)?;
-    connection.set_read_timeout(Some(REDIS_TIMEOUT))?;
-    connection.set_write_timeout(Some(REDIS_TIMEOUT))?;
-    Ok(connection)
-}
-
-fn redis_get(client: &redis::Client, key: &str) -> redis::RedisResult<Option<String>> {
-    redis::cmd("GET")
-        .arg(key)
-        .query(&mut redis_connection(client)?)
-}
-
-fn redis_set(client: &redis::Client, key: &str, value: &[u8]) -> redis::RedisResult<()> {
-    redis::cmd("SET")
-        .arg(key)
-        .arg(value)
-        .query(&mut redis_connection(client)?)
 }
 
 /// Everything that decides which tools a server lists, as one canonical string; `None` for
@@ -338,6 +302,7 @@ mod tests {
         assert!(cache.load(&filtered).is_none(), "other filters: a miss");
     }
 
+    #[cfg(feature = "redis")]
     #[test]
     fn an_unreachable_shared_store_is_a_miss_and_is_not_waited_for_again() {
         // A port nothing listens on.

@@ -241,16 +241,6 @@ fn metrics_page(metrics: &Metrics) -> Response {
         .into_response()
 }
 
-/// Installs rustls' process-wide crypto provider (ring) once; reqwest's TLS needs one
-/// before any client is built, `http://` included.
-pub(crate) fn tls_provider() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // Err means another part of the process installed one first, which is as good.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
 /// Serves MCP over HTTP until `shutdown` is cancelled. `on_bound` learns the bound address
 /// (useful with port 0). Raises the process's soft open-file limit to its hard limit first.
 ///

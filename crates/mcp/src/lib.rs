@@ -111,7 +111,7 @@ pub use http::{
     DEFAULT_MAX_SESSIONS, HEALTH_PATH, HttpError, HttpOptions, ListenerLimits, OAuthConfigError,
     OAuthLimits, OAuthSettings, http_router, serve_http,
 };
-pub use metrics::{HealthSource, Metrics, ServerHealth};
+pub use metrics::{HealthSource, Metrics, NoMetrics, ServerHealth};
 pub use rounds::{MAX_PARKED, ROUND_TTL};
 pub use server::{InstructionSource, RootsChanged, ToolgateServer};
 pub use stdio::{MAX_LINE_BYTES, serve_stdio, serve_streams};

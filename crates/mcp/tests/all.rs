@@ -188,9 +188,11 @@ async fn registry_changes_reach_the_client_as_list_changed() {
 #[path = "all/disclosure.rs"]
 mod disclosure;
 
+#[cfg(feature = "jwt")]
 #[path = "all/oauth.rs"]
 mod oauth;
 
+#[cfg(feature = "prometheus")]
 #[path = "all/balancer.rs"]
 mod balancer;
 

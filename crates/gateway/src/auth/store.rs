@@ -12,6 +12,18 @@
 //! Replicas share one store in Redis (`[mcp] shared_store`): records are keys
 //! (`toolgate:oauth:…`) and the locks are Redis locks (`SET NX PX`, released by their
 //! holder only), so the guarantee holds across machines.
+//!
+//! The OS credential store is in builds with the `keyring` feature, the Redis store in
+//! builds with `redis` (part of `team`); without them `oauth_credentials_store = "keyring"`
+//! and `shared_store` are refused with how to get a build that has them, and `auto` keeps
+//! tokens in the file.
+
+#[cfg_attr(feature = "keyring", path = "store/os_keyring.rs")]
+#[cfg_attr(not(feature = "keyring"), path = "store/os_keyring_off.rs")]
+mod os_keyring;
+#[cfg_attr(feature = "redis", path = "store/shared.rs")]
+#[cfg_attr(not(feature = "redis"), path = "store/shared_off.rs")]
+mod shared;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,8 +36,6 @@ use sha2::{Digest, Sha256};
 
 use crate::config::CredentialStoreMode;
 
-/// The keyring service name of toolgate's records.
-const KEYRING_SERVICE: &str = "toolgate-mcp-oauth";
 /// Bumped when the record format changes.
 const FORMAT: u32 = 1;
 
@@ -128,21 +138,15 @@ pub enum AuthStatus {
 enum Backend {
     Keyring(KeyringKind),
     File,
-    Redis(redis::Client),
+    Redis(shared::Client),
 }
-
-/// How long a Redis lock lives when its holder dies without releasing it; a refresh (one
-/// token request) takes far less.
-const REDIS_LOCK_MS: u64 = 30_000;
-/// How long a Redis command of the store may take.
-const REDIS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Which keyring: the platform's default store, or (Linux) the kernel keyutils, which
 /// works without a desktop session but forgets everything at reboot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum KeyringKind {
     Platform,
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", feature = "keyring"))]
     #[allow(dead_code)] // used by the tests, which prove the keyring path without a desktop
     Keyutils,
 }
@@ -176,10 +180,10 @@ impl TokenStore {
         let backend = match mode {
             CredentialStoreMode::File => Backend::File,
             CredentialStoreMode::Keyring => {
-                keyring_probe(KeyringKind::Platform).map_err(StoreError::Keyring)?;
+                os_keyring::probe(KeyringKind::Platform).map_err(StoreError::Keyring)?;
                 Backend::Keyring(KeyringKind::Platform)
             }
-            CredentialStoreMode::Auto => match keyring_probe(KeyringKind::Platform) {
+            CredentialStoreMode::Auto => match os_keyring::probe(KeyringKind::Platform) {
                 Ok(()) => Backend::Keyring(KeyringKind::Platform),
                 Err(reason) => {
                     tracing::debug!(%reason, "no OS credential store; OAuth tokens go to a 0600 file");
@@ -194,18 +198,14 @@ impl TokenStore {
     /// `Err` says what is wrong with the URL; an unreachable server fails each use with a
     /// message naming it.
     pub fn redis(url: &str) -> Result<Self, StoreError> {
-        let client = redis::Client::open(url).map_err(|e| {
-            StoreError::Redis(format!(
-                "`[mcp] shared_store = \"{url}\"` is not a Redis URL ({e}); use redis://HOST:PORT/DB"
-            ))
-        })?;
+        let client = shared::open(url)?;
         Ok(Self {
             dir: PathBuf::new(),
             backend: Backend::Redis(client),
         })
     }
 
-    #[cfg(test)]
+    #[cfg(all(test, target_os = "linux", feature = "keyring"))]
     pub(crate) fn with_keyring(dir: PathBuf, kind: KeyringKind) -> Self {
         Self {
             dir,
@@ -218,10 +218,7 @@ impl TokenStore {
         match &self.backend {
             Backend::Keyring(_) => "the OS credential store".to_owned(),
             Backend::File => format!("{} (0600 files)", self.dir.display()),
-            Backend::Redis(client) => format!(
-                "the shared Redis store {}",
-                client.get_connection_info().addr()
-            ),
+            Backend::Redis(client) => format!("the shared Redis store {}", shared::addr(client)),
         }
     }
 
@@ -246,8 +243,8 @@ impl TokenStore {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
                 Err(e) => return Err(e.into()),
             },
-            Backend::Keyring(kind) => keyring_get(*kind, url).map_err(StoreError::Keyring)?,
-            Backend::Redis(client) => redis_get(client, &redis_key(url, "record"))?,
+            Backend::Keyring(kind) => os_keyring::get(*kind, url).map_err(StoreError::Keyring)?,
+            Backend::Redis(client) => shared::get(client, &redis_key(url, "record"))?,
         };
         let Some(text) = text else {
             return Ok(Record {
@@ -290,11 +287,10 @@ impl TokenStore {
         })?;
         match &self.backend {
             Backend::File => write_private(&self.dir, &self.file(url), &text),
-            Backend::Keyring(kind) => keyring_set(*kind, url, &text).map_err(StoreError::Keyring),
-            Backend::Redis(client) => redis_query(
-                client,
-                redis::cmd("SET").arg(redis_key(url, "record")).arg(text),
-            ),
+            Backend::Keyring(kind) => {
+                os_keyring::set(*kind, url, &text).map_err(StoreError::Keyring)
+            }
+            Backend::Redis(client) => shared::set(client, &redis_key(url, "record"), &text),
         }
     }
 
@@ -304,10 +300,8 @@ impl TokenStore {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
                 _ => Ok(()),
             },
-            Backend::Keyring(kind) => keyring_delete(*kind, url).map_err(StoreError::Keyring),
-            Backend::Redis(client) => {
-                redis_query(client, redis::cmd("DEL").arg(redis_key(url, "record")))
-            }
+            Backend::Keyring(kind) => os_keyring::delete(*kind, url).map_err(StoreError::Keyring),
+            Backend::Redis(client) => shared::delete(client, &redis_key(url, "record")),
         }
     }
 
@@ -355,8 +349,10 @@ impl TokenStore {
                     .unwrap_or_default();
                 format!("{}:{modified}", m.len())
             }),
-            Backend::Keyring(kind) => keyring_get(*kind, url).ok().flatten(),
-            Backend::Redis(client) => redis_get(client, &redis_key(url, "record")).ok().flatten(),
+            Backend::Keyring(kind) => os_keyring::get(*kind, url).ok().flatten(),
+            Backend::Redis(client) => shared::get(client, &redis_key(url, "record"))
+                .ok()
+                .flatten(),
         }
     }
 
@@ -364,7 +360,7 @@ impl TokenStore {
     /// store), released when dropped.
     pub(crate) fn lock(&self, url: &str, what: &str) -> Result<FileLock, StoreError> {
         if let Backend::Redis(client) = &self.backend {
-            return redis_lock(client, redis_key(url, &format!("{what}.lock")));
+            return shared::lock(client, redis_key(url, &format!("{what}.lock")));
         }
         ensure_private_dir(&self.dir)?;
         let path = self.lock_path(url, what);
@@ -381,10 +377,11 @@ impl TokenStore {
 
 /// A held lock: a locked file, or a Redis lock this process holds.
 #[derive(Debug)]
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
 pub(crate) enum FileLock {
     File(#[allow(dead_code)] fs_err::File),
     Redis {
-        client: redis::Client,
+        client: shared::Client,
         key: String,
         token: String,
     },
@@ -393,20 +390,7 @@ pub(crate) enum FileLock {
 impl Drop for FileLock {
     fn drop(&mut self) {
         if let Self::Redis { client, key, token } = self {
-            // Deleted only while it is still ours: one that expired and was taken by
-            // another replica stays theirs.
-            let release = redis::cmd("EVAL")
-                .arg("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end")
-                .arg(1)
-                .arg(&*key)
-                .arg(&*token)
-                .clone();
-            if let Err(e) = redis_query::<i64>(client, &release) {
-                tracing::warn!(
-                    "could not release the shared OAuth lock (it expires in {} s): {e}",
-                    REDIS_LOCK_MS / 1000
-                );
-            }
+            shared::release(client, key, token);
         }
     }
 }
@@ -416,67 +400,12 @@ fn redis_key(url: &str, what: &str) -> String {
     format!("toolgate:oauth:{}:{what}", TokenStore::key(url))
 }
 
-fn redis_query<T: redis::FromRedisValue + Send>(
-    client: &redis::Client,
-    command: &redis::Cmd,
-) -> Result<T, StoreError> {
-    let run = || -> redis::RedisResult<T> {
-        let mut connection = client.get_connection_with_timeout(REDIS_TIMEOUT)?;
-        connection.set_read_timeout(Some(REDIS_TIMEOUT))?;
-        connection.set_write_timeout(Some(REDIS_TIMEOUT))?;
-        command.query(&mut connection)
-    };
-    off_runtime(run)
-        .map_err(|e| StoreError::Redis(format!("{}: {e}", client.get_connection_info().addr())))
-}
-
-fn redis_get(client: &redis::Client, key: &str) -> Result<Option<String>, StoreError> {
-    redis_query(client, redis::cmd("GET").arg(key))
-}
-
-/// Takes the Redis lock `key`, waiting while another holder has it (at most until it
-/// expires, [`REDIS_LOCK_MS`], and then some).
-fn redis_lock(client: &redis::Client, key: String) -> Result<FileLock, StoreError> {
-    let token = format!("{}-{}", std::process::id(), rand_token());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(2 * REDIS_LOCK_MS);
-    loop {
-        let taken: Option<String> = redis_query(
-            client,
-            redis::cmd("SET")
-                .arg(&key)
-                .arg(&token)
-                .arg("NX")
-                .arg("PX")
-                .arg(REDIS_LOCK_MS),
-        )?;
-        if taken.is_some() {
-            return Ok(FileLock::Redis {
-                client: client.clone(),
-                key,
-                token,
-            });
-        }
-        if std::time::Instant::now() > deadline {
-            return Err(StoreError::Redis(format!(
-                "the shared OAuth lock `{key}` stayed taken for {} s; another toolgate may be stuck refreshing",
-                2 * REDIS_LOCK_MS / 1000
-            )));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20)); // a poll interval
-    }
-}
-
-/// 128 random bits, hex: who holds a Redis lock.
-fn rand_token() -> String {
-    let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        bytes = nanos.to_le_bytes();
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// Runs a blocking store call on a thread of its own: the Secret Service backend drives
+/// D-Bus with its own executor, and a Redis call blocks; neither may block (or nest in) a
+/// runtime thread.
+#[cfg(any(feature = "keyring", feature = "redis"))]
+fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| s.spawn(f).join()).unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
 fn ensure_private_dir(dir: &Path) -> Result<(), StoreError> {
@@ -507,54 +436,6 @@ fn write_private(dir: &Path, path: &Path, text: &str) -> Result<(), StoreError> 
         std::io::Error::new(e.error.kind(), format!("{}: {}", path.display(), e.error))
     })?;
     Ok(())
-}
-
-fn keyring_entry(kind: KeyringKind, url: &str) -> Result<keyring::Entry, String> {
-    match kind {
-        KeyringKind::Platform => {
-            keyring::Entry::new(KEYRING_SERVICE, url).map_err(|e| e.to_string())
-        }
-        #[cfg(target_os = "linux")]
-        KeyringKind::Keyutils => {
-            keyring::keyutils::KeyutilsCredential::new_with_target(None, KEYRING_SERVICE, url)
-                .map(|c| keyring::Entry::new_with_credential(Box::new(c)))
-                .map_err(|e| e.to_string())
-        }
-    }
-}
-
-/// Runs a keyring call on a thread of its own: the Secret Service backend drives D-Bus
-/// with its own executor, which must never block (or nest in) a runtime thread.
-fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    std::thread::scope(|s| s.spawn(f).join()).unwrap_or_else(|p| std::panic::resume_unwind(p))
-}
-
-fn keyring_get(kind: KeyringKind, url: &str) -> Result<Option<String>, String> {
-    off_runtime(|| match keyring_entry(kind, url)?.get_password() {
-        Ok(text) => Ok(Some(text)),
-        Err(keyring::Error::NoEntry) => Ok(None),
-        Err(e) => Err(e.to_string()),
-    })
-}
-
-fn keyring_set(kind: KeyringKind, url: &str, text: &str) -> Result<(), String> {
-    off_runtime(|| {
-        keyring_entry(kind, url)?
-            .set_password(text)
-            .map_err(|e| e.to_string())
-    })
-}
-
-fn keyring_delete(kind: KeyringKind, url: &str) -> Result<(), String> {
-    off_runtime(|| match keyring_entry(kind, url)?.delete_credential() {
-        Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
-        Err(e) => Err(e.to_string()),
-    })
-}
-
-/// Whether the keyring answers: a read of an entry nobody writes.
-fn keyring_probe(kind: KeyringKind) -> Result<(), String> {
-    keyring_get(kind, "toolgate-probe").map(|_| ())
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ async fn start(stop: &CancellationToken, allowed_hosts: &[&str]) -> String {
         token: Some(TOKEN.to_owned()),
         allowed_hosts: allowed_hosts.iter().map(|h| (*h).to_owned()).collect(),
         max_sessions: 4,
-        metrics: Some(Arc::new(Metrics::new(None))),
+        metrics: Some(Arc::new(Metrics::new(None).unwrap())),
         ..crate::loopback_options()
     };
     let addr = crate::spawn_http(server, options, stop).await;

@@ -15,7 +15,8 @@ use toolgate_test_support::HANG_GUARD;
 
 const TOKEN: &str = "tg-listener-token";
 
-/// `serve_http` on loopback with the static token, metrics on and `listener`; its address.
+/// `serve_http` on loopback with the static token, metrics on (in a build that has them)
+/// and `listener`; its address.
 async fn start(stop: &CancellationToken, listener: ListenerLimits) -> SocketAddr {
     let server = ToolgateServer::new(
         Arc::new(Dispatcher::new(
@@ -30,7 +31,7 @@ async fn start(stop: &CancellationToken, listener: ListenerLimits) -> SocketAddr
     let options = HttpOptions {
         token: Some(TOKEN.to_owned()),
         max_sessions: 4,
-        metrics: Some(Arc::new(Metrics::new(None))),
+        metrics: Metrics::new(None).ok().map(Arc::new),
         listener,
         ..crate::loopback_options()
     };
@@ -149,6 +150,7 @@ async fn a_connection_that_never_finishes_its_head_is_closed_after_the_header_ti
 
 /// Regression: `/metrics` skipped the DNS-rebinding check of `/mcp`, so a page on a rebound
 /// name could read it with a token it learned elsewhere.
+#[cfg(feature = "prometheus")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_refuses_a_foreign_host_or_origin_like_mcp() {
     let stop = CancellationToken::new();

@@ -145,14 +145,14 @@ fn the_stamp_changes_when_someone_logs_in() {
 
 /// The keyring path, on the Linux kernel keyutils backend (no desktop session needed; a
 /// kernel that refuses keyrings, as some container sandboxes do, fails this test).
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", feature = "keyring"))]
 #[test]
 fn keyutils_keyring_round_trips() {
     // keyring's keyutils backend uses the session keyring without creating one; a test
     // process (nextest, CI) may have none.
     linux_keyutils::KeyRing::from_special_id(linux_keyutils::KeyRingIdentifier::Session, true)
         .expect("the kernel keyutils keyring answers (a session keyring could be made)");
-    keyring_probe(KeyringKind::Keyutils).expect("the kernel keyutils keyring answers");
+    os_keyring::probe(KeyringKind::Keyutils).expect("the kernel keyutils keyring answers");
     let dir = tempfile::tempdir().unwrap();
     let url = format!("https://keyring-test.invalid/{}", std::process::id());
     let store = TokenStore::with_keyring(dir.path().to_path_buf(), KeyringKind::Keyutils);

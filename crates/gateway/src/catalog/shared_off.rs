@@ -1,0 +1,29 @@
+//! A build without the Redis cache (the `redis` feature, part of `team`): no client exists,
+//! and `[mcp] shared_store` is refused with how to get a build that has it.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// A Redis client: none exists in this build.
+#[derive(Debug, Clone)]
+pub(super) enum Client {}
+
+pub(super) fn open(url: &str) -> Result<Client, String> {
+    Err(format!(
+        "`[mcp] shared_store = \"{url}\"`: this build of toolgate has no shared store; install one that has (`cargo install toolgate --features team`) or remove the setting"
+    ))
+}
+
+pub(super) fn get(client: &Client, _key: &str) -> Result<Option<String>, std::convert::Infallible> {
+    match *client {}
+}
+
+pub(super) fn save(
+    client: &Client,
+    _key: String,
+    _bytes: Vec<u8>,
+    _server: String,
+    _down: Arc<AtomicBool>,
+) {
+    match *client {}
+}
