@@ -1,5 +1,5 @@
-//! Progressive tool disclosure (seed 000 s15): direct and deferred tools, `search_tool`,
-//! `run_tool`, and tool arrays that stay byte-stable across turns.
+//! Progressive tool disclosure: direct and deferred tools, `search_tool`, `run_tool`, and
+//! tool arrays that stay byte-stable across turns.
 //!
 //! - [`plan`](Rules::plan): which tools are direct (always in the array) and which deferred
 //!   (only in a catalog). `auto:N` — N or fewer tools in total, everything is direct (one
@@ -56,8 +56,8 @@ pub enum DisclosureMode {
 }
 
 impl Default for DisclosureMode {
-    /// `auto:15`: seed 000 s15 exercise 2 puts the break-even at 10–15 tools (each
-    /// definition 100–300 tokens against one extra search round trip).
+    /// `auto:15`: the break-even lies at 10–15 tools (each definition 100–300 tokens
+    /// against one extra search round trip).
     fn default() -> Self {
         Self::Auto(15)
     }
@@ -102,7 +102,7 @@ pub enum PromotionCondition {
     Server(String),
 }
 
-/// Tools promoted to direct when a condition holds (seed 000 s15 ④, "capability is data").
+/// Tools promoted to direct when a condition holds (the capability is data, not code).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Promotion {

@@ -1,5 +1,4 @@
-//! The tool array per protocol, and its cache-prefix stability as a number (seed 000 s15 ②,
-//! ③ and exercise 3).
+//! The tool array per protocol, and its cache-prefix stability as a number.
 //!
 //! Free-text protocols (OpenAI chat completions, MCP in proxy mode) never change the array:
 //! a found tool's schema travels in the search result and its call through `run_tool`.
