@@ -1,5 +1,5 @@
-//! toolgate's agent loop (SPEC "Agent loop", seed 000 s02/s04/s15), in process over the
-//! same runtime as the MCP server: no MCP hop for built-ins.
+//! toolgate's agent loop, in process over the same runtime as the MCP server: no MCP hop
+//! for built-ins.
 //!
 //! - [`Agent`]: request → tool calls → dispatch through the runtime's
 //!   [`toolgate_core::Dispatcher`] (read-only calls side by side, mutating ones in order)

@@ -1,5 +1,4 @@
-//! toolgate's result side (seed 000 s04): what happens to a result between the tool and the
-//! model's eyes.
+//! toolgate's result side: what happens to a result between the tool and the model's eyes.
 //!
 //! - [`SpillStore`]: verbatim copies of outputs too big to show, named so they sort by time,
 //!   written atomically, readable through `read_file`; cleaned only by reference (agent mode)
