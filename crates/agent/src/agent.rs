@@ -586,8 +586,8 @@ impl Agent {
 
     /// Compacts the conversation now: the newest messages stay word for word, the older
     /// ones become a summary (written by the model, or extracted when that fails), and the
-    /// session's spill files that no live message references any more are deleted (seed
-    /// 000 s04 exercise 2). Returns whether anything changed.
+    /// session's spill files that no live message references any more are deleted. Returns
+    /// whether anything changed.
     pub fn compact<'a>(
         &'a mut self,
         observer: Observer<'a>,

@@ -1,6 +1,6 @@
-//! Issue 14 through `run_shell`: the whole stream is compressed, a success that is not a log
-//! gets a short excerpt, and the verbatim output is in the spill file. Fixtures are real runs
-//! (tests/fixtures/README.md).
+//! Log compression through `run_shell`: the whole stream is compressed, a success that is
+//! not a log gets a short excerpt, and the verbatim output is in the spill file. Fixtures
+//! are real runs (tests/fixtures/README.md).
 
 use toolgate_shell::ShellLimits;
 
