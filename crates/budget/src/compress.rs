@@ -29,7 +29,7 @@ pub use stream::{CompressedLog, LogCompressor, LogOptions, compress_file, feed_f
 use classify::{Class, Rank};
 use fit::{Piece, PieceKind};
 
-/// Compression settings; defaults from the seed's `compressLog` (s04 ④).
+/// Compression settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompressOptions {
     /// Logs with fewer lines are left alone (nothing to gain). Seed: 40.

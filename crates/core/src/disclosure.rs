@@ -5,7 +5,7 @@
 //!   (only in a catalog). `auto:N` — N or fewer tools in total, everything is direct (one
 //!   search round trip costs more than N definitions); above N, disclosure is on. The core
 //!   file and shell tools are direct by default; config overrides per tool or server with
-//!   globs, and promotes tools declaratively on session-stable facts (s15 ④).
+//!   globs, and promotes tools declaratively on session-stable facts.
 //! - The catalog lives in `search_tool`'s description: every client shows tool descriptions
 //!   to the model (MCP `instructions` are optional for clients and fixed at initialisation),
 //!   and it changes only when the set of deferred tools changes — never on unmasking — so the
@@ -15,9 +15,9 @@
 //!   exact-name rule); rebuilt once per registry generation, on first use.
 //! - `run_tool` is a proxy: the dispatcher unwraps it ([`crate::DynTool::forward`]) and runs
 //!   the target as if called directly, so the target's permissions, timeout, concurrency and
-//!   budget apply, and a deny rule cannot be bypassed (s15 exercise 1).
+//!   budget apply, and a deny rule cannot be bypassed.
 //! - [`Exposed`] and [`simulate`]: the array per protocol and its cache-prefix stability as a
-//!   number (s15 ②③, exercise 3).
+//!   number.
 
 mod exposure;
 mod index;

@@ -40,7 +40,7 @@ pub enum ExposureMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Strategy {
-    /// The anti-pattern of s15 ②: each found tool is appended in the order found.
+    /// The anti-pattern: each found tool is appended in the order found.
     Append,
     /// The array never changes (calls go through `run_tool`).
     Proxy,
@@ -286,7 +286,7 @@ pub struct TurnReport {
 pub struct StabilityReport {
     /// The strategy used.
     pub strategy: Strategy,
-    /// Turns whose array differs from the previous turn's (the seed demo's metric).
+    /// Turns whose array differs from the previous turn's (each one breaks the cache prefix).
     pub breaks: usize,
     /// Calls rejected in total.
     pub rejected: usize,

@@ -17,7 +17,7 @@ use toolgate_core::{
 
 use crate::fixtures::{Probe, Slow, Tracker, WriteNote, provider};
 
-/// The seed demo's tools: three direct, five deferred (s15 demo.mjs).
+/// A demo agent's tools: three direct, five deferred.
 fn seed_tools() -> Vec<Arc<dyn DynTool>> {
     let stub = |name: &str, description: &str| -> Arc<dyn DynTool> {
         Arc::new(StubTool::new(name, description, Map::new()))

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::support::{Project, SECRET, Session, everything};
 
-/// Calls per tool (the figure).
+/// Calls per tool.
 const CALLS: usize = 2_000;
 
 /// A name that exists only in the outside folder: seeing it in a result is a leak.
