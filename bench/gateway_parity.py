@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 24's table: what a client gets from `@modelcontextprotocol/server-everything`
+"""Gateway parity: what a client gets from `@modelcontextprotocol/server-everything`
 directly and through `toolgate serve` mounting it (stdio, `prefix = "never"`, disclosure
 off so every tool is listed), with the Python SDK as the client, offering elicitation,
 sampling and roots. Each row is measured, not assumed: lists are counted, and the

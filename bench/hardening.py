@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 15's figures for `toolgate serve`, each with process containment on (the default,
+"""Hardening figures for `toolgate serve`, each with process containment on (the default,
 a PID namespace where the system allows one) and off (`shell.containment = "process-group"`):
 
 1. survivors after kill -9 of `serve` while a background job with children, a `setsid`
@@ -8,7 +8,7 @@ a PID namespace where the system allows one) and off (`shell.containment = "proc
 2. exit time after SIGTERM, SIGINT and SIGHUP with stdin still open and commands running
    (goal <= 2 s);
 3. the cost of containment per command: `run_shell` of `true` over stdio, median of 200,
-   also under each `[shell] sandbox` mode and `sandbox_network = false` (issue 22);
+   also under each `[shell] sandbox` mode and `sandbox_network = false`;
 4. a 1 MB glob given to `search_files` over stdio: the call's time and the server's peak
    RSS (goal <= 1 s, <= 64 MB).
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """`run_shell {"command": "true"}` round trip over stdio with containment `auto` (the PID
 namespace: relay + supervisor) and `process-group` (neither), both servers at once and
-their calls alternating, so a loaded machine's noise falls on both alike (issue 27: where
-the per-command time goes). Median of 200 calls per round.
+their calls alternating, so a loaded machine's noise falls on both alike (where the
+per-command time goes). Median of 200 calls per round.
 
     chrt -f 5 python3 bench/relay_cost.py target/release/toolgate 3
 """

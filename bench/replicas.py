@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""toolgate replicas behind HAProxy under load (issue 28): N `toolgate serve --http` on
+"""toolgate replicas behind HAProxy under load: N `toolgate serve --http` on
 loopback behind HAProxy running deploy/haproxy.cfg, S sessions at once each making C tool
 calls through the balancer; with --kill-one, one replica is SIGKILLed when about half the
 calls are done and the sessions it held initialize again through the balancer and go on.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # grep and search_files against the newest ripgrep, side by side, all figures in one run
-# (issues 3 and 27; SPEC "Bounded I/O").
+# (results: bench/RESULTS-performance.md).
 #
 #   bash bench/search.sh                 # everything below; prints one table at the end
 #   ROUNDS=8 RUNS=5 bash bench/search.sh # more rounds / runs per round

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""toolgate's grep and search_files beside ripgrep, all figures in one run (issue 27).
+"""toolgate's grep and search_files beside ripgrep, all figures in one run.
 
 For each tree, after checking that both report the same matches:
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_shell benchmarks (issue #4), through the release binary and the full pipeline:
+# run_shell benchmarks, through the release binary and the full pipeline:
 #   1. peak RSS of `toolgate call run_shell` while a command prints 1 GiB;
 #   2. its wall time next to `head -c 1G /dev/zero > /dev/null` (and the same pipeline
 #      without toolgate, to stdout-less /dev/null and to a file);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Issue 14's figures: characters to the model and key lines kept per real fixture (before
-# and now), and compression throughput on a ~100 MB log through run_shell (release build).
+# Log compression's figures: characters to the model and key lines kept per real fixture
+# (before and now), and compression throughput on a ~100 MB log through run_shell (release
+# build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo bench -p toolgate-shell --bench logs

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`run_shell {"command": "true"}` round trip over stdio for toolgate builds and containment
 modes, all servers at once and their calls alternating, so a loaded machine's noise falls
-on all alike (issue 27). Median of CALLS calls per round (after 30 warm-up calls each),
+on all alike. Median of CALLS calls per round (after 30 warm-up calls each),
 ROUNDS rounds; the median of the rounds is the figure.
 
     chrt -f 5 python3 bench/shell_start_ab.py OLD_BIN NEW_BIN [process-group|auto] [CALLS] [ROUNDS]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What team mode costs per call (issue 28): `read_file` round trips over Streamable HTTP to
+"""What team mode costs per call: `read_file` round trips over Streamable HTTP to
 three `toolgate serve --http` at once, calls alternating so a busy machine's noise falls on
 all alike, median of N calls each:
 

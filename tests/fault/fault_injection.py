@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fault injection under load (issue 15): `toolgate serve --http` with two mounted stdio
+"""Fault injection under load: `toolgate serve --http` with two mounted stdio
 servers while CLIENTS concurrent Streamable HTTP sessions make CALLS tool calls, and a chaos
 loop SIGKILLs the `flaky` server, hangs it (SIGSTOP for 3 s, then SIGCONT) and makes it print
 lines that are not JSON-RPC (its `garble` tool).

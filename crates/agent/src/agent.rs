@@ -1,5 +1,5 @@
-//! The loop (seed 000 s02: it stays the same as tools grow): request → tool calls →
-//! dispatch through the registry → one budget over the turn's results → append → repeat.
+//! The loop (it stays the same as tools grow): request → tool calls → dispatch through the
+//! registry → one budget over the turn's results → append → repeat.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -301,7 +301,7 @@ impl Agent {
     /// The tool array of the next request and how many of its tools are the stable part.
     /// Strict providers get the unmasked tools backfilled as one sorted block after it;
     /// the others call found tools through `run_tool` (or by name), so their array never
-    /// changes (seed 000 s15 ③).
+    /// changes.
     pub fn tool_array(&self) -> (Vec<Value>, usize) {
         let snapshot = self.tools.dispatcher.snapshot();
         let strategy = if self.provider.kind().strict_tool_names() {
@@ -492,7 +492,7 @@ impl Agent {
 
     /// Runs one answer's tool calls as one turn: read-only calls side by side, mutating
     /// ones alone and in order (the session's `OrderGate`), then one budget over all the
-    /// results, largest spilled first (seed 000 s04).
+    /// results, largest spilled first.
     async fn dispatch(
         &mut self,
         calls: &[ToolCall],
@@ -586,8 +586,8 @@ impl Agent {
 
     /// Compacts the conversation now: the newest messages stay word for word, the older
     /// ones become a summary (written by the model, or extracted when that fails), and the
-    /// session's spill files that no live message references any more are deleted (seed
-    /// 000 s04 exercise 2). Returns whether anything changed.
+    /// session's spill files that no live message references any more are deleted. Returns
+    /// whether anything changed.
     pub fn compact<'a>(
         &'a mut self,
         observer: Observer<'a>,

@@ -1,6 +1,6 @@
-//! Context compaction near the model's window (seed 000 s04 exercise 2, s06): the newest
-//! messages stay word for word, older ones become a summary, and spill files referenced
-//! only by the summarized messages may then be deleted.
+//! Context compaction near the model's window: the newest messages stay word for word,
+//! older ones become a summary, and spill files referenced only by the summarized messages
+//! may then be deleted.
 
 use std::path::Path;
 

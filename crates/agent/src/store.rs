@@ -1,5 +1,5 @@
-//! Where transcripts live (issue 22, findings 10 and 11): in the user's data folder, one
-//! folder per project, written only by toolgate and readable only by the user.
+//! Where transcripts live: in the user's data folder, one folder per project, written only
+//! by toolgate and readable only by the user.
 //!
 //! A transcript holds the whole conversation, tool results included, so it belongs where
 //! only the user writes and reads: `$XDG_DATA_HOME/toolgate/sessions/<project-key>/`

@@ -1,7 +1,6 @@
-//! Log compression benchmark (issue 5 "Done means"): savings on each real log in
-//! `tests/fixtures/`, printed as a table, and throughput on a ~100 MB log built by
-//! interleaving those fixtures. Goals: ≥ 90 % saved on test-runner logs with no anchor lost,
-//! ≥ 200 MB/s.
+//! Log compression benchmark: savings on each real log in `tests/fixtures/`, printed as a
+//! table, and throughput on a ~100 MB log built by interleaving those fixtures. Goals:
+//! ≥ 90 % saved on test-runner logs with no anchor lost, ≥ 200 MB/s.
 //!
 //! `cargo bench -p toolgate-budget --bench compress`
 

@@ -1,4 +1,4 @@
-//! The two budgets and the spill rule (seed 000 s04 ②③, exercise 1).
+//! The two budgets (per result and per turn) and the spill rule.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -14,9 +14,9 @@ use crate::spill::{SpillFile, SpillStore};
 /// Text that precedes a spill path in every pointer.
 const POINTER_MARK: &str = "saved to `";
 
-/// Output budgets. Defaults from the anchors in SPEC "Output budget": Claude Code spills MCP
-/// results over 50,000 characters; a turn's results together get 200,000; an excerpt is
-/// about 2,000 characters (seed 000 s04 `DEFAULTS`).
+/// Output budgets. Defaults follow what clients already do: Claude Code spills MCP results
+/// over 50,000 characters; a turn's results together get 200,000; an excerpt is about 2,000
+/// characters.
 #[derive(
     Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema,
 )]
@@ -29,14 +29,14 @@ pub struct BudgetLimits {
     /// What a spilled result keeps in the conversation; also the excerpt of a long command
     /// output that is not a log.
     ///
-    /// Issue 14: Claude Code's own preview is 2 KB.
+    /// Claude Code's own preview is 2 KB.
     pub excerpt_chars: usize,
     /// Most characters of a compressed log (`run_shell` streams, log-like mounted tools); past
     /// it, context, long traces' middles, test chatter and warnings past the first 5 are
     /// folded, errors last.
     ///
-    /// Default 8,000: issue 14's goal for a 100 KB cargo test log with 3 failures, about 4 %
-    /// of a 200,000-token context.
+    /// Default 8,000: the target for a 100 KB cargo test log with 3 failures, about 4 % of
+    /// a 200,000-token context.
     pub log_chars: usize,
     /// Compress log-like results (shell output) before the budget.
     pub compress_logs: bool,
@@ -97,7 +97,7 @@ impl OutputSizes {
 }
 
 /// A session's own output sizes, when its client needs smaller results than the config
-/// allows (issue 13's client profiles set it once per session). Lives in [`Session`].
+/// allows (the client profiles set it once per session). Lives in [`Session`].
 #[derive(Debug, Default)]
 pub struct SessionSizes(RwLock<Option<OutputSizes>>);
 

@@ -1,5 +1,5 @@
-//! Log compression before the budget (seed 000 s04 ④, SPEC "Output budget and lossless
-//! spill"): a build or test log is mostly noise around a few lines that matter.
+//! Log compression before the budget: a build or test log is mostly noise around a few
+//! lines that matter.
 //!
 //! 1. ANSI escapes and carriage-return progress frames are removed ([`clean`]).
 //! 2. Each line is an anchor (problem keyword, test-runner verdict or summary, toolgate's
@@ -29,7 +29,7 @@ pub use stream::{CompressedLog, LogCompressor, LogOptions, compress_file, feed_f
 use classify::{Class, Rank};
 use fit::{Piece, PieceKind};
 
-/// Compression settings; defaults from the seed's `compressLog` (s04 ④).
+/// Compression settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompressOptions {
     /// Logs with fewer lines are left alone (nothing to gain). Seed: 40.

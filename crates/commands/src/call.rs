@@ -69,7 +69,7 @@ const SPAWNS_NOTHING: [&str; 6] = [
     "edit_file",
 ];
 
-/// Trims what a one-shot command (`call`, `tools`) would start for nothing (issue 27):
+/// Trims what a one-shot command (`call`, `tools`) would start for nothing:
 /// - the skill folders are read once, not watched (no watcher thread, no inotify): the
 ///   process ends before a change could matter;
 /// - a call of a file tool ([`SPAWNS_NOTHING`]) makes no process namespace (a keeper and an

@@ -1,5 +1,5 @@
 //! `toolgate disclosure`: the plan (direct / deferred), a search as `search_tool` runs it,
-//! and the cache-prefix stability of a scripted session (seed 000 s15).
+//! and the cache-prefix stability of a scripted session.
 
 use std::process::ExitCode;
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! `[audit]`: the audit log's settings (SPEC "Config"; issue 28, team mode).
+//! `[audit]`: the audit log's settings (team mode; see docs/configuration.md).
 //!
 //! User layers only: a project's `.toolgate/config.toml` may not set anything here (see
 //! [`crate::project`]), so a repository can neither turn the user's audit log off nor send

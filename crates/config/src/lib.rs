@@ -1,4 +1,4 @@
-//! toolgate's configuration (seed 003 §10, SPEC "Config").
+//! toolgate's configuration (docs/configuration.md is the user's reference).
 //!
 //! Layers, lowest first: built-in defaults, user `~/.config/toolgate/config.toml`, project
 //! `.toolgate/config.toml`, an explicit `--config FILE`, `TOOLGATE_*` environment variables

@@ -197,7 +197,7 @@ when = { provider = "acme" }
     assert!(err.contains("auto:N"), "{err}");
 }
 
-// Issue 12: a project file travels with the repository, so it can only tighten.
+// A project file travels with the repository, so it can only tighten.
 
 fn user_and_project(user: &str, project: &str) -> (tempfile::TempDir, LoadOptions) {
     let dir = tempfile::tempdir().unwrap();
@@ -375,8 +375,8 @@ fn a_project_may_tighten_the_mcp_sandbox_but_not_loosen_it() {
 
 #[test]
 fn the_project_layer_comes_from_the_first_root_not_the_current_folder() {
-    // Regression (issue 12): `toolgate serve --root /proj` started elsewhere lost /proj's
-    // project config while it read /proj/.mcp.json.
+    // Regression: `toolgate serve --root /proj` started elsewhere lost /proj's project
+    // config while it read /proj/.mcp.json.
     let elsewhere = tempfile::tempdir().unwrap();
     let proj = tempfile::tempdir().unwrap();
     write(

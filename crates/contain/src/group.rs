@@ -1,5 +1,5 @@
-//! Stopping what toolgate started (issue #4: nothing survives a timeout, a cancellation or
-//! toolgate's exit): every contained command and stdio server leads its own process group
+//! Stopping what toolgate started (nothing survives a timeout, a cancellation or toolgate's
+//! exit): every contained command and stdio server leads its own process group
 //! ([`contain`](crate::contain)), and [`ProcessGroup`] is the one place that group is
 //! signalled, given its grace, SIGKILLed and waited for.
 //!

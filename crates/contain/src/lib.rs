@@ -1,6 +1,6 @@
 //! Process containment: every process toolgate starts (a `run_shell` command, a mounted
 //! stdio MCP server) lives in one PID namespace that dies with toolgate, even on SIGKILL,
-//! and that `setsid`, `set -m` or a double fork cannot leave (issue 15).
+//! and that `setsid`, `set -m` or a double fork cannot leave.
 //!
 //! How it holds together, on Linux:
 //! - At first use, a dedicated thread forks a *keeper*, which unshares a PID and a mount
@@ -18,16 +18,15 @@
 //!     toolgate's memory on a stack of its own (no command can see it), and the keeper,
 //!     which is also the namespace's *spawner*, starts the supervisor in its own small
 //!     memory and reaps it; the command starts from the supervisor `posix_spawn`-style and
-//!     enters its sandbox there. Nothing of toolgate is copied (issue 27; see
-//!     `linux/spawner.rs`).
+//!     enters its sandbox there. Nothing of toolgate is copied (see `linux/spawner.rs`).
 //!   - [`contain`] and a `Command` (mounted servers, and where [`launch`] is not
 //!     available): the relay is a `fork` of toolgate that joins the namespace (`setns`);
 //!     the supervisor shares the relay's memory and the command the supervisor's until its
 //!     `exec` (`CLONE_VM`, on x86_64), so toolgate's page tables are copied once per
 //!     command, and the supervisor exits after the relay, so the copy is torn down after
 //!     toolgate has the status.
-//! - The supervisor is a child subreaper (issue 22): whatever the command starts comes to
-//!   it when orphaned, `setsid` and double forks included. When the command exits it kills
+//! - The supervisor is a child subreaper: whatever the command starts comes to it when
+//!   orphaned, `setsid` and double forks included. When the command exits it kills
 //!   everything that left the process group before reporting the status, and stays until
 //!   its last adopted process is gone; what is still in the group is the caller's to stop
 //!   (toolgate stops the group). So nothing a command starts outlives it.
@@ -40,7 +39,7 @@
 //!
 //! In process groups, [`launch`] starts a `run_shell` command without copying toolgate's
 //! memory: `posix_spawn`-style (`CLONE_VM | CLONE_VFORK`, the child on a stack of its own
-//! until its `exec`), where `std`'s `Command` forks because it has pre-exec steps (issue 27).
+//! until its `exec`), where `std`'s `Command` forks because it has pre-exec steps.
 //!
 //! The optional sandbox (Landlock, seccomp and a read-only mount view; [`Sandbox`]) lives
 //! here too: commands and mounted servers both start through this crate. So does stopping

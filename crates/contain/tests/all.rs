@@ -41,8 +41,8 @@ async fn exit_codes_and_signals_come_back_as_the_commands_own() {
     assert_eq!(cmd.status().await.unwrap().signal(), Some(libc::SIGTERM));
 }
 
-/// The command's `exec` runs in memory it shares with the supervisor (issue 27): a failed
-/// one must still come back to the caller as the spawn's own error, with its errno.
+/// The command's `exec` runs in memory it shares with the supervisor: a failed one must
+/// still come back to the caller as the spawn's own error, with its errno.
 #[tokio::test]
 async fn a_program_that_cannot_be_run_fails_the_spawn_with_its_error() {
     let mut cmd = tokio::process::Command::new("/nonexistent/toolgate-test-program");
@@ -103,8 +103,8 @@ fn alive_with(marker: &str) -> Vec<i32> {
 
 #[tokio::test]
 async fn nothing_that_left_the_group_outlives_its_command() {
-    // Regression (issue 22, finding 7): `setsid -f sleep` left a process running after
-    // its command returned, adopted by the namespace's init.
+    // Regression: `setsid -f sleep` left a process running after its command returned,
+    // adopted by the namespace's init.
     let marker = format!("1{}.75", std::process::id());
     let script = format!(
         "setsid -f sleep {marker}1; (setsid sleep {marker}2 &); (set -m; sleep {marker}3 &); \
@@ -155,7 +155,7 @@ fn group_of(pid: i32) -> Option<i32> {
 }
 
 /// Starts `sh -c script` in `cwd` through [`toolgate_contain::launch`] (inside the namespace:
-/// the spawner, issue 27) and returns it with everything it wrote.
+/// the spawner) and returns it with everything it wrote.
 fn launched(script: &str, cwd: &std::path::Path) -> (toolgate_contain::Started, String, String) {
     let argv = [
         std::ffi::OsStr::new("sh"),

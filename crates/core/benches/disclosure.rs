@@ -1,6 +1,6 @@
-//! Retrieval benchmark for `search_tool` (seed 000 s15): Recall@1, Recall@5 and latency of
-//! toolgate's tool index against plain BM25, over real MCP tool lists padded with 10,000
-//! synthetic distractors.
+//! Retrieval benchmark for `search_tool`: Recall@1, Recall@5 and latency of toolgate's tool
+//! index against plain BM25, over real MCP tool lists padded with 10,000 synthetic
+//! distractors.
 //!
 //!   cargo bench -p toolgate-core --bench disclosure            # the table
 //!   cargo bench -p toolgate-core --bench disclosure -- --misses  # also list the misses

@@ -1,11 +1,11 @@
-//! Progressive tool disclosure (seed 000 s15): direct and deferred tools, `search_tool`,
-//! `run_tool`, and tool arrays that stay byte-stable across turns.
+//! Progressive tool disclosure: direct and deferred tools, `search_tool`, `run_tool`, and
+//! tool arrays that stay byte-stable across turns.
 //!
 //! - [`plan`](Rules::plan): which tools are direct (always in the array) and which deferred
 //!   (only in a catalog). `auto:N` — N or fewer tools in total, everything is direct (one
 //!   search round trip costs more than N definitions); above N, disclosure is on. The core
 //!   file and shell tools are direct by default; config overrides per tool or server with
-//!   globs, and promotes tools declaratively on session-stable facts (s15 ④).
+//!   globs, and promotes tools declaratively on session-stable facts.
 //! - The catalog lives in `search_tool`'s description: every client shows tool descriptions
 //!   to the model (MCP `instructions` are optional for clients and fixed at initialisation),
 //!   and it changes only when the set of deferred tools changes — never on unmasking — so the
@@ -15,9 +15,9 @@
 //!   exact-name rule); rebuilt once per registry generation, on first use.
 //! - `run_tool` is a proxy: the dispatcher unwraps it ([`crate::DynTool::forward`]) and runs
 //!   the target as if called directly, so the target's permissions, timeout, concurrency and
-//!   budget apply, and a deny rule cannot be bypassed (s15 exercise 1).
+//!   budget apply, and a deny rule cannot be bypassed.
 //! - [`Exposed`] and [`simulate`]: the array per protocol and its cache-prefix stability as a
-//!   number (s15 ②③, exercise 3).
+//!   number.
 
 mod exposure;
 mod index;
@@ -56,8 +56,8 @@ pub enum DisclosureMode {
 }
 
 impl Default for DisclosureMode {
-    /// `auto:15`: seed 000 s15 exercise 2 puts the break-even at 10–15 tools (each
-    /// definition 100–300 tokens against one extra search round trip).
+    /// `auto:15`: the break-even lies at 10–15 tools (each definition 100–300 tokens
+    /// against one extra search round trip).
     fn default() -> Self {
         Self::Auto(15)
     }
@@ -102,7 +102,7 @@ pub enum PromotionCondition {
     Server(String),
 }
 
-/// Tools promoted to direct when a condition holds (seed 000 s15 ④, "capability is data").
+/// Tools promoted to direct when a condition holds (the capability is data, not code).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Promotion {

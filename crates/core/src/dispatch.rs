@@ -1,4 +1,4 @@
-//! Dispatch: running one call, where every failure is information (seed 000 s02).
+//! Dispatch: running one call, where every failure is information for the model.
 //!
 //! Unknown tool, arguments that are not JSON or do not fit the schema, a denied permission,
 //! a handler error, a timeout and a panic all come back as an error [`ToolOutput`] whose text
@@ -36,9 +36,9 @@ use crate::tool::{DynTool, ToolError, json_kind};
 /// Time limits applied by the dispatcher.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DispatchLimits {
-    /// Used when a tool declares no timeout. Default 120 s, the shell's default (SPEC).
+    /// Used when a tool declares no timeout. Default 120 s, the shell's default.
     pub default_timeout: Duration,
-    /// No tool runs longer than this. Default 600 s, the shell's maximum (SPEC).
+    /// No tool runs longer than this. Default 600 s, the shell's maximum.
     pub max_timeout: Duration,
 }
 
@@ -802,7 +802,7 @@ fn parse_args(name: &str, args: RawArgs, shape: &str) -> Result<Value, Box<ToolO
 
 /// A call of a proxy (`run_tool`) as a call of its target; other calls pass through. The
 /// target is then dispatched like any call: its permissions, timeout, concurrency class and
-/// budget apply, never the proxy's (seed 000 s15 exercise 1).
+/// budget apply, never the proxy's.
 fn unwrap_proxy(
     name: &str,
     args: RawArgs,

@@ -1,14 +1,14 @@
 //! toolgate's tool model: the stations a tool passes from code to the model's eyes.
 //!
-//! - `spec`: declaration (station 1) — the model-facing [`ToolSpec`] and the host-facing
-//!   [`ToolMeta`], kept apart so host fields never reach a model request.
+//! - `spec`: declaration — the model-facing [`ToolSpec`] and the host-facing [`ToolMeta`],
+//!   kept apart so host fields never reach a model request.
 //! - `tool`: the typed [`Tool`] trait (arguments and schema from one Rust type) and its
 //!   erased form [`DynTool`].
-//! - `registry`: registration and invalidation (stations 2 and 6) — layers, scopes,
-//!   snapshots, generation numbers.
-//! - `permission`: filtering by policy (station 4).
-//! - `render`: the model-facing tool arrays (station 5), byte-deterministic, with schemas
-//!   every major client accepts.
+//! - `registry`: registration and invalidation — layers, scopes, snapshots, generation
+//!   numbers.
+//! - `permission`: filtering by policy.
+//! - `render`: the model-facing tool arrays, byte-deterministic, with schemas every major
+//!   client accepts.
 //! - [`Session`]: what a call knows of its session (order, end, approver, client profile and
 //!   link, identity), built by every front end through one constructor.
 //! - `profile`: the last hop — what the client in front does to a result, per session.
@@ -17,12 +17,12 @@
 //!   answered call is reported to an [`AuditSink`] (`audit`) when one is set;
 //!   `schedule` decides who waits for whom (per-session order, per-resource locks).
 //! - [`disclosure`]: progressive disclosure — direct and deferred tools, `search_tool`,
-//!   `run_tool`, byte-stable tool arrays per protocol (seed 000 s15).
+//!   `run_tool`, byte-stable tool arrays per protocol.
 //!
 //! - [`UserDirs`]: the user's home, config, cache, data and state folders, found once the
 //!   XDG way (empty or relative values ignored) for every crate.
 //!
-//! The design follows seed 003 §1–§5 and seed 000 s02.
+//! ARCHITECTURE.md names the steps of a tool call and the files of each.
 //!
 //! # Example: declare, register, render, dispatch
 //!

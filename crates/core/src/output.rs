@@ -71,9 +71,8 @@ pub enum Media {
     },
 }
 
-/// How a result was cut, as typed fields (SPEC "Bounded I/O"): the budget, the renderers and
-/// the agent loop read these, never the text. Rendered into `structuredContent` under the
-/// same names.
+/// How a result was cut, as typed fields: the budget, the renderers and the agent loop read
+/// these, never the text. Rendered into `structuredContent` under the same names.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Truncation {
     /// Whether the text shows only part of the result.

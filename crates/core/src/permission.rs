@@ -1,16 +1,16 @@
-//! Station 4, filtering by permission (seed 003 §9): allow / ask / deny rules by tool name,
-//! by permission action and by namespace glob.
+//! Filtering tools by permission: allow / ask / deny rules by tool name, by permission
+//! action and by namespace glob.
 //!
 //! A rule pattern is read by its shape: one with a `.` is a permission action (`fs.write`;
 //! tool names never contain dots), one with `*` or `?` is a name glob (`mcp__github__*`),
 //! anything else is an exact tool name. The most specific matching rule wins — exact name,
 //! then globs by their count of literal characters, then actions, then `*` — and at equal
 //! specificity deny beats ask beats allow. No rule means allow: in server mode the client in
-//! front does its own asking (SPEC "Permissions").
+//! front does its own asking.
 //!
-//! A rule may say whom it is for (team mode, issue 28): `PATTERN if CLAIM = "VALUE"` applies
-//! only to callers whose token carries that claim, `PATTERN unless CLAIM = "VALUE"` only to
-//! the others. `CLAIM` is `sub`, `iss`, `group` (one of the token's groups) or `scope` (one of
+//! A rule may say whom it is for (team mode): `PATTERN if CLAIM = "VALUE"` applies only to
+//! callers whose token carries that claim, `PATTERN unless CLAIM = "VALUE"` only to the
+//! others. `CLAIM` is `sub`, `iss`, `group` (one of the token's groups) or `scope` (one of
 //! its scopes). A rule whose condition does not hold is skipped; the ordering above is
 //! unchanged. A session without an identity (stdio, `toolgate call`, the static token)
 //! holds no claim: it matches no `if` and every `unless`, so
@@ -294,10 +294,10 @@ impl Policy {
         self
     }
 
-    /// Makes `registry`'s lists follow this policy (station 4, "filter is part of
-    /// visibility"): a tool denied to every caller leaves every snapshot's list, one denied
-    /// only to some callers (a rule with a condition) leaves those callers' lists. A call by
-    /// name still reaches the dispatcher, which answers with the denial.
+    /// Makes `registry`'s lists follow this policy (filtering is part of visibility): a
+    /// tool denied to every caller leaves every snapshot's list, one denied only to some
+    /// callers (a rule with a condition) leaves those callers' lists. A call by name still
+    /// reaches the dispatcher, which answers with the denial.
     pub fn filter_lists_of(&self, registry: &crate::registry::Registry) {
         let everyone = self.clone();
         registry.set_visibility(std::sync::Arc::new(

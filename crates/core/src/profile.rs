@@ -1,5 +1,5 @@
-//! The last hop (SPEC "The last hop: client profiles"): what the client in front of toolgate
-//! does to a result before the model reads it.
+//! The last hop (client profiles): what the client in front of toolgate does to a result
+//! before the model reads it.
 //!
 //! Each MCP session gets a [`ClientProfile`] at `initialize`, chosen from `clientInfo` by
 //! [`ClientProfiles::choose`] (built-in measured profiles, `[clients.NAME]` in config, a

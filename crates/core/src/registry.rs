@@ -1,4 +1,4 @@
-//! Stations 2 and 6, registration and invalidation (seed 003 §3, §7).
+//! Registration and invalidation of tools (see ARCHITECTURE.md).
 //!
 //! A [`Registry`] has a global layer and named preset layers. A [`Scope`] is a chain of
 //! presets; resolving it merges global + chain and the nearest layer wins a name clash.
@@ -215,7 +215,7 @@ struct Layers {
     next_seq: u64,
 }
 
-/// Decides whether a tool is visible (station 4, "filter is part of visibility").
+/// Decides whether a tool is visible (filtering is part of visibility, not a later step).
 pub type Visibility = Arc<dyn Fn(&dyn DynTool) -> bool + Send + Sync>;
 
 /// Decides whether a tool is visible to one caller (`None`: a session without an

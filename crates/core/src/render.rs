@@ -1,4 +1,4 @@
-//! Station 5, rendering (seed 003 §5): the model-facing tool array of each protocol.
+//! Rendering: the model-facing tool array of each protocol.
 //!
 //! Byte-deterministic: tools are rendered in name order and every object is built field by
 //! field, so the same registry gives the same bytes. Only model-facing fields are rendered —

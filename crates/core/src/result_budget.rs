@@ -2,7 +2,7 @@
 //!
 //! The dispatcher owns no budget logic; it hands each turn's results to a [`ResultBudget`]
 //! (implemented in `toolgate-budget`). In server mode every call is its own turn; in agent
-//! mode all results of one model turn are passed together (SPEC "Output budget").
+//! mode all results of one model turn are passed together.
 
 use crate::output::ToolOutput;
 use crate::profile::ClientLimits;

@@ -1,5 +1,5 @@
-//! Scheduling: who waits for whom before a call runs (SPEC "Agent loop": concurrency-safe
-//! calls in parallel, mutating ones in order).
+//! Scheduling: who waits for whom before a call runs (concurrency-safe calls in parallel,
+//! mutating ones in order).
 //!
 //! Two mechanisms, and nothing process-wide:
 //! - [`OrderGate`], one per session: its mutating calls run one at a time in arrival order,

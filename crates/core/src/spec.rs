@@ -1,4 +1,4 @@
-//! Station 1, declaration (seed 003 §2): what the model sees and what only the host knows.
+//! Declaration of a tool: what the model sees and what only the host knows.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,8 +30,8 @@ pub enum Concurrency {
     Detached,
 }
 
-/// Where a tool belongs when progressive disclosure is on (seed 000 s15 ①). The tool says
-/// so itself, so the disclosure engine names no tool.
+/// Where a tool belongs when progressive disclosure is on. The tool says so itself, so the
+/// disclosure engine names no tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DisclosureHint {
     /// Config and the threshold decide (mounted tools, plugins).

@@ -91,7 +91,7 @@ pub trait DynTool: Send + Sync + 'static {
     /// For a proxy (`run_tool`): the call it forwards, for every argument value (`Some`
     /// even when the arguments are wrong). The dispatcher runs the target instead of the
     /// proxy, so the target's permissions, timeout, concurrency and budget apply
-    /// (SPEC "Permissions": proxies are checked against their target). `None` for tools.
+    /// (proxies are checked against their target). `None` for tools.
     fn forward(&self, _args: &Value) -> Option<Result<Forward, ToolError>> {
         None
     }
@@ -300,7 +300,7 @@ mod tests {
 
     #[test]
     fn serde_messages_name_json_types() {
-        // Regression (issue 26): "expected u64" reached models and users.
+        // Regression: "expected u64" reached models and users.
         assert_eq!(
             json_words("invalid type: string \"10\", expected u64"),
             "invalid type: string \"10\", expected a non-negative integer"

@@ -1,5 +1,5 @@
-//! `read_file` speed goals (SPEC "Built-in tools", "Bounded I/O"), measured through the tool
-//! itself (argument parsing, confinement, sniffing, paging) on a tokio runtime:
+//! `read_file` speed goals, measured through the tool itself (argument parsing,
+//! confinement, sniffing, paging) on a tokio runtime:
 //!
 //! - `first_page_40MiB_line`: one 40 MiB line → a page of ≤ 50 KiB, goal well under 0.1 s;
 //! - `line_5M_of_1GiB/fresh_index`: line 5,000,000 of a 1 GiB log with a new line-index cache

@@ -1,6 +1,6 @@
-//! Walk-and-open cost of the file tools (issue 12: what descriptor-based confinement costs),
-//! measured through the tools themselves on a tokio runtime, over a generated tree of 20,000
-//! small source-like files in 200 folders (`target/bench-data/fs-tree`, made once):
+//! Walk-and-open cost of the file tools (what descriptor-based confinement costs), measured
+//! through the tools themselves on a tokio runtime, over a generated tree of 20,000 small
+//! source-like files in 200 folders (`target/bench-data/fs-tree`, made once):
 //!
 //! - `grep_no_match`: a literal found nowhere — every file is walked, opened and read;
 //! - `search_files_glob`: `*.rs` over the whole tree — the walk alone (names only);

@@ -1,8 +1,8 @@
-//! Peak memory of reading line 5,000,000 of a 1 GiB log through `read_file` (SPEC goal:
-//! ≤ 64 MiB resident). Reports the process's high-water mark (`VmHWM`) before and after the
-//! reads; the log is generated into `target/bench-data` on first use, and that step is kept
-//! out of the figure by running the reads in a fresh process (`--measure`, which the first
-//! run spawns itself).
+//! Peak memory of reading line 5,000,000 of a 1 GiB log through `read_file` (goal: ≤ 64 MiB
+//! resident). Reports the process's high-water mark (`VmHWM`) before and after the reads;
+//! the log is generated into `target/bench-data` on first use, and that step is kept out of
+//! the figure by running the reads in a fresh process (`--measure`, which the first run
+//! spawns itself).
 //!
 //! `cargo run --release -p toolgate-fs --example read_rss`
 

@@ -1,10 +1,10 @@
-//! `edit_file`: replace an exact piece of a file (seed 000 s02's unique-match contract, as
-//! Claude Code's Edit): the old text must occur exactly once unless `replace_all`; no match
-//! means the model's picture of the file is stale (read it again), several mean its aim is
-//! ambiguous (add surrounding lines). The replacement is literal — `$&` or `$1` in the new
-//! text stay as typed. A CRLF file matches an `old_string` written with `\n` and keeps its
-//! CRLF endings. A file changed on disk since this session last read or wrote it is refused.
-//! The write is atomic, and the result is a small unified diff.
+//! `edit_file`: replace an exact piece of a file (a unique-match contract, as Claude Code's
+//! Edit): the old text must occur exactly once unless `replace_all`; no match means the
+//! model's picture of the file is stale (read it again), several mean its aim is ambiguous
+//! (add surrounding lines). The replacement is literal — `$&` or `$1` in the new text stay
+//! as typed. A CRLF file matches an `old_string` written with `\n` and keeps its CRLF
+//! endings. A file changed on disk since this session last read or wrote it is refused. The
+//! write is atomic, and the result is a small unified diff.
 
 use std::io::Read;
 use std::sync::Arc;
@@ -90,7 +90,7 @@ impl Tool for EditFileTool {
             idempotent: false,
             destructive: true,
             display: "Edit file".to_owned(),
-            // A core tool: in the array every turn (seed 000 s15 ①).
+            // A core tool: in the array every turn, never deferred.
             disclosure: DisclosureHint::Direct,
             ..ToolMeta::default()
         }

@@ -1,7 +1,7 @@
-//! `search_files`: find files by name, bounded (seed 004). A plain query matches anywhere in
-//! the path below the searched folder, case-insensitively; a query with glob characters is a
-//! glob. Results come in path order; a cut result carries a cursor that continues after the
-//! last path it returned.
+//! `search_files`: find files by name, bounded. A plain query matches anywhere in the path
+//! below the searched folder, case-insensitively; a query with glob characters is a glob.
+//! Results come in path order; a cut result carries a cursor that continues after the last
+//! path it returned.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -46,7 +46,7 @@ impl NameFilter {
     /// A glob (`*.rs`, `src/**/*.ts`, `!*.min.js`), case-insensitive.
     pub(crate) fn glob(pattern: &str, field: &str) -> Result<Self, ToolError> {
         // Bounded before globset sees it: a 1 MB glob took 3.2 s and 860 MB to compile, and
-        // 100 KB of `*` panicked inside globset (issue 15).
+        // 100 KB of `*` panicked inside globset.
         check_size(pattern, field)?;
         let wildcards = pattern
             .chars()
@@ -224,7 +224,7 @@ impl Tool for SearchFilesTool {
             idempotent: true,
             destructive: false,
             display: "Search files".to_owned(),
-            // A core tool: in the array every turn (seed 000 s15 ①).
+            // A core tool: in the array every turn, never deferred.
             disclosure: DisclosureHint::Direct,
             ..ToolMeta::default()
         }

@@ -1,7 +1,7 @@
 //! `grep`: content search on ripgrep's own crates (`ignore`, `grep-regex`, `grep-searcher`),
-//! bounded by the search budgets (seed 004) and in a deterministic order: by path, then
-//! line. Output is ripgrep's heading style: the file's path, then `N:line` for matches and
-//! `N-line` for context, `--` between groups that are not adjacent.
+//! bounded by the search budgets and in a deterministic order: by path, then line. Output
+//! is ripgrep's heading style: the file's path, then `N:line` for matches and `N-line` for
+//! context, `--` between groups that are not adjacent.
 
 mod count;
 mod job;
@@ -109,7 +109,7 @@ impl Tool for GrepTool {
             idempotent: true,
             destructive: false,
             display: "Search file contents".to_owned(),
-            // A core tool: in the array every turn (seed 000 s15 ①).
+            // A core tool: in the array every turn, never deferred.
             disclosure: DisclosureHint::Direct,
             ..ToolMeta::default()
         }
@@ -319,7 +319,7 @@ fn finish(
         (reason.into(), coverage(roots, scope, &outcome, &page))
     };
     // Files a line too long for the searcher stopped: the result is incomplete even when
-    // every file was reached (issue 15: this used to read "No matches", total 0).
+    // every file was reached (this used to read "No matches", total 0).
     let long: Vec<String> = outcome
         .files
         .iter()

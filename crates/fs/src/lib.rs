@@ -1,15 +1,15 @@
 //! toolgate's file tools and the one door through which any tool touches a path.
 //!
-//! - [`Roots`] (path confinement, SPEC "Security model"): model-supplied paths are resolved
-//!   by components after following symlinks, never compared by string prefix.
-//! - `read_file` and `list_dir` (seed 003 §8.1): five constants, pagination that appears only
-//!   when cut, a visible marker on cut lines, binary refused, images and PDFs as media.
+//! - [`Roots`] (path confinement): model-supplied paths are resolved by components after
+//!   following symlinks, never compared by string prefix.
+//! - `read_file` and `list_dir`: five constants, pagination that appears only when cut, a
+//!   visible marker on cut lines, binary refused, images and PDFs as media.
 //! - A per-file line index so that reading line 5,000,000 twice does not rescan the file.
-//! - `search_files` and `grep` (seed 004, bounded I/O): one sorted walk on ripgrep's `ignore`
-//!   crate, content search on `grep-searcher`, every budget in [`SearchLimits`], a cursor
-//!   that continues a cut result exactly.
-//! - `write_file` and `edit_file` (seed 000 s02): atomic writes that keep permissions; exact,
-//!   unique replacement with CRLF handling, stale-file refusal and a diff.
+//! - `search_files` and `grep` (bounded I/O): one sorted walk on ripgrep's `ignore` crate,
+//!   content search on `grep-searcher`, every budget in [`SearchLimits`], a cursor that
+//!   continues a cut result exactly.
+//! - `write_file` and `edit_file`: atomic writes that keep permissions; exact, unique
+//!   replacement with CRLF handling, stale-file refusal and a diff.
 //!
 //! # Example: the file tools over one root
 //!

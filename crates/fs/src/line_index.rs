@@ -1,4 +1,4 @@
-//! Line index: checkpointed byte offsets per file identity (seed 003 §8.1 "行定位").
+//! Line index: checkpointed byte offsets per file identity, to locate a line fast.
 //!
 //! Every [`STRIDE`]th line's byte offset is recorded as a read passes it, so a later read at
 //! line N seeks to the nearest checkpoint instead of decoding the file from the start. The

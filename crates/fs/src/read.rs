@@ -1,5 +1,5 @@
-//! `read_file`'s paging (seed 003 §8.1): whichever of lines or bytes is hit first ends a page;
-//! lines longer than the limit are cut with a visible marker naming their full length.
+//! `read_file`'s paging: whichever of lines or bytes is hit first ends a page; lines longer
+//! than the limit are cut with a visible marker naming their full length.
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -12,7 +12,7 @@ use toolgate_core::TruncationReason;
 
 use crate::line_index::{LineIndex, Resume};
 
-/// Limits for one `read_file` call. Defaults follow the seed's read tool (seed 003 §8.1).
+/// Limits for one `read_file` call (config section `[read]`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ReadLimits {
@@ -28,7 +28,7 @@ pub struct ReadLimits {
     pub max_media_bytes: u64,
     /// `list_dir` scans at most this many entries.
     ///
-    /// SPEC "Bounded I/O": 50,000.
+    /// Default 50,000.
     pub max_scan_entries: usize,
 }
 

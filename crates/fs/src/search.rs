@@ -1,6 +1,6 @@
-//! Bounded search (seed 004, SPEC "Bounded I/O"): the budgets `search_files` and `grep`
-//! share, the flag that stops a walk when its deadline passes or its call is cancelled, and
-//! the cursor that continues a cut result exactly where it stopped.
+//! Bounded search: the budgets `search_files` and `grep` share, the flag that stops a walk
+//! when its deadline passes or its call is cancelled, and the cursor that continues a cut
+//! result exactly where it stopped.
 //!
 //! Every search walks the tree in one deterministic order — sorted by path, component by
 //! component (see [`walk`]) — so any cut, whichever budget fires, leaves a clean prefix of
@@ -20,9 +20,8 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use toolgate_core::{ToolError, TruncationReason};
 
-/// Budgets of one `search_files` or `grep` call. Defaults are SPEC "Bounded I/O" (from
-/// seed 004's deployment baseline); a call may lower the deadline and the result count, or
-/// raise them up to the maximums here.
+/// Budgets of one `search_files` or `grep` call. A call may lower the deadline and the
+/// result count, or raise them up to the maximums here.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct SearchLimits {
@@ -48,7 +47,7 @@ pub struct SearchLimits {
     pub max_limit: usize,
     /// Bytes of result text.
     ///
-    /// Default 64 KiB, the stdout budget of seed 004.
+    /// Default 64 KiB, as `run_shell`'s stdout.
     pub max_payload_bytes: usize,
     /// Longer matching lines are cut with a visible marker.
     ///
@@ -116,7 +115,7 @@ impl SearchLimits {
 }
 
 /// Folders skipped unless `include_ignored` is set or the search starts inside one of them
-/// (seed 004 "默认跳过重目录").
+/// (heavy folders are skipped by default).
 pub const SKIPPED_DIRS: [&str; 16] = [
     ".git",
     "node_modules",

@@ -1,5 +1,5 @@
-//! What a file is, judged from its first chunk (seed 003 §8.1: 256 KiB decide encoding and
-//! whether the file is binary).
+//! What a file is, judged from its first chunk (256 KiB decide encoding and whether the
+//! file is binary).
 
 /// The kind of content a file holds.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -84,7 +84,7 @@ pub fn builtin_fs_tools_with(
     ]
 }
 
-/// Deadline of the file tools (SPEC "Bounded I/O": 30 s max).
+/// Deadline of the file tools (30 s at most).
 const FS_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Arguments of `read_file`.
@@ -160,7 +160,7 @@ impl Tool for ReadFileTool {
             idempotent: true,
             destructive: false,
             display: "Read file".to_owned(),
-            // A core tool: in the array every turn (seed 000 s15 ①).
+            // A core tool: in the array every turn, never deferred.
             disclosure: DisclosureHint::Direct,
             ..ToolMeta::default()
         }
@@ -500,7 +500,7 @@ impl Tool for ListDirTool {
             idempotent: true,
             destructive: false,
             display: "List folder".to_owned(),
-            // A core tool: in the array every turn (seed 000 s15 ①).
+            // A core tool: in the array every turn, never deferred.
             disclosure: DisclosureHint::Direct,
             ..ToolMeta::default()
         }
@@ -562,8 +562,8 @@ impl Tool for ListDirTool {
 mod tests {
     use super::*;
 
-    /// Issue 15 item 8: an offset past the end of a 10 GB sparse file rescanned the whole
-    /// file on every call (2 s each). The second past-the-end read must be answered from the
+    /// Regression: an offset past the end of a 10 GB sparse file rescanned the whole file
+    /// on every call (2 s each). The second past-the-end read must be answered from the
     /// line count cached by the file's identity.
     #[test]
     fn past_the_end_reads_of_a_huge_sparse_file_scan_it_once() {
@@ -636,10 +636,10 @@ mod tests {
         drop(dir);
     }
 
-    /// Issue 15 item 8, the case the cache alone does not cover: a count through a long
-    /// stretch without newlines (a sparse file's hole) that is cancelled (the call's
-    /// deadline) started over from the last checkpoint on every call, so a file too big to
-    /// count within one call's time was rescanned forever. A cancelled count now resumes.
+    /// Regression, the case the cache alone does not cover: a count through a long stretch
+    /// without newlines (a sparse file's hole) that is cancelled (the call's deadline)
+    /// started over from the last checkpoint on every call, so a file too big to count
+    /// within one call's time was rescanned forever. A cancelled count now resumes.
     #[test]
     fn cancelled_counts_of_a_sparse_file_resume_instead_of_starting_over() {
         let dir = tempfile::tempdir().unwrap();

@@ -1,4 +1,4 @@
-//! Atomic writes (SPEC "Security model": writes are atomic) and the `write_file` tool.
+//! Atomic writes and the `write_file` tool.
 //!
 //! A write goes to a new temporary file in the target's folder, is synced, takes the old
 //! file's permissions (and owner, where allowed), and is renamed over the target: a failure
@@ -210,7 +210,7 @@ impl Tool for WriteFileTool {
             idempotent: true,
             destructive: true,
             display: "Write file".to_owned(),
-            // A core tool: in the array every turn (seed 000 s15 ①).
+            // A core tool: in the array every turn, never deferred.
             disclosure: DisclosureHint::Direct,
             ..ToolMeta::default()
         }

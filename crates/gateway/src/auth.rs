@@ -1,6 +1,6 @@
 //! MCP authorization (OAuth 2.1) for remote servers that need a login, on rmcp's `auth`
 //! feature (its `AuthorizationManager` and credential-store trait), per the
-//! MCP authorization spec (2025-11-25 and 2026-07-28) — SPEC "MCP", "Authorization".
+//! MCP authorization spec (MCP 2025-11-25 and 2026-07-28, Authorization).
 //!
 //! - [`login`]: `toolgate mcp login NAME`, the authorization-code flow with PKCE, run by a
 //!   human with a browser (`login.rs`, `callback.rs`, `browser.rs`).

@@ -1,7 +1,7 @@
 //! The persistent catalog cache: each mounted server's last tool list, kept in the user's
 //! cache folder (`$XDG_CACHE_HOME/toolgate/catalog`, else `~/.cache/toolgate/catalog`) and
 //! keyed by how the server is launched, so the first `tools/list` of a new session is
-//! complete at once instead of waiting for every server to start (SPEC "The last hop").
+//! complete at once instead of waiting for every server to start.
 //!
 //! An entry is used only for the exact launch config it was written for (command, args,
 //! env, cwd or url, headers, token variable, tool filters): changing any of them is a cache

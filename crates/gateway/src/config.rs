@@ -1,5 +1,5 @@
 //! `[mcp_servers.NAME]` and `[mcp]`: the mounted servers as a user writes them, and as the
-//! gateway runs them once every source is merged (seed 000 "MCP" config format; SPEC "MCP").
+//! gateway runs them once every source is merged (the `mcpServers` format of other clients).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,11 +9,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::verdict::{LaunchTrust, Trust};
 
-/// Startup timeout when none is configured: 60 s. The seed's 15 s covers an `npx` download
-/// of 3-8 s (seed 000 "为什么 15 秒超时"), but a real Python server needed 14 s (issue 13)
-/// and a cold `uvx`/`npx` install takes longer. Nothing waits for a starting server except
-/// calls to it and `search_tool`, and those only within a short grace from startup
-/// ([`GatewayConfig::first_list_grace_ms`]), so a generous limit costs nothing.
+/// Startup timeout when none is configured: 60 s. A common 15 s covers an `npx` download of
+/// 3-8 s, but a real Python server needed 14 s and a cold `uvx`/`npx` install takes longer.
+/// Nothing waits for a starting server except calls to it and `search_tool`, and those only
+/// within a short grace from startup ([`GatewayConfig::first_list_grace_ms`]), so a
+/// generous limit costs nothing.
 pub const DEFAULT_STARTUP_TIMEOUT_SEC: f64 = 60.0;
 /// Per-call timeout when none is configured (Codex's `tool_timeout_sec` default).
 pub const DEFAULT_TOOL_TIMEOUT_SEC: f64 = 60.0;
@@ -223,7 +223,7 @@ pub struct GatewayConfig {
     /// Mount servers from `~/.codex`, `~/.claude`, `.claude` and `.mcp.json`.
     ///
     /// The files: `~/.codex/config.toml`, `~/.claude/settings.json`, `.claude/settings.json`
-    /// and `.mcp.json`. Default true (SPEC "MCP").
+    /// and `.mcp.json`. Default true.
     pub import: bool,
     /// `tools/list` pages read per server.
     ///
@@ -232,8 +232,8 @@ pub struct GatewayConfig {
     pub max_list_pages: usize,
     /// Tools mounted per server (bounds memory only); the rest are left out and reported.
     ///
-    /// Default 10,000: a real server lists 3,436 tools (issue 13), and with progressive
-    /// disclosure they cost a catalog line each, not a definition.
+    /// Default 10,000: a real server lists 3,436 tools, and with progressive disclosure
+    /// they cost a catalog line each, not a definition.
     pub max_tools_per_server: usize,
     /// Keep each server's tools in `~/.cache/toolgate/catalog`, keyed by its launch config, so
     /// the next session's first `tools/list` is complete at once.

@@ -1,12 +1,12 @@
 //! From a mounted server's `CallToolResult` to toolgate's [`ToolOutput`], losing nothing.
 //!
 //! Text blocks become the model text (joined by newlines), so the result budget, spill and
-//! log compression see them (SPEC "Output budget": external outputs are the budget's main
-//! customer). Images, audio, embedded resources and resource links are kept as media, in
-//! order. `structuredContent` is passed on verbatim when it is small enough; a larger one
-//! (or a larger embedded text resource) is moved into the text instead, where the budget
-//! spills it losslessly, because clients such as Claude Code show the model the structured
-//! JSON in place of the text and nothing else would stop it flooding the context.
+//! log compression see them (external outputs are the budget's main customer). Images,
+//! audio, embedded resources and resource links are kept as media, in order.
+//! `structuredContent` is passed on verbatim when it is small enough; a larger one (or a
+//! larger embedded text resource) is moved into the text instead, where the budget spills
+//! it losslessly, because clients such as Claude Code show the model the structured JSON in
+//! place of the text and nothing else would stop it flooding the context.
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use toolgate_core::{Media, ToolOutput};

@@ -1,5 +1,5 @@
 //! Importing servers from other clients' config files, merged with toolgate's own
-//! `[mcp_servers]` (SPEC "MCP"; seed 000 "配置格式": later sources override earlier ones).
+//! `[mcp_servers]` (later sources override earlier ones).
 //!
 //! Precedence, lowest first — a later source replaces an earlier entry of the same name:
 //!

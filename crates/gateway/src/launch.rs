@@ -1,5 +1,5 @@
-//! What a stdio server's launch runs from the project (issue 22, finding 1): the files its
-//! trust fingerprint covers, and the paths the write tools must then leave alone.
+//! What a stdio server's launch runs from the project: the files its trust fingerprint
+//! covers, and the paths the write tools must then leave alone.
 //!
 //! Trust used to cover how a server is started (command, args, env, cwd), not what that
 //! runs: after `toolgate mcp trust`, a model that may only write files could rewrite

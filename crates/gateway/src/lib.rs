@@ -1,7 +1,7 @@
 //! toolgate's MCP gateway: the user's other MCP servers, mounted behind toolgate, isolated
-//! and budgeted (SPEC "MCP", client side; seed 000 "MCP：动态挂载外部工具", going past the
-//! seed's own limits: stdio *and* Streamable HTTP, tool lists refetched on `list_changed`
-//! rather than discovered once, crashed servers restarted).
+//! and budgeted (MCP's client side, dynamically mounted: stdio *and* Streamable HTTP, tool
+//! lists refetched on `list_changed` rather than discovered once, crashed servers
+//! restarted).
 //!
 //! - [`config`](McpServerConfig): `[mcp_servers.NAME]` (stdio `command`/`args`/`env`/`cwd`
 //!   or Streamable HTTP `url`/`headers`/`bearer_token_env`; `enabled`,

@@ -16,7 +16,7 @@ pub struct GatewayLimits {
     pub max_tools_per_server: usize,
     /// Largest `structuredContent` or embedded text resource passed on outside the text
     /// budget; larger ones are moved into the text, where the budget spills them. Default
-    /// 50,000 characters, the per-result budget (SPEC "Output budget").
+    /// 50,000 characters, the per-result budget (`[budget] per_result_chars`).
     pub max_inline_chars: usize,
     /// The sandbox stdio servers start in (`[mcp] sandbox`). Default off.
     pub sandbox: Arc<toolgate_contain::Sandbox>,

@@ -1,4 +1,4 @@
-//! Names of mounted tools: `mcp__<server>__<tool>` (seed 000 "MCP", SPEC "MCP").
+//! Names of mounted tools: `mcp__<server>__<tool>`, as Claude Code names them.
 //!
 //! Names are sanitised to `[A-Za-z0-9_-]` and kept to 64 characters, the limit of the
 //! OpenAI and Anthropic tool arrays. A name that had to be changed (characters replaced or

@@ -11,7 +11,7 @@
 //! | action | `mcp.read` when read-only, else `mcp.write`: `deny = ["mcp.write"]` blocks every mounted tool that may change something; `mcp__github__*` blocks one server |
 //! | idempotent, destructive | `idempotentHint` (default false), `destructiveHint` (default true) |
 //! | timeout | the server's `tool_timeout_sec` |
-//! | spillable | true: external results are the budget's main customer (seed 000 s04) |
+//! | spillable | true: external results are the budget's main customer |
 //! | log_like | the server's `log_like` setting (default false) |
 //!
 //! Arguments are checked against the server's input schema before anything is sent, so a

@@ -1,4 +1,4 @@
-//! Trust for MCP servers defined by project files (SPEC "Security model"; issue 12).
+//! Trust for MCP servers defined by project files (see docs/security.md).
 //!
 //! A repository can ship `.mcp.json`, `.claude/settings.json` or `.toolgate/config.toml`
 //! with a server whose command is anything at all; a model allowed to write files could
@@ -31,7 +31,7 @@ pub fn fingerprint(spec: &ServerSpec, files: &BTreeMap<String, String>) -> Strin
     hex_digest(&Sha256::digest(canonical.to_string().as_bytes()))
 }
 
-/// What records written before issue 22 hold: how the server is started, no files.
+/// What records written by earlier versions hold: how the server is started, no files.
 fn launch_fingerprint(spec: &ServerSpec) -> String {
     hex_digest(&Sha256::digest(launch_json(spec).to_string().as_bytes()))
 }

@@ -1,5 +1,5 @@
-//! Progressive disclosure in server mode (seed 000 s15): which tools a session's
-//! `tools/list` shows, and when it changes.
+//! Progressive disclosure in server mode: which tools a session's `tools/list` shows, and
+//! when it changes.
 //!
 //! In proxy mode (the default) the list never changes within a registry generation: found
 //! tools are called through `run_tool`. In backfill mode the tools a session's `search_tool`

@@ -1,4 +1,4 @@
-//! Prompts and resources beside the tools (SPEC "MCP": skills are served as prompts).
+//! Prompts and resources beside the tools (skills are served as prompts).
 //!
 //! A [`ToolgateServer`](crate::ToolgateServer) may hold one [`PromptSource`] and one
 //! [`ResourceSource`]; it advertises the `prompts`, `resources` and `completions` capabilities

@@ -1,15 +1,15 @@
 //! toolgate's MCP server: every registry tool over stdio or Streamable HTTP, on `rmcp`.
 //!
 //! - [`ToolgateServer`]: the MCP handler — `tools/list` rendered from the registry snapshot
-//!   (station 5), `tools/call` through the dispatcher, `structuredContent` that always carries
-//!   the full model text, progress for long calls, cancellation, `list_changed` on every
-//!   registry generation change, logging. Optionally prompts and resources from a
+//!   (rendering), `tools/call` through the dispatcher, `structuredContent` that always
+//!   carries the full model text, progress for long calls, cancellation, `list_changed` on
+//!   every registry generation change, logging. Optionally prompts and resources from a
 //!   [`PromptSource`] and a [`ResourceSource`] (skills are served as prompts), with
 //!   completion of their arguments.
 //! - [`McpClient`]: the session's client as a tool sees it — log messages, and the peer for
 //!   sampling and elicitation.
 //! - [`serve_stdio`] and [`serve_http`]: the two transports. HTTP binds loopback by default,
-//!   validates Host and Origin and can require a bearer token (SPEC "Security model").
+//!   validates Host and Origin and can require a bearer token.
 //!
 //! # Example: a registry served over MCP
 //!

@@ -19,7 +19,7 @@ pub enum Kind {
 
 impl Kind {
     /// Whether the provider rejects calls to tools that are not in the request's array
-    /// (seed 000 s15 ③): such providers get unmasked tools backfilled into the array.
+    /// (Anthropic's API does): such providers get unmasked tools backfilled into the array.
     pub fn strict_tool_names(self) -> bool {
         matches!(self, Self::Anthropic)
     }

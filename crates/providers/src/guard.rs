@@ -1,6 +1,6 @@
-//! Time and size bounds on every response body a provider sends (issue 22, findings 8
-//! and 9): a provider that never answers, stalls mid-stream or streams without end gets a
-//! clear error instead of a hang or unbounded memory.
+//! Time and size bounds on every response body a provider sends: a provider that never
+//! answers, stalls mid-stream or streams without end gets a clear error instead of a hang
+//! or unbounded memory.
 //!
 //! - Time: the first byte must come within `first_byte_timeout_secs` of sending the request
 //!   (headers and the first piece of the body), then no gap between pieces may be longer

@@ -1,4 +1,4 @@
-//! toolgate's model providers: the agent's side of the wire (SPEC "Agent loop").
+//! toolgate's model providers: the agent's side of the wire.
 //!
 //! - [`Provider`]: one configured endpoint — OpenAI-compatible chat completions (OpenAI,
 //!   DeepSeek, Kimi, GLM, OpenRouter, Ollama, vLLM, llama.cpp server) or the Anthropic

@@ -126,7 +126,7 @@ impl Runtime {
         // Mounted servers' requests to the client (`mcp.sample`, `mcp.elicit`) obey it too.
         let relay_policy = Arc::new(policy.clone());
         let registry = Arc::new(Registry::new());
-        // Station 4: denied tools leave the lists (per session for conditional rules).
+        // Filtering: denied tools leave the lists (per session for conditional rules).
         policy.filter_lists_of(&registry);
         let mut builtins = toolgate_fs::builtin_fs_tools_with(
             Arc::clone(&roots),

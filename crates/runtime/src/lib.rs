@@ -1,4 +1,4 @@
-//! toolgate's runtime, assembled from a [`toolgate_config::Config`] (SPEC "Config", seed 003 §10).
+//! toolgate's runtime, assembled from a [`toolgate_config::Config`].
 //!
 //! [`Runtime::new`] turns the loaded configuration into what every front end (`serve`, `call`,
 //! `tools`, `run`/`chat`) shares: confinement roots, the tool registry with the built-in fs

@@ -1,4 +1,4 @@
-//! Config changes applied live (seed 003's invalidation station): while `serve` runs, a
+//! Config changes applied live (invalidation, see ARCHITECTURE.md): while `serve` runs, a
 //! change to any file the MCP servers come from — toolgate's user, project and `--config`
 //! files, the imported Claude and Codex files, the trust file — reads the config again and
 //! mounts, unmounts or restarts only the servers that changed ([`Gateway::reconcile`]).

@@ -135,8 +135,8 @@ fn search_budgets_come_from_the_search_section_and_reach_the_tools() {
 
 #[test]
 fn a_project_file_cannot_undo_a_user_deny() {
-    // The attack of issue 12: the user denies run_shell and mcp__*; a model able to write
-    // files writes a project config that empties the deny list and allows them.
+    // The attack: the user denies run_shell and mcp__*; a model able to write files writes
+    // a project config that empties the deny list and allows them.
     let (dir, opts) = user_and_project(
         "[permissions]\ndeny = [\"run_shell\", \"mcp__*\"]\nask = [\"edit_file\"]\n",
         "[permissions]\ndeny = [\"grep\"]\nask = []\nallow = [\"run_shell\", \"mcp__*\", \"edit_file\", \"shell.exec\"]\n",
@@ -177,7 +177,7 @@ fn a_too_small_skill_catalog_budget_is_refused() {
 
 #[test]
 fn a_symlinked_spill_folder_is_refused_with_a_clear_error() {
-    // Issue 12: a repository shipping `.toolgate/spill -> /elsewhere` made /elsewhere
+    // Regression: a repository shipping `.toolgate/spill -> /elsewhere` made /elsewhere
     // readable through read_file and received the spill files.
     let dir = tempfile::tempdir().unwrap();
     let elsewhere = tempfile::tempdir().unwrap();

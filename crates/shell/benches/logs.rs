@@ -1,4 +1,4 @@
-//! Issue 14's closing figures, through `run_shell` itself (release build):
+//! Log compression's figures, through `run_shell` itself (release build):
 //! 1. per real fixture, the characters that reach the model and how many of its key lines
 //!    (failing names, failure messages, summary) they hold — before (the previous rule:
 //!    each stream whole up to 16,000 characters, else a 16,000-character head/tail excerpt)

@@ -3,14 +3,13 @@
 //! A pump thread per stream reads the pipe and appends every byte to the stream's spill
 //! file as it arrives, so nothing is lost however much the command prints. In memory it
 //! keeps only the first and last `payload_bytes / 2` bytes, from which the excerpt is made
-//! (SPEC "Bounded I/O": 64 KiB payload, stdout and stderr each).
+//! (64 KiB payload by default, stdout and stderr each).
 //!
-//! A foreground stream that outgrows memory is also compressed as it is captured (issue
-//! 27): a thread of its own follows the spill file as the pump writes it and feeds the log
-//! compressor, so the compressed log is ready when the command ends instead of being read
-//! back from the spill file afterwards (which halved the throughput on a 105 MB log). The
-//! spill file is still written whole, and the pump never waits for the compressor
-//! ([`StreamLog`]).
+//! A foreground stream that outgrows memory is also compressed as it is captured: a thread
+//! of its own follows the spill file as the pump writes it and feeds the log compressor, so
+//! the compressed log is ready when the command ends instead of being read back from the
+//! spill file afterwards (which halved the throughput on a 105 MB log). The spill file is
+//! still written whole, and the pump never waits for the compressor ([`StreamLog`]).
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! What a model reads of a stream: decoded lossily, terminal noise removed, cut to an
-//! excerpt (seed 000 s04 exercise 1: head-biased on success, tail-biased on failure). The
-//! file on disk keeps the raw bytes.
+//! excerpt (head-biased on success, tail-biased on failure). The file on disk keeps the raw
+//! bytes.
 
 use std::borrow::Cow;
 

@@ -1,5 +1,5 @@
-//! `job_output` and `job_kill` (seed 004: "job_output(offset, limit) → chunk, next_offset,
-//! eof"; the same pagination shape as `read_file`).
+//! `job_output` and `job_kill` (`job_output(offset, limit)` → chunk, next offset, end of
+//! output: the same pagination shape as `read_file`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -128,7 +128,7 @@ impl Tool for JobOutputTool {
             spillable: false,
             destructive: false,
             display: "Read job output".to_owned(),
-            // A core tool: in the array every turn (seed 000 s15 ①).
+            // A core tool: in the array every turn, never deferred.
             disclosure: DisclosureHint::Direct,
             ..ToolMeta::default()
         }
@@ -406,7 +406,7 @@ impl Tool for JobKillTool {
             action: "shell.exec".to_owned(),
             idempotent: true,
             display: "Kill job".to_owned(),
-            // A core tool: in the array every turn (seed 000 s15 ①).
+            // A core tool: in the array every turn, never deferred.
             disclosure: DisclosureHint::Direct,
             ..ToolMeta::default()
         }

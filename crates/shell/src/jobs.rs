@@ -1,6 +1,6 @@
-//! Background jobs of one session (seed 004 "job_output(offset, limit) → chunk, next_offset,
-//! eof"): a bounded table, output read back from the spill files by byte offset, and every
-//! running job stopped when the session ends.
+//! Background jobs of one session (`job_output(offset, limit)` → chunk, next offset, end of
+//! output): a bounded table, output read back from the spill files by byte offset, and
+//! every running job stopped when the session ends.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};

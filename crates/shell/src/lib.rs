@@ -1,5 +1,4 @@
-//! toolgate's shell tools: `run_shell`, `job_output`, `job_kill` (SPEC "Built-in tools",
-//! seed 000 s02 and s04, seed 004 job pagination).
+//! toolgate's shell tools: `run_shell`, `job_output`, `job_kill` (see docs/tools.md).
 //!
 //! - A command runs under `bash -c` (`sh -c` without bash), stdin closed, in its own process
 //!   group, with `PR_SET_PDEATHSIG` so the shell dies with toolgate. On timeout,
@@ -12,10 +11,10 @@
 //!   [`ShellLimits::payload_bytes`]` / 2` bytes stay in memory for the excerpt.
 //! - **stdout and stderr stay apart**: each has its own file, holding exactly the bytes the
 //!   command wrote to it. A `run_shell` result shows them in two sections, each whole when
-//!   short; else as the compressed log of the *whole* stream when it is a log (issue 14:
-//!   a failure with warning or error lines, or a test run, build or install of a known
-//!   tool), else as a short excerpt (head-biased on success, tail-biased on failure), ANSI
-//!   escapes and `\r` progress frames removed, with a pointer to its file for `read_file`. A job's
+//!   short; else as the compressed log of the *whole* stream when it is a log (a failure
+//!   with warning or error lines, or a test run, build or install of a known tool), else as
+//!   a short excerpt (head-biased on success, tail-biased on failure), ANSI escapes and
+//!   `\r` progress frames removed, with a pointer to its file for `read_file`. A job's
 //!   streams are paged by byte offset with `job_output` (`stream: "stderr"` for the second).
 //!   Commands that need both in one order write `2>&1`.
 //! - Background jobs live in the session's [`JobTable`]: at most

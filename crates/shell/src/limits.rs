@@ -1,4 +1,4 @@
-//! The shell family's budgets (SPEC "Built-in tools", "Bounded I/O", "Output budget").
+//! The shell family's budgets: time, memory, and what reaches the model.
 
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 pub struct ShellLimits {
     /// Timeout of foreground commands that name no `timeout_ms`, in ms.
     ///
-    /// Default 120,000 (SPEC).
+    /// Default 120,000 (two minutes).
     pub default_timeout_ms: u64,
     /// Timeout of background jobs that name no `timeout_ms`, in ms.
     ///
@@ -18,7 +18,7 @@ pub struct ShellLimits {
     pub background_timeout_ms: u64,
     /// Larger `timeout_ms` values are lowered to this.
     ///
-    /// Default 600,000 (SPEC).
+    /// Default 600,000 (ten minutes).
     pub max_timeout_ms: u64,
     /// Between SIGTERM and SIGKILL to the process group, in ms.
     ///
@@ -27,7 +27,7 @@ pub struct ShellLimits {
     pub kill_grace_ms: u64,
     /// Bytes of each stream held in memory (first and last halves); the rest is only on disk.
     ///
-    /// Default 65,536 (SPEC "Bounded I/O": 64 KiB payload, stdout and stderr each).
+    /// Default 65,536 (64 KiB payload, stdout and stderr each).
     pub payload_bytes: usize,
     /// A stream up to this many characters is shown whole; a longer one as its compressed log
     /// (a failure, a test run, a build; within `[budget] log_chars`) or a `[budget]
@@ -35,7 +35,7 @@ pub struct ShellLimits {
     /// still accepted.
     ///
     /// Default 16,000: both streams together stay under the 50,000-character result budget
-    /// (SPEC "Output budget").
+    /// (`[budget] per_result_chars`).
     #[serde(alias = "excerpt_chars")]
     pub inline_chars: usize,
     /// A stream writing more than this stops the command.
@@ -44,7 +44,7 @@ pub struct ShellLimits {
     pub max_stream_bytes: u64,
     /// Background jobs running at once per session.
     ///
-    /// Default 64 (issue #4).
+    /// Default 64.
     pub max_jobs: usize,
     /// Finished jobs remembered per session for `job_output`; the oldest are forgotten first.
     pub max_finished_jobs: usize,

@@ -1,6 +1,6 @@
 //! Starting a command in its own process group; making sure nothing of that group survives
-//! (issue #4: not on timeout, not on cancellation, not when toolgate exits) is
-//! [`ProcessGroup`]'s job, in `toolgate-contain`.
+//! (not on timeout, not on cancellation, not when toolgate exits) is [`ProcessGroup`]'s
+//! job, in `toolgate-contain`.
 
 use std::ffi::OsStr;
 use std::os::fd::OwnedFd;

@@ -1,4 +1,4 @@
-//! `run_shell` (seed 000 s02, s04 exercise 1; SPEC "Built-in tools").
+//! `run_shell`: one command, bounded in time and output (see docs/tools.md).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -182,7 +182,7 @@ impl Tool for RunShellTool {
             action: "shell.exec".to_owned(),
             log_like: true,
             display: "Run shell command".to_owned(),
-            // A core tool: in the array every turn (seed 000 s15 ①).
+            // A core tool: in the array every turn, never deferred.
             disclosure: DisclosureHint::Direct,
             ..ToolMeta::default()
         }

@@ -1,8 +1,8 @@
-//! What the model sees of one stream (issue 14, SPEC "Output budget"): the stream whole when
-//! it is short; the compressed log of *all* of it when it is a log — a failure with warning
-//! or error lines, or the output of a known tool (a test run, a build, an install); else a
-//! short excerpt, mostly head on success, mostly tail on failure. A cut stream always comes
-//! with the pointer to its verbatim file.
+//! What the model sees of one stream: the stream whole when it is short; the compressed log
+//! of *all* of it when it is a log — a failure with warning or error lines, or the output
+//! of a known tool (a test run, a build, an install); else a short excerpt, mostly head on
+//! success, mostly tail on failure. A cut stream always comes with the pointer to its
+//! verbatim file.
 
 use std::time::Instant;
 

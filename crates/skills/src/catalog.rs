@@ -1,5 +1,4 @@
-//! The merged view of one scope chain (seed 003 §3–§5): which skill a name means, and who
-//! may see it.
+//! The merged view of one scope chain: which skill a name means, and who may see it.
 //!
 //! Roots are merged nearest first, so a project skill wins over a user skill of the same
 //! name; the loser is kept as [`Shadowed`] so `toolgate skills list` can say why it is not

@@ -1,5 +1,5 @@
-//! toolgate's skills (seed 003 §4–§5, §7; SPEC "Skills"): station 3 (discovery) for tools
-//! that live in folders, and the filter and render stations that decide who sees them.
+//! toolgate's skills (see docs/skills.md): discovery for tools that live in folders, and
+//! the filtering and rendering that decide who sees them.
 //!
 //! - [`roots`]: where skills are looked for — project `.toolgate/skills` and
 //!   `.claude/skills`, custom roots from config, user `~/.config/toolgate/skills` and

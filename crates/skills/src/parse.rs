@@ -1,9 +1,9 @@
-//! A skill file's frontmatter, strictly checked (seed 003 §4: `name` and `description` are
-//! required; malformed candidates fail fast).
+//! A skill file's frontmatter, strictly checked (`name` and `description` are required;
+//! malformed candidates fail fast).
 //!
 //! The frontmatter is YAML between a first line `---` and the next `---`. The rules are the
 //! ones Claude Code and Codex accept, so one skill folder works in all three: `name` is 1–64
-//! characters of `[a-z0-9-]`, `description` is 1–1,024 characters. Visibility (seed 003 §5):
+//! characters of `[a-z0-9-]`, `description` is 1–1,024 characters. Visibility:
 //! `disable-model-invocation: true` keeps a skill out of the model's catalog,
 //! `user-invocable: false` keeps it from the user (no prompt). Other keys (`allowed-tools`,
 //! `license`, `metadata`, …) belong to other clients and are ignored; the flags spelled

@@ -1,4 +1,4 @@
-//! User-invocable skills as MCP prompts (SPEC "MCP": skills as prompts; seed 003 §5).
+//! User-invocable skills as MCP prompts (MCP 2025-11-25, prompts/list and prompts/get).
 //!
 //! `prompts/list` lists every skill that does not set `user-invocable: false` — including
 //! those hidden from the model, which is what `disable-model-invocation` is for: a skill

@@ -1,12 +1,12 @@
-//! Station 5 for skills (seed 003 §5): the catalog the model reads in the `skill` tool's
-//! description, within a length budget.
+//! Rendering for skills: the catalog the model reads in the `skill` tool's description,
+//! within a length budget.
 //!
 //! The budget is counted in UTF-16 code units, as Claude Code counts when it cuts a tool
 //! description at 2,048: never fewer than characters, so the text also fits toolgate's own
 //! description budget. Whole entries only — a description cut in half loses the words the
-//! model matches a task on (seed 003 §7, "超预算截断") — in name order; an entry that does
-//! not fit is skipped and counted, and the closing line says how many are not listed and
-//! how to search them. Byte-deterministic: only names and descriptions, nothing volatile.
+//! model matches a task on — in name order; an entry that does not fit is skipped and
+//! counted, and the closing line says how many are not listed and how to search them.
+//! Byte-deterministic: only names and descriptions, nothing volatile.
 
 use crate::catalog::Catalog;
 
@@ -125,8 +125,8 @@ mod tests {
 
     #[test]
     fn catalog_cut_past_its_budget_keeps_whole_entries_and_says_how_to_search() {
-        // Seed 003 §7: a catalog over its budget was cut mid-description, so the
-        // words a task matches on were lost and nobody was told.
+        // A known failure: a catalog over its budget was cut mid-description, so the words
+        // a task matches on were lost and nobody was told.
         let catalog = catalog(500, "Handles a very particular kind of task well");
         let text = render_catalog(&catalog, 2_048);
         assert!(

@@ -1,4 +1,4 @@
-//! Where skills are looked for, nearest first (seed 003 §4: project, custom, user).
+//! Where skills are looked for, nearest first: project, custom, user.
 //!
 //! A [`ScopeChain`] is the resolved list of skill roots for one project: every path made
 //! absolute and real (symlinks resolved as far as the path exists), duplicates dropped. It

@@ -1,4 +1,4 @@
-//! One root's entries → skills or problems (seed 003 §4).
+//! One root's entries → skills or problems.
 //!
 //! An entry of a root is a folder with a `SKILL.md` (its other files are the skill's
 //! bundled files) or a flat `*.md` file. Nothing deeper is discovered: a `SKILL.md` one

@@ -1,11 +1,11 @@
-//! The live skill store (seed 003 §4, §6–§7): discovery, watch, rescan, and the discovery
-//! cache keyed by the resolved scope chain.
+//! The live skill store: discovery, watch, rescan, and the discovery cache keyed by the
+//! resolved scope chain.
 //!
 //! Each root keeps its entries (the incremental state). A file event names paths; only the
 //! entries those paths fall in are read again, and an entry that is gone is removed — a
-//! rename is a delete plus an add, and the delete half is the one most implementations miss
-//! (seed 003 §7). A periodic full rescan is compared with the incremental state: any
-//! difference is logged (it means an event was missed) and the rescan wins.
+//! rename is a delete plus an add, and the delete half is the one most implementations
+//! miss. A periodic full rescan is compared with the incremental state: any difference is
+//! logged (it means an event was missed) and the rescan wins.
 //!
 //! Roots are watched one level deep (the root and each skill folder, not bundled files,
 //! which are listed when a skill is loaded): nested skills are not discovered, so deeper

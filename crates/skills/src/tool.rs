@@ -1,4 +1,4 @@
-//! The `skill` tool and its registry provider (seed 003 §5–§6).
+//! The `skill` tool and its registry provider.
 //!
 //! One tool reaches every model-invocable skill: its description carries the catalog
 //! ([`crate::render`]), `{"name": …}` returns the skill's instructions and the paths of its

@@ -196,7 +196,7 @@ def test_a_mounted_servers_prompt_is_a_slash_command_in_claude_code(project):
 def test_a_login_protected_server_in_claude_json_works_after_one_mcp_login(
     client, project, provider: Provider, tmp_path
 ):
-    """Issue 25's user path with a real OpenID provider: the server is in the user's
+    """A user's login with a real OpenID provider: the server is in the user's
     `~/.claude.json`, `toolgate mcp login` runs once, and the client's model then calls its
     tool through `toolgate serve` and reads the identity of that login; no token reaches the
     model, the client's files or its output."""
@@ -254,7 +254,7 @@ def test_a_login_protected_server_in_claude_json_works_after_one_mcp_login(
 def test_the_client_logs_in_to_toolgate_itself_and_its_model_calls_as_that_user(
     client, project, jwt_provider: Provider, http_toolgate, tmp_path
 ):
-    """Team mode from the client's side (issue 28): `toolgate serve --http` takes OAuth
+    """Team mode from the client's side: `toolgate serve --http` takes OAuth
     access tokens of a real OpenID provider (`[server.auth]`); the client logs in to it with
     its own `mcp login --no-browser`, headless (the authorization URL opened by an HTTP
     client, the redirect URL pasted back at its prompt), keeps the tokens itself, and its
@@ -320,7 +320,7 @@ def elicitation_hook(record: Path, action: str, **content: str) -> dict:
 def test_a_mounted_servers_elicitation_reaches_claude_codes_user_and_its_answer_the_server(
     action, project, tmp_path
 ):
-    """Issue 24: a mounted server's elicitation, sent while its tool runs, goes through
+    """A mounted server's elicitation, sent while its tool runs, goes through
     toolgate to Claude Code, whose user layer (the `Elicitation` hook, standing in for the
     dialog `claude -p` lacks) sees the server's message and schema; the user's answer goes
     back through toolgate to the server, and the tool's result built from it reaches the

@@ -277,7 +277,7 @@ def _grep_paged(text: str, sc: dict[str, Any], root: Path) -> None:
     assert sc["reason"] == "result_limit"
     assert sc["cursor"] == "big.txt:3"
     assert sc["returned"] == 3
-    # The rest is counted past the full page (issue 26): big.txt's 3,000 lines and
+    # The rest is counted past the full page: big.txt's 3,000 lines and
     # small.txt's "second line".
     assert sc["total"] == 3001
     assert sc["total_is_lower_bound"] is False

@@ -1,5 +1,4 @@
-//! Compaction keeps spill files still referenced and deletes the session's others (seed
-//! 000 s04 exercise 2).
+//! Compaction keeps spill files still referenced and deletes the session's others.
 
 use std::sync::{Arc, Mutex};
 

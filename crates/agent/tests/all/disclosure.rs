@@ -1,5 +1,5 @@
-//! Disclosure's protocol fork in the loop (seed 000 s15 ③): strict providers get found
-//! tools backfilled once; free-text ones keep one array and call through `run_tool`.
+//! Disclosure's protocol fork in the loop: strict providers get found tools backfilled
+//! once; free-text ones keep one array and call through `run_tool`.
 
 use serde_json::{Value, json};
 use toolgate_agent::Status;

@@ -1,5 +1,5 @@
-//! Line classes for log compression (seed 000 s04 ④): anchors (problem keywords, verdict and
-//! summary lines of test runners, toolgate's own failure stamps), stack frames and noise.
+//! Line classes for log compression: anchors (problem keywords, verdict and summary lines
+//! of test runners, toolgate's own failure stamps), stack frames and noise.
 //!
 //! Keywords are found with one Aho-Corasick pass over the lowercased log; verdict and frame
 //! shapes are cheap prefix checks on each line. When a line is ambiguous it is kept. The only

@@ -1,8 +1,8 @@
 //! Near-duplicate signatures for consecutive noise lines: two lines match when they are equal
 //! once every word holding a digit (numbers, hex addresses, UUID parts, timestamps, versions)
 //! and every path-like field (containing `/` or `\`) is replaced by a placeholder, and
-//! spacing is ignored. The seed's production note (s04: "numbers/hex addresses normalised,
-//! adjacent near-duplicates folded into `line ×N`") with ids, times and paths added.
+//! spacing is ignored: numbers and hex addresses normalised, adjacent near-duplicates
+//! folded into `line ×N`, and ids, times and paths normalised too.
 //!
 //! Each line is reduced to a 64-bit signature in one pass; lines with equal signatures are
 //! near-duplicates. A collision (odds 2⁻⁶⁴ per pair) could only fold one noise line into its

@@ -1,8 +1,8 @@
-//! Fitting a compressed log into a result's size (issue 14): when every anchor with its
-//! context is still too long, the least important lines are folded first — context, the
-//! middle of long stack traces, a test's captured chatter, warnings past the first few —
-//! and only then the middle of the errors themselves. Every fold says how many lines and how
-//! many of them were anchors, and the caller points to the verbatim output.
+//! Fitting a compressed log into a result's size: when every anchor with its context is
+//! still too long, the least important lines are folded first — context, the middle of long
+//! stack traces, a test's captured chatter, warnings past the first few — and only then the
+//! middle of the errors themselves. Every fold says how many lines and how many of them
+//! were anchors, and the caller points to the verbatim output.
 
 use super::classify::Rank;
 

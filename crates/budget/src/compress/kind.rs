@@ -1,7 +1,7 @@
-//! Which tool printed a log (issue 14 "per-kind rules that know real tools"): test runners,
-//! compilers and checkers, package managers, stack traces. The kind decides whether a
-//! successful command's output is a log worth compressing (a build, a test run) or plain
-//! output that gets an excerpt (a file's contents); the line rules themselves live in
+//! Which tool printed a log (per-kind rules that know real tools): test runners, compilers
+//! and checkers, package managers, stack traces. The kind decides whether a successful
+//! command's output is a log worth compressing (a build, a test run) or plain output that
+//! gets an excerpt (a file's contents); the line rules themselves live in
 //! [`super::classify`] and apply to every kind.
 
 use std::sync::LazyLock;

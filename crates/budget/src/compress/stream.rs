@@ -1,6 +1,6 @@
-//! Compression over a whole stream in bounded memory (issue 14): the compressor sees
-//! everything a command printed, chunk by chunk as it arrives or from its spill file, keeps
-//! only the pieces it would show, and fits them to the result's size at the end.
+//! Compression over a whole stream in bounded memory: the compressor sees everything a
+//! command printed, chunk by chunk as it arrives or from its spill file, keeps only the
+//! pieces it would show, and fits them to the result's size at the end.
 //!
 //! A chunk ends at a line break, so lines are never split unless one line alone outgrows a
 //! chunk. Context does not reach across chunk boundaries (one chunk is megabytes).
@@ -29,9 +29,9 @@ pub struct LogOptions {
     pub chunk_bytes: usize,
     /// Chunks compressed at once, each on a thread of its own (at least 1), while the
     /// feeding thread joins the ones before; the log is the same whatever the number
-    /// (chunks are compressed apart and joined in order). Default 2: on issue 27's 2-core
-    /// benchmark machine, `run_shell` of a 105 MB log went from 230–277 MB/s with one to
-    /// 255–333 MB/s with two in paired runs (`bench/RESULTS-issue27.md`).
+    /// (chunks are compressed apart and joined in order). Default 2: on a 2-core benchmark
+    /// machine, `run_shell` of a 105 MB log went from 230–277 MB/s with one to 255–333 MB/s
+    /// with two in paired runs (`bench/RESULTS-performance.md`).
     pub threads: usize,
 }
 

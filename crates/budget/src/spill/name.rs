@@ -1,12 +1,12 @@
 //! Spill file names: made here, and recognised here, so that a spill folder outside the
-//! project shows the model only what toolgate wrote there (issue 22, finding 2).
+//! project shows the model only what toolgate wrote there.
 //!
 //! A name is `<millis:13+>-<pid:5>-<seq:4+>-<nonce:16 hex>-<label>.txt`: the creation time
 //! first (names sort by age), the process and a sequence number (no collisions in one
 //! process), 64 random bits (no collisions between replicas sharing a spill store — in
 //! containers every replica is pid 1 — and no guessing another session's file from one's
 //! own), then a label of at most 40 characters from `[A-Za-z0-9_-]`. Names without the
-//! nonce, written before issue 28, are still recognised.
+//! nonce, written by earlier versions, are still recognised.
 
 /// Most characters of the label part.
 const MAX_LABEL: usize = 40;

@@ -1,4 +1,4 @@
-//! The shared spill store (`[budget] spill_store`): replicas of `serve --http`
+//! The shared spill store (`[budget] spill_store`, team mode): replicas of `serve --http`
 //! behind one load balancer share their spill files through object storage (S3 or a
 //! shared disk, through the `object_store` crate).
 //!

@@ -1,12 +1,12 @@
-//! Log compression (SPEC "Output budget and lossless spill", seed 000 s04 ④): the seed's demo
-//! scenario 3, duplicate folding, terminal debris, stack blocks and the thresholds.
+//! Log compression: a vitest run with one failure, duplicate folding, terminal debris,
+//! stack blocks and the thresholds.
 
 use toolgate_budget::{CompressOptions, compress_log};
 
 use crate::support::{expand, lost_anchors, shown_lines};
 
-/// A vitest-style run of `passing` tests across five files with one failure, as the seed's
-/// demo builds it (scenario 3: "394 lines → 13 lines").
+/// A vitest-style run of `passing` tests across five files with one failure, the classic
+/// compression demo ("394 lines → 13 lines").
 fn vitest_log(passing: usize) -> String {
     let mut log = String::from("\n RUN  v3.2.4 /work/app\n\n");
     let files = ["math", "strings", "parser", "cache", "router"];

@@ -122,8 +122,8 @@ proptest! {
         }
     }
 
-    /// Issue 14: the whole-stream compressor, fed in pieces of any size and cutting the
-    /// stream into chunks of any size, never loses an anchor line while they fit the cap.
+    /// The whole-stream compressor, fed in pieces of any size and cutting the stream into
+    /// chunks of any size, never loses an anchor line while they fit the cap.
     #[test]
     fn the_stream_compressor_never_drops_an_anchor(
         (log, planted) in log(),

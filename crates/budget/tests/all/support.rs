@@ -3,7 +3,7 @@
 
 use toolgate_budget::Compressed;
 
-/// Problem words of the SPEC ("error, exception, failed, failure, fatal, panic, timeout, warn,
+/// Problem words of a log ("error, exception, failed, failure, fatal, panic, timeout, warn,
 /// deprecated"), as a test oracle: a line holding one at a word start is an anchor.
 const KEYWORDS: &[&str] = &[
     "error",
@@ -20,7 +20,7 @@ const KEYWORDS: &[&str] = &[
     "exit status",
 ];
 
-/// Verdict and summary prefixes of the test runners the SPEC names.
+/// Verdict and summary prefixes of the common test runners.
 const VERDICTS: &[&str] = &[
     "test result:",
     "--- FAIL",
@@ -80,7 +80,7 @@ pub fn expand(text: &str) -> String {
 
 /// Whether the oracle calls `line` an anchor. Lines that report a passing, skipped or merely
 /// started test or test file, successful npm requests and cargo's progress lines don't count, nor do
-/// keywords inside lowercase compounds (`thiserror`): the SPEC's "obvious false positives".
+/// keywords inside lowercase compounds (`thiserror`): the obvious false positives.
 pub fn is_anchor(line: &str) -> bool {
     let t = line.trim_start();
     if passing(t) {

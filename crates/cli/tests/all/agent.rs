@@ -112,7 +112,7 @@ async fn run_exits_non_zero_on_a_provider_error_and_on_max_turns() {
         report["error"].as_str().unwrap().contains("OPENAI_API_KEY"),
         "{report}"
     );
-    // Issue 26: after a 401 the closing line said `[0 requests]` after making one.
+    // Regression: after a 401 the closing line said `[0 requests]` after making one.
     assert_eq!(report["requests"], 1, "{report}");
     assert_eq!(report["turns"], 0, "{report}");
     let fake = FakeServer::start(Kind::OpenAi, vec![step(Reply::status(401, "bad key"))]).await;
@@ -620,8 +620,8 @@ async fn agent_config_sets_when_run_compacts_the_conversation() {
     assert!(!deleted.exists(), "{deleted:?}");
 }
 
-/// Issue 26: with no key `toolgate run` sent the request anyway, retried for ~15 s offline,
-/// printed each failure twice and never named the key.
+/// Regression: with no key `toolgate run` sent the request anyway, retried for ~15 s
+/// offline, printed each failure twice and never named the key.
 #[tokio::test(flavor = "multi_thread")]
 async fn no_key_for_a_cloud_endpoint_means_no_request_and_says_which_variable() {
     let dir = project();
@@ -650,7 +650,7 @@ async fn no_key_for_a_cloud_endpoint_means_no_request_and_says_which_variable() 
     }
 }
 
-/// Issue 26: a refused connection to a cloud host was retried for ~15 s with "raise
+/// Regression: a refused connection to a cloud host was retried for ~15 s with "raise
 /// max_retries" as the advice.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unreachable_cloud_endpoint_fails_at_once_saying_what_failed() {

@@ -496,7 +496,7 @@ async fn run_on_a_terminal_asks_too_and_y_approves_one_call_only() {
     assert!(!dir.path().join("b.txt").exists());
 }
 
-/// Issue 26: a long `toolgate call` showed nothing until it ended. On a terminal it now
+/// Regression: a long `toolgate call` showed nothing until it ended. On a terminal it now
 /// shows the tool's name and the time taken while it runs, and clears that line after.
 #[test]
 fn a_long_call_shows_that_it_runs_on_a_terminal_and_nothing_on_a_pipe() {

@@ -330,7 +330,7 @@ fn a_run_shell_timeout_is_reported_as_given() {
 
 #[test]
 fn an_unknown_tool_suggests_only_tools_that_tools_lists() {
-    // Issue 26: `call nope` offered run_tool and search_tool, which `toolgate tools` does
+    // Regression: `call nope` offered run_tool and search_tool, which `toolgate tools` does
     // not show while disclosure is off.
     let dir = project();
     let listed = toolgate(dir.path()).args(["tools"]).output().unwrap();
@@ -350,7 +350,7 @@ fn an_unknown_tool_suggests_only_tools_that_tools_lists() {
 
 #[test]
 fn argument_errors_name_json_types_not_rust_ones() {
-    // Issue 26: "invalid type: string \"x\", expected u64".
+    // Regression: "invalid type: string \"x\", expected u64" reached the user.
     let dir = project();
     let out = toolgate(dir.path())
         .args([

@@ -1,4 +1,4 @@
-//! `toolgate disclosure simulate|plan|search` and `serve --disclosure` (seed 000 s15).
+//! `toolgate disclosure simulate|plan|search` and `serve --disclosure` (see docs/disclosure.md).
 
 use std::path::PathBuf;
 

@@ -1,6 +1,6 @@
-//! Hard links (issue 22, finding 13): by default a hard link inside a root is read like any
-//! file and a write replaces the link, never the outside file; with
-//! `permissions.refuse_hard_links` the file tools refuse files with more than one name.
+//! Hard links: by default a hard link inside a root is read like any file and a write
+//! replaces the link, never the outside file; with `permissions.refuse_hard_links` the file
+//! tools refuse files with more than one name.
 
 use std::path::Path;
 

@@ -1,5 +1,5 @@
-//! Mixed lifecycles over Streamable HTTP (issue 22, finding 12): stateless requests and an
-//! `initialize`d session side by side, each request judged by what it carries.
+//! Mixed lifecycles over Streamable HTTP: stateless requests and an `initialize`d session
+//! side by side, each request judged by what it carries.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -124,7 +124,7 @@ fn builtins_still_work_when_every_mounted_server_fails() {
 
 #[test]
 fn an_untrusted_project_server_does_not_start_until_trusted_and_again_after_a_change() {
-    // Issue 12: a `.mcp.json` command ran on the next start with nobody asked.
+    // Regression: a `.mcp.json` command ran on the next start with nobody asked.
     let dir = project();
     let mcp = |script: &str| {
         let body = serde_json::json!({
@@ -167,7 +167,7 @@ fn an_untrusted_project_server_does_not_start_until_trusted_and_again_after_a_ch
         "{log}"
     );
 
-    // Issue 26: calling one of its tools said "unknown tool"; the result now says whose
+    // Regression: calling one of its tools said "unknown tool"; the result now says whose
     // move it is, for the model as for the user.
     let out = run(&dir, &["call", "mcp__probe__anything", "{}"]);
     assert_eq!(out.status.code(), Some(1));
@@ -250,7 +250,7 @@ fn denied_tools_are_not_listed_but_calling_one_gets_the_denial() {
     assert!(!dir.path().join("x.txt").exists());
 }
 
-/// Issue 26: with one hanging server `mcp list` printed nothing for its startup timeout
+/// Regression: with one hanging server `mcp list` printed nothing for its startup timeout
 /// (60 s), then everything at once.
 #[test]
 fn mcp_list_prints_each_server_as_it_is_known_and_stops_waiting_at_timeout() {

@@ -1,6 +1,6 @@
 //! `toolgate run` against a provider that never answers, stalls mid-stream or streams
-//! without end (issue 22, findings 8 and 9): a provider error (exit 1) naming the bound,
-//! never a hang or unbounded memory.
+//! without end: a provider error (exit 1) naming the bound, never a hang or unbounded
+//! memory.
 
 use std::path::Path;
 use std::process::Output;

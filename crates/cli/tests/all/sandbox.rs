@@ -1,7 +1,7 @@
-//! `[shell] sandbox` and `[mcp] sandbox` through the binary (issue 22, findings 3, 4 and 5):
-//! each mode is complete for what it names. Every probe first runs unsandboxed and must
-//! succeed there, so a denial below proves the sandbox and not a machine that cannot do it;
-//! a kernel without what a test needs fails it (it is not skipped).
+//! `[shell] sandbox` and `[mcp] sandbox` through the binary: each mode is complete for what
+//! it names. Every probe first runs unsandboxed and must succeed there, so a denial below
+//! proves the sandbox and not a machine that cannot do it; a kernel without what a test
+//! needs fails it (it is not skipped).
 
 use std::io::ErrorKind;
 use std::net::{TcpListener, UdpSocket};
@@ -82,8 +82,8 @@ fn fresh(dir: &Path, name: &str) -> std::path::PathBuf {
 
 #[test]
 fn read_only_and_workspace_write_change_no_metadata_outside_what_is_writable() {
-    // Regression (issue 22, finding 3): under both modes a command could chmod (setuid
-    // 4777 included), chown, touch -d and set xattrs on any file.
+    // Regression: under both modes a command could chmod (setuid 4777 included), chown,
+    // touch -d and set xattrs on any file.
     let dir = project();
     let away = outside();
     // Unsandboxed, every probe works on this machine.
@@ -239,9 +239,9 @@ attempt("socketpair", lambda: socket.socketpair())
 
 #[test]
 fn no_network_denies_every_socket_mptcp_udp_raw_packet_and_unix_included() {
-    // Regression (issue 22, findings 4 and 5): under `sandbox_network = false` an
-    // IPPROTO_MPTCP socket connected and sent data while plain TCP was denied, and UDP,
-    // unix (path and abstract) and AF_PACKET sockets stayed open.
+    // Regression: under `sandbox_network = false` an IPPROTO_MPTCP socket connected and
+    // sent data while plain TCP was denied, and UDP, unix (path and abstract) and AF_PACKET
+    // sockets stayed open.
     let dir = project();
     std::fs::write(dir.path().join("probe.py"), SOCKET_PROBE).unwrap();
     let kinds = [
@@ -296,9 +296,9 @@ fn no_network_denies_every_socket_mptcp_udp_raw_packet_and_unix_included() {
 
 #[test]
 fn mcp_sandbox_confines_mounted_stdio_servers() {
-    // Issue 22, finding 1: mounted servers ran outside the sandbox, so a server could write
-    // outside the roots even with `[shell] sandbox = "read-only"`. `[mcp] sandbox` puts
-    // them in it. The "server" only tries its writes and exits; starting it is enough.
+    // Regression: mounted servers ran outside the sandbox, so a server could write outside
+    // the roots even with `[shell] sandbox = "read-only"`. `[mcp] sandbox` puts them in it.
+    // The "server" only tries its writes and exits; starting it is enough.
     let dir = project();
     let away = outside();
     let server = |config: &str, name: &str| -> (std::path::PathBuf, String) {

@@ -1,6 +1,5 @@
-//! Transcripts (issue 22, findings 10 and 11): saved where only the user writes, never
-//! moved by a project file, and `--resume last` never reads a transcript planted in a
-//! repository.
+//! Transcripts: saved where only the user writes, never moved by a project file, and
+//! `--resume last` never reads a transcript planted in a repository.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -222,11 +222,11 @@ fn skills_show_prints_the_instructions_and_bundled_files() {
         stderr.contains("no skill named `deplo` (did you mean `deploy`?)"),
         "{stderr}"
     );
-    // Issue 26: a near name two edits away was not offered.
+    // Regression: a near name two edits away was not offered.
     let out = s.run(&["skills", "show", "relaes"]);
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("(did you mean `release`?)"), "{stderr}");
-    // Issue 26: a user skill's folder read "source: user (.)", as if it were the project.
+    // Regression: a user skill's folder read "source: user (.)", as if it were the project.
     let out = s.run(&["skills", "show", "helper"]);
     let text = String::from_utf8(out.stdout).unwrap();
     let source = text.lines().find(|l| l.starts_with("source: ")).unwrap();
@@ -636,9 +636,9 @@ async fn load_skill_text(client: &RunningService<RoleClient, Counting>, name: &s
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_symlink_swapped_in_after_listing_never_leads_the_skill_tool_outside() {
-    // Regression (issue 22, finding 6): replacing a listed skill's SKILL.md or folder by a
-    // symlink to an outside file made `skill` return that file. The watcher is off, so the
-    // swap is never noticed: the race window stays open for the whole test.
+    // Regression: replacing a listed skill's SKILL.md or folder by a symlink to an outside
+    // file made `skill` return that file. The watcher is off, so the swap is never noticed:
+    // the race window stays open for the whole test.
     let s = Setup::new();
     std::fs::create_dir_all(s.project.path().join(".toolgate")).unwrap();
     std::fs::write(

@@ -1,6 +1,6 @@
-//! The spill folder (issue 22, finding 2): a project file may put it only inside the project
-//! or in toolgate's own cache folder, and a spill folder outside the project lets tools read
-//! only the spill files toolgate wrote there, never through a symlink.
+//! The spill folder: a project file may put it only inside the project or in toolgate's own
+//! cache folder, and a spill folder outside the project lets tools read only the spill
+//! files toolgate wrote there, never through a symlink.
 
 use std::path::Path;
 use std::process::Output;

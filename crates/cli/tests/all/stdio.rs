@@ -659,10 +659,10 @@ fn a_client_that_does_not_read_replies_is_not_read_from_either() {
 
 #[test]
 fn sigkill_of_the_server_leaves_no_process_behind() {
-    // Regression (issue 15, finding 1): after kill -9 of `toolgate`, a background job's
-    // children, a foreground command's `setsid` child, a `set -m` job and a mounted
-    // server's `setsid` grandchild all lived on; only direct children got the kernel's
-    // parent-death signal. In the PID namespace they die with its init.
+    // Regression: after kill -9 of `toolgate`, a background job's children, a foreground
+    // command's `setsid` child, a `set -m` job and a mounted server's `setsid` grandchild
+    // all lived on; only direct children got the kernel's parent-death signal. In the PID
+    // namespace they die with its init.
     let marker = "41.0625";
     let dir = project();
     user_config(
@@ -717,8 +717,8 @@ fn stateless_meta() -> Value {
 
 #[test]
 fn initialize_after_stateless_requests_serves_requests_without_meta() {
-    // Regression (issue 22, finding 12): after one stateless request, a later `initialize`
-    // succeeded but every following request without `_meta` got -32602.
+    // Regression: after one stateless request, a later `initialize` succeeded but every
+    // following request without `_meta` got -32602.
     let mut server = Server::start();
     let listed = server.request(1, "tools/list", json!({"_meta": stateless_meta()}));
     assert!(listed["result"]["tools"].is_array(), "{listed}");
@@ -777,9 +777,8 @@ fn alive_with(marker: &str) -> Vec<u32> {
 
 #[test]
 fn nothing_a_foreground_command_starts_outlives_it() {
-    // Regression (issue 22, finding 7): 100 foreground `setsid -f sleep 600` left 100
-    // processes running after their commands returned (not jobs, no timeout, gone only
-    // when `serve` exited).
+    // Regression: 100 foreground `setsid -f sleep 600` left 100 processes running after
+    // their commands returned (not jobs, no timeout, gone only when `serve` exited).
     let marker = "42.0625";
     let mut server = Server::start();
     server.initialize("2025-06-18");
@@ -819,7 +818,7 @@ fn nothing_a_foreground_command_starts_outlives_it() {
 
 #[test]
 fn a_background_jobs_processes_end_with_the_job() {
-    // Issue 22, finding 7: a job's `setsid` child outlived `job_kill` and the job's end.
+    // Regression: a job's `setsid` child outlived `job_kill` and the job's end.
     let marker = "42.125";
     let mut server = Server::start();
     server.initialize("2025-06-18");
@@ -919,7 +918,7 @@ fn tool_names(list: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Issue 24: with a cold catalog the first `tools/list` waited up to 5 s for starting
+/// Regression: with a cold catalog the first `tools/list` waited up to 5 s for starting
 /// servers, and Codex sent its first model request without toolgate's tools. Now no list
 /// waits: it offers search_tool and run_tool at once, and a call waits for its own server
 /// only, not for one that hangs.
@@ -984,16 +983,16 @@ fn text(result: &Value) -> String {
 
 #[test]
 fn process_group_containment_starts_commands_like_a_fork_did() {
-    // Issue 27: with process groups (no PID namespace) a command is started posix_spawn
-    // style, sharing toolgate's memory until its exec; everything a forked start gave it
-    // must still hold.
+    // With process groups (no PID namespace) a command is started posix_spawn style,
+    // sharing toolgate's memory until its exec; everything a forked start gave it must
+    // still hold.
     starts_commands_like_a_fork_did(Some("process-group"), "43.1417");
 }
 
 #[test]
 fn namespace_containment_starts_commands_through_the_spawner_like_a_fork_did() {
-    // Issue 27: inside the PID namespace the relay runs in toolgate's memory and the
-    // keeper starts the supervisor and the command; the command must not tell.
+    // Inside the PID namespace the relay runs in toolgate's memory and the keeper starts
+    // the supervisor and the command; the command must not tell.
     starts_commands_like_a_fork_did(None, "43.1418");
 }
 

@@ -1,6 +1,6 @@
-//! Issue 22, finding 1: trust covers the project files a server runs, not only its command.
-//! A model that may only write files must not get code running by rewriting a trusted
-//! server's script or planting the `node_modules/.bin/X` an `npx -y X` server would take.
+//! Trust covers the project files a server runs, not only its command. A model that may
+//! only write files must not get code running by rewriting a trusted server's script or
+//! planting the `node_modules/.bin/X` an `npx -y X` server would take.
 //!
 //! The mounted server is toolgate itself (`serve --root src`), started from a project
 //! script; the rewritten script first touches a marker file, so "the new code ran" is a file

@@ -1,5 +1,5 @@
-//! The user's folders (issue 22, finding 14): an empty or relative `XDG_*_HOME` or `HOME`
-//! must never make a file in the working folder count as the user's own config.
+//! The user's folders: an empty or relative `XDG_*_HOME` or `HOME` must never make a file
+//! in the working folder count as the user's own config.
 
 use std::path::Path;
 

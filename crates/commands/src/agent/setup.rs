@@ -127,8 +127,8 @@ pub(super) fn setup(
     approval: Approval,
 ) -> Result<Setup, SetupError> {
     let (name, provider_config) = provider_config(&config, args)?;
-    // The protocol fork of seed 000 s15 ③: found tools join a strict provider's array;
-    // a free-text provider calls them through run_tool.
+    // The protocol fork of progressive disclosure: found tools join a strict provider's
+    // array; a free-text provider calls them through run_tool.
     config.disclosure.exposure = if provider_config.kind.strict_tool_names() {
         ExposureMode::Backfill
     } else {

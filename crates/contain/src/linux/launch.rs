@@ -1,4 +1,4 @@
-//! Starting a command without copying toolgate's memory (issue 27).
+//! Starting a command without copying toolgate's memory.
 //!
 //! `std`'s `Command` forks as soon as a pre-exec step is asked for (the parent-death
 //! signal, the sandbox): the kernel copies toolgate's page tables, toolgate then takes a

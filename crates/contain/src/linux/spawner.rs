@@ -1,4 +1,4 @@
-//! Starting a command in the namespace without copying toolgate (issue 27).
+//! Starting a command in the namespace without copying toolgate.
 //!
 //! The relay used to be a `fork` of toolgate that joined the namespace: the kernel copied
 //! toolgate's page tables, toolgate took a copy-on-write fault on every page it wrote while

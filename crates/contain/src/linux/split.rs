@@ -1,4 +1,4 @@
-//! Starting the supervisor and the command without copying toolgate's page tables (issue 27).
+//! Starting the supervisor and the command without copying toolgate's page tables.
 //!
 //! The relay is a `fork` of toolgate, a large multi-threaded process. Each further `fork`
 //! copies its page tables again and makes every page copy-on-write once more, and each

@@ -1,4 +1,4 @@
-//! The per-command supervisor: nothing a command starts outlives it (issue 22, finding 7).
+//! The per-command supervisor: nothing a command starts outlives it.
 //!
 //! Inside the namespace the relay's child is the *supervisor*, a child subreaper
 //! (`PR_SET_CHILD_SUBREAPER`) that starts the command (in its own memory until the

@@ -24,10 +24,10 @@ pub struct Query {
 }
 
 impl Query {
-    /// Whether the query is in the held-out half (issue 27): fixed once by a stable hash of
-    /// its text — FNV-1a, 64 bits, over the UTF-8 bytes; odd hashes are held out — so the
-    /// split does not move when queries are added or reordered. Ranking changes are chosen
-    /// by looking at the other half (the tuning half) only, and judged on this one.
+    /// Whether the query is in the held-out half: fixed once by a stable hash of its text —
+    /// FNV-1a, 64 bits, over the UTF-8 bytes; odd hashes are held out — so the split does
+    /// not move when queries are added or reordered. Ranking changes are chosen by looking
+    /// at the other half (the tuning half) only, and judged on this one.
     pub fn held_out(&self) -> bool {
         fnv1a(self.text.as_bytes()) % 2 == 1
     }

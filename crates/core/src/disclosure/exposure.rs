@@ -1,5 +1,4 @@
-//! The tool array per protocol, and its cache-prefix stability as a number (seed 000 s15 ②,
-//! ③ and exercise 3).
+//! The tool array per protocol, and its cache-prefix stability as a number.
 //!
 //! Free-text protocols (OpenAI chat completions, MCP in proxy mode) never change the array:
 //! a found tool's schema travels in the search result and its call through `run_tool`.
@@ -41,7 +40,7 @@ pub enum ExposureMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Strategy {
-    /// The anti-pattern of s15 ②: each found tool is appended in the order found.
+    /// The anti-pattern: each found tool is appended in the order found.
     Append,
     /// The array never changes (calls go through `run_tool`).
     Proxy,
@@ -287,7 +286,7 @@ pub struct TurnReport {
 pub struct StabilityReport {
     /// The strategy used.
     pub strategy: Strategy,
-    /// Turns whose array differs from the previous turn's (the seed demo's metric).
+    /// Turns whose array differs from the previous turn's (each one breaks the cache prefix).
     pub breaks: usize,
     /// Calls rejected in total.
     pub rejected: usize,

@@ -1,5 +1,5 @@
-//! Which tools are direct and which deferred (seed 000 s15 ① and ④, exercise 2), and the
-//! catalog of deferred tools that `search_tool`'s description carries.
+//! Which tools are direct and which deferred, and the catalog of deferred tools that
+//! `search_tool`'s description carries.
 
 use std::collections::BTreeSet;
 
@@ -15,7 +15,7 @@ pub const SEARCH_TOOL: &str = "search_tool";
 /// See [`SEARCH_TOOL`].
 pub const RUN_TOOL: &str = "run_tool";
 
-/// Facts that hold for a whole session and may promote deferred tools (seed 000 s15 ④).
+/// Facts that hold for a whole session and may promote deferred tools.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionFacts {
     /// The model provider the session talks to, as named in config (e.g. `deepseek`).

@@ -253,7 +253,7 @@ pub(crate) const UNIGRAM_WEIGHT: f32 = 0.3;
 
 /// Chinese words tool users type, with the English vocabulary of tool descriptions, so that a
 /// Chinese query also finds the (mostly English) catalog. Lexical search cannot cross
-/// languages on its own (seed 000 s15); this covers the verbs and nouns tools are made of.
+/// languages on its own; this covers the verbs and nouns tools are made of.
 const GLOSSARY: &[(&str, &str)] = &[
     ("删除", "delete remove"),
     ("移除", "remove delete"),

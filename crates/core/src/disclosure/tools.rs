@@ -1,4 +1,4 @@
-//! `search_tool` and `run_tool` (seed 000 s15 ② and exercise 1).
+//! `search_tool` and `run_tool`: finding a deferred tool, and calling it by name.
 
 use std::fmt::Write as _;
 use std::sync::Arc;

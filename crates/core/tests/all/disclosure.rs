@@ -1,5 +1,5 @@
-//! Progressive disclosure (seed 000 s15): the demo's stability numbers, run_tool under the
-//! target's permissions, the auto:N boundary, search quality, backfill per session.
+//! Progressive disclosure: the cache-prefix stability numbers, run_tool under the target's
+//! permissions, the auto:N boundary, search quality, backfill per session.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -17,7 +17,7 @@ use toolgate_core::{
 
 use crate::fixtures::{Probe, Slow, Tracker, WriteNote, provider};
 
-/// The seed demo's tools: three direct, five deferred (s15 demo.mjs).
+/// A demo agent's tools: three direct, five deferred.
 fn seed_tools() -> Vec<Arc<dyn DynTool>> {
     let stub = |name: &str, description: &str| -> Arc<dyn DynTool> {
         Arc::new(StubTool::new(name, description, Map::new()))
@@ -728,7 +728,7 @@ async fn search_tool_results_fit_the_sessions_client_with_fewer_hits_said_plainl
 }
 
 /// A front end shapes a result by the tool that runs: for a call through `run_tool`, its
-/// target (issue 23: `serve` judged the output schema on `run_tool`'s own name).
+/// target (`serve` once judged the output schema on `run_tool`'s own name).
 #[test]
 fn the_target_of_a_run_tool_call_is_the_tool_it_names() {
     let s = seed();

@@ -125,7 +125,7 @@ async fn wrong_field_type_names_the_field_and_the_expected_type() {
         ],
     );
     let out = call(&d, "read_file", json!({"path": "a", "limit": "ten"})).await;
-    // JSON's words, not Rust's (issue 26: "expected u32").
+    // JSON's words, not Rust's ("expected u32").
     assert_error(&out, &["`limit`", "expected a non-negative integer"]);
     assert!(!out.text.contains("u32"), "{}", out.text);
 }

@@ -1,10 +1,10 @@
-//! Files trusted MCP servers run: control files for the write tools (issue 22), so a model
-//! that may only write files cannot change code that runs outside any sandbox.
+//! Files trusted MCP servers run: control files for the write tools, so a model that may
+//! only write files cannot change code that runs outside any sandbox.
 
 use std::path::{Path, PathBuf};
 
 /// A file a trusted MCP server runs, or the package folder it runs from: a control file
-/// for `write_file` and `edit_file` (issue 22), computed when the runtime is assembled.
+/// for `write_file` and `edit_file`, computed when the runtime is assembled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchFile {
     /// Its real path.

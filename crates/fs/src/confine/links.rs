@@ -1,10 +1,10 @@
-//! Hard links (issue 22, finding 13). A hard link inside a root to a file outside it is the
-//! same file under a second name: confinement by path cannot tell them apart, so reads
-//! follow it, while writes (temp file + rename) replace the name inside the root and leave
-//! the other name's content alone. Build tools and package managers make hard links on
-//! purpose (pnpm's store, cargo's `target/`, git's objects), so they are allowed unless the
-//! user sets `permissions.refuse_hard_links`; then `read_file`, `edit_file` and `write_file`
-//! refuse a regular file with more than one name.
+//! Hard links. A hard link inside a root to a file outside it is the same file under a
+//! second name: confinement by path cannot tell them apart, so reads follow it, while
+//! writes (temp file + rename) replace the name inside the root and leave the other name's
+//! content alone. Build tools and package managers make hard links on purpose (pnpm's
+//! store, cargo's `target/`, git's objects), so they are allowed unless the user sets
+//! `permissions.refuse_hard_links`; then `read_file`, `edit_file` and `write_file` refuse a
+//! regular file with more than one name.
 
 use std::os::unix::fs::MetadataExt;
 

@@ -1,7 +1,7 @@
 //! The spill folder when it lies outside the roots (a user's or toolgate's cache folder):
 //! readable through tools, but only the spill files toolgate wrote there, each opened
-//! through the folder's descriptor without following a symlink (issue 22, finding 2). A
-//! spill folder inside a root is part of the root and needs none of this.
+//! through the folder's descriptor without following a symlink. A spill folder inside a
+//! root is part of the root and needs none of this.
 
 use std::path::Path;
 

@@ -1,9 +1,9 @@
 //! The one walk both searches use: a sorted, depth-first walk that reads every folder
 //! through a directory descriptor and opens every subfolder with `openat(O_NOFOLLOW)`
 //! relative to its parent's descriptor, so a folder swapped for a symlink mid-walk is never
-//! followed (SPEC "Security model"). ripgrep's ignore rules apply unchanged ([`super::rules`]
-//! uses the `ignore` crate's own matchers); the `ignore` crate's walker itself is not used
-//! because it opens folders by path.
+//! followed. ripgrep's ignore rules apply unchanged ([`super::rules`] uses the `ignore`
+//! crate's own matchers); the `ignore` crate's walker itself is not used because it opens
+//! folders by path.
 //!
 //! Why sorted and single-threaded: a parallel walk visits folders in whatever order its
 //! threads get to them, so a walk cut by the scan limit or the deadline would hold an

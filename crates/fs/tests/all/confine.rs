@@ -1,6 +1,5 @@
-//! Adversarial confinement (SPEC "Security model"): every escape is refused, and no result —
-//! text, structured fields, media or error — ever contains a byte of the secret planted
-//! outside the root.
+//! Adversarial confinement: every escape is refused, and no result — text, structured
+//! fields, media or error — ever contains a byte of the secret planted outside the root.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;

@@ -1,7 +1,7 @@
-//! Deadline and cancellation (SPEC "Bounded I/O", seed 004 "时间预算"): a search over a tree
-//! too big to finish stops when its deadline passes or its call is cancelled, and answers with
-//! what it found, `reason: timeout` and a cursor. No timing is asserted: a 1 ms deadline
-//! cannot cover a walk of thousands of entries, and a cancelled call must say it was cut.
+//! Deadline and cancellation (the time budget): a search over a tree too big to finish
+//! stops when its deadline passes or its call is cancelled, and answers with what it found,
+//! `reason: timeout` and a cursor. No timing is asserted: a 1 ms deadline cannot cover a
+//! walk of thousands of entries, and a cancelled call must say it was cut.
 
 use std::fmt::Write as _;
 

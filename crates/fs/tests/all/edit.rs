@@ -1,6 +1,6 @@
-//! `write_file` and `edit_file` (SPEC "Built-in tools"; seed 000 s02's unique-match
-//! contract): atomic writes that keep permissions, exact unique replacement, CRLF, literal
-//! `$` sequences, stale-file refusal and failure injected between temp write and rename.
+//! `write_file` and `edit_file` (the unique-match contract): atomic writes that keep
+//! permissions, exact unique replacement, CRLF, literal `$` sequences, stale-file refusal
+//! and failure injected between temp write and rename.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -456,7 +456,7 @@ async fn a_failure_between_temp_write_and_rename_leaves_the_old_file() {
 
 #[tokio::test]
 async fn model_written_control_files_are_refused() {
-    // Issue 12: a model allowed only write_file wrote `.toolgate/config.toml` with
+    // Regression: a model allowed only write_file wrote `.toolgate/config.toml` with
     // `deny = []` and a `.mcp.json` with a `sh -c …` server, loosening its own rules.
     let p = Project::new();
     p.write(".mcp.json", "{}\n");
@@ -533,8 +533,8 @@ async fn control_files_are_writable_when_the_user_allows_it() {
 
 #[tokio::test]
 async fn files_a_trusted_mcp_server_runs_are_refused_unless_the_user_allows_it() {
-    // Issue 22: after `toolgate mcp trust`, rewriting the server's script (or planting the
-    // package an `npx -y x` server would take) ran the model's code at the next start.
+    // Regression: after `toolgate mcp trust`, rewriting the server's script (or planting
+    // the package an `npx -y x` server would take) ran the model's code at the next start.
     let p = Project::new();
     p.write("server.sh", "exec srv\n");
     std::os::unix::fs::symlink(p.root.join("server.sh"), p.root.join("alias.sh")).unwrap();

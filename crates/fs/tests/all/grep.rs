@@ -1,6 +1,5 @@
-//! `grep` (SPEC "Built-in tools", "Bounded I/O"; seed 004): ripgrep's heading format,
-//! regex and literal search, context, binary files, long lines, skipped folders, budgets and
-//! exact cursor continuation.
+//! `grep`: ripgrep's heading format, regex and literal search, context, binary files, long
+//! lines, skipped folders, budgets and exact cursor continuation.
 
 use serde_json::{Value, json};
 use toolgate_fs::SearchLimits;
@@ -311,7 +310,7 @@ async fn result_limit_cursor_returns_exactly_the_rest() {
     assert_cut(&out, Some("result_limit"));
     assert_eq!(matches(&out.text), expected[..25]);
     assert_eq!(u64_field(&out, "returned"), Some(25));
-    // The rest is small: counted (issue 26).
+    // The rest is small: counted.
     assert_eq!(u64_field(&out, "total"), Some(210));
     // Match 25 is the 4th of the 4th file (src/m03.rs, line 12).
     assert_eq!(str_field(&out, "cursor").as_deref(), Some("src/m03.rs:12"));
@@ -416,9 +415,9 @@ async fn snapshot_of_a_cut_page_with_context() {
     insta::assert_snapshot!("grep_long_line", out.text);
 }
 
-/// Issue 14 item 4: a cut grep said "limit of 25 results was reached" but not how many
-/// matches or files there were; `total` was simply absent. Issue 26: it then said "at least
-/// 26" even when counting the rest cost little; the rest is now counted.
+/// Regression: a cut grep said "limit of 25 results was reached" but not how many matches
+/// or files there were; `total` was simply absent. Later it said "at least 26" even when
+/// counting the rest cost little; the rest is now counted.
 #[tokio::test]
 async fn result_limit_states_how_many_matches_and_files_there_are() {
     let p = Project::new();
@@ -455,7 +454,7 @@ async fn result_limit_states_how_many_matches_and_files_there_are() {
     assert_eq!(u64_field(&next, "total"), Some(185), "{}", next.text);
 }
 
-/// Issue 26: 2,000 matches in 20 files said "at least 101" and never the total.
+/// Regression: 2,000 matches in 20 files said "at least 101" and never the total.
 #[tokio::test]
 async fn a_full_page_still_counts_the_total_when_the_rest_is_small() {
     let p = Project::new();
@@ -504,7 +503,7 @@ async fn the_count_after_a_full_page_counts_each_file_once() {
     }
 }
 
-/// Issue 26: past the counting budget the total stays a lower bound, and says so.
+/// Past the counting budget the total stays a lower bound, and says so.
 #[tokio::test]
 async fn a_count_past_its_budget_is_a_lower_bound() {
     let p = Project::new();
@@ -524,8 +523,7 @@ async fn a_count_past_its_budget_is_a_lower_bound() {
     );
 }
 
-/// Issue 14 item 4: a finished search states its exact totals, in the footer of a cut page
-/// too.
+/// A finished search states its exact totals, in the footer of a cut page too.
 #[tokio::test]
 async fn finished_search_states_exact_match_and_file_totals() {
     let p = Project::new();
@@ -562,8 +560,8 @@ async fn finished_search_states_exact_match_and_file_totals() {
     );
 }
 
-/// Issue 15 item 4: grep's `glob` and `pattern` had no size bound, and a regex's compiled
-/// size was bounded only by grep-regex's 100 MiB / 1,000 MiB defaults.
+/// Regression: grep's `glob` and `pattern` had no size bound, and a regex's compiled size
+/// was bounded only by grep-regex's 100 MiB / 1,000 MiB defaults.
 #[tokio::test]
 async fn huge_patterns_and_globs_are_refused_with_what_to_send_instead() {
     let p = Project::new();
@@ -598,9 +596,9 @@ async fn huge_patterns_and_globs_are_refused_with_what_to_send_instead() {
     assert_eq!(out.text, "a.txt\n1:needle\n");
 }
 
-/// Issue 15 item 5: a match on line 1 of a file whose line is over 32 MiB was answered
-/// "No matches", `total: 0`, `truncated: false`. Such a file is now reported: cut, named,
-/// and the lines before the long one still searched.
+/// Regression: a match on line 1 of a file whose line is over 32 MiB was answered "No
+/// matches", `total: 0`, `truncated: false`. Such a file is now reported: cut, named, and
+/// the lines before the long one still searched.
 #[tokio::test]
 async fn a_line_over_the_searcher_limit_is_reported_not_answered_no_matches() {
     let p = Project::new();

@@ -1,7 +1,7 @@
-//! The symlink-swap race (issue 12): a helper thread swaps a real folder `race/` with a
-//! symlink to a folder outside the root, `renameat2(RENAME_EXCHANGE)` in a tight loop, while
-//! every file tool works on paths under `race/`. Resolving a path and then opening it again
-//! by path let 32 of 300 reads, 137 of 300 greps and 42 of 300 writes through to the outside
+//! The symlink-swap race: a helper thread swaps a real folder `race/` with a symlink to a
+//! folder outside the root, `renameat2(RENAME_EXCHANGE)` in a tight loop, while every file
+//! tool works on paths under `race/`. Resolving a path and then opening it again by path
+//! let 32 of 300 reads, 137 of 300 greps and 42 of 300 writes through to the outside
 //! folder; with descriptor-based opening none may: 0 bytes or names from outside, 0 files
 //! created outside. Calls may be refused while the tree is changing under them.
 
@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::support::{Project, SECRET, Session, everything};
 
-/// Calls per tool (the issue's figure).
+/// Calls per tool.
 const CALLS: usize = 2_000;
 
 /// A name that exists only in the outside folder: seeing it in a result is a leak.

@@ -1,4 +1,4 @@
-//! `read_file` rules (SPEC "Built-in tools", seed 003 §8.1).
+//! `read_file` rules: paging, cut lines, binary files, media (see docs/tools.md).
 
 use std::fmt::Write as _;
 

@@ -1,5 +1,5 @@
-//! `search_files` (SPEC "Built-in tools", "Bounded I/O"; seed 004): names and globs, skipped
-//! folders, deterministic order, every budget with its reason, exact cursor continuation.
+//! `search_files`: names and globs, skipped folders, deterministic order, every budget with
+//! its reason, exact cursor continuation.
 
 use serde_json::{Value, json};
 use toolgate_fs::SearchLimits;
@@ -404,8 +404,8 @@ async fn the_descriptor_walk_applies_ripgreps_ignore_rules() {
     assert_eq!(files, expected);
 }
 
-/// Issue 14 item 4: a cut search_files states the total (exact when the walk finished, "at
-/// least" when a limit stopped it) in the text and in structured fields.
+/// A cut search_files states the total (exact when the walk finished, "at least" when a
+/// limit stopped it) in the text and in structured fields.
 #[tokio::test]
 async fn cut_results_state_the_total_or_a_lower_bound() {
     let p = Project::new();
@@ -444,9 +444,9 @@ async fn cut_results_state_the_total_or_a_lower_bound() {
     );
 }
 
-/// Issue 15 item 4: a 1 MB glob took 3.2 s and 860 MB, 12 MB took 21 s and 4.3 GB, and
-/// 100 KB of `*` panicked inside globset. Each is refused before compiling, saying what to
-/// send instead.
+/// Regression: a 1 MB glob took 3.2 s and 860 MB, 12 MB took 21 s and 4.3 GB, and 100 KB of
+/// `*` panicked inside globset. Each is refused before compiling, saying what to send
+/// instead.
 #[tokio::test]
 async fn huge_globs_are_refused_with_what_to_send_instead() {
     let p = Project::new();

@@ -1,4 +1,4 @@
-//! `read_file` with a shared spill store (issue 28): a spill file another replica wrote is
+//! `read_file` with a shared spill store (team mode): a spill file another replica wrote is
 //! fetched into this replica's spill folder and read like any other; a spill name that is
 //! nowhere says to retry or rerun; nothing else is ever fetched.
 

@@ -1,6 +1,5 @@
 //! `list_resources` and `read_resource`: every mounted server's resources and resource
-//! templates for clients that only call tools (SPEC "MCP": "Clients that only call tools
-//! reach resources through tools").
+//! templates for clients that only call tools, so that they reach resources through tools.
 //!
 //! They are offered only while a mounted server the permission rules let through offers a
 //! resource or a template, so a gateway without resources adds nothing to the tools array.

@@ -1,9 +1,9 @@
 //! The output budget on the mounted servers' prompts and resource reads served over MCP
-//! (`prompts/get`, `resources/read`), as on tool results (SPEC "MCP": "under toolgate's
-//! names, budgets and permissions"): each text of one answer is a result of one turn, so a
-//! 5 MB resource reaches the client as an excerpt and a spill pointer, not as 5 MB. A binary
-//! content passes whole up to [`MAX_BLOB_CHARS`] (an image, a PDF); a larger one is saved to
-//! a spill file and named instead ([`save_large_blobs`]).
+//! (`prompts/get`, `resources/read`), as on tool results (mounted servers are served under
+//! toolgate's names, budgets and permissions): each text of one answer is a result of one
+//! turn, so a 5 MB resource reaches the client as an excerpt and a spill pointer, not as
+//! 5 MB. A binary content passes whole up to [`MAX_BLOB_CHARS`] (an image, a PDF); a larger
+//! one is saved to a spill file and named instead ([`save_large_blobs`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,5 +1,5 @@
-//! Trust at (re)start time (issue 22): a trusted project server's files are hashed again
-//! before every start, so one rewritten while toolgate runs is not run at the next restart.
+//! Trust at (re)start time: a trusted project server's files are hashed again before every
+//! start, so one rewritten while toolgate runs is not run at the next restart.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -194,7 +194,7 @@ async fn a_crash_is_seen_when_the_server_exits_even_if_its_child_holds_the_pipe(
     assert!(!out.is_error, "restarted on the next call: {}", out.text);
     assert_eq!(out.text, "back");
     // The orphan left the process group; the server's supervisor killed it when the server
-    // exited (issue 22), before the crash was reported.
+    // exited, before the crash was reported.
     assert_eq!(kill_sleepers(&marker), 0, "the orphan outlived its server");
     rig.finish().await;
 }
@@ -406,7 +406,7 @@ async fn large_results_are_spilled_by_the_budget_and_images_pass_through() {
 
 #[tokio::test]
 async fn a_log_like_servers_output_is_compressed_with_every_failure_kept() {
-    // Issue 14: log-like mounted tools get the same compression as run_shell.
+    // Log-like mounted tools get the same compression as run_shell.
     let mut config = stdio(&fake(), &["normal"], &crate::support::mark());
     config.log_like = Some(true);
     let rig = setup().with_budget().server("ci", config).build();

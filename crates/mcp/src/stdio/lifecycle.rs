@@ -1,6 +1,6 @@
-//! Mixed lifecycles on one stdio session (issue 22, finding 12): a client may send
-//! stateless requests (protocol 2026-07-28, the client named in each request's `_meta`) and
-//! later `initialize`, or the other way round, and each request is judged by what it carries.
+//! Mixed lifecycles on one stdio session: a client may send stateless requests (protocol
+//! 2026-07-28, the client named in each request's `_meta`) and later `initialize`, or the
+//! other way round, and each request is judged by what it carries.
 //!
 //! rmcp fixes a session's lifecycle at its first request: when that is a stateless request,
 //! the session becomes "inline" for good and every later request must carry the 2026-07-28

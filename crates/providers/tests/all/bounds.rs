@@ -1,5 +1,5 @@
-//! Time and size bounds (issue 22, findings 8 and 9): a provider that never answers, stalls
-//! mid-stream or streams without end gets a clear error, never a hang or unbounded memory.
+//! Time and size bounds: a provider that never answers, stalls mid-stream or streams
+//! without end gets a clear error, never a hang or unbounded memory.
 
 use std::collections::HashMap;
 

@@ -235,9 +235,8 @@ mod tests {
     }
 
     /// The log compressed while `bytes` were captured, the one read back from the spill
-    /// file afterwards (the path before issue 27) and the one made from all the bytes at
-    /// once by one thread (chunk after chunk, as before issue 27), each within `cap`
-    /// characters.
+    /// file afterwards (the earlier path) and the one made from all the bytes at once by
+    /// one thread (chunk after chunk, as before), each within `cap` characters.
     async fn three_ways(bytes: &[u8], piece: usize, cap: usize) -> [CompressedLog; 3] {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SpillStore::new(dir.path(), 1 << 40));

@@ -177,8 +177,8 @@ async fn a_stream_past_its_disk_limit_stops_the_command() {
 
 #[tokio::test]
 async fn a_process_that_left_the_group_is_gone_when_the_call_returns() {
-    // Regression (issue 22, finding 7): setsid took the sleep out of the group and it
-    // lived on after the call, holding stdout open. The command's supervisor kills it.
+    // Regression: setsid took the sleep out of the group and it lived on after the call,
+    // holding stdout open. The command's supervisor kills it.
     let env = Env::new();
     let m = marker();
     let out = env.sh(&format!("setsid sleep {m} & echo escaped=$!")).await;

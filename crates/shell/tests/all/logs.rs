@@ -1,6 +1,6 @@
-//! Issue 14 through `run_shell`: the whole stream is compressed, a success that is not a log
-//! gets a short excerpt, and the verbatim output is in the spill file. Fixtures are real runs
-//! (tests/fixtures/README.md).
+//! Log compression through `run_shell`: the whole stream is compressed, a success that is
+//! not a log gets a short excerpt, and the verbatim output is in the spill file. Fixtures
+//! are real runs (tests/fixtures/README.md).
 
 use toolgate_shell::ShellLimits;
 
@@ -100,8 +100,8 @@ async fn cargo_test_with_3_failures_after_hundreds_of_captured_lines_keeps_every
     );
 }
 
-/// The issue's own case, at its size: 3 failures among 3,000 tests, each failure after 270
-/// lines of captured tracing output (with WARN and ERROR lines of its own), ~100 KB.
+/// The target case, at its size: 3 failures among 3,000 tests, each failure after 270 lines
+/// of captured tracing output (with WARN and ERROR lines of its own), ~100 KB.
 #[tokio::test]
 async fn three_failures_among_3000_tests_with_captured_tracing_fit_8000_chars() {
     let env = Env::new();

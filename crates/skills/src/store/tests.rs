@@ -1,4 +1,5 @@
-//! The station-3 failures of seed 003 §7, reproduced against the store.
+//! The ways skill discovery goes stale (a renamed skill under its old name, a deleted one
+//! still listed, a missed deletion), reproduced against the store.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -88,7 +89,7 @@ fn eventually(skills: &Skills, mut check: impl FnMut() -> bool) -> bool {
 
 #[test]
 fn stale_cache_after_a_rename_the_new_name_appears_and_the_old_one_goes() {
-    // Seed 003 §7: after a rename the catalog showed the old name, or both.
+    // A known failure: after a rename the catalog showed the old name, or both.
     let f = Fixture::new();
     write_skill(&f.project_skills(), "deploy", "deploy", "Deploys.");
     let skills = f.skills(true);
@@ -118,7 +119,7 @@ fn stale_cache_after_a_rename_the_new_name_appears_and_the_old_one_goes() {
 
 #[test]
 fn a_ghost_after_delete_never_stays_in_the_catalog() {
-    // Seed 003 §7: a deleted skill still listed and still loadable.
+    // A known failure: a deleted skill still listed and still loadable.
     let f = Fixture::new();
     write_skill(&f.project_skills(), "a", "alpha", "A.");
     write_skill(&f.project_skills(), "b", "beta", "B.");
@@ -147,9 +148,9 @@ fn a_ghost_after_delete_never_stays_in_the_catalog() {
 
 #[test]
 fn a_delete_missed_by_the_incremental_update_is_caught_by_the_rescan() {
-    // Seed 003 §7: increments handle additions and miss deletions; the cheap guard is a
-    // full rescan compared with the incremental state. Without a watcher every change is
-    // "missed" by the incremental state, which is exactly the case to catch.
+    // Increments handle additions and miss deletions; the cheap guard is a full rescan
+    // compared with the incremental state. Without a watcher every change is "missed" by
+    // the incremental state, which is exactly the case to catch.
     let f = Fixture::new();
     write_skill(&f.project_skills(), "a", "alpha", "A.");
     write_skill(&f.project_skills(), "b", "beta", "B.");
@@ -184,7 +185,7 @@ fn the_periodic_rescan_runs_on_its_own() {
 
 #[test]
 fn a_watcher_that_cannot_start_falls_back_to_the_periodic_rescan() {
-    // Issue 26: with 25–39 toolgate processes at once the watcher hit "Too many open
+    // Regression: with 25–39 toolgate processes at once the watcher hit "Too many open
     // files"; changes were then seen by nothing when rescans were off.
     let f = Fixture::new();
     write_skill(&f.project_skills(), "a", "alpha", "A.");
@@ -295,7 +296,7 @@ fn two_skills_of_one_name_in_one_folder_are_a_problem_not_an_overwrite() {
 
 #[test]
 fn the_discovery_cache_is_keyed_by_the_resolved_scope_chain() {
-    // Seed 003 §4: a session that changes folders must not read the last folder's skills.
+    // A session that changes folders must not read the last folder's skills.
     let f = Fixture::new();
     let other = tempfile::tempdir().unwrap();
     write_skill(&f.project_skills(), "a", "alpha", "A.");
