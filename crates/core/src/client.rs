@@ -115,7 +115,7 @@ pub trait ClientLink: Send + Sync {
 
     /// The caller of the session behind the link (`serve --http` with `[server.auth]`),
     /// for permission rules with a condition on the caller; `None` by default (no identity).
-    fn caller(&self) -> Option<crate::session::Identity> {
+    fn caller(&self) -> Option<crate::identity::Identity> {
         None
     }
 

@@ -307,7 +307,7 @@ impl Disclosure {
     pub fn visible_to(
         &self,
         tool: &dyn DynTool,
-        caller: Option<&crate::session::Identity>,
+        caller: Option<&crate::identity::Identity>,
     ) -> bool {
         let registry = self
             .source

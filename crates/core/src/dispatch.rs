@@ -19,11 +19,12 @@ use futures::FutureExt;
 use serde_json::Value;
 use tracing::Instrument;
 
+use crate::approver::ApprovalRequest;
 use crate::audit::{AskAnswer, AuditDecision, AuditOutcome, AuditRecord, AuditSink, ResultSize};
 use crate::context::CallContext;
 use crate::output::SpillKind;
 use crate::output::ToolOutput;
-use crate::permission::{ApprovalRequest, Decision, Policy};
+use crate::permission::{Decision, Policy};
 use crate::profile::ClientLimits;
 use crate::rate_limit::{RateLimits, caller_of, refusal};
 use crate::registry::{Registry, Scope, Snapshot};

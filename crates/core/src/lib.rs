@@ -113,12 +113,14 @@
 
 #![deny(missing_docs)]
 
+mod approver;
 mod audit;
 mod canonical;
 mod client;
 mod context;
 pub mod disclosure;
 mod dispatch;
+mod identity;
 mod output;
 mod permission;
 mod profile;
@@ -134,14 +136,16 @@ pub mod trace;
 mod user_dirs;
 pub mod web_login;
 
+pub use approver::{ApprovalRequest, Approver};
 pub use audit::{AskAnswer, AuditDecision, AuditOutcome, AuditRecord, AuditSink, ResultSize};
 pub use canonical::{canonical_json, civil_from_days};
 pub use client::{AskError, ClientAsk, ClientLink};
 pub use context::{CallContext, Progress, ProgressSink};
 pub use disclosure::{Disclosure, DisclosureMode, DisclosureSettings, ExposureMode};
 pub use dispatch::{Call, DispatchLimits, Dispatcher, RawArgs};
+pub use identity::Identity;
 pub use output::{Media, SpillKind, SpillRef, ToolOutput, Truncation, TruncationReason};
-pub use permission::{ApprovalRequest, Approver, Decision, Policy, PolicyError, Verdict};
+pub use permission::{Decision, Policy, PolicyError, Verdict};
 pub use profile::{
     ClientLimits, ClientProfile, ClientProfileConfig, ClientProfiles, MIN_CLIENT_CHARS,
 };
@@ -153,7 +157,7 @@ pub use registry::{
 pub use render::{Protocol, RenderOptions, portable_schema, render_tools, render_tools_bytes};
 pub use result_budget::{ResultBudget, TurnResult};
 pub use schedule::{Footprint, OrderGate, Resource, ResourceLocks, Ticket};
-pub use session::{Approval, Extensions, Identity, Session, SessionInit};
+pub use session::{Approval, Extensions, Session, SessionInit};
 pub use spec::{Concurrency, DisclosureHint, ToolMeta, ToolSpec, schema_for};
 pub use tool::{DynTool, Tool, ToolError, TypedTool, run_blocking};
 pub use user_dirs::{MissingUserDir, UserDir, UserDirs};

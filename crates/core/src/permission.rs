@@ -16,11 +16,10 @@
 //! holds no claim: it matches no `if` and every `unless`, so
 //! `deny = ["run_shell unless group = \"eng\""]` denies it — the safe side for deny rules.
 
-use futures::future::BoxFuture;
 use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
 
-use crate::session::Identity;
+use crate::identity::Identity;
 
 /// What a rule says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -384,26 +383,6 @@ impl Policy {
             },
         }
     }
-}
-
-/// A call an `ask` rule holds until a human answers.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApprovalRequest {
-    /// The tool (the target, for a call through `run_tool`).
-    pub tool: String,
-    /// Its permission action (`fs.write`).
-    pub action: String,
-    /// The rule that asks, as written in config.
-    pub rule: String,
-    /// The call's arguments.
-    pub args: serde_json::Value,
-}
-
-/// Someone who can answer `ask` rules (the agent CLI's user on a terminal). Remembering
-/// "always, for this session" is the approver's business.
-pub trait Approver: Send + Sync {
-    /// Whether the call may run.
-    fn approve(&self, request: ApprovalRequest) -> BoxFuture<'static, bool>;
 }
 
 #[cfg(test)]

@@ -221,7 +221,7 @@ pub type Visibility = Arc<dyn Fn(&dyn DynTool) -> bool + Send + Sync>;
 /// Decides whether a tool is visible to one caller (`None`: a session without an
 /// identity); per-session lists apply it on top of [`Visibility`].
 pub type CallerVisibility =
-    Arc<dyn Fn(&dyn DynTool, Option<&crate::session::Identity>) -> bool + Send + Sync>;
+    Arc<dyn Fn(&dyn DynTool, Option<&crate::identity::Identity>) -> bool + Send + Sync>;
 
 /// The layered tool registry.
 pub struct Registry {
@@ -318,7 +318,7 @@ impl Registry {
     pub fn visible_to(
         &self,
         tool: &dyn DynTool,
-        caller: Option<&crate::session::Identity>,
+        caller: Option<&crate::identity::Identity>,
     ) -> bool {
         read(&self.caller_visibility)
             .as_ref()

@@ -24,8 +24,9 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::approver::Approver;
 use crate::client::ClientLink;
-use crate::permission::Approver;
+use crate::identity::Identity;
 use crate::profile::{ClientLimits, ClientProfile};
 use crate::schedule::OrderGate;
 
@@ -46,28 +47,6 @@ impl std::fmt::Debug for Approval {
             Self::Nobody => "Nobody",
             Self::By(_) => "By(..)",
         })
-    }
-}
-
-/// Who is calling, as the transport authenticated them (team mode's door); per-identity
-/// rules and per-user logins read it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Identity {
-    /// The stable subject (a token's `sub`, an account id).
-    pub subject: String,
-    /// Who vouched for it (a token's `iss`), when known.
-    pub issuer: Option<String>,
-    /// The groups the issuer put in the token (`groups`), for per-group rules.
-    pub groups: Vec<String>,
-    /// The scopes the token grants (`scope`, or `scp` as a list).
-    pub scopes: Vec<String>,
-}
-
-impl Identity {
-    /// Whether `other` is the same caller: same issuer and subject. Groups and scopes may
-    /// differ between two tokens of one caller (a refreshed token), the caller does not.
-    pub fn same_caller(&self, other: &Identity) -> bool {
-        self.issuer == other.issuer && self.subject == other.subject
     }
 }
 

@@ -11,9 +11,10 @@ use crate::catalog::CatalogCache;
 use crate::config::{CredentialStoreMode, Prefix, ServerSpec, Transport};
 use crate::import::{Discovered, ImportProblem};
 use crate::limits::GatewayLimits;
-use crate::mount::{Host, Mount, MountProvider, Phase, lock};
+use crate::mount::{Host, Mount, MountProvider, Phase};
 use crate::naming::{Offer, Reserved, name_all, server_prefix};
 use crate::proxy::ProxyTool;
+use crate::sync::lock;
 
 mod resource_tools;
 mod resources;

@@ -132,6 +132,7 @@ mod ordered;
 mod proxy;
 mod relay;
 mod roots;
+mod sync;
 mod trust;
 mod verdict;
 

@@ -24,7 +24,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
@@ -43,6 +43,7 @@ use crate::handler::{Handler, ProgressRoutes};
 use crate::lifecycle::Lifecycle;
 use crate::limits::GatewayLimits;
 use crate::list::list_all;
+use crate::sync::lock;
 
 mod call;
 mod complete;
@@ -220,10 +221,6 @@ type Handshaken = (
     Vec<rmcp::model::Tool>,
     Vec<String>,
 );
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 impl Mount {
     pub(crate) fn new(spec: ServerSpec, host: Weak<dyn Host>) -> Self {

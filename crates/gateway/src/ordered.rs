@@ -21,8 +21,8 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::sync::Notify;
 
-use crate::mount::lock;
 use crate::relay::{CallTag, Callers};
+use crate::sync::lock;
 
 /// Longest a call waits for the notifications that arrived before its response: they are
 /// only being handed on in memory, so this is a safety net.

@@ -17,6 +17,7 @@ use toolgate_core::web_login;
 use crate::metrics::Metrics;
 use crate::server::ToolgateServer;
 
+mod current;
 pub(crate) mod door;
 mod hosts;
 mod listen;
@@ -104,7 +105,7 @@ pub fn http_router(
     let sessions = Arc::new(sessions::CappedSessions::new(options.max_sessions));
     let service = StreamableHttpService::new(
         // The door put the request's caller in a task-local: the session is theirs.
-        move || Ok(server.new_session_as(door::caller(), door::rate_key())),
+        move || Ok(server.new_session_as(current::caller(), current::rate_key())),
         Arc::clone(&sessions),
         config,
     );

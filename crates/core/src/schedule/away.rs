@@ -170,7 +170,7 @@ impl ClientLink for AwayLink {
         self.inner.client_id()
     }
 
-    fn caller(&self) -> Option<crate::session::Identity> {
+    fn caller(&self) -> Option<crate::identity::Identity> {
         self.inner.caller()
     }
 

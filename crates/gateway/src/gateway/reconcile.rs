@@ -7,7 +7,8 @@ use std::sync::{Arc, Weak};
 use super::{Gateway, log_if_untrusted, register};
 use crate::config::ServerSpec;
 use crate::import::Discovered;
-use crate::mount::{Host, Mount, lock};
+use crate::mount::{Host, Mount};
+use crate::sync::lock;
 
 /// What [`Gateway::reconcile`] changed, by server name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

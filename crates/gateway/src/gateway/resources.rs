@@ -8,7 +8,7 @@ use std::sync::Arc;
 use toolgate_core::Decision;
 
 use super::{ForwardError, Gateway, Inner, SaveBlob, fit_resource_contents, save_large_blobs};
-use crate::mount::lock;
+use crate::sync::lock;
 
 /// A resource URI that more than one mounted server lists ([`Gateway::resource_collisions`]).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

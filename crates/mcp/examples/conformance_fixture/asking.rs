@@ -12,7 +12,7 @@ use toolgate_core::{
 };
 use toolgate_mcp::SourceError;
 
-use crate::tools::{NoArgs, tool};
+use crate::fn_tool::{NoArgs, tool};
 
 /// Asks the call's client `ask` under `key`; `Err` is the tool's error result.
 async fn ask(

@@ -10,11 +10,13 @@
 //! ```
 //!
 //! Prints `conformance fixture: listening on http://ADDR/mcp` on stderr once bound.
-//! `tools.rs` holds the tools, `sources.rs` the prompts and resources.
+//! `tools.rs` holds the tools (`asking.rs` those that ask the client, `fn_tool.rs` the wrapper
+//! that makes a tool of an async function), `sources.rs` the prompts and resources.
 
 #![allow(clippy::print_stderr)]
 
 mod asking;
+mod fn_tool;
 mod sources;
 mod tools;
 

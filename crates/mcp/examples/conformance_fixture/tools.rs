@@ -1,12 +1,10 @@
 //! The suite's `test_*` tools as typed toolgate tools.
 //!
-//! Most fixtures are one async function each, wrapped by [`FnTool`] into a [`Tool`] whose
+//! Most fixtures are one async function each, wrapped by [`tool`] (`fn_tool.rs`) into a tool whose
 //! arguments (and so schema) come from a serde + schemars struct, as every toolgate tool's
 //! do. The JSON Schema 2020-12 fixture is a hand-written [`DynTool`], since its schema
 //! (`$schema`, `$defs`) is literal by design.
 
-use std::future::Future;
-use std::marker::PhantomData;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -15,16 +13,15 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use toolgate_core::{
-    CallContext, Concurrency, DynTool, Media, Registry, Tool, ToolError, ToolMeta, ToolOutput,
-    ToolSpec, TypedTool,
+    CallContext, DynTool, Media, Registry, ToolError, ToolMeta, ToolOutput, ToolSpec,
 };
 use toolgate_mcp::{LogLevel, McpClient};
 
 use crate::RED_PIXEL_PNG;
 use crate::asking;
+use crate::fn_tool::{NoArgs, fixture_meta, tool};
 
 /// Every fixture tool, ready for a `StaticProvider`; `registry` is the one they are
 /// registered in (`test_trigger_tool_change` changes it).
@@ -207,10 +204,6 @@ pub(crate) fn all(registry: Weak<Registry>) -> Vec<Arc<dyn DynTool>> {
     tools
 }
 
-/// Arguments of the fixtures that take none.
-#[derive(Deserialize, JsonSchema)]
-pub(crate) struct NoArgs {}
-
 /// Arguments of `test_sampling`.
 #[derive(Deserialize, JsonSchema)]
 struct SamplingArgs {
@@ -223,73 +216,6 @@ struct SamplingArgs {
 struct ElicitationArgs {
     /// The message to show the user.
     message: String,
-}
-
-/// A typed tool made of a name, a description and an async function.
-struct FnTool<A, F> {
-    name: &'static str,
-    description: &'static str,
-    run: F,
-    args: PhantomData<fn(A)>,
-}
-
-pub(crate) fn tool<A, F, Fut>(
-    name: &'static str,
-    description: &'static str,
-    run: F,
-) -> Arc<dyn DynTool>
-where
-    A: DeserializeOwned + JsonSchema + Send + 'static,
-    F: Fn(A, CallContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = ToolOutput> + Send + 'static,
-{
-    TypedTool::erased(FnTool {
-        name,
-        description,
-        run,
-        args: PhantomData,
-    })
-}
-
-fn fixture_meta() -> ToolMeta {
-    ToolMeta {
-        concurrency: Concurrency::ReadOnly,
-        action: "test".into(),
-        destructive: false,
-        idempotent: true,
-        ..ToolMeta::default()
-    }
-}
-
-impl<A, F, Fut> Tool for FnTool<A, F>
-where
-    A: DeserializeOwned + JsonSchema + Send + 'static,
-    F: Fn(A, CallContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = ToolOutput> + Send + 'static,
-{
-    type Args = A;
-    type Output = ();
-
-    fn name(&self) -> &str {
-        self.name
-    }
-
-    fn description(&self) -> &str {
-        self.description
-    }
-
-    fn meta(&self) -> ToolMeta {
-        fixture_meta()
-    }
-
-    fn call(
-        &self,
-        args: A,
-        ctx: CallContext,
-    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send {
-        let run = (self.run)(args, ctx);
-        async move { Ok(run.await) }
-    }
 }
 
 fn with_media(text: &str, media: Vec<Media>) -> ToolOutput {

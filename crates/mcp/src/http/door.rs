@@ -4,7 +4,7 @@
 //! OAuth access token the [`Validator`] accepts (its caller becomes the identity). The caller
 //! rides along two ways: in the request's extensions as [`Caller`] (rmcp hands them to the
 //! handler inside `http::request::Parts`), and in a task-local while the request is served,
-//! where the session factory and the session manager read it ([`caller`]) to build a new
+//! where the session factory and the session manager read it ([`current::caller`]) to build a new
 //! session as that caller. A session keeps the caller that opened it: a request bearing
 //! another caller's token on it is refused here, before rmcp sees it.
 //!
@@ -22,25 +22,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use toolgate_core::Identity;
 
+use super::current;
 use super::hosts::Hosts;
 use super::oauth::{Rejection, Validator};
 use super::sessions::CappedSessions;
-
-tokio::task_local! {
-    static CALLER: Option<Identity>;
-    static RATE_KEY: Option<String>;
-}
-
-/// The OAuth caller of the request being served on this task, if any.
-pub(crate) fn caller() -> Option<Identity> {
-    CALLER.try_with(Clone::clone).ok().flatten()
-}
-
-/// Whom the request being served on this task counts against for rate limits when it has
-/// no identity (see [`Door::rate_key`]).
-pub(crate) fn rate_key() -> Option<String> {
-    RATE_KEY.try_with(Clone::clone).ok().flatten()
-}
 
 /// The caller of an HTTP request as the door admitted it (`None`: the static token, or no
 /// auth), in the request's extensions.
@@ -91,8 +76,7 @@ impl Door {
                 .into_response();
         }
         req.extensions_mut().insert(Caller(caller.clone()));
-        let served = RATE_KEY.scope(rate_key, next.run(req));
-        CALLER.scope(caller, served).await
+        current::serve_as(caller, rate_key, next.run(req)).await
     }
 
     /// The rate-limit key of an admitted request without an identity: the static token's

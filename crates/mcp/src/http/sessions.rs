@@ -2,7 +2,7 @@
 //! 61 KB for rmcp's 5 minutes), so past the cap the least recently active session is closed
 //! to make room for a new one, instead of letting abandoned sessions pile up.
 //!
-//! Each session also remembers the caller that opened it ([`crate::http::door::caller`]), so
+//! Each session also remembers the caller that opened it ([`crate::http::current::caller`]), so
 //! the door can refuse another caller's token on it.
 
 use std::collections::HashMap;
@@ -105,7 +105,7 @@ impl SessionManager for CappedSessions {
                 id.clone(),
                 Live {
                     at: Instant::now(),
-                    owner: crate::http::door::caller(),
+                    owner: crate::http::current::caller(),
                 },
             );
         Ok((id, transport))
