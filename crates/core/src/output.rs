@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// Why a result was cut; the `reason` field of every truncated result (SPEC "Bounded I/O").
+/// Why a result was cut; the `reason` field of every truncated result.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
 )]
