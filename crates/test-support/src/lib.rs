@@ -18,7 +18,7 @@ mod project;
 mod tool;
 
 pub use client::LineClient;
-pub use project::TempProject;
+pub use project::{TempProject, outside_writable};
 pub use tool::{FnTool, Reply};
 
 use std::sync::Arc;

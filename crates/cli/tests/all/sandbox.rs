@@ -18,14 +18,7 @@ fn shell(dir: &Path, config: &str, command: &str) -> String {
     run_shell(&mut toolgate(dir), command)
 }
 
-/// A folder outside the project and outside every folder `workspace-write` may write
-/// (`/tmp` is one, and the project lives there).
-fn outside() -> tempfile::TempDir {
-    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".to_owned());
-    tempfile::tempdir_in(home)
-        .or_else(|_| tempfile::tempdir_in("/var/lib"))
-        .unwrap()
-}
+use toolgate_test_support::outside_writable as outside;
 
 /// What a file's metadata looks like: mode, owner, group, mtime, extended attributes.
 fn metadata(path: &Path) -> (u32, u32, u32, i64, String) {

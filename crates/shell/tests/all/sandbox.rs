@@ -22,9 +22,7 @@ fn sandboxed(mode: SandboxMode, network: bool) -> Env {
 #[tokio::test]
 async fn workspace_write_writes_inside_the_roots_and_nowhere_else() {
     let env = sandboxed(SandboxMode::WorkspaceWrite, true);
-    let outside = tempfile::tempdir_in(std::env::var("HOME").unwrap_or("/root".into()))
-        .or_else(|_| tempfile::tempdir_in("/var/lib"))
-        .unwrap();
+    let outside = toolgate_test_support::outside_writable();
     let target = outside.path().join("escaped.txt");
     // A grandchild too: the rules hold for everything the command starts.
     let out = env
