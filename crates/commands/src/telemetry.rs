@@ -86,4 +86,17 @@ mod tests {
             "https://otel.example.com/custom/traces"
         );
     }
+
+    #[cfg(not(feature = "otlp"))]
+    #[test]
+    fn an_endpoint_is_refused_with_the_feature_that_exports() {
+        let config = toolgate_config::TelemetryConfig {
+            otlp_endpoint: Some("http://127.0.0.1:4318".to_owned()),
+            ..Default::default()
+        };
+        let Err(refused) = super::layer(&config) else {
+            panic!("an endpoint without an exporter was accepted");
+        };
+        assert!(refused.contains("--features team"), "{refused}");
+    }
 }

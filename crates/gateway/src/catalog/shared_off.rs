@@ -27,3 +27,12 @@ pub(super) fn save(
 ) {
     match *client {}
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_shared_store_is_refused_with_the_feature_that_has_it() {
+        let refused = crate::CatalogCache::redis("redis://127.0.0.1:6379/0").unwrap_err();
+        assert!(refused.to_string().contains("--features team"), "{refused}");
+    }
+}

@@ -37,3 +37,12 @@ impl Metrics {
         match *self {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn metrics_are_refused_with_the_feature_that_has_them() {
+        let refused = super::Metrics::new(None).unwrap_err().to_string();
+        assert!(refused.contains("--features team"), "{refused}");
+    }
+}

@@ -59,3 +59,12 @@ impl SharedSpills {
         match *self {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_shared_spill_store_is_refused_with_the_feature_that_has_it() {
+        let refused = super::SharedSpills::from_url("s3://bucket/spill").unwrap_err();
+        assert!(refused.to_string().contains("--features team"), "{refused}");
+    }
+}

@@ -21,3 +21,20 @@ pub(super) fn delete(_kind: KeyringKind, _url: &str) -> Result<(), String> {
 pub(super) fn probe(_kind: KeyringKind) -> Result<(), String> {
     Err(ABSENT.to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::TokenStore;
+    use crate::config::CredentialStoreMode;
+
+    #[test]
+    fn the_keyring_is_refused_with_the_feature_that_has_it_and_auto_keeps_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let refused = TokenStore::in_dir(dir.path().to_path_buf(), CredentialStoreMode::Keyring)
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("--features keyring"), "{refused}");
+        let auto = TokenStore::in_dir(dir.path().to_path_buf(), CredentialStoreMode::Auto).unwrap();
+        assert!(auto.describe().contains("0600"), "{}", auto.describe());
+    }
+}

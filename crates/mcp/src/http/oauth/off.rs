@@ -20,3 +20,16 @@ impl Validator {
         match *self {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn oauth_settings_are_refused_with_the_feature_that_has_them() {
+        let refused = OAuthSettings::new("https://login.example.com", "toolgate", Vec::new())
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("--features team"), "{refused}");
+    }
+
+    use super::OAuthSettings;
+}
