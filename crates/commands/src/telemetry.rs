@@ -64,11 +64,24 @@ fn traces_url(url: &str) -> String {
     }
 }
 
+/// An OTLP exporter that cannot be built: the setting to fix.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "telemetry: cannot export to {endpoint}: {source}; fix `[telemetry] otlp_endpoint` (an http(s) URL such as http://127.0.0.1:4318/v1/traces)"
+)]
+pub(crate) struct TelemetryError {
+    /// The endpoint, or where the standard variables point.
+    endpoint: String,
+    /// Why the exporter refused it.
+    #[source]
+    source: opentelemetry_otlp::ExporterBuildError,
+}
+
 /// The layer that exports toolgate's spans, when telemetry is configured; an error says
 /// which setting is wrong.
 pub(crate) fn layer<S>(
     config: &TelemetryConfig,
-) -> Result<Option<(impl Layer<S> + use<S>, Telemetry)>, String>
+) -> Result<Option<(impl Layer<S> + use<S>, Telemetry)>, TelemetryError>
 where
     S: Subscriber + for<'span> LookupSpan<'span>,
 {
@@ -87,11 +100,12 @@ where
         let headers: HashMap<String, String> = config.headers.clone().into_iter().collect();
         builder = builder.with_headers(headers);
     }
-    let exporter = builder.build().map_err(|e| {
-        format!(
-            "telemetry: cannot export to {}: {e}; fix `[telemetry] otlp_endpoint` (an http(s) URL such as http://127.0.0.1:4318/v1/traces)",
-            endpoint.as_deref().unwrap_or("the OTEL_EXPORTER_OTLP_* endpoint")
-        )
+    let exporter = builder.build().map_err(|source| TelemetryError {
+        endpoint: endpoint
+            .as_deref()
+            .unwrap_or("the OTEL_EXPORTER_OTLP_* endpoint")
+            .to_owned(),
+        source,
     })?;
     let shown = endpoint.unwrap_or_else(|| "the OTEL_EXPORTER_OTLP_* endpoint".to_owned());
     let mut resource = Resource::builder();

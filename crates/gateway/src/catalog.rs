@@ -97,12 +97,8 @@ impl CatalogCache {
     /// A cache in the Redis server at `url` (`redis://HOST[:PORT][/DB]`, `rediss://` for
     /// TLS), shared by every toolgate using it. `Err` says what is wrong with the URL; an
     /// unreachable server is found (and logged) at the first read or write.
-    pub fn redis(url: &str) -> Result<Self, String> {
-        let client = redis::Client::open(url).map_err(|e| {
-            format!(
-                "`[mcp] shared_store = \"{url}\"` is not a Redis URL ({e}); use redis://HOST:PORT/DB"
-            )
-        })?;
+    pub fn redis(url: &str) -> Result<Self, crate::auth::SharedStoreUrlError> {
+        let client = crate::auth::SharedStoreUrlError::client(url)?;
         Ok(Self {
             dir: PathBuf::new(),
             redis: Some(client),

@@ -180,7 +180,7 @@ impl Runtime {
             config.rate_limits.burst,
             &config.rate_limits.tools,
         )
-        .map_err(ConfigError::Invalid)?;
+        .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         dispatcher = dispatcher.with_rate_limits(Arc::new(rate_limits));
         let dispatcher = Arc::new(dispatcher);
         let render = RenderOptions {
@@ -334,7 +334,9 @@ fn mount_servers(
     let shared = config.mcp.shared_store.as_deref();
     if config.mcp.catalog_cache {
         let cache = match shared {
-            Some(url) => Some(CatalogCache::redis(url).map_err(ConfigError::Invalid)?),
+            Some(url) => {
+                Some(CatalogCache::redis(url).map_err(|e| ConfigError::Invalid(e.to_string()))?)
+            }
             None => CatalogCache::user_dir().map(CatalogCache::new),
         };
         if let Some(cache) = cache {

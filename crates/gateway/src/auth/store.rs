@@ -42,25 +42,68 @@ pub enum StoreError {
     #[error(
         "the OS credential store failed: {0}; set `[mcp] oauth_credentials_store = \"file\"` to keep tokens in a 0600 file instead"
     )]
-    Keyring(String),
+    Keyring(#[source] keyring::Error),
     /// The file could not be read or written.
     #[error("OAuth token file: {0}")]
     Io(#[from] std::io::Error),
-    /// The shared Redis store failed.
+    /// `[mcp] shared_store` is not a Redis URL.
     #[error(
         "the shared OAuth token store (Redis) failed: {0}; check that it runs and `[mcp] shared_store` names it"
     )]
-    Redis(String),
+    RedisUrl(#[source] SharedStoreUrlError),
+    /// A command to the shared Redis store failed.
+    #[error(
+        "the shared OAuth token store (Redis) failed: {addr}: {source}; check that it runs and `[mcp] shared_store` names it"
+    )]
+    Redis {
+        /// The Redis server's address.
+        addr: String,
+        /// Why the command failed.
+        #[source]
+        source: redis::RedisError,
+    },
+    /// A lock of the shared Redis store stayed taken past its lifetime.
+    #[error(
+        "the shared OAuth token store (Redis) failed: the shared OAuth lock `{key}` stayed taken for {secs} s; another toolgate may be stuck refreshing; check that it runs and `[mcp] shared_store` names it"
+    )]
+    RedisLockTaken {
+        /// The lock's key.
+        key: String,
+        /// How long it was waited for, in seconds.
+        secs: u64,
+    },
     /// The record is not valid JSON.
     #[error(
-        "OAuth token record for {url} is damaged ({reason}); run `toolgate mcp logout` for it and log in again"
+        "OAuth token record for {url} is damaged ({source}); run `toolgate mcp logout` for it and log in again"
     )]
     Damaged {
         /// The server URL.
         url: String,
-        /// The parse error.
-        reason: String,
+        /// The parse (or encoding) error.
+        #[source]
+        source: serde_json::Error,
     },
+}
+
+/// A `[mcp] shared_store` that is not a Redis URL.
+#[derive(Debug, thiserror::Error)]
+#[error("`[mcp] shared_store = \"{url}\"` is not a Redis URL ({source}); use redis://HOST:PORT/DB")]
+pub struct SharedStoreUrlError {
+    /// The URL as configured.
+    pub url: String,
+    /// Why Redis refuses it.
+    #[source]
+    pub source: redis::RedisError,
+}
+
+impl SharedStoreUrlError {
+    /// The Redis client for `url`, or why it is not a Redis URL.
+    pub(crate) fn client(url: &str) -> Result<redis::Client, Self> {
+        redis::Client::open(url).map_err(|source| Self {
+            url: url.to_owned(),
+            source,
+        })
+    }
 }
 
 /// What one authorization server issued for one MCP server.
@@ -194,11 +237,7 @@ impl TokenStore {
     /// `Err` says what is wrong with the URL; an unreachable server fails each use with a
     /// message naming it.
     pub fn redis(url: &str) -> Result<Self, StoreError> {
-        let client = redis::Client::open(url).map_err(|e| {
-            StoreError::Redis(format!(
-                "`[mcp] shared_store = \"{url}\"` is not a Redis URL ({e}); use redis://HOST:PORT/DB"
-            ))
-        })?;
+        let client = SharedStoreUrlError::client(url).map_err(StoreError::RedisUrl)?;
         Ok(Self {
             dir: PathBuf::new(),
             backend: Backend::Redis(client),
@@ -255,9 +294,9 @@ impl TokenStore {
                 ..Record::default()
             });
         };
-        serde_json::from_str(&text).map_err(|e| StoreError::Damaged {
+        serde_json::from_str(&text).map_err(|source| StoreError::Damaged {
             url: url.to_owned(),
-            reason: e.to_string(),
+            source,
         })
     }
 
@@ -284,9 +323,9 @@ impl TokenStore {
     }
 
     fn write(&self, url: &str, record: &Record) -> Result<(), StoreError> {
-        let text = serde_json::to_string(record).map_err(|e| StoreError::Damaged {
+        let text = serde_json::to_string(record).map_err(|source| StoreError::Damaged {
             url: url.to_owned(),
-            reason: e.to_string(),
+            source,
         })?;
         match &self.backend {
             Backend::File => write_private(&self.dir, &self.file(url), &text),
@@ -426,8 +465,10 @@ fn redis_query<T: redis::FromRedisValue + Send>(
         connection.set_write_timeout(Some(REDIS_TIMEOUT))?;
         command.query(&mut connection)
     };
-    off_runtime(run)
-        .map_err(|e| StoreError::Redis(format!("{}: {e}", client.get_connection_info().addr())))
+    off_runtime(run).map_err(|source| StoreError::Redis {
+        addr: client.get_connection_info().addr().to_string(),
+        source,
+    })
 }
 
 fn redis_get(client: &redis::Client, key: &str) -> Result<Option<String>, StoreError> {
@@ -457,10 +498,10 @@ fn redis_lock(client: &redis::Client, key: String) -> Result<FileLock, StoreErro
             });
         }
         if std::time::Instant::now() > deadline {
-            return Err(StoreError::Redis(format!(
-                "the shared OAuth lock `{key}` stayed taken for {} s; another toolgate may be stuck refreshing",
-                2 * REDIS_LOCK_MS / 1000
-            )));
+            return Err(StoreError::RedisLockTaken {
+                key,
+                secs: 2 * REDIS_LOCK_MS / 1000,
+            });
         }
         std::thread::sleep(std::time::Duration::from_millis(20)); // a poll interval
     }
@@ -509,16 +550,13 @@ fn write_private(dir: &Path, path: &Path, text: &str) -> Result<(), StoreError> 
     Ok(())
 }
 
-fn keyring_entry(kind: KeyringKind, url: &str) -> Result<keyring::Entry, String> {
+fn keyring_entry(kind: KeyringKind, url: &str) -> keyring::Result<keyring::Entry> {
     match kind {
-        KeyringKind::Platform => {
-            keyring::Entry::new(KEYRING_SERVICE, url).map_err(|e| e.to_string())
-        }
+        KeyringKind::Platform => keyring::Entry::new(KEYRING_SERVICE, url),
         #[cfg(target_os = "linux")]
         KeyringKind::Keyutils => {
             keyring::keyutils::KeyutilsCredential::new_with_target(None, KEYRING_SERVICE, url)
                 .map(|c| keyring::Entry::new_with_credential(Box::new(c)))
-                .map_err(|e| e.to_string())
         }
     }
 }
@@ -529,31 +567,27 @@ fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     std::thread::scope(|s| s.spawn(f).join()).unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
-fn keyring_get(kind: KeyringKind, url: &str) -> Result<Option<String>, String> {
+fn keyring_get(kind: KeyringKind, url: &str) -> keyring::Result<Option<String>> {
     off_runtime(|| match keyring_entry(kind, url)?.get_password() {
         Ok(text) => Ok(Some(text)),
         Err(keyring::Error::NoEntry) => Ok(None),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e),
     })
 }
 
-fn keyring_set(kind: KeyringKind, url: &str, text: &str) -> Result<(), String> {
-    off_runtime(|| {
-        keyring_entry(kind, url)?
-            .set_password(text)
-            .map_err(|e| e.to_string())
-    })
+fn keyring_set(kind: KeyringKind, url: &str, text: &str) -> keyring::Result<()> {
+    off_runtime(|| keyring_entry(kind, url)?.set_password(text))
 }
 
-fn keyring_delete(kind: KeyringKind, url: &str) -> Result<(), String> {
+fn keyring_delete(kind: KeyringKind, url: &str) -> keyring::Result<()> {
     off_runtime(|| match keyring_entry(kind, url)?.delete_credential() {
         Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e),
     })
 }
 
 /// Whether the keyring answers: a read of an entry nobody writes.
-fn keyring_probe(kind: KeyringKind) -> Result<(), String> {
+fn keyring_probe(kind: KeyringKind) -> keyring::Result<()> {
     keyring_get(kind, "toolgate-probe").map(|_| ())
 }
 
