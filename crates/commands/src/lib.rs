@@ -217,7 +217,7 @@ fn execute(cli: Cli, loaded: Loaded) -> ExitCode {
                 let load: toolgate_runtime::LoadConfig = Box::new(move || {
                     load_config(&global, http.clone(), disclosure)
                         .map(|loaded| loaded.config)
-                        .map_err(|e| toolgate_config::ConfigError::Invalid(e.to_string()))
+                        .map_err(toolgate_config::ConfigError::refused)
                 });
                 (own_config_files(&cli.global), load)
             });
