@@ -104,14 +104,17 @@ fn simulate_script(
     mode: Option<&str>,
     as_json: bool,
 ) -> ExitCode {
-    let script: SimScript = match fs_err::read_to_string(path)
-        .map_err(|e| e.to_string())
-        .and_then(|text| {
-            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
-        }) {
-        Ok(script) => script,
+    let text = match fs_err::read_to_string(path) {
+        Ok(text) => text,
         Err(e) => {
             eprintln!("toolgate: cannot read the script: {e}");
+            return ExitCode::from(crate::USAGE_ERROR);
+        }
+    };
+    let script: SimScript = match serde_json::from_str(&text) {
+        Ok(script) => script,
+        Err(e) => {
+            eprintln!("toolgate: cannot read the script: {}: {e}", path.display());
             return ExitCode::from(crate::USAGE_ERROR);
         }
     };

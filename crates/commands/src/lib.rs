@@ -215,7 +215,7 @@ fn execute(cli: Cli, loaded: Loaded) -> ExitCode {
                 let load: toolgate_runtime::LoadConfig = Box::new(move || {
                     load_config(&global, http.clone(), disclosure)
                         .map(|loaded| loaded.config)
-                        .map_err(toolgate_config::ConfigError::Invalid)
+                        .map_err(toolgate_config::ConfigError::refused)
                 });
                 (own_config_files(&cli.global), load)
             });
@@ -231,10 +231,14 @@ fn execute(cli: Cli, loaded: Loaded) -> ExitCode {
                 }
                 _ => false,
             };
-            let runtime = match std::env::current_dir()
-                .map_err(|e| e.to_string())
-                .and_then(|cwd| Runtime::new(config, &cwd).map_err(|e| e.to_string()))
-            {
+            let runtime = match std::env::current_dir() {
+                Ok(cwd) => Runtime::new(config, &cwd),
+                Err(e) => {
+                    eprintln!("toolgate: {e}");
+                    return ExitCode::from(USAGE_ERROR);
+                }
+            };
+            let runtime = match runtime {
                 Ok(rt) => rt,
                 Err(e) => {
                     eprintln!("toolgate: {e}");
@@ -295,13 +299,23 @@ fn cli_disclosure(command: &Command) -> Option<toolgate_config::DisclosureFlag> 
     }
 }
 
+/// Why the configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+enum LoadError {
+    /// The current directory (the project) cannot be read.
+    #[error("cannot read the current directory: {0}")]
+    Cwd(#[source] std::io::Error),
+    /// The configuration cannot be used.
+    #[error(transparent)]
+    Config(#[from] toolgate_config::ConfigError),
+}
+
 fn load_config(
     global: &GlobalArgs,
     http: Option<String>,
     disclosure: Option<toolgate_config::DisclosureFlag>,
-) -> Result<Loaded, String> {
-    let cwd =
-        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+) -> Result<Loaded, LoadError> {
+    let cwd = std::env::current_dir().map_err(LoadError::Cwd)?;
     let flags = Flags {
         roots: global.roots.clone(),
         http,
@@ -309,7 +323,7 @@ fn load_config(
         disclosure,
     };
     let options = LoadOptions::standard(cwd, global.config.clone(), flags);
-    toolgate_config::load(&options).map_err(|e| e.to_string())
+    Ok(toolgate_config::load(&options)?)
 }
 
 /// toolgate's config files outside the project: the user file and `--config FILE`.
@@ -328,7 +342,7 @@ fn init_logging(
     level: &str,
     serving: bool,
     telemetry: &toolgate_config::TelemetryConfig,
-) -> Result<Option<telemetry::Telemetry>, String> {
+) -> Result<Option<telemetry::Telemetry>, telemetry::TelemetryError> {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;

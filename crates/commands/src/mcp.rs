@@ -58,12 +58,17 @@ pub struct ListArgs {
     timeout: Option<Duration>,
 }
 
-fn parse_seconds(text: &str) -> Result<Duration, String> {
+/// A `--timeout` that is not a positive number of seconds.
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}` is not a number of seconds above 0, such as 5 or 0.5")]
+struct NotSeconds(String);
+
+fn parse_seconds(text: &str) -> Result<Duration, NotSeconds> {
     text.parse::<f64>()
         .ok()
         .filter(|s| s.is_finite() && *s > 0.0)
         .and_then(|s| Duration::try_from_secs_f64(s).ok())
-        .ok_or_else(|| format!("`{text}` is not a number of seconds above 0, such as 5 or 0.5"))
+        .ok_or_else(|| NotSeconds(text.to_owned()))
 }
 
 /// Arguments of `toolgate mcp tools`.

@@ -90,7 +90,7 @@ impl PromptSource for ServePrompts {
                         ctx.session.identity(),
                     )
                     .await
-                    .map_err(|e| SourceError::Failed(e.to_string()));
+                    .map_err(SourceError::failed);
             }
             match &self.skills {
                 Some(skills) => skills.get(name, arguments, ctx).await,
@@ -111,7 +111,7 @@ impl PromptSource for ServePrompts {
                     .gateway
                     .complete_prompt(name, argument, context)
                     .await
-                    .map_err(|e| SourceError::Failed(e.to_string()));
+                    .map_err(SourceError::failed);
             }
             match &self.skills {
                 Some(skills) => skills.complete(name, argument, context).await,

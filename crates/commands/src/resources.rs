@@ -58,7 +58,7 @@ impl ResourceSource for ServeResources {
                 ForwardError::UnknownResource { .. } if !known => {
                     SourceError::UnknownResource(uri.to_owned())
                 }
-                e => SourceError::Failed(e.to_string()),
+                e => SourceError::failed(e),
             })
         })
     }
@@ -75,7 +75,7 @@ impl ResourceSource for ServeResources {
                 .await
                 .map_err(|e| match e {
                     ForwardError::UnknownResource { uri } => SourceError::UnknownResource(uri),
-                    e => SourceError::Failed(e.to_string()),
+                    e => SourceError::failed(e),
                 })
         })
     }

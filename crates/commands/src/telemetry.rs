@@ -25,13 +25,34 @@ impl Telemetry {
 #[cfg(not(feature = "otlp"))]
 pub(crate) fn layer(
     config: &TelemetryConfig,
-) -> Result<Option<(tracing_subscriber::layer::Identity, Telemetry)>, String> {
+) -> Result<Option<(tracing_subscriber::layer::Identity, Telemetry)>, TelemetryError> {
     match endpoint(config) {
-        Some(Some(url)) if config.otlp_endpoint.is_some() => Err(format!(
-            "telemetry: `[telemetry] otlp_endpoint = \"{url}\"`, but this build of toolgate has no OTLP exporter; install one that has (`cargo install toolgate --features team`) or remove the setting"
-        )),
+        Some(Some(url)) if config.otlp_endpoint.is_some() => Err(TelemetryError::NoExporter(url)),
         _ => Ok(None),
     }
+}
+
+/// Telemetry that cannot start: the setting to fix.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TelemetryError {
+    /// The OTLP exporter refused the endpoint.
+    #[cfg(feature = "otlp")]
+    #[error(
+        "telemetry: cannot export to {endpoint}: {source}; fix `[telemetry] otlp_endpoint` (an http(s) URL such as http://127.0.0.1:4318/v1/traces)"
+    )]
+    Exporter {
+        /// The endpoint, or where the standard variables point.
+        endpoint: String,
+        /// Why the exporter refused it.
+        #[source]
+        source: opentelemetry_otlp::ExporterBuildError,
+    },
+    /// An endpoint is set, and this build has no exporter.
+    #[cfg(not(feature = "otlp"))]
+    #[error(
+        "telemetry: `[telemetry] otlp_endpoint = \"{0}\"`, but this build of toolgate has no OTLP exporter; install one that has (`cargo install toolgate --features team`) or remove the setting"
+    )]
+    NoExporter(String),
 }
 
 /// Where spans go: nowhere under `OTEL_SDK_DISABLED=true`, else the config's endpoint,
@@ -97,6 +118,6 @@ mod tests {
         let Err(refused) = super::layer(&config) else {
             panic!("an endpoint without an exporter was accepted");
         };
-        assert!(refused.contains("--features team"), "{refused}");
+        assert!(refused.to_string().contains("--features team"), "{refused}");
     }
 }

@@ -14,4 +14,44 @@ pub enum ConfigError {
         "invalid configuration: {0}; fix or remove that value (`toolgate doctor` lists every problem of every config file)"
     )]
     Invalid(String),
+    /// The merged layers do not fit the config's types (every problem, `; `-separated).
+    #[error(
+        "invalid configuration: {}; fix or remove that value (`toolgate doctor` lists every problem of every config file)",
+        crate::load::describe(.0)
+    )]
+    Types(#[source] figment::Error),
+    /// A part of the configuration (`permissions`, `skills`, …) that its own checks refuse;
+    /// `part` is named when the error's text does not name the setting itself.
+    #[error(
+        "invalid configuration: {}{source}; fix or remove that value (`toolgate doctor` lists every problem of every config file)",
+        .part.map(|p| format!("{p}: ")).unwrap_or_default()
+    )]
+    Part {
+        /// The part, when the error does not say.
+        part: Option<&'static str>,
+        /// Why it is refused.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl ConfigError {
+    /// `part` of the configuration (`permissions`, `skills`, …), refused by `source`.
+    pub fn part(
+        part: &'static str,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self::Part {
+            part: Some(part),
+            source: source.into(),
+        }
+    }
+
+    /// A setting refused by `source`, whose text names it.
+    pub fn refused(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self::Part {
+            part: None,
+            source: source.into(),
+        }
+    }
 }

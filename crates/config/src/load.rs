@@ -328,9 +328,7 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, ConfigError> {
     let project_dir = project_dir(options, &user_side);
     let project = ProjectLayer::read(&project_dir)?;
     let figment = layers(options, project.as_ref())?;
-    let mut config: Config = figment
-        .extract()
-        .map_err(|e| ConfigError::Invalid(describe(&e)))?;
+    let mut config: Config = figment.extract().map_err(ConfigError::Types)?;
     config.mcp_sources = mcp_sources(&figment, &config);
     // `~/` in sandbox_writable and sandbox_hide is the home folder, by the same rule as every
     // user folder.
@@ -499,7 +497,7 @@ impl<P: figment::Provider> figment::Provider for Named<P> {
 }
 
 /// figment's errors, one line each, with the file and key.
-fn describe(err: &figment::Error) -> String {
+pub(crate) fn describe(err: &figment::Error) -> String {
     err.clone()
         .into_iter()
         .map(|e| e.to_string())

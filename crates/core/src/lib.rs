@@ -149,7 +149,7 @@ pub use permission::{Decision, Policy, PolicyError, Verdict};
 pub use profile::{
     ClientLimits, ClientProfile, ClientProfileConfig, ClientProfiles, MIN_CLIENT_CHARS,
 };
-pub use rate_limit::{Limited, RateLimits};
+pub use rate_limit::{Limited, RateLimitError, RateLimits};
 pub use registry::{
     Absence, ProviderError, Registry, RegistryError, Scope, Snapshot, StaticProvider, ToolProvider,
     Visibility, validate_tool,

@@ -74,10 +74,23 @@ struct Condition {
     value: String,
 }
 
+/// Why a rule's condition cannot be read (the `reason` of a [`PolicyError`]).
+#[derive(Debug, thiserror::Error)]
+enum ConditionError {
+    #[error("expected `if` or `unless` after the pattern `{0}`")]
+    NoKeyword(String),
+    #[error("the condition has no `=`")]
+    NoEquals,
+    #[error("`{0}` is not a claim a condition can read")]
+    UnknownClaim(String),
+    #[error("the value {0} is not one non-empty double-quoted string")]
+    BadValue(String),
+}
+
 impl Condition {
     /// Reads ` if group = "eng"` off the end of a rule; returns the pattern part and the
     /// condition, if the rule has one. Strict: one condition, `=` only, a double-quoted value.
-    fn split(text: &str) -> Result<(&str, Option<Self>), String> {
+    fn split(text: &str) -> Result<(&str, Option<Self>), ConditionError> {
         let mut words = text.splitn(2, char::is_whitespace);
         let pattern = words.next().unwrap_or_default();
         let Some(rest) = words.next().map(str::trim) else {
@@ -88,28 +101,24 @@ impl Condition {
         } else if let Some(rest) = rest.strip_prefix("unless ") {
             (false, rest)
         } else {
-            return Err(format!(
-                "expected `if` or `unless` after the pattern `{pattern}`"
-            ));
+            return Err(ConditionError::NoKeyword(pattern.to_owned()));
         };
         let Some((claim, value)) = rest.split_once('=') else {
-            return Err("the condition has no `=`".to_owned());
+            return Err(ConditionError::NoEquals);
         };
         let claim = match claim.trim() {
             "sub" => Claim::Sub,
             "iss" => Claim::Iss,
             "group" => Claim::Group,
             "scope" => Claim::Scope,
-            other => return Err(format!("`{other}` is not a claim a condition can read")),
+            other => return Err(ConditionError::UnknownClaim(other.to_owned())),
         };
         let value = value.trim();
         let inner = value
             .strip_prefix('"')
             .and_then(|v| v.strip_suffix('"'))
             .filter(|v| !v.is_empty() && !v.contains('"'))
-            .ok_or_else(|| {
-                format!("the value {value} is not one non-empty double-quoted string")
-            })?;
+            .ok_or_else(|| ConditionError::BadValue(value.to_owned()))?;
         Ok((
             pattern,
             Some(Self {
@@ -261,9 +270,9 @@ impl Policy {
     /// Adds one rule: a pattern, optionally followed by `if CLAIM = "VALUE"` or
     /// `unless CLAIM = "VALUE"`.
     pub fn add(&mut self, rule: &str, decision: Decision) -> Result<(), PolicyError> {
-        let (pattern, condition) = Condition::split(rule.trim()).map_err(|reason| PolicyError {
+        let (pattern, condition) = Condition::split(rule.trim()).map_err(|e| PolicyError {
             pattern: rule.to_owned(),
-            reason,
+            reason: e.to_string(),
         })?;
         let parsed = Pattern::parse(pattern).map_err(|e| PolicyError {
             pattern: rule.to_owned(),

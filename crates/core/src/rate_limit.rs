@@ -40,6 +40,29 @@ impl std::fmt::Debug for RateLimits {
     }
 }
 
+/// A `[rate_limits]` entry that cannot be used; the text says what to write instead.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RateLimitError {
+    /// A tool pattern allowed no call at all.
+    #[error(
+        "[rate_limits.tools] \"{pattern}\" = 0 allows no call; deny the tool in [permissions] instead, or give it a number of calls per minute"
+    )]
+    Zero {
+        /// The pattern as configured.
+        pattern: String,
+    },
+    /// A tool pattern that is not a glob.
+    #[error("[rate_limits.tools] \"{pattern}\" is not a tool name or glob: {source}")]
+    Pattern {
+        /// The pattern as configured.
+        pattern: String,
+        /// Why it does not parse.
+        #[source]
+        source: globset::Error,
+    },
+}
+
 /// Why a call was refused: the limit it hit and when the caller may try again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limited {
@@ -59,7 +82,7 @@ impl RateLimits {
         per_minute: u32,
         burst: u32,
         tools: impl IntoIterator<Item = (&'a String, &'a u32)>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, RateLimitError> {
         let quota = |rate: NonZeroU32| {
             let burst = NonZeroU32::new(burst).unwrap_or(rate);
             Quota::per_minute(rate).allow_burst(burst)
@@ -75,13 +98,14 @@ impl RateLimits {
         }
         for (pattern, &rate) in tools {
             let Some(rate) = NonZeroU32::new(rate) else {
-                return Err(format!(
-                    "[rate_limits.tools] \"{pattern}\" = 0 allows no call; deny the tool in [permissions] instead, or give it a number of calls per minute"
-                ));
+                return Err(RateLimitError::Zero {
+                    pattern: pattern.clone(),
+                });
             };
             let matcher = Glob::new(pattern)
-                .map_err(|e| {
-                    format!("[rate_limits.tools] \"{pattern}\" is not a tool name or glob: {e}")
+                .map_err(|source| RateLimitError::Pattern {
+                    pattern: pattern.clone(),
+                    source,
                 })?
                 .compile_matcher();
             limits.push(Limit {
@@ -220,10 +244,10 @@ mod tests {
     #[test]
     fn bad_patterns_and_zero_limits_are_refused_with_what_to_do() {
         let tools: BTreeMap<String, u32> = [("run_shell".to_owned(), 0)].into();
-        let e = RateLimits::new(0, 0, &tools).unwrap_err();
+        let e = RateLimits::new(0, 0, &tools).unwrap_err().to_string();
         assert!(e.contains("deny the tool in [permissions]"), "{e}");
         let tools: BTreeMap<String, u32> = [("mcp__[".to_owned(), 5)].into();
-        let e = RateLimits::new(0, 0, &tools).unwrap_err();
+        let e = RateLimits::new(0, 0, &tools).unwrap_err().to_string();
         assert!(e.contains("not a tool name or glob"), "{e}");
         assert!(limits(0, 0, &[]).is_empty());
     }

@@ -61,12 +61,45 @@ pub struct Redirect {
     pub issuer: Option<String>,
 }
 
-/// What a waiting login gets: the redirect (or the refusal), and where to say how the
-/// login ended, for the browser's page.
-pub type Arrival = (
-    Result<Redirect, String>,
-    oneshot::Sender<Result<String, String>>,
-);
+/// Why a login came back from its browser without a code to exchange.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NoCode {
+    /// The authorization server sent `error` (and `error_description`) back instead of a
+    /// code: the texts as it sent them (the message makes them safe to print).
+    #[error("{}", refusal_words(error.as_deref(), description.as_deref()))]
+    Refused {
+        /// The `error` parameter, if any.
+        error: Option<String>,
+        /// The `error_description` parameter, if any.
+        description: Option<String>,
+    },
+    /// The user cancelled on the callback page.
+    #[error("the login was cancelled in the browser; nothing was kept")]
+    Cancelled,
+}
+
+impl NoCode {
+    /// The authorization server's refusal, from its `error` and `error_description`.
+    pub fn refused(error: Option<&str>, description: Option<&str>) -> Self {
+        Self::Refused {
+            error: error.map(str::to_owned),
+            description: description.map(str::to_owned),
+        }
+    }
+}
+
+/// How a login ended, for its browser's page: what to say, or why it failed.
+pub type Finished = Result<String, Box<dyn std::error::Error + Send + Sync>>;
+
+/// What a waiting login gets: the redirect (or why there is none), and where to say how
+/// the login ended, for the browser's page.
+pub type Arrival = (Result<Redirect, NoCode>, oneshot::Sender<Finished>);
+
+/// Too many logins wait for their browser to start one more ([`expect`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{MAX_PENDING} logins are waiting for their browser already; try again in a few minutes")]
+pub struct TooManyLogins;
 
 /// A page for the browser: its status, its HTML, and a cookie to set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -305,13 +338,11 @@ fn html(text: &str) -> String {
 
 /// Waits for the browser of the login started with `state`. `Err` when too many logins
 /// are pending already.
-pub fn expect(state: &str, pending: Pending) -> Result<oneshot::Receiver<Arrival>, String> {
+pub fn expect(state: &str, pending: Pending) -> Result<oneshot::Receiver<Arrival>, TooManyLogins> {
     let mut table = table();
     table.pending.retain(|_, entry| !entry.waiter.is_closed());
     if table.pending.len() >= MAX_PENDING {
-        return Err(format!(
-            "{MAX_PENDING} logins are waiting for their browser already; try again in a few minutes"
-        ));
+        return Err(TooManyLogins);
     }
     let (tx, rx) = oneshot::channel();
     table.pending.insert(
@@ -348,7 +379,7 @@ pub async fn callback(query: &str, cookies: Option<&str>) -> Page {
                 });
                 Ok((html(&entry.pending.server), html(&entry.pending.asked_by)))
             }
-            None => Err(refused(
+            None => Err(NoCode::refused(
                 param(query, "error").as_deref(),
                 param(query, "error_description").as_deref(),
             )),
@@ -404,13 +435,7 @@ pub async fn decide(form: &str, cookies: Option<&str>) -> Page {
     };
     match param(form, "decision").as_deref() {
         Some("finish") => finish(&state, Ok(redirect)).await,
-        _ => {
-            finish(
-                &state,
-                Err("the login was cancelled in the browser; nothing was kept".to_owned()),
-            )
-            .await
-        }
+        _ => finish(&state, Err(NoCode::Cancelled)).await,
     }
 }
 
@@ -436,7 +461,7 @@ fn bound<T>(
 
 /// What the login's caller reads when the authorization server sent `error` (and
 /// `error_description`) back instead of a code; the provider's text made safe to print.
-pub fn refused(error: Option<&str>, description: Option<&str>) -> String {
+fn refusal_words(error: Option<&str>, description: Option<&str>) -> String {
     format!(
         "the authorization server refused the login: {}{}",
         error.map_or_else(|| "no code".to_owned(), provider_text),
@@ -448,7 +473,7 @@ pub fn refused(error: Option<&str>, description: Option<&str>) -> String {
 
 /// Hands the outcome to the login of `state` and waits for it to finish (the code
 /// exchanged and the tokens kept); the page says how it ended.
-async fn finish(state: &str, outcome: Result<Redirect, String>) -> Page {
+async fn finish(state: &str, outcome: Result<Redirect, NoCode>) -> Page {
     let Some(entry) = table().pending.remove(state) else {
         return refusal(
             400,
@@ -609,8 +634,8 @@ mod tests {
         let login = tokio::spawn(async move {
             let (redirect, done) = rx.await.unwrap();
             let why = redirect.unwrap_err();
-            assert!(why.contains("access_denied\\u{1b}[2J"), "{why}");
-            done.send(Err(why)).unwrap();
+            assert!(why.to_string().contains("access_denied\\u{1b}[2J"), "{why}");
+            done.send(Err(why.into())).unwrap();
         });
         let said = callback("error=access_denied%1B%5B2J&state=s2", Some(&browser)).await;
         assert_eq!(said.status, 400);
@@ -622,8 +647,8 @@ mod tests {
         let login = tokio::spawn(async move {
             let (redirect, done) = rx.await.unwrap();
             let why = redirect.unwrap_err();
-            assert!(why.contains("cancelled"), "{why}");
-            done.send(Err(why)).unwrap();
+            assert_eq!(why, NoCode::Cancelled);
+            done.send(Err(why.into())).unwrap();
         });
         assert_eq!(
             callback("code=c&state=s5", Some(&browser)).await.status,

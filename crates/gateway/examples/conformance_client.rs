@@ -36,6 +36,36 @@ const SECRET_VAR: &str = "TOOLGATE_CONFORMANCE_CLIENT_SECRET";
 /// Most logins in one run: a server that keeps asking for more scopes is given up on.
 const MAX_LOGINS: u32 = 3;
 
+/// Why the run failed; printed after `conformance_client: `.
+#[derive(Debug, thiserror::Error)]
+enum RunError {
+    #[error("usage: conformance_client URL")]
+    Usage,
+    #[error("{0}")]
+    TempDir(#[source] std::io::Error),
+    #[error("{0}")]
+    Gateway(#[source] toolgate_core::RegistryError),
+    #[error("{0}")]
+    Store(#[from] toolgate_gateway::StoreError),
+    #[error("{0}")]
+    Login(#[from] LoginError),
+    #[error("the server is not ready: {0:?}")]
+    NotReady(ServerState),
+    #[error("no tool named {0}")]
+    NoTool(String),
+    #[error("calling {tool} failed: {source}")]
+    Call {
+        tool: String,
+        #[source]
+        source: ToolError,
+    },
+}
+
+/// A login handler that has logged in as often as it may.
+#[derive(Debug, thiserror::Error)]
+#[error("gave up after {MAX_LOGINS} logins")]
+struct GaveUp;
+
 /// Logs in the way `toolgate mcp login` does, when a call finds the server needs it.
 struct Login {
     store: TokenStore,
@@ -50,9 +80,7 @@ impl LoginHandler for Login {
     ) -> BoxFuture<'a, Result<(), LoginError>> {
         Box::pin(async move {
             if self.count.fetch_add(1, Ordering::SeqCst) >= MAX_LOGINS {
-                return Err(LoginError::OAuth(format!(
-                    "gave up after {MAX_LOGINS} logins"
-                )));
+                return Err(LoginError::Handler(Box::new(GaveUp)));
             }
             let options = LoginOptions {
                 timeout: Duration::from_secs(20),
@@ -108,12 +136,10 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(context: &Value) -> Result<(), String> {
-    let url = std::env::args()
-        .nth(1)
-        .ok_or("usage: conformance_client URL")?;
+async fn run(context: &Value) -> Result<(), RunError> {
+    let url = std::env::args().nth(1).ok_or(RunError::Usage)?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = tempfile::tempdir().map_err(RunError::TempDir)?;
 
     let oauth = OAuthConfig {
         client_id: context
@@ -140,9 +166,8 @@ async fn run(context: &Value) -> Result<(), String> {
         problems: Vec::new(),
     };
     let gateway =
-        Gateway::new(discovered, GatewayLimits::default(), &registry).map_err(|e| e.to_string())?;
-    let store = TokenStore::in_dir(dir.path().join("tokens"), CredentialStoreMode::File)
-        .map_err(|e| e.to_string())?;
+        Gateway::new(discovered, GatewayLimits::default(), &registry).map_err(RunError::Gateway)?;
+    let store = TokenStore::in_dir(dir.path().join("tokens"), CredentialStoreMode::File)?;
     gateway.use_token_store(store.clone());
     let login = Arc::new(Login {
         store,
@@ -161,18 +186,18 @@ async fn drive(
     login: &Login,
     scenario: &str,
     context: &Value,
-) -> Result<(), String> {
+) -> Result<(), RunError> {
     gateway.start_all().await;
     while let ServerState::NeedsLogin(reason) = status(gateway) {
         // What a user does on `needs login`: `toolgate mcp login test`, then the running
         // gateway picks the tokens up.
         eprintln!("conformance_client: needs login ({reason}); logging in");
-        login.login(spec, None).await.map_err(|e| e.to_string())?;
+        login.login(spec, None).await?;
         gateway.start_all().await;
     }
     match status(gateway) {
         ServerState::Ready => {}
-        other => return Err(format!("the server is not ready: {other:?}")),
+        other => return Err(RunError::NotReady(other)),
     }
     let tools = gateway.server_tools("test").unwrap_or_default();
     eprintln!(
@@ -198,13 +223,16 @@ async fn drive(
             .cloned();
         let suffix = suffix.to_owned();
         async move {
-            let tool = tool.ok_or_else(|| format!("no tool named {suffix}"))?;
+            let tool = tool.ok_or_else(|| RunError::NoTool(suffix.clone()))?;
             let output = tool
                 .call(args, ctx)
                 .await
-                .map_err(|e: ToolError| format!("calling {suffix} failed: {e}"))?;
+                .map_err(|source| RunError::Call {
+                    tool: suffix.clone(),
+                    source,
+                })?;
             eprintln!("conformance_client: {suffix}: {output:?}");
-            Ok::<(), String>(())
+            Ok::<(), RunError>(())
         }
     };
     if let Some(calls) = context.get("toolCalls").and_then(Value::as_array) {

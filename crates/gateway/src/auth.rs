@@ -39,10 +39,12 @@ mod login;
 mod store;
 
 pub(crate) use bound::ServerCredentials;
+pub use browser::LoginUrlError;
+pub use callback::CallbackError;
 pub(crate) use client::Authorized;
 pub use login::{LoginError, LoginOptions, login};
 pub(crate) use login::{describe, parse_challenge, start};
-pub use store::{AuthStatus, StoreError, TokenStore};
+pub use store::{AuthStatus, SharedStoreUrlError, StoreError, TokenStore};
 
 /// Signs a human in when a server needs it. `serve` has none (it never waits for a
 /// human); a terminal command or a test harness may.

@@ -40,17 +40,78 @@ const LINE_CHARS: usize = 300;
 /// mounting the next, until the machine runs out of processes.
 pub(crate) const MAX_GATEWAY_DEPTH: u32 = 3;
 
-/// Why a gateway `depth` levels down may not start stdio servers, if it may not.
-pub(crate) fn nesting_refusal(depth: u32) -> Option<String> {
-    (depth >= MAX_GATEWAY_DEPTH).then(|| {
-        format!(
-            "not started: this toolgate runs {depth} levels down a chain of gateways mounting \
-             one another ({NESTED_ENV}={depth}), the deepest allowed. Usually a config mounts toolgate itself and \
-             every toolgate it starts reads that config again: give the mounted toolgate its own \
-             config (`env = {{ XDG_CONFIG_HOME = \"...\" }}` on the server, or its `--root` a \
-             project without this server)"
-        )
-    })
+/// Why a server's process or transport could not be set up; the text says what to fix.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConnectError {
+    /// This toolgate is too deep down a chain of gateways mounting one another.
+    #[error(
+        "not started: this toolgate runs {depth} levels down a chain of gateways mounting \
+         one another ({NESTED_ENV}={depth}), the deepest allowed. Usually a config mounts toolgate itself and \
+         every toolgate it starts reads that config again: give the mounted toolgate its own \
+         config (`env = {{ XDG_CONFIG_HOME = \"...\" }}` on the server, or its `--root` a \
+         project without this server)"
+    )]
+    Nested { depth: u32 },
+    /// The sandbox cannot be applied to the command.
+    #[error("cannot start `{command}` in its sandbox: {source}")]
+    Sandbox {
+        command: String,
+        #[source]
+        source: toolgate_contain::SandboxError,
+    },
+    /// No such program, or no such working folder.
+    #[error(
+        "cannot start `{command}`: no such program (or `cwd` {} does not exist); check `command` and PATH",
+        .cwd.display()
+    )]
+    NotFound {
+        command: String,
+        cwd: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The program did not start.
+    #[error("cannot start `{command}`: {source}")]
+    Spawn {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The child came without the pipes asked for.
+    #[error("cannot start `{command}`: its pipes are missing")]
+    NoPipes { command: String },
+    /// `bearer_token_env` names an unset variable.
+    #[error(
+        "`bearer_token_env` names `{var}`, which is not set; export it before starting toolgate"
+    )]
+    TokenUnset { var: String },
+    /// `bearer_token_env`'s value cannot go into a header.
+    #[error(
+        "`bearer_token_env` names `{var}`, whose value has a control character (a CR or LF, say, from a file read with its line end), which no HTTP header can carry; set it to the token alone"
+    )]
+    TokenControl { var: String },
+    /// A configured header name is not one.
+    #[error("header name `{name}` is invalid: {source}")]
+    HeaderName {
+        name: String,
+        #[source]
+        source: http::header::InvalidHeaderName,
+    },
+    /// A configured header value cannot be sent.
+    #[error("header `{name}` has an invalid value: {source}")]
+    HeaderValue {
+        name: String,
+        #[source]
+        source: http::header::InvalidHeaderValue,
+    },
+}
+
+/// Whether a gateway `depth` levels down may start stdio servers; `Err` says why not.
+pub(crate) fn nesting_refusal(depth: u32) -> Result<(), ConnectError> {
+    match depth >= MAX_GATEWAY_DEPTH {
+        true => Err(ConnectError::Nested { depth }),
+        false => Ok(()),
+    }
 }
 
 /// What a server revealed about itself besides JSON-RPC: for failure messages.
@@ -203,14 +264,12 @@ pub(crate) fn spawn_stdio(
     cwd: &std::path::Path,
     sandbox: &toolgate_contain::Sandbox,
     diag: &Arc<Diagnostics>,
-) -> Result<Spawned, String> {
+) -> Result<Spawned, ConnectError> {
     let depth = std::env::var(NESTED_ENV)
         .ok()
         .and_then(|d| d.parse::<u32>().ok())
         .unwrap_or(0);
-    if let Some(refusal) = nesting_refusal(depth) {
-        return Err(refusal);
-    }
+    nesting_refusal(depth)?;
     let mut cmd = tokio::process::Command::new(command);
     cmd.args(args)
         .envs(env)
@@ -223,22 +282,29 @@ pub(crate) fn spawn_stdio(
     toolgate_contain::contain(&mut cmd);
     sandbox
         .apply(&mut cmd)
-        .map_err(|e| format!("cannot start `{command}` in its sandbox: {e}"))?;
-    let mut child = cmd.spawn().map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            format!(
-                "cannot start `{command}`: no such program (or `cwd` {} does not exist); check `command` and PATH",
-                cwd.display()
-            )
+        .map_err(|source| ConnectError::Sandbox {
+            command: command.to_owned(),
+            source,
+        })?;
+    let mut child = cmd.spawn().map_err(|source| {
+        let command = command.to_owned();
+        if source.kind() == std::io::ErrorKind::NotFound {
+            ConnectError::NotFound {
+                command,
+                cwd: cwd.to_path_buf(),
+                source,
+            }
         } else {
-            format!("cannot start `{command}`: {e}")
+            ConnectError::Spawn { command, source }
         }
     })?;
     let group = ProcessGroup::of(&child);
     let (Some(stdin), Some(stdout), stderr) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
-        return Err(format!("cannot start `{command}`: its pipes are missing"));
+        return Err(ConnectError::NoPipes {
+            command: command.to_owned(),
+        });
     };
     if let Some(stderr) = stderr {
         let diag = Arc::clone(diag);
@@ -382,7 +448,7 @@ pub(crate) fn http_transport(
     url: &str,
     headers: &BTreeMap<String, String>,
     bearer_token_env: Option<&str>,
-) -> Result<StreamableHttpClientTransport<Traced<reqwest::Client>>, String> {
+) -> Result<StreamableHttpClientTransport<Traced<reqwest::Client>>, ConnectError> {
     tls_provider();
     http_transport_with(reqwest::Client::default(), url, headers, bearer_token_env)
 }
@@ -394,7 +460,7 @@ pub(crate) fn http_transport_with<C>(
     url: &str,
     headers: &BTreeMap<String, String>,
     bearer_token_env: Option<&str>,
-) -> Result<StreamableHttpClientTransport<Traced<C>>, String>
+) -> Result<StreamableHttpClientTransport<Traced<C>>, ConnectError>
 where
     C: rmcp::transport::streamable_http_client::StreamableHttpClient + Sync,
 {
@@ -406,10 +472,17 @@ where
     }
     let mut custom = HashMap::new();
     for (name, value) in headers {
-        let header = http::HeaderName::from_bytes(name.as_bytes())
-            .map_err(|e| format!("header name `{name}` is invalid: {e}"))?;
-        let value = http::HeaderValue::from_str(value)
-            .map_err(|e| format!("header `{name}` has an invalid value: {e}"))?;
+        let header = http::HeaderName::from_bytes(name.as_bytes()).map_err(|source| {
+            ConnectError::HeaderName {
+                name: name.clone(),
+                source,
+            }
+        })?;
+        let value =
+            http::HeaderValue::from_str(value).map_err(|source| ConnectError::HeaderValue {
+                name: name.clone(),
+                source,
+            })?;
         custom.insert(header, value);
     }
     config = config.custom_headers(custom);
@@ -420,16 +493,13 @@ where
 }
 
 /// The token `bearer_token_env` names, if it can go into an `Authorization` header.
-fn bearer_token(var: &str, token: String) -> Result<String, String> {
+fn bearer_token(var: &str, token: String) -> Result<String, ConnectError> {
+    let var = var.to_owned();
     if token.is_empty() {
-        return Err(format!(
-            "`bearer_token_env` names `{var}`, which is not set; export it before starting toolgate"
-        ));
+        return Err(ConnectError::TokenUnset { var });
     }
     if token.chars().any(char::is_control) {
-        return Err(format!(
-            "`bearer_token_env` names `{var}`, whose value has a control character (a CR or LF, say, from a file read with its line end), which no HTTP header can carry; set it to the token alone"
-        ));
+        return Err(ConnectError::TokenControl { var });
     }
     Ok(token)
 }
@@ -440,9 +510,9 @@ mod tests {
 
     #[test]
     fn a_bearer_token_with_cr_or_lf_is_refused_naming_its_variable() {
-        assert_eq!(bearer_token("T", "abc".into()), Ok("abc".into()));
+        assert_eq!(bearer_token("T", "abc".into()).unwrap(), "abc");
         for bad in ["abc\r\n", "abc\nX-Injected: 1", "a\u{0}b"] {
-            let err = bearer_token("T", bad.into()).unwrap_err();
+            let err = bearer_token("T", bad.into()).unwrap_err().to_string();
             assert!(
                 err.contains("`T`") && err.contains("control character"),
                 "{err}"
@@ -451,17 +521,18 @@ mod tests {
         assert!(
             bearer_token("T", String::new())
                 .unwrap_err()
+                .to_string()
                 .contains("not set")
         );
     }
 
     #[test]
     fn gateways_stop_starting_servers_three_levels_down() {
-        assert_eq!(nesting_refusal(0), None);
-        assert_eq!(nesting_refusal(MAX_GATEWAY_DEPTH - 1), None);
-        let refusal = nesting_refusal(MAX_GATEWAY_DEPTH).unwrap();
+        assert!(nesting_refusal(0).is_ok());
+        assert!(nesting_refusal(MAX_GATEWAY_DEPTH - 1).is_ok());
+        let refusal = nesting_refusal(MAX_GATEWAY_DEPTH).unwrap_err().to_string();
         assert!(refusal.contains("TOOLGATE_GATEWAY_DEPTH=3"), "{refusal}");
-        assert!(nesting_refusal(u32::MAX).is_some());
+        assert!(nesting_refusal(u32::MAX).is_err());
     }
 
     #[test]

@@ -32,6 +32,13 @@ impl From<String> for Failure {
     }
 }
 
+/// A process or transport that could not be set up fails the start with its text.
+impl From<crate::connect::ConnectError> for Failure {
+    fn from(e: crate::connect::ConnectError) -> Self {
+        Self::Failed(e.to_string())
+    }
+}
+
 /// Why a server cannot be reached without a human.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct NeedsLogin {

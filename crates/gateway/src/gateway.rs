@@ -330,7 +330,7 @@ impl Host for Inner {
 
 /// Why a mounted server's prompt or resource could not be had ([`Gateway::get_prompt`],
 /// [`Gateway::read_resource`]); the text is for the client.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ForwardError {
     /// No mounted server lists a prompt by that name.
@@ -347,8 +347,8 @@ pub enum ForwardError {
     },
     /// The server that has it is not available, did not answer in time or refused; the
     /// text names the server and says what to do.
-    #[error("{0}")]
-    Server(String),
+    #[error(transparent)]
+    Server(crate::error::ServerError),
     /// A permission rule refuses it: denied, or an `ask` rule nobody can answer over MCP.
     /// The text names the rule and what to do.
     #[error("{0}")]
@@ -754,7 +754,7 @@ impl Gateway {
             return mount
                 .get_prompt(&prompt.name, arguments, caller)
                 .await
-                .map_err(ForwardError::Server);
+                .map_err(ForwardError::upstream);
         }
         Err(ForwardError::UnknownPrompt {
             name: name.to_owned(),

@@ -137,7 +137,7 @@ impl Handler {
         };
         let answer = relay(self.callers.asking(extensions), &asker, ask, params)
             .await
-            .map_err(|e| McpError::internal_error(e, None))?;
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         serde_json::from_value(answer).map_err(|e| {
             McpError::internal_error(format!("the client's answer is not valid: {e}"), None)
         })

@@ -146,7 +146,7 @@ pub fn discover(
                         merged.insert(name, (entry, source.clone(), project));
                     }
                 }
-                Err(reason) => problems.push(problem(&path, reason)),
+                Err(reason) => problems.push(problem(&path, reason.to_string())),
             }
         }
     }
@@ -287,8 +287,42 @@ fn is_toolgate(transport: &Transport) -> bool {
     }
 }
 
+/// Why a client's config file cannot be used; the text follows the file's path.
+#[derive(Debug, thiserror::Error)]
+enum FileError {
+    /// Not JSON; the entry the user may remove instead of fixing the file.
+    #[error("is not valid JSON ({source}); fix the file or remove its `{entry}` entry")]
+    Json {
+        entry: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// JSON, but not an object.
+    #[error("is not a JSON object")]
+    NotAnObject,
+    /// `mcpServers` is not an object.
+    #[error("`mcpServers` is not an object of named servers")]
+    ServersNotAnObject,
+    /// Not TOML.
+    #[error("is not valid TOML ({}); fix the file", one_line(.0))]
+    Toml(#[source] toml::de::Error),
+    /// `mcp_servers` is not a table.
+    #[error("`mcp_servers` is not a table of named servers")]
+    ServersNotATable,
+}
+
+/// `e`'s text on one line (TOML errors quote the file over several).
+fn one_line(e: &toml::de::Error) -> String {
+    e.to_string().replace('\n', " ").trim().to_owned()
+}
+
+/// A `${VAR}` whose variable is not set (and that gives no default).
+#[derive(Debug, thiserror::Error)]
+#[error("`${{{0}}}` is used but the variable is not set; set it or write `${{{0}:-default}}`")]
+struct UnsetVariable(String);
+
 /// A file's entries by name, or why the file cannot be used.
-type Parsed = Result<Vec<(String, Entry)>, String>;
+type Parsed = Result<Vec<(String, Entry)>, FileError>;
 
 /// The servers of `~/.claude.json`'s entry for `project` (`projects` is keyed by the
 /// absolute project path Claude Code was started in), with that key for provenance. A file
@@ -303,9 +337,10 @@ fn parse_claude_local(
         Err(e) => {
             return (
                 None,
-                Err(format!(
-                    "is not valid JSON ({e}); fix the file or remove its `projects` entry"
-                )),
+                Err(FileError::Json {
+                    entry: "projects",
+                    source: e,
+                }),
             );
         }
     };
@@ -354,27 +389,27 @@ struct ClaudeOAuth {
     callback_port: Option<u16>,
 }
 
-fn parse_claude(
-    text: &str,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Vec<(String, Entry)>, String> {
-    let root: Value = serde_json::from_str(text).map_err(|e| {
-        format!("is not valid JSON ({e}); fix the file or remove its `mcpServers` entry")
+fn parse_claude(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Parsed {
+    let root: Value = serde_json::from_str(text).map_err(|source| FileError::Json {
+        entry: "mcpServers",
+        source,
     })?;
     let Some(root) = root.as_object() else {
-        return Err("is not a JSON object".to_owned());
+        return Err(FileError::NotAnObject);
     };
     let Some(servers) = root.get("mcpServers") else {
         return Ok(Vec::new());
     };
     let Some(servers) = servers.as_object() else {
-        return Err("`mcpServers` is not an object of named servers".to_owned());
+        return Err(FileError::ServersNotAnObject);
     };
     Ok(servers
         .iter()
         .map(|(name, raw)| {
             let entry = match serde_json::from_value::<ClaudeEntry>(raw.clone()) {
-                Ok(entry) => claude_entry(entry, env).unwrap_or_else(Entry::Invalid),
+                Ok(entry) => {
+                    claude_entry(entry, env).unwrap_or_else(|e| Entry::Invalid(e.to_string()))
+                }
                 Err(e) => Entry::Invalid(format!("malformed entry `{name}`: {e}")),
             };
             (name.clone(), entry)
@@ -382,9 +417,12 @@ fn parse_claude(
         .collect())
 }
 
-fn claude_entry(entry: ClaudeEntry, env: &dyn Fn(&str) -> Option<String>) -> Result<Entry, String> {
+fn claude_entry(
+    entry: ClaudeEntry,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Entry, UnsetVariable> {
     let x = |s: &str| expand(s, env);
-    let map = |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, String>, String> {
+    let map = |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, String>, UnsetVariable> {
         m.iter().map(|(k, v)| Ok((k.clone(), x(v)?))).collect()
     };
     match entry.kind.as_deref() {
@@ -416,7 +454,7 @@ fn claude_entry(entry: ClaudeEntry, env: &dyn Fn(&str) -> Option<String>) -> Res
 }
 
 /// Expands `${VAR}` and `${VAR:-default}` as Claude Code does in `.mcp.json`.
-fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, UnsetVariable> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
@@ -434,11 +472,7 @@ fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, St
         match (env(var), default) {
             (Some(value), _) => out.push_str(&value),
             (None, Some(d)) => out.push_str(d),
-            (None, None) => {
-                return Err(format!(
-                    "`${{{var}}}` is used but the variable is not set; set it or write `${{{var}:-default}}`"
-                ));
-            }
+            (None, None) => return Err(UnsetVariable(var.to_owned())),
         }
         rest = &after[end + 1..];
     }
@@ -476,16 +510,13 @@ struct CodexOAuth {
     callback_port: Option<u16>,
 }
 
-fn parse_codex(text: &str) -> Result<Vec<(String, Entry)>, String> {
-    let root: toml::Table = toml::from_str(text).map_err(|e| {
-        let detail = e.to_string().replace('\n', " ");
-        format!("is not valid TOML ({}); fix the file", detail.trim())
-    })?;
+fn parse_codex(text: &str) -> Parsed {
+    let root: toml::Table = toml::from_str(text).map_err(FileError::Toml)?;
     let Some(servers) = root.get("mcp_servers") else {
         return Ok(Vec::new());
     };
     let Some(servers) = servers.as_table() else {
-        return Err("`mcp_servers` is not a table of named servers".to_owned());
+        return Err(FileError::ServersNotATable);
     };
     // Codex's default callback port for every server's login.
     let callback_port = root
@@ -559,7 +590,12 @@ mod tests {
     fn expands_variables_with_defaults() {
         assert_eq!(expand("a ${TOKEN} b", &vars).unwrap(), "a s3cret b");
         assert_eq!(expand("${NOPE:-dflt}", &vars).unwrap(), "dflt");
-        assert!(expand("${NOPE}", &vars).unwrap_err().contains("NOPE"));
+        assert!(
+            expand("${NOPE}", &vars)
+                .unwrap_err()
+                .to_string()
+                .contains("`${NOPE}` is used")
+        );
         assert_eq!(expand("no vars $HOME", &vars).unwrap(), "no vars $HOME");
     }
 
@@ -718,12 +754,14 @@ mod tests {
         assert!(
             parse_claude("{nope", &vars)
                 .unwrap_err()
+                .to_string()
                 .contains("not valid JSON")
         );
         assert!(parse_claude(r#"{"mcpServers": []}"#, &vars).is_err());
         assert!(
             parse_codex("[mcp_servers\n")
                 .unwrap_err()
+                .to_string()
                 .contains("not valid TOML")
         );
         assert!(parse_claude(r#"{"other": 1}"#, &vars).unwrap().is_empty());

@@ -46,6 +46,29 @@ const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 /// Most bins taken from one `package.json`.
 const MAX_BINS: usize = 64;
 
+/// Why a file a launch runs cannot be fingerprinted (so its server cannot be trusted).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FingerprintError {
+    /// Opening or reading it failed.
+    #[error("cannot read it ({0})")]
+    Read(#[source] std::io::Error),
+    /// It is not a regular file (any more).
+    #[error("cannot read it (`{}` is not a regular file)", .0.display())]
+    NotRegular(PathBuf),
+    /// It is larger than [`MAX_FILE_BYTES`].
+    #[error(
+        "`{}` is {size} bytes, more than toolgate fingerprints ({MAX_FILE_BYTES})",
+        .path.display()
+    )]
+    TooLarge { path: PathBuf, size: u64 },
+    /// It grew past [`MAX_FILE_BYTES`] while it was read.
+    #[error(
+        "`{}` grew past what toolgate fingerprints ({MAX_FILE_BYTES} bytes)",
+        .0.display()
+    )]
+    Grew(PathBuf),
+}
+
 /// The project files one launch runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Launch {
@@ -61,7 +84,10 @@ pub(crate) struct Launch {
 
 /// The project files `transport` runs; `roots` (canonical, the first being the project) say
 /// what is inside the project. An error names a file that cannot be fingerprinted.
-pub(crate) fn resolve(transport: &Transport, roots: &[PathBuf]) -> Result<Launch, String> {
+pub(crate) fn resolve(
+    transport: &Transport,
+    roots: &[PathBuf],
+) -> Result<Launch, FingerprintError> {
     let Transport::Stdio {
         command,
         args,
@@ -107,7 +133,7 @@ struct Scan<'a> {
     roots: &'a [PathBuf],
     cwd: PathBuf,
     launch: Launch,
-    error: Option<String>,
+    error: Option<FingerprintError>,
 }
 
 impl Scan<'_> {
@@ -334,46 +360,41 @@ fn read_manifest(path: &Path) -> Option<serde_json::Value> {
 
 /// Opens a regular file for reading without following a final symlink or blocking on a
 /// FIFO swapped in since it was checked.
-fn open_regular(real: &Path) -> Result<fs_err::File, String> {
+fn open_regular(real: &Path) -> Result<fs_err::File, FingerprintError> {
     use fs_err::os::unix::fs::OpenOptionsExt;
     let file = fs_err::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
         .open(real)
-        .map_err(|e| e.to_string())?;
-    let meta = file.metadata().map_err(|e| e.to_string())?;
+        .map_err(FingerprintError::Read)?;
+    let meta = file.metadata().map_err(FingerprintError::Read)?;
     if !meta.is_file() {
-        return Err(format!("`{}` is not a regular file", real.display()));
+        return Err(FingerprintError::NotRegular(real.to_path_buf()));
     }
     Ok(file)
 }
 
 /// `sha256:` and the hex digest of the file's content.
-fn hash_file(real: &Path) -> Result<String, String> {
-    let mut file = open_regular(real).map_err(|e| format!("cannot read it ({e})"))?;
+fn hash_file(real: &Path) -> Result<String, FingerprintError> {
+    let mut file = open_regular(real)?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     if size > MAX_FILE_BYTES {
-        return Err(format!(
-            "`{}` is {size} bytes, more than toolgate fingerprints ({MAX_FILE_BYTES})",
-            real.display()
-        ));
+        return Err(FingerprintError::TooLarge {
+            path: real.to_path_buf(),
+            size,
+        });
     }
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut total = 0u64;
     loop {
-        let n = file
-            .read(&mut buf)
-            .map_err(|e| format!("cannot read it ({e})"))?;
+        let n = file.read(&mut buf).map_err(FingerprintError::Read)?;
         if n == 0 {
             break;
         }
         total += n as u64;
         if total > MAX_FILE_BYTES {
-            return Err(format!(
-                "`{}` grew past what toolgate fingerprints ({MAX_FILE_BYTES} bytes)",
-                real.display()
-            ));
+            return Err(FingerprintError::Grew(real.to_path_buf()));
         }
         hasher.update(&buf[..n]);
     }

@@ -118,6 +118,7 @@ mod config;
 mod connect;
 mod convert;
 mod erased;
+mod error;
 mod failure;
 mod gateway;
 mod handler;
@@ -136,12 +137,16 @@ mod sync;
 mod trust;
 mod verdict;
 
-pub use auth::{AuthStatus, LoginError, LoginHandler, LoginOptions, StoreError, TokenStore, login};
+pub use auth::{
+    AuthStatus, CallbackError, LoginError, LoginHandler, LoginOptions, LoginUrlError,
+    SharedStoreUrlError, StoreError, TokenStore, login,
+};
 pub use catalog::{CachedCatalog, CatalogCache};
 pub use config::{
     CredentialStoreMode, DEFAULT_STARTUP_TIMEOUT_SEC, DEFAULT_TOOL_TIMEOUT_SEC, GatewayConfig,
     McpServerConfig, OAuthConfig, Opening, Prefix, ServerSpec, Transport,
 };
+pub use error::ServerError;
 pub use gateway::{
     Followed, ForwardError, Gateway, LIST_RESOURCES, MAX_BLOB_CHARS,
     MAX_MOUNTED_INSTRUCTIONS_CHARS, MAX_SERVER_INSTRUCTIONS_CHARS, READ_RESOURCE, Reconciled,

@@ -55,8 +55,9 @@ pub(crate) mod resources;
 mod stdio;
 mod subscribe;
 mod trust;
-pub(crate) use call::MountProvider;
+pub(crate) use call::{MountProvider, tidy};
 pub(crate) use host::Host;
+pub(crate) use per_user::CallerLoginError;
 pub(crate) use subscribe::Upstream;
 
 /// A connection that lived this long resets the restart backoff.
@@ -393,7 +394,7 @@ impl Mount {
             (!st.ever_ready, st.from_cache)
         };
         if let Err(reason) = self.recheck_trust().await {
-            self.distrust(reason);
+            self.distrust(reason.to_string());
             return;
         }
         self.set_phase(Phase::Starting);

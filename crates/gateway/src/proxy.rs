@@ -29,6 +29,17 @@ use toolgate_core::{
 
 use crate::mount::Mount;
 
+/// Why a server's tool is left out.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ProxyError {
+    /// Its input schema is not an object schema.
+    #[error("tool `{tool}` has an input schema of type {kind}, not \"object\"")]
+    NotAnObject { tool: String, kind: Value },
+    /// The registry would refuse it (a bad name or schema).
+    #[error(transparent)]
+    Malformed(#[from] toolgate_core::ProviderError),
+}
+
 /// One mounted tool.
 pub(crate) struct ProxyTool {
     spec: ToolSpec,
@@ -42,7 +53,7 @@ pub(crate) struct ProxyTool {
 
 impl ProxyTool {
     /// The proxy for `tool` of `mount`, named `name`; `Err` says why the tool is left out.
-    pub(crate) fn new(mount: &Arc<Mount>, tool: &Tool, name: String) -> Result<Self, String> {
+    pub(crate) fn new(mount: &Arc<Mount>, tool: &Tool, name: String) -> Result<Self, ProxyError> {
         let server = &mount.spec.name;
         let mut schema: Map<String, Value> = (*tool.input_schema).clone();
         match schema.get("type") {
@@ -51,10 +62,10 @@ impl ProxyTool {
             }
             Some(Value::String(t)) if t == "object" => {}
             Some(other) => {
-                return Err(format!(
-                    "tool `{}` has an input schema of type {other}, not \"object\"",
-                    tool.name
-                ));
+                return Err(ProxyError::NotAnObject {
+                    tool: tool.name.to_string(),
+                    kind: other.clone(),
+                });
             }
         }
         let description = tool
@@ -96,7 +107,7 @@ impl ProxyTool {
             mount: Arc::clone(mount),
             validator: OnceLock::new(),
         };
-        toolgate_core::validate_tool(server, &proxy).map_err(|e| e.to_string())?;
+        toolgate_core::validate_tool(server, &proxy)?;
         Ok(proxy)
     }
 

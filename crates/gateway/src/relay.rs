@@ -22,7 +22,32 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rmcp::model::{InputRequest, InputRequests, InputResponses, RequestId};
 use rmcp::service::InboundStreamOrigin;
 use serde_json::{Map, Value, json};
-use toolgate_core::{ClientAsk, ClientLink, Decision, Identity, Policy};
+use toolgate_core::{AskError, ClientAsk, ClientLink, Decision, Identity, Policy};
+
+/// Why a mounted server's request to the client brought no result.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RelayError {
+    /// Nobody can be asked (no client, a client without the capability, a rule); the
+    /// reason says which.
+    #[error(
+        "MCP server `{server}` asked the client for `{}`, which cannot be relayed: {why}",
+        .ask.method()
+    )]
+    Unrelayable {
+        server: String,
+        ask: ClientAsk,
+        why: String,
+    },
+    /// The client was asked and gave no result.
+    #[error(transparent)]
+    Client(#[from] AskError),
+    /// A request or answer that does not encode as JSON.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// A 2026-07-28 input request of a kind toolgate does not know.
+    #[error("an input request of an unknown kind")]
+    UnknownKind,
+}
 
 /// The callers of the calls in flight on one connection.
 #[derive(Default)]
@@ -207,7 +232,7 @@ pub(crate) async fn relay(
     server: &Asker<'_>,
     ask: ClientAsk,
     params: Value,
-) -> Result<Value, String> {
+) -> Result<Value, RelayError> {
     relay_as(link, server, None, ask, params).await
 }
 
@@ -219,7 +244,7 @@ async fn relay_as(
     key: Option<&str>,
     ask: ClientAsk,
     params: Value,
-) -> Result<Value, String> {
+) -> Result<Value, RelayError> {
     let elicitation = matches!(ask, ClientAsk::FormElicitation | ClientAsk::UrlElicitation);
     let caller = link.as_ref().ok().and_then(|l| l.caller());
     if let Some(rule) = server.denied(ask, caller.as_ref()) {
@@ -239,22 +264,28 @@ async fn relay_as(
         Some(key) => link.request_as(key, ask, params),
         None => link.request(ask, params),
     };
-    let mut result = asked.await.map_err(|e| e.to_string())?;
+    let mut result = asked.await?;
     if let (true, Some(schema)) = (elicitation, schema) {
         with_defaults(&mut result, &schema);
     }
     Ok(result)
 }
 
-fn unanswered(server: &str, ask: ClientAsk, elicitation: bool, why: &str) -> Result<Value, String> {
+fn unanswered(
+    server: &str,
+    ask: ClientAsk,
+    elicitation: bool,
+    why: &str,
+) -> Result<Value, RelayError> {
     tracing::debug!(%server, method = ask.method(), why, "request of a mounted server not relayed");
     if elicitation {
         return Ok(json!({"action": "decline"}));
     }
-    Err(format!(
-        "MCP server `{server}` asked the client for `{}`, which cannot be relayed: {why}",
-        ask.method()
-    ))
+    Err(RelayError::Unrelayable {
+        server: server.to_owned(),
+        ask,
+        why: why.to_owned(),
+    })
 }
 
 /// The server asking, with the rules its requests obey.
@@ -312,8 +343,8 @@ fn with_defaults(result: &mut Value, schema: &Value) {
 }
 
 /// What an `input_required` request asks for, and its parameters.
-fn ask_of(request: &InputRequest) -> Result<(ClientAsk, Value), String> {
-    let message = serde_json::to_value(request).map_err(|e| e.to_string())?;
+fn ask_of(request: &InputRequest) -> Result<(ClientAsk, Value), RelayError> {
+    let message = serde_json::to_value(request)?;
     let params = message.get("params").cloned().unwrap_or(Value::Null);
     let ask = match request {
         InputRequest::Elicitation(_)
@@ -324,7 +355,7 @@ fn ask_of(request: &InputRequest) -> Result<(ClientAsk, Value), String> {
         InputRequest::Elicitation(_) => ClientAsk::FormElicitation,
         InputRequest::CreateMessage(_) => ClientAsk::Sampling,
         InputRequest::ListRoots(_) => ClientAsk::Roots,
-        _ => return Err("an input request of an unknown kind".to_owned()),
+        _ => return Err(RelayError::UnknownKind),
     };
     Ok((ask, params))
 }
@@ -336,7 +367,7 @@ pub(crate) async fn fulfil(
     link: Option<Arc<dyn ClientLink>>,
     server: &Asker<'_>,
     requests: InputRequests,
-) -> Result<InputResponses, String> {
+) -> Result<InputResponses, RelayError> {
     let answers = requests.into_iter().map(|(key, request)| {
         let link = link
             .clone()
@@ -649,7 +680,8 @@ mod tests {
         assert_eq!(answer, json!({"action": "decline"}));
         let refused = relay(Ok(Arc::clone(&link)), &s, ClientAsk::Sampling, json!({}))
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(refused.contains("sampling/createMessage"), "{refused}");
         assert!(refused.contains("does not offer"), "{refused}");
         // Denied by a rule: declined without asking, and the rule is named.
@@ -669,7 +701,8 @@ mod tests {
         };
         let refused = relay(Ok(link), &t, ClientAsk::Sampling, json!({}))
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(refused.contains(r#"deny = ["mcp__t__*"]"#), "{refused}");
     }
 }

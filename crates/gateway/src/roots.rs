@@ -65,8 +65,8 @@ pub(crate) async fn roots_for(
     let answer = link
         .request(ClientAsk::Roots, serde_json::Value::Null)
         .await
-        .map_err(|e| e.to_string())
-        .and_then(|v| serde_json::from_value::<ListRootsResult>(v).map_err(|e| e.to_string()));
+        .map_err(crate::relay::RelayError::from)
+        .and_then(|v| Ok(serde_json::from_value::<ListRootsResult>(v)?));
     let client = match answer {
         Ok(result) => result.roots,
         Err(e) => {

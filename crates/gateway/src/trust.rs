@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::config::{ServerSpec, Transport};
 use crate::import::Discovered;
-use crate::launch::{Launch, hex_digest};
+use crate::launch::{FingerprintError, Launch, hex_digest};
 use crate::verdict::{LaunchTrust, Pin, Record, Trust};
 
 /// The fingerprint a trust record holds: `sha256:` over how `spec` is started (command,
@@ -85,44 +85,70 @@ struct File {
     trusted: Vec<Entry>,
 }
 
+/// Why a server defined by a project file may not start (the reason a [`LaunchTrust`]
+/// keeps, and what `toolgate mcp list` shows).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Untrusted {
+    /// No record of it.
+    #[error("defined by a project file and not trusted yet")]
+    NotYet,
+    /// How it is started changed.
+    #[error("its command, args, env or working folder changed since it was trusted")]
+    LaunchChanged,
+    /// Files it runs changed, appeared or went: named, as `describe_changes` says them.
+    #[error("{0}")]
+    FilesChanged(String),
+    /// A record from before the fingerprint covered files, for a server that runs some
+    /// (named).
+    #[error(
+        "it was trusted by an earlier toolgate, whose fingerprint did not cover the project files it runs ({0})"
+    )]
+    OldRecord(String),
+    /// A file it runs cannot be hashed.
+    #[error("a file it runs cannot be fingerprinted: {0}")]
+    Unfingerprinted(#[source] FingerprintError),
+    /// Found untrusted when the server was assembled; the reason as found then.
+    #[error("{0}")]
+    Recorded(String),
+    /// The check itself did not finish (it runs on a blocking thread).
+    #[error("its files could not be checked ({0})")]
+    Unchecked(#[source] tokio::task::JoinError),
+}
+
 // `LaunchTrust` lives in `verdict.rs`, below the server spec that carries it; it is checked
 // here, where fingerprints are made.
 impl LaunchTrust {
     /// Checks the server's files again (before a start or restart): `Err` says what changed
     /// since it was trusted. Servers that need no trust always pass.
-    pub(crate) fn recheck(&self, spec: &ServerSpec) -> Result<(), String> {
+    pub(crate) fn recheck(&self, spec: &ServerSpec) -> Result<(), Untrusted> {
         let Some(pin) = &self.pin else {
             return match &self.untrusted {
-                Some(reason) => Err(reason.clone()),
+                Some(reason) => Err(Untrusted::Recorded(reason.clone())),
                 None => Ok(()),
             };
         };
-        let current = crate::launch::resolve(&spec.transport, &pin.roots);
+        let current = crate::launch::resolve(&spec.transport, &pin.roots)
+            .map_err(Untrusted::Unfingerprinted)?;
         verdict(Some(&pin.record), spec, &current).map(|_| ())
     }
 }
 
-/// Whether `current` (the launch as it is now) matches `record`; `Ok` holds the record to
-/// re-check later, `Err` why the server may not start.
+/// Whether `launch` (as it is now) matches `record`; `Ok` holds the record to re-check
+/// later, `Err` why the server may not start.
 fn verdict(
     record: Option<&Record>,
     spec: &ServerSpec,
-    current: &Result<Launch, String>,
-) -> Result<Record, String> {
-    let launch = match current {
-        Ok(launch) => launch,
-        Err(e) => return Err(format!("a file it runs cannot be fingerprinted: {e}")),
-    };
+    launch: &Launch,
+) -> Result<Record, Untrusted> {
     let now = fingerprint(spec, &launch.files);
-    let changed = "its command, args, env or working folder changed since it was trusted";
     match record {
-        None => Err("defined by a project file and not trusted yet".to_owned()),
+        None => Err(Untrusted::NotYet),
         Some(Record {
             fingerprint: old,
             files: None,
         }) => {
             if *old != launch_fingerprint(spec) {
-                Err(changed.to_owned())
+                Err(Untrusted::LaunchChanged)
             } else if launch.files.is_empty() {
                 // Nothing it runs lives in the project: the old fingerprint covered it all.
                 Ok(Record {
@@ -130,10 +156,7 @@ fn verdict(
                     files: Some(BTreeMap::new()),
                 })
             } else {
-                Err(format!(
-                    "it was trusted by an earlier toolgate, whose fingerprint did not cover the project files it runs ({})",
-                    name_list(launch.files.keys())
-                ))
+                Err(Untrusted::OldRecord(name_list(launch.files.keys())))
             }
         }
         Some(Record {
@@ -146,9 +169,12 @@ fn verdict(
                     files: Some(files.clone()),
                 })
             } else if fingerprint(spec, files) == *old {
-                Err(describe_changes(files, &launch.files))
+                Err(Untrusted::FilesChanged(describe_changes(
+                    files,
+                    &launch.files,
+                )))
             } else {
-                Err(changed.to_owned())
+                Err(Untrusted::LaunchChanged)
             }
         }
     }
@@ -261,23 +287,23 @@ impl TrustStore {
             .as_ref()
             .map(|l| l.files.clone())
             .unwrap_or_default();
-        match verdict(record, spec, &current) {
-            Ok(record) => {
-                let launch = current.unwrap_or_default();
-                LaunchTrust {
-                    files,
-                    untrusted: None,
-                    protect: launch.protect.into_iter().collect(),
-                    protect_dirs: launch.protect_dirs.into_iter().collect(),
-                    pin: Some(Pin {
-                        roots: roots.to_vec(),
-                        record,
-                    }),
-                }
-            }
+        let judged = current
+            .map_err(Untrusted::Unfingerprinted)
+            .and_then(|launch| verdict(record, spec, &launch).map(|record| (record, launch)));
+        match judged {
+            Ok((record, launch)) => LaunchTrust {
+                files,
+                untrusted: None,
+                protect: launch.protect.into_iter().collect(),
+                protect_dirs: launch.protect_dirs.into_iter().collect(),
+                pin: Some(Pin {
+                    roots: roots.to_vec(),
+                    record,
+                }),
+            },
             Err(reason) => LaunchTrust {
                 files,
-                untrusted: Some(reason),
+                untrusted: Some(reason.to_string()),
                 ..LaunchTrust::default()
             },
         }

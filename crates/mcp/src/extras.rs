@@ -35,9 +35,17 @@ pub enum SourceError {
     /// The arguments do not fit: the message names the argument and what it needs.
     #[error("invalid arguments: {0}")]
     InvalidArguments(String),
-    /// The source itself failed (an unreadable file, a broken skill).
+    /// The source itself failed (an unreadable file, a broken skill, a mounted server):
+    /// its error, whose text is what the client reads.
     #[error("{0}")]
-    Failed(String),
+    Failed(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl SourceError {
+    /// The source failed with `error`.
+    pub fn failed(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self::Failed(error.into())
+    }
 }
 
 impl From<SourceError> for McpError {

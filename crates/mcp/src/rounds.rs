@@ -524,24 +524,38 @@ fn push_unique(open: &mut Vec<Asked>, mut asked: Asked) {
     open.push(asked);
 }
 
+/// Why an answer does not have the shape of the result it answers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum BadAnswer {
+    /// Not a JSON object; the kind of value it is.
+    #[error("expected an object, got {0}")]
+    NotAnObject(&'static str),
+    /// A required field is missing.
+    #[error("the field `{0}` is missing")]
+    Missing(&'static str),
+    /// `roots` is not an array; the kind of value it is.
+    #[error("`roots` must be an array, got {0}")]
+    RootsNotAnArray(&'static str),
+}
+
 /// Whether `answer` has the shape of a result of `ask`; `Err` says what is wrong.
-pub(crate) fn check_answer(ask: ClientAsk, answer: &Value) -> Result<(), String> {
+pub(crate) fn check_answer(ask: ClientAsk, answer: &Value) -> Result<(), BadAnswer> {
     let Some(object) = answer.as_object() else {
-        return Err(format!("expected an object, got {}", kind(answer)));
+        return Err(BadAnswer::NotAnObject(kind(answer)));
     };
-    let needs = |field: &str| {
+    let needs = |field: &'static str| {
         object
             .contains_key(field)
             .then_some(())
-            .ok_or_else(|| format!("the field `{field}` is missing"))
+            .ok_or(BadAnswer::Missing(field))
     };
     match ask {
         ClientAsk::FormElicitation | ClientAsk::UrlElicitation => needs("action"),
         ClientAsk::Sampling => needs("content").and_then(|()| needs("role")),
         ClientAsk::Roots => match object.get("roots") {
             Some(Value::Array(_)) => Ok(()),
-            Some(other) => Err(format!("`roots` must be an array, got {}", kind(other))),
-            None => Err("the field `roots` is missing".to_owned()),
+            Some(other) => Err(BadAnswer::RootsNotAnArray(kind(other))),
+            None => Err(BadAnswer::Missing("roots")),
         },
     }
 }

@@ -109,9 +109,9 @@ pub(crate) enum GuardError {
         /// The bound.
         limit: usize,
     },
-    /// The connection failed.
-    #[error("{0}")]
-    Http(String),
+    /// The connection failed (the message carries the error's causes).
+    #[error("{}", error_chain(.0))]
+    Http(#[source] reqwest::Error),
 }
 
 /// Which size bounds apply to a body.
@@ -244,7 +244,7 @@ pub(crate) fn guard(
         let item = match tokio::time::timeout(wait, st.chunks.next()).await {
             Err(_) => Err(GuardError::Silent { phase, secs, key }),
             Ok(None) => return None,
-            Ok(Some(Err(e))) => Err(GuardError::Http(error_chain(&e))),
+            Ok(Some(Err(e))) => Err(GuardError::Http(e)),
             Ok(Some(Ok(bytes))) => {
                 st.seen_any = true;
                 st.scanner

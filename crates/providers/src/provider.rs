@@ -472,9 +472,9 @@ impl Provider {
                 model: self.model.clone(),
                 message: error.to_string(),
             }),
-            GuardError::Http(message) => Failure::Retry {
+            GuardError::Http(_) => Failure::Retry {
                 status: "network".to_owned(),
-                message,
+                message: error.to_string(),
                 retry_after: None,
                 emitted,
             },

@@ -67,8 +67,7 @@ impl Runtime {
         } else {
             config.roots.iter().map(|r| cwd.join(r)).collect()
         };
-        toolgate_contain::init(config.shell.containment)
-            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        toolgate_contain::init(config.shell.containment).map_err(ConfigError::refused)?;
         let control_files = match config.permissions.allow_control_files {
             true => ControlFiles::Writable,
             false => ControlFiles::Protected,
@@ -81,7 +80,7 @@ impl Runtime {
             false => HardLinks::Allowed,
         };
         let roots = Roots::new(&dirs)
-            .map_err(|e| ConfigError::Invalid(format!("roots: {e}")))?
+            .map_err(|e| ConfigError::part("roots", e))?
             .with_control_files(control_files)
             .with_hard_links(hard_links);
         // The project's folders, as mounted servers see them in `roots/list` (skill folders
@@ -102,8 +101,7 @@ impl Runtime {
         // Replicas share spill files through object storage; reaching it is checked (and
         // warned about) by `serve`, which runs with local spills either way.
         if let Some(url) = &config.budget.spill_store {
-            let shared =
-                SharedSpills::from_url(url).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+            let shared = SharedSpills::from_url(url).map_err(ConfigError::refused)?;
             spill = spill.with_shared(shared);
         }
         let spill = Arc::new(spill);
@@ -117,11 +115,11 @@ impl Runtime {
             &config.permissions.ask,
             &config.permissions.deny,
         )
-        .map_err(|e| ConfigError::Invalid(format!("permissions: {e}")))?;
+        .map_err(|e| ConfigError::part("permissions", e))?;
         // The project layer's rules can only make a decision stricter.
         let project = &config.project_permissions;
         let project_policy = Policy::from_lists(&project.allow, &project.ask, &project.deny)
-            .map_err(|e| ConfigError::Invalid(format!("project permissions: {e}")))?;
+            .map_err(|e| ConfigError::part("project permissions", e))?;
         let policy = policy.tightened_by("project config", project_policy);
         // Mounted servers' requests to the client (`mcp.sample`, `mcp.elicit`) obey it too.
         let relay_policy = Arc::new(policy.clone());
@@ -144,7 +142,7 @@ impl Runtime {
         ));
         registry
             .register(None, Arc::new(StaticProvider::new("builtin", builtins)), 0)
-            .map_err(|e| ConfigError::Invalid(format!("built-in tools: {e}")))?;
+            .map_err(|e| ConfigError::part("built-in tools", e))?;
         let skill_tool = SkillToolProvider::new(
             Arc::clone(&skills),
             Some(Arc::clone(&roots)),
@@ -152,15 +150,13 @@ impl Runtime {
         );
         skill_tool
             .attach(&registry)
-            .map_err(|e| ConfigError::Invalid(format!("skills: {e}")))?;
+            .map_err(|e| ConfigError::part("skills", e))?;
         // Server mode knows no model provider; the agent CLI passes its own facts.
-        let disclosure = Arc::new(
-            Disclosure::new(&config.disclosure, facts)
-                .map_err(|e| ConfigError::Invalid(e.to_string()))?,
-        );
+        let disclosure =
+            Arc::new(Disclosure::new(&config.disclosure, facts).map_err(ConfigError::refused)?);
         disclosure
             .attach(&registry, Scope::global())
-            .map_err(|e| ConfigError::Invalid(format!("disclosure tools: {e}")))?;
+            .map_err(|e| ConfigError::part("disclosure tools", e))?;
         let limits = DispatchLimits {
             default_timeout: Duration::from_millis(config.dispatch.default_timeout_ms),
             // run_shell enforces its own [shell] timeout; its deadline here sits just above
@@ -180,7 +176,7 @@ impl Runtime {
             config.rate_limits.burst,
             &config.rate_limits.tools,
         )
-        .map_err(ConfigError::Invalid)?;
+        .map_err(ConfigError::refused)?;
         dispatcher = dispatcher.with_rate_limits(Arc::new(rate_limits));
         let dispatcher = Arc::new(dispatcher);
         let render = RenderOptions {
@@ -281,7 +277,7 @@ pub(crate) fn discover_servers(config: &Config, roots: &Roots) -> Result<Discove
     // Servers from project files start only once the user trusted them, as they were then
     // (command and the project files it runs).
     let trust = TrustStore::load(config.trust_file.clone())
-        .map_err(|e| ConfigError::Invalid(format!("trusted MCP servers: {e}")))?;
+        .map_err(|e| ConfigError::part("trusted MCP servers", e))?;
     trust.apply(project_dir, &roots.roots(), &mut discovered);
     Ok(discovered)
 }
@@ -330,11 +326,11 @@ fn mount_servers(
         ..GatewayLimits::default()
     };
     let gateway = Gateway::new(discovered, limits, registry)
-        .map_err(|e| ConfigError::Invalid(format!("mcp_servers: {e}")))?;
+        .map_err(|e| ConfigError::part("mcp_servers", e))?;
     let shared = config.mcp.shared_store.as_deref();
     if config.mcp.catalog_cache {
         let cache = match shared {
-            Some(url) => Some(CatalogCache::redis(url).map_err(ConfigError::Invalid)?),
+            Some(url) => Some(CatalogCache::redis(url).map_err(ConfigError::refused)?),
             None => CatalogCache::user_dir().map(CatalogCache::new),
         };
         if let Some(cache) = cache {
@@ -342,9 +338,7 @@ fn mount_servers(
         }
     }
     match shared {
-        Some(url) => gateway.use_token_store(
-            TokenStore::redis(url).map_err(|e| ConfigError::Invalid(e.to_string()))?,
-        ),
+        Some(url) => gateway.use_token_store(TokenStore::redis(url).map_err(ConfigError::refused)?),
         None => gateway.use_token_store_mode(config.mcp.oauth_credentials_store),
     }
     Ok(Arc::new(gateway))

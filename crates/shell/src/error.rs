@@ -18,7 +18,7 @@ pub enum ShellError {
     },
     /// `cwd` is not a folder inside the roots.
     #[error("cwd: {0}; give a folder inside the project, or omit cwd to run in the project root")]
-    Cwd(String),
+    Cwd(#[source] toolgate_fs::PathError),
     /// The session already runs the most background jobs it may.
     #[error(
         "{limit} background jobs are already running (the limit); stop one with job_kill or wait for one to finish. Running: {running}"
@@ -76,7 +76,10 @@ pub enum ShellError {
     /// The configured sandbox cannot be set up on this system (a config matter, not the
     /// model's).
     #[error("{0}")]
-    Sandbox(String),
+    Sandbox(#[source] toolgate_contain::SandboxError),
+    /// A background job's output file cannot be created.
+    #[error("could not open an output file for the job: {0}")]
+    OutputFile(#[source] std::io::Error),
     /// A plain message (for example an evicted output file).
     #[error("{0}")]
     Other(String),
@@ -86,7 +89,7 @@ impl From<ShellError> for ToolError {
     fn from(e: ShellError) -> Self {
         match e {
             ShellError::Argument { .. } => ToolError::InvalidArguments(e.to_string()),
-            ShellError::Sandbox(message) => ToolError::Fatal(message),
+            ShellError::Sandbox(e) => ToolError::Fatal(e.to_string()),
             other => ToolError::recoverable(other.to_string()),
         }
     }

@@ -67,7 +67,7 @@ pub(crate) fn spawn(
     let argv = [OsStr::new(shell), OsStr::new("-c"), OsStr::new(command)];
     if let Some(launched) = toolgate_contain::launch(program, &argv, cwd, sandbox) {
         let (started, stdout, stderr) = launched.map_err(|e| match e {
-            toolgate_contain::LaunchError::Sandbox(e) => ShellError::Sandbox(e.to_string()),
+            toolgate_contain::LaunchError::Sandbox(e) => ShellError::Sandbox(e),
             toolgate_contain::LaunchError::Start(e) => spawn_error(shell, e),
         })?;
         let group = ProcessGroup::led_by(&started)
@@ -89,9 +89,7 @@ pub(crate) fn spawn(
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     toolgate_contain::contain(&mut cmd);
-    sandbox
-        .apply(&mut cmd)
-        .map_err(|e| ShellError::Sandbox(e.to_string()))?;
+    sandbox.apply(&mut cmd).map_err(ShellError::Sandbox)?;
     let mut child = cmd.spawn().map_err(|source| spawn_error(shell, source))?;
     let group = ProcessGroup::of(&child);
     let (Some(group), Some(stdout), Some(stderr)) =

@@ -234,10 +234,7 @@ impl Tool for RunShellTool {
         }
         let cwd = match args.cwd.as_deref() {
             None | Some("") => shared.roots.primary().to_path_buf(),
-            Some(dir) => shared
-                .roots
-                .resolve_dir(dir)
-                .map_err(|e| ShellError::Cwd(e.to_string()))?,
+            Some(dir) => shared.roots.resolve_dir(dir).map_err(ShellError::Cwd)?,
         };
         let cwd_shown = shared.roots.display(&cwd);
         // Time spent waiting for this session's earlier calls counts: the command gets what
@@ -485,9 +482,9 @@ fn start_job(
     let timeout = config.timeout;
     let job = table.insert(limits.max_jobs, limits.max_finished_jobs, |id| {
         let open = |name: &str| {
-            store.stream(&format!("{id}-{name}")).map_err(|e| {
-                ShellError::Other(format!("could not open an output file for the job: {e}"))
-            })
+            store
+                .stream(&format!("{id}-{name}"))
+                .map_err(ShellError::OutputFile)
         };
         let (out, err) = (open("stdout")?, open("stderr")?);
         let streams = [

@@ -89,6 +89,24 @@ impl SkillPrompts {
     }
 }
 
+/// Why a skill prompt's skill could not be loaded.
+#[derive(Debug, thiserror::Error)]
+enum Unloaded {
+    /// Its file cannot be read or parsed.
+    #[error("{}: {source}", .file.display())]
+    Load {
+        file: std::path::PathBuf,
+        #[source]
+        source: crate::LoadError,
+    },
+    /// It stopped being user-invocable since it was listed.
+    #[error("skill `{0}` is no longer user-invocable (user-invocable: false)")]
+    NotInvocable(String),
+    /// The load did not finish (it runs on a blocking thread).
+    #[error("loading the skill failed: {0}")]
+    Join(#[source] tokio::task::JoinError),
+}
+
 impl PromptSource for SkillPrompts {
     fn prompts(&self) -> Vec<Prompt> {
         self.list()
@@ -116,13 +134,12 @@ impl PromptSource for SkillPrompts {
             let args = arguments.get(ARGUMENTS).cloned();
             let roots = self.roots.clone();
             let work = move || {
-                let loaded = load_skill(&skill)
-                    .map_err(|reason| format!("{}: {reason}", skill.file.display()))?;
+                let loaded = load_skill(&skill).map_err(|source| Unloaded::Load {
+                    file: skill.file.clone(),
+                    source,
+                })?;
                 if !loaded.frontmatter.user_invocable {
-                    return Err(format!(
-                        "skill `{}` is no longer user-invocable (user-invocable: false)",
-                        skill.name
-                    ));
+                    return Err(Unloaded::NotInvocable(skill.name.clone()));
                 }
                 let show = |path: &Path| match &roots {
                     Some(roots) => roots.display(path),
@@ -133,8 +150,8 @@ impl PromptSource for SkillPrompts {
             };
             let (description, text) = tokio::task::spawn_blocking(work)
                 .await
-                .map_err(|e| SourceError::Failed(format!("loading the skill failed: {e}")))?
-                .map_err(SourceError::Failed)?;
+                .map_err(|e| SourceError::failed(Unloaded::Join(e)))?
+                .map_err(SourceError::failed)?;
             Ok(
                 GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
                     .with_description(description),

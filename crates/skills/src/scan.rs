@@ -211,14 +211,14 @@ pub fn scan_entry(root: &SkillRoot, name: &OsStr) -> Option<Entry> {
             }
         }
         if let Err(reason) = confined(root, &file) {
-            return problem(&file, reason);
+            return problem(&file, reason.to_string());
         }
         return Some(match load(root, &file, Some(&path)) {
             Ok(skill) => Entry::Skill(Arc::new(skill)),
             Err(reason) => Entry::Problem(Problem {
                 path: file,
                 root: root.clone(),
-                reason,
+                reason: reason.to_string(),
             }),
         });
     }
@@ -229,14 +229,14 @@ pub fn scan_entry(root: &SkillRoot, name: &OsStr) -> Option<Entry> {
         return None;
     }
     if let Err(reason) = confined(root, &path) {
-        return problem(&path, reason);
+        return problem(&path, reason.to_string());
     }
     Some(match load(root, &path, None) {
         Ok(skill) => Entry::Skill(Arc::new(skill)),
         Err(reason) => Entry::Problem(Problem {
             path,
             root: root.clone(),
-            reason,
+            reason: reason.to_string(),
         }),
     })
 }
@@ -252,28 +252,47 @@ fn nested_skill(dir: &Path) -> Option<PathBuf> {
         .find(|f| f.is_file())
 }
 
+/// Why an entry is not a skill; the text follows the file's path, like [`ReadError`]'s.
+#[derive(Debug, thiserror::Error)]
+enum EntryError {
+    /// The file's real path cannot be had (checking a project root's confinement).
+    #[error("cannot be resolved: {0}")]
+    Unresolved(#[source] std::io::Error),
+    /// The file's real path cannot be had (loading it): only the kind is said.
+    #[error("cannot be resolved: {}", .0.kind())]
+    Unresolvable(#[source] std::io::Error),
+    /// A project skill whose real path is outside the project.
+    #[error(
+        "leads outside the project (to `{}`) through a symlink; a project's skills must live inside it — copy the skill into the project, or put it in ~/.claude/skills",
+        .0.display()
+    )]
+    Outside(PathBuf),
+    /// The file cannot be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// Its frontmatter is refused.
+    #[error(transparent)]
+    Frontmatter(#[from] crate::parse::FrontmatterError),
+}
+
 /// For a project root: refuses a file whose real path leaves the project.
-fn confined(root: &SkillRoot, file: &Path) -> Result<(), String> {
+fn confined(root: &SkillRoot, file: &Path) -> Result<(), EntryError> {
     let Some(project) = &root.confine else {
         return Ok(());
     };
-    let real = fs_err::canonicalize(file).map_err(|e| format!("cannot be resolved: {e}"))?;
+    let real = fs_err::canonicalize(file).map_err(EntryError::Unresolved)?;
     if real.starts_with(project) {
         Ok(())
     } else {
-        Err(format!(
-            "leads outside the project (to `{}`) through a symlink; a project's skills must live inside it — copy the skill into the project, or put it in ~/.claude/skills",
-            real.display()
-        ))
+        Err(EntryError::Outside(real))
     }
 }
 
 /// Reads and checks one skill file.
-fn load(root: &SkillRoot, file: &Path, dir: Option<&Path>) -> Result<Skill, String> {
-    let real_file =
-        fs_err::canonicalize(file).map_err(|e| format!("cannot be resolved: {}", e.kind()))?;
-    let text = read_skill_file(&real_file).map_err(|e| e.to_string())?;
-    let (fm, _body) = parse_skill(&text).map_err(|e| e.to_string())?;
+fn load(root: &SkillRoot, file: &Path, dir: Option<&Path>) -> Result<Skill, EntryError> {
+    let real_file = fs_err::canonicalize(file).map_err(EntryError::Unresolvable)?;
+    let text = read_skill_file(&real_file)?;
+    let (fm, _body) = parse_skill(&text)?;
     Ok(Skill {
         name: fm.name,
         description: fm.description,

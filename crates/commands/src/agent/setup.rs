@@ -35,9 +35,9 @@ pub(super) enum SetupError {
     /// The config does not make a runtime.
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// `--resume` without a transcripts folder.
-    #[error("{0}")]
-    Transcripts(String),
+    /// No transcripts folder (for `--resume`, or to save the session).
+    #[error("transcripts: {0}")]
+    Transcripts(#[source] toolgate_core::MissingUserDir),
     /// `--resume` of a transcript that cannot be read.
     #[error(transparent)]
     Resume(#[from] AgentError),
@@ -152,7 +152,7 @@ pub(super) fn setup(
     let sessions = match &settings.sessions_dir {
         Some(dir) => Ok(root.join(toolgate_core::UserDirs::from_env().expand_tilde(dir))),
         None => toolgate_agent::project_sessions_dir(&root, &toolgate_core::UserDirs::from_env())
-            .map_err(|e| format!("transcripts: {e}")),
+            .map_err(SetupError::Transcripts),
     };
     let tools = Tools {
         dispatcher: Arc::clone(&runtime.dispatcher),
@@ -163,7 +163,7 @@ pub(super) fn setup(
     };
     let mut agent = Agent::new(tools, provider, settings, approval);
     match (&args.resume, sessions) {
-        (Some(id), sessions) => agent.resume(&sessions.map_err(SetupError::Transcripts)?, id)?,
+        (Some(id), sessions) => agent.resume(&sessions?, id)?,
         (None, Err(e)) => eprintln!("warning: this session will not be saved: {e}"),
         (None, Ok(sessions)) => {
             if let Err(e) = agent.record_to(&sessions) {

@@ -15,7 +15,7 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::registry::LookupSpan;
 
-use super::endpoint;
+use super::{TelemetryError, endpoint};
 
 /// The exporting side, kept to flush the last spans at exit.
 pub(crate) struct Telemetry {
@@ -35,7 +35,7 @@ impl Telemetry {
 /// which setting is wrong.
 pub(crate) fn layer<S>(
     config: &TelemetryConfig,
-) -> Result<Option<(impl Layer<S> + use<S>, Telemetry)>, String>
+) -> Result<Option<(impl Layer<S> + use<S>, Telemetry)>, TelemetryError>
 where
     S: Subscriber + for<'span> LookupSpan<'span>,
 {
@@ -54,11 +54,12 @@ where
         let headers: HashMap<String, String> = config.headers.clone().into_iter().collect();
         builder = builder.with_headers(headers);
     }
-    let exporter = builder.build().map_err(|e| {
-        format!(
-            "telemetry: cannot export to {}: {e}; fix `[telemetry] otlp_endpoint` (an http(s) URL such as http://127.0.0.1:4318/v1/traces)",
-            endpoint.as_deref().unwrap_or("the OTEL_EXPORTER_OTLP_* endpoint")
-        )
+    let exporter = builder.build().map_err(|source| TelemetryError::Exporter {
+        endpoint: endpoint
+            .as_deref()
+            .unwrap_or("the OTEL_EXPORTER_OTLP_* endpoint")
+            .to_owned(),
+        source,
     })?;
     let shown = endpoint.unwrap_or_else(|| "the OTEL_EXPORTER_OTLP_* endpoint".to_owned());
     let mut resource = Resource::builder();

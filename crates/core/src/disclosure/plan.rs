@@ -32,9 +32,12 @@ struct Pattern {
 }
 
 impl Pattern {
-    fn parse(text: &str) -> Result<Self, String> {
+    fn parse(text: &str) -> Result<Self, PlanError> {
         if text.contains(['*', '?', '[']) {
-            let glob = Glob::new(text).map_err(|e| format!("`{text}`: {e}"))?;
+            let glob = Glob::new(text).map_err(|source| PlanError {
+                pattern: text.to_owned(),
+                source,
+            })?;
             let literal = text
                 .chars()
                 .filter(|c| !matches!(c, '*' | '?' | '[' | ']'))
@@ -61,10 +64,16 @@ impl Pattern {
     }
 }
 
-/// Why a disclosure setting could not be used.
+/// Why a disclosure setting could not be used: a pattern that is not a glob.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("disclosure: {0}")]
-pub struct PlanError(pub String);
+#[error("disclosure: `{pattern}`: {source}")]
+pub struct PlanError {
+    /// The pattern as configured.
+    pub pattern: String,
+    /// Why it does not parse.
+    #[source]
+    pub source: globset::Error,
+}
 
 /// The compiled rules: settings and session facts, applied to a tool set.
 #[derive(Debug, Clone)]
@@ -82,9 +91,7 @@ impl Rules {
     /// here, once; promotions on a server being present are decided per tool set.
     pub fn new(settings: &DisclosureSettings, facts: &SessionFacts) -> Result<Self, PlanError> {
         let parse = |list: &[String]| -> Result<Vec<Pattern>, PlanError> {
-            list.iter()
-                .map(|p| Pattern::parse(p).map_err(PlanError))
-                .collect()
+            list.iter().map(|p| Pattern::parse(p)).collect()
         };
         let mut promoted = Vec::new();
         let mut promotion_servers = Vec::new();

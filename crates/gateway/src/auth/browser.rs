@@ -10,10 +10,57 @@
 
 use std::process::Stdio;
 
+/// Why a login URL is not given to a browser or a page.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoginUrlError {
+    /// It does not parse.
+    #[error("`{url}` is not a URL: {source}")]
+    NotAUrl {
+        /// The URL as the authorization server gave it.
+        url: String,
+        /// Why it does not parse.
+        #[source]
+        source: url::ParseError,
+    },
+    /// Its scheme (or host) is not safe to open: only `https:`, or `http:` to this machine.
+    #[error(
+        "the authorization server's login URL uses `{scheme}:`{}, which toolgate does not open: only https (or http to this machine) is safe to give a browser. Check the server's OAuth metadata (`authorization_endpoint`) with its operator",
+        if scheme == "http" { " to another host" } else { "" }
+    )]
+    Unsafe {
+        /// The URL's scheme.
+        scheme: String,
+    },
+}
+
+/// Why no browser was started.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OpenError {
+    /// The URL may not be opened.
+    #[error(transparent)]
+    Url(#[from] LoginUrlError),
+    /// `$BROWSER` names no command.
+    #[error("`$BROWSER` is empty")]
+    EmptyBrowser,
+    /// The browser's program did not start.
+    #[error("cannot start `{program}`: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// Why it did not start.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// `url` normalised, when it may be opened in a browser or linked from a page: `https:`,
 /// or `http:` to a loopback host (a test or local authorization server). Else why not.
-pub(crate) fn browsable(url: &str) -> Result<String, String> {
-    let parsed = url::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+pub(crate) fn browsable(url: &str) -> Result<String, LoginUrlError> {
+    let parsed = url::Url::parse(url).map_err(|source| LoginUrlError::NotAUrl {
+        url: url.to_owned(),
+        source,
+    })?;
     let loopback = match parsed.host() {
         Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
@@ -23,19 +70,14 @@ pub(crate) fn browsable(url: &str) -> Result<String, String> {
     match parsed.scheme() {
         "https" if parsed.host().is_some() => Ok(parsed.into()),
         "http" if loopback => Ok(parsed.into()),
-        scheme => Err(format!(
-            "the authorization server's login URL uses `{scheme}:`{}, which toolgate does not open: only https (or http to this machine) is safe to give a browser. Check the server's OAuth metadata (`authorization_endpoint`) with its operator",
-            if scheme == "http" {
-                " to another host"
-            } else {
-                ""
-            }
-        )),
+        scheme => Err(LoginUrlError::Unsafe {
+            scheme: scheme.to_owned(),
+        }),
     }
 }
 
 /// Starts a browser on `url`, when it is [`browsable`].
-pub(crate) fn open(url: &str) -> Result<(), String> {
+pub(crate) fn open(url: &str) -> Result<(), OpenError> {
     let url = browsable(url)?;
     let (program, args) = command(std::env::var("BROWSER").ok().as_deref(), &url)?;
     let mut child = tokio::process::Command::new(&program)
@@ -44,7 +86,10 @@ pub(crate) fn open(url: &str) -> Result<(), String> {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("cannot start `{program}`: {e}"))?;
+        .map_err(|source| OpenError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
     tokio::spawn(async move {
         let _ = child.wait().await;
     });
@@ -53,10 +98,10 @@ pub(crate) fn open(url: &str) -> Result<(), String> {
 
 /// The program and arguments that open `url`, from `$BROWSER` (its first `:`-separated
 /// command) or the platform's opener.
-fn command(browser: Option<&str>, url: &str) -> Result<(String, Vec<String>), String> {
+fn command(browser: Option<&str>, url: &str) -> Result<(String, Vec<String>), OpenError> {
     if let Some(first) = browser.and_then(|b| b.split(':').map(str::trim).find(|c| !c.is_empty())) {
         let mut words = first.split_whitespace().map(str::to_owned);
-        let program = words.next().ok_or("`$BROWSER` is empty")?;
+        let program = words.next().ok_or(OpenError::EmptyBrowser)?;
         let mut args: Vec<String> = words.collect();
         if args.iter().any(|a| a.contains("%s")) {
             args = args.into_iter().map(|a| a.replace("%s", url)).collect();
@@ -102,7 +147,7 @@ mod tests {
             "not a url",
             "HTTPS://[::1",
         ] {
-            let why = browsable(bad).unwrap_err();
+            let why = browsable(bad).unwrap_err().to_string();
             assert!(
                 why.contains("not") || why.contains("does not open"),
                 "{bad}: {why}"

@@ -9,10 +9,28 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use toolgate_core::web_login::refused;
+use toolgate_core::web_login::NoCode;
 
 /// Most bytes read of one request head.
 const MAX_HEAD: usize = 16 * 1024;
+
+/// Why the browser brought no code back to the loopback callback.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallbackError {
+    /// Nothing came back in time.
+    #[error(
+        "no answer from the browser within {} s; run the login again (with --no-browser, open the printed URL yourself)",
+        .0.as_secs()
+    )]
+    Timeout(Duration),
+    /// The authorization server refused the login.
+    #[error(transparent)]
+    Refused(#[from] NoCode),
+    /// The browser came back with neither a code nor an error.
+    #[error("the browser came back without `code`; run the login again")]
+    MissingCode,
+}
 
 /// What the authorization server sent back.
 #[derive(Debug)]
@@ -44,7 +62,7 @@ impl Callback {
     }
 
     /// Waits for the authorization response carrying `state`, at most `timeout`.
-    pub(crate) async fn wait(self, state: &str, timeout: Duration) -> Result<Reply, String> {
+    pub(crate) async fn wait(self, state: &str, timeout: Duration) -> Result<Reply, CallbackError> {
         let run = async {
             loop {
                 let stream = match &self.v6 {
@@ -60,17 +78,14 @@ impl Callback {
                 }
             }
         };
-        tokio::time::timeout(timeout, run).await.unwrap_or_else(|_| {
-            Err(format!(
-                "no answer from the browser within {} s; run the login again (with --no-browser, open the printed URL yourself)",
-                timeout.as_secs()
-            ))
-        })
+        tokio::time::timeout(timeout, run)
+            .await
+            .unwrap_or(Err(CallbackError::Timeout(timeout)))
     }
 }
 
 /// Reads one request; `None` when it is not the callback of the login started with `state`.
-async fn answer(mut stream: TcpStream, state: &str) -> Option<Result<Reply, String>> {
+async fn answer(mut stream: TcpStream, state: &str) -> Option<Result<Reply, CallbackError>> {
     let mut head = Vec::new();
     let mut buf = [0u8; 2048];
     let read = tokio::time::timeout(Duration::from_secs(10), async {
@@ -115,13 +130,16 @@ async fn answer(mut stream: TcpStream, state: &str) -> Option<Result<Reply, Stri
         return None;
     }
     let outcome = match (get("code"), get("error")) {
-        (_, Some(error)) => Err(refused(Some(&error), get("error_description").as_deref())),
+        (_, Some(error)) => Err(CallbackError::Refused(NoCode::refused(
+            Some(&error),
+            get("error_description").as_deref(),
+        ))),
         (Some(code), None) => Ok(Reply {
             code,
             state: state.to_owned(),
             issuer: get("iss"),
         }),
-        (None, None) => Err("the browser came back without `code`; run the login again".to_owned()),
+        (None, None) => Err(CallbackError::MissingCode),
     };
     let body = match &outcome {
         Ok(_) => "toolgate: login received. You can close this tab.",
@@ -190,7 +208,7 @@ mod tests {
             "/callback?state=S2&error=bad%1B%5B2J&error_description=line%0D%0Aforged%20line%1B%5D0%3Btitle%07",
         )
         .await;
-        let why = waiting.await.unwrap().unwrap_err();
+        let why = waiting.await.unwrap().unwrap_err().to_string();
         assert!(!why.chars().any(char::is_control), "{why:?}");
         assert!(why.contains("bad\\u{1b}[2J"), "{why}");
     }

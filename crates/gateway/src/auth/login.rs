@@ -59,21 +59,38 @@ pub enum LoginError {
     /// The server is not a remote one.
     #[error("`{0}` is not a remote (url) server; only servers reached over HTTP log in")]
     NotRemote(String),
-    /// Something the user must fix in the config.
+    /// Something the user must fix in the config; the text says what.
     #[error("{0}")]
     Config(String),
-    /// The OAuth exchange failed.
-    #[error("{0}")]
-    OAuth(String),
+    /// The loopback callback cannot listen.
+    #[error(
+        "cannot listen for the login callback on 127.0.0.1:{port}: {source}; free the port or change `callback_port`"
+    )]
+    Listen {
+        /// The port asked for (0: any).
+        port: u16,
+        /// Why it cannot be bound.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The authorization URL may not be given to a browser.
+    #[error(transparent)]
+    Url(#[from] super::browser::LoginUrlError),
+    /// The OAuth exchange failed (with its causes, which carry the useful part).
+    #[error("{}", describe(.0))]
+    OAuth(#[from] AuthError),
+    /// The authorization URL has no `state` to wait for.
+    #[error("the authorization URL carries no `state`; report this as a bug")]
+    NoState,
+    /// The browser brought no code back.
+    #[error(transparent)]
+    Callback(#[from] super::callback::CallbackError),
     /// The token store failed.
     #[error(transparent)]
     Store(#[from] super::store::StoreError),
-}
-
-impl From<AuthError> for LoginError {
-    fn from(e: AuthError) -> Self {
-        Self::OAuth(describe(&e))
-    }
+    /// A [`super::LoginHandler`] gave up, for its own reason.
+    #[error(transparent)]
+    Handler(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// An rmcp auth error with its causes, which carry the useful part.
@@ -113,11 +130,9 @@ async fn login_inner(
     };
     let callback = Callback::bind(spec.oauth.callback_port)
         .await
-        .map_err(|e| {
-            LoginError::Config(format!(
-                "cannot listen for the login callback on 127.0.0.1:{}: {e}; free the port or change `callback_port`",
-                spec.oauth.callback_port.unwrap_or(0)
-            ))
+        .map_err(|source| LoginError::Listen {
+            port: spec.oauth.callback_port.unwrap_or(0),
+            source,
         })?;
     let started = start(spec, store, url, &callback.redirect_uri(), options).await?;
     let auth_url = &started.auth_url;
@@ -132,15 +147,8 @@ async fn login_inner(
             "(could not open a browser: {e}; open the URL yourself)"
         ));
     }
-    let state = started.state().ok_or_else(|| {
-        LoginError::OAuth(
-            "the authorization URL carries no `state`; report this as a bug".to_owned(),
-        )
-    })?;
-    let reply = callback
-        .wait(&state, options.timeout)
-        .await
-        .map_err(LoginError::OAuth)?;
+    let state = started.state().ok_or(LoginError::NoState)?;
+    let reply = callback.wait(&state, options.timeout).await?;
     started
         .finish(&reply.code, &reply.state, reply.issuer.as_deref())
         .await?;
@@ -307,7 +315,7 @@ pub(crate) async fn start(
     let auth_url = manager.get_authorization_url(&scope_refs).await?;
     // Checked once here: this URL goes to a browser (`mcp login`) or into a page's link
     // (`per_user` logins).
-    let auth_url = super::browser::browsable(&auth_url).map_err(LoginError::Config)?;
+    let auth_url = super::browser::browsable(&auth_url)?;
     Ok(Started { auth_url, manager })
 }
 

@@ -52,24 +52,73 @@ pub enum StoreError {
     #[error(
         "the OS credential store failed: {0}; set `[mcp] oauth_credentials_store = \"file\"` to keep tokens in a 0600 file instead"
     )]
-    Keyring(String),
+    Keyring(#[source] os_keyring::Error),
     /// The file could not be read or written.
     #[error("OAuth token file: {0}")]
     Io(#[from] std::io::Error),
-    /// The shared Redis store failed.
+    /// `[mcp] shared_store` is not a Redis URL.
     #[error(
         "the shared OAuth token store (Redis) failed: {0}; check that it runs and `[mcp] shared_store` names it"
     )]
-    Redis(String),
+    RedisUrl(#[source] SharedStoreUrlError),
+    /// A command to the shared Redis store failed.
+    #[error(
+        "the shared OAuth token store (Redis) failed: {addr}: {source}; check that it runs and `[mcp] shared_store` names it"
+    )]
+    Redis {
+        /// The Redis server's address.
+        addr: String,
+        /// Why the command failed.
+        #[source]
+        source: shared::Error,
+    },
+    /// A lock of the shared Redis store stayed taken past its lifetime.
+    #[error(
+        "the shared OAuth token store (Redis) failed: the shared OAuth lock `{key}` stayed taken for {secs} s; another toolgate may be stuck refreshing; check that it runs and `[mcp] shared_store` names it"
+    )]
+    RedisLockTaken {
+        /// The lock's key.
+        key: String,
+        /// How long it was waited for, in seconds.
+        secs: u64,
+    },
     /// The record is not valid JSON.
     #[error(
-        "OAuth token record for {url} is damaged ({reason}); run `toolgate mcp logout` for it and log in again"
+        "OAuth token record for {url} is damaged ({source}); run `toolgate mcp logout` for it and log in again"
     )]
     Damaged {
         /// The server URL.
         url: String,
-        /// The parse error.
-        reason: String,
+        /// The parse (or encoding) error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// A `[mcp] shared_store` toolgate cannot use.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SharedStoreUrlError {
+    /// Not a Redis URL.
+    #[cfg(feature = "redis")]
+    #[error(
+        "`[mcp] shared_store = \"{url}\"` is not a Redis URL ({source}); use redis://HOST:PORT/DB"
+    )]
+    NotRedis {
+        /// The URL as configured.
+        url: String,
+        /// Why Redis refuses it.
+        #[source]
+        source: redis::RedisError,
+    },
+    /// This build has no shared store (the `redis` feature, part of `team`).
+    #[cfg(not(feature = "redis"))]
+    #[error(
+        "`[mcp] shared_store = \"{url}\"`: this build of toolgate has no shared store; install one that has (`cargo install toolgate --features team`) or remove the setting"
+    )]
+    NotBuilt {
+        /// The URL as configured.
+        url: String,
     },
 }
 
@@ -198,7 +247,7 @@ impl TokenStore {
     /// `Err` says what is wrong with the URL; an unreachable server fails each use with a
     /// message naming it.
     pub fn redis(url: &str) -> Result<Self, StoreError> {
-        let client = shared::open(url)?;
+        let client = shared::open(url).map_err(StoreError::RedisUrl)?;
         Ok(Self {
             dir: PathBuf::new(),
             backend: Backend::Redis(client),
@@ -252,9 +301,9 @@ impl TokenStore {
                 ..Record::default()
             });
         };
-        serde_json::from_str(&text).map_err(|e| StoreError::Damaged {
+        serde_json::from_str(&text).map_err(|source| StoreError::Damaged {
             url: url.to_owned(),
-            reason: e.to_string(),
+            source,
         })
     }
 
@@ -281,9 +330,9 @@ impl TokenStore {
     }
 
     fn write(&self, url: &str, record: &Record) -> Result<(), StoreError> {
-        let text = serde_json::to_string(record).map_err(|e| StoreError::Damaged {
+        let text = serde_json::to_string(record).map_err(|source| StoreError::Damaged {
             url: url.to_owned(),
-            reason: e.to_string(),
+            source,
         })?;
         match &self.backend {
             Backend::File => write_private(&self.dir, &self.file(url), &text),

@@ -34,12 +34,11 @@ pub(super) fn save(
     }
 }
 
-/// The client of the Redis server at `url`; `Err` says what is wrong with the URL.
-pub(super) fn open(url: &str) -> Result<Client, String> {
-    Client::open(url).map_err(|e| {
-        format!(
-            "`[mcp] shared_store = \"{url}\"` is not a Redis URL ({e}); use redis://HOST:PORT/DB"
-        )
+/// The client of the Redis server at `url`, or why it is not a Redis URL.
+pub(super) fn open(url: &str) -> Result<Client, crate::auth::SharedStoreUrlError> {
+    Client::open(url).map_err(|source| crate::auth::SharedStoreUrlError::NotRedis {
+        url: url.to_owned(),
+        source,
     })
 }
 

@@ -8,10 +8,10 @@ use std::sync::atomic::AtomicBool;
 #[derive(Debug, Clone)]
 pub(super) enum Client {}
 
-pub(super) fn open(url: &str) -> Result<Client, String> {
-    Err(format!(
-        "`[mcp] shared_store = \"{url}\"`: this build of toolgate has no shared store; install one that has (`cargo install toolgate --features team`) or remove the setting"
-    ))
+pub(super) fn open(url: &str) -> Result<Client, crate::auth::SharedStoreUrlError> {
+    Err(crate::auth::SharedStoreUrlError::NotBuilt {
+        url: url.to_owned(),
+    })
 }
 
 pub(super) fn get(client: &Client, _key: &str) -> Result<Option<String>, std::convert::Infallible> {

@@ -58,7 +58,7 @@ impl Gateway {
             return mount
                 .complete(Reference::for_prompt(prompt.name), argument, context)
                 .await
-                .map_err(ForwardError::Server);
+                .map_err(ForwardError::upstream);
         }
         Err(ForwardError::UnknownPrompt {
             name: name.to_owned(),
@@ -94,7 +94,7 @@ impl Gateway {
             Some(mount) => mount
                 .complete(Reference::for_resource(template), argument, context)
                 .await
-                .map_err(ForwardError::Server),
+                .map_err(ForwardError::upstream),
             None => Err(ForwardError::UnknownResource {
                 uri: template.to_owned(),
             }),
@@ -122,7 +122,7 @@ impl Gateway {
                 uri: uri.to_owned(),
             });
         };
-        mount.follow(uri).await.map_err(ForwardError::Server)?;
+        mount.follow(uri).await.map_err(ForwardError::upstream)?;
         Ok(Followed {
             mount: Arc::clone(mount),
             uri: uri.to_owned(),

@@ -601,7 +601,7 @@ async fn read(mount: &Arc<Mount>, uri: &str, ctx: &CallContext) -> Result<ToolOu
     let contents = mount
         .read_resource(uri, ctx.client().cloned())
         .await
-        .map_err(ToolError::recoverable)?;
+        .map_err(|e| ToolError::recoverable(e.to_string()))?;
     Ok(ToolOutput::text(show_contents(server, uri, &contents)))
 }
 

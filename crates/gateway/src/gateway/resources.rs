@@ -117,7 +117,7 @@ impl Gateway {
         mount
             .read_resource(uri, caller)
             .await
-            .map_err(ForwardError::Server)
+            .map_err(ForwardError::upstream)
     }
 
     /// Fits the prompts and resource reads served over MCP ([`Gateway::get_prompt_for`],

@@ -34,7 +34,7 @@ fn stdio_env(command: &str, args: &[&str], cwd: &Path, env: BTreeMap<String, Str
 }
 
 /// The launch of `transport` in a one-root project.
-fn scan(transport: &Transport, root: &Path) -> Result<Launch, String> {
+fn scan(transport: &Transport, root: &Path) -> Result<Launch, FingerprintError> {
     resolve(transport, &[root.to_path_buf()])
 }
 
@@ -219,7 +219,11 @@ fn fifos_are_skipped_and_a_huge_file_cannot_be_fingerprinted() {
     let big = fs_err::File::create(root.join("big.sh")).unwrap();
     big.set_len(MAX_FILE_BYTES + 1).unwrap();
     let err = scan(&stdio("sh", &["big.sh"], &root), &root).unwrap_err();
-    assert!(err.contains("more than toolgate fingerprints"), "{err}");
+    assert!(matches!(err, FingerprintError::TooLarge { .. }), "{err}");
+    assert!(
+        err.to_string().contains("more than toolgate fingerprints"),
+        "{err}"
+    );
 }
 
 fn nix_mkfifo(path: &Path) {

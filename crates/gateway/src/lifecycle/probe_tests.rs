@@ -96,7 +96,13 @@ async fn scripted(io: DuplexStream, on: OnDiscover) -> Vec<String> {
 
 /// Opens a connection to a scripted server through a probe of `wait`; returns the
 /// negotiated revision (or the error), how far the probe got, and what the server was sent.
-async fn open(on: OnDiscover, wait: Duration) -> (Result<ProtocolVersion, String>, Probing) {
+async fn open(
+    on: OnDiscover,
+    wait: Duration,
+) -> (
+    Result<ProtocolVersion, rmcp::service::ClientInitializeError>,
+    Probing,
+) {
     let (ours, theirs) = tokio::io::duplex(64 * 1024);
     let server = tokio::spawn(scripted(theirs, on));
     let (read, write) = tokio::io::split(ours);
@@ -111,7 +117,7 @@ async fn open(on: OnDiscover, wait: Duration) -> (Result<ProtocolVersion, String
             service.cancel().await.unwrap();
             Ok(version)
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e),
     };
     let seen = server.await.unwrap();
     assert_eq!(seen.first().map(String::as_str), Some("server/discover"));

@@ -21,10 +21,11 @@ use toolgate_core::{
 };
 use tracing::{Instrument, Span};
 
-use crate::relay::{Asker, CallTag};
+use crate::error::UpstreamError;
+use crate::relay::{Asker, CallTag, RelayError};
 
 use super::login::MAX_LOGINS_PER_CALL;
-use super::{Live, Mount, Phase, secs};
+use super::{Live, Mount, Phase};
 use crate::convert::to_output;
 
 /// A 2026-07-28 server refused a call for want of a client capability the call's client did
@@ -88,19 +89,21 @@ const FIRST_PER_REQUEST_REVISION: &str = "2026-07-28";
 
 impl Mount {
     /// A ready connection for a call, starting or restarting the server when allowed.
-    pub(super) async fn ensure_live(self: &Arc<Self>) -> Result<Arc<Live>, String> {
+    pub(super) async fn ensure_live(self: &Arc<Self>) -> Result<Arc<Live>, UpstreamError> {
         let name = &self.spec.name;
+        let server = || name.clone();
         let mut changed = self.changed.subscribe();
         let mut attempted = false;
         let mut logins = 0;
         loop {
             if let Some(clash) = self.clash() {
-                return Err(format!("MCP server `{name}` is not mounted: {clash}"));
+                return Err(UpstreamError::NotMounted {
+                    server: server(),
+                    clash,
+                });
             }
             if self.shutdown.is_cancelled() {
-                return Err(format!(
-                    "MCP server `{name}` is stopped: toolgate is shutting down"
-                ));
+                return Err(UpstreamError::ShuttingDown { server: server() });
             }
             let mut login = None;
             let start = {
@@ -113,17 +116,17 @@ impl Mount {
                         false
                     }
                     Phase::Disabled => {
-                        return Err(format!(
-                            "MCP server `{name}` is disabled (enabled = false, {})",
-                            self.spec.source
-                        ));
+                        return Err(UpstreamError::Disabled {
+                            server: server(),
+                            origin: self.spec.source.clone(),
+                        });
                     }
                     Phase::Untrusted(reason) => {
-                        return Err(format!(
-                            "MCP server `{name}` was not started: {reason}. It is defined by a project file ({}), so it runs only as the user trusted it; ask the user to check it and run `{}`",
-                            self.spec.source,
-                            crate::trust::trust_command(name)
-                        ));
+                        return Err(UpstreamError::Untrusted {
+                            server: server(),
+                            reason: reason.clone(),
+                            origin: self.spec.source.clone(),
+                        });
                     }
                     Phase::Idle => true,
                     Phase::Starting => false,
@@ -135,15 +138,17 @@ impl Mount {
                         Some(at) if !attempted && Instant::now() >= *at => true,
                         Some(at) => {
                             let wait = at.saturating_duration_since(Instant::now());
-                            return Err(format!(
-                                "MCP server `{name}` is not available: {reason}; the next restart is allowed in {}; try again then, or use another tool",
-                                secs(wait.max(Duration::from_secs(1)))
-                            ));
+                            return Err(UpstreamError::Backoff {
+                                server: server(),
+                                reason: reason.clone(),
+                                retry_in: wait.max(Duration::from_secs(1)),
+                            });
                         }
                         None => {
-                            return Err(format!(
-                                "MCP server `{name}` is not available: {reason}; fix its config (see `toolgate mcp list`) and restart toolgate"
-                            ));
+                            return Err(UpstreamError::Failed {
+                                server: server(),
+                                reason: reason.clone(),
+                            });
                         }
                     },
                 }
@@ -159,20 +164,26 @@ impl Mount {
                     && self
                         .interactive_login(needs.challenge.as_deref())
                         .await
-                        .map_err(|e| format!("logging in to MCP server `{name}` failed: {e}"))?
+                        .map_err(|source| UpstreamError::Login {
+                            server: server(),
+                            source,
+                        })?
                 {
                     logins += 1;
                     self.login_arrived();
                     attempted = false;
                     continue;
                 }
-                return Err(self.login_message(&needs));
+                return Err(UpstreamError::NeedsLogin {
+                    server: server(),
+                    reason: needs.reason,
+                });
             }
             if start && !attempted {
                 attempted = true;
                 self.start().await;
             } else if changed.changed().await.is_err() {
-                return Err(format!("MCP server `{name}` is not available"));
+                return Err(UpstreamError::Gone { server: server() });
             }
         }
     }
@@ -274,7 +285,7 @@ impl Mount {
         // cancelled call stops waiting for it (the start itself carries on: see
         // `Mount::start`).
         let live = tokio::select! {
-            live = connection => live.map_err(ToolError::Recoverable)?,
+            live = connection => live.map_err(|e| ToolError::Recoverable(e.to_string()))?,
             () = ctx.cancel.cancelled() => {
                 let waited_for = match per_user {
                     Some(_) => "was connecting (or waiting for the user's login)",
@@ -347,7 +358,7 @@ impl Mount {
         caller: Option<Arc<dyn ClientLink>>,
         input: InputRequiredResult,
         pauses: &mut u32,
-    ) -> Result<Option<InputResponses>, String> {
+    ) -> Result<Option<InputResponses>, RelayError> {
         let requests = input.input_requests.unwrap_or_default();
         if requests.is_empty() {
             tokio::time::sleep(Duration::from_millis((50 << (*pauses).min(3)).min(250))).await;
@@ -364,7 +375,7 @@ impl Mount {
         &self,
         caller: Option<Arc<dyn ClientLink>>,
         requests: InputRequests,
-    ) -> Result<InputResponses, String> {
+    ) -> Result<InputResponses, RelayError> {
         let limits = self.limits();
         // Roots only when asked for: the caller's client is asked for its own, at the same
         // time as the rest (a 2026-07-28 client then gets every request in one round).
@@ -384,7 +395,7 @@ impl Mount {
             .await;
             #[allow(deprecated)] // roots: deprecated by SEP-2577, used by 2025 servers
             let roots = ListRootsResult::new(roots);
-            serde_json::to_value(roots).map_err(|e| e.to_string())
+            serde_json::to_value(roots).map_err(RelayError::from)
         };
         let asker = Asker {
             name: &self.spec.name,

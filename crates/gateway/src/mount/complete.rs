@@ -9,6 +9,7 @@ use rmcp::model::{
 };
 
 use super::Mount;
+use crate::error::{Asked, UpstreamError};
 
 impl Mount {
     /// The server's suggestions for `argument` of `reference` (its own prompt name or
@@ -18,8 +19,9 @@ impl Mount {
         reference: Reference,
         argument: &ArgumentInfo,
         context: Option<&CompletionContext>,
-    ) -> Result<CompletionInfo, String> {
-        let server = &self.spec.name;
+    ) -> Result<CompletionInfo, UpstreamError> {
+        let server = || self.spec.name.clone();
+        let asked = || Asked::Complete(argument.name.clone());
         let live = self.ensure_live().await?;
         let offers = live
             .peer
@@ -34,15 +36,16 @@ impl Mount {
         }
         let answer = tokio::time::timeout(self.spec.tool_timeout, live.peer.complete(params))
             .await
-            .map_err(|_| {
-                format!("MCP server `{server}` did not answer `completion/complete` in time")
+            .map_err(|_| UpstreamError::Timeout {
+                server: server(),
+                asked: asked(),
             })?;
-        answer.map(|result| result.completion).map_err(|e| {
-            format!(
-                "MCP server `{server}` could not complete `{}`: {}",
-                argument.name,
-                super::call::tidy(&e.to_string())
-            )
-        })
+        answer
+            .map(|result| result.completion)
+            .map_err(|source| UpstreamError::Refused {
+                server: server(),
+                asked: asked(),
+                source,
+            })
     }
 }

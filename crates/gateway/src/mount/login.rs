@@ -117,23 +117,14 @@ impl Mount {
     }
 
     /// Runs the gateway's login handler, if it has one; whether a login happened.
-    pub(crate) async fn interactive_login(&self, challenge: Option<&str>) -> Result<bool, String> {
+    pub(crate) async fn interactive_login(
+        &self,
+        challenge: Option<&str>,
+    ) -> Result<bool, crate::auth::LoginError> {
         let Some(handler) = self.host.upgrade().and_then(|h| h.login_handler()) else {
             return Ok(false);
         };
-        handler
-            .login(&self.spec, challenge)
-            .await
-            .map_err(|e| e.to_string())?;
+        handler.login(&self.spec, challenge).await?;
         Ok(true)
-    }
-
-    /// The message a call gets while the server needs a login.
-    pub(crate) fn login_message(&self, needs: &NeedsLogin) -> String {
-        let name = &self.spec.name;
-        format!(
-            "MCP server `{name}` needs a login ({}). A human must run `toolgate mcp login {name}` in a terminal (it opens a browser to sign in); you cannot do it yourself, so ask the user. Once they have, call this tool again: no restart is needed",
-            needs.reason
-        )
     }
 }

@@ -22,13 +22,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
-use toolgate_core::web_login::{self, Pending};
+use toolgate_core::web_login::{self, NoCode, Pending};
 use toolgate_core::{CallContext, ClientAsk, Identity};
 
 use super::{Live, Mount, lock};
-use crate::auth::LoginOptions;
+use crate::auth::{LoginError, LoginOptions};
 use crate::config::Transport;
 use crate::connect::http_transport_with;
+use crate::error::UpstreamError;
 use crate::failure::{Failure, NeedsLogin};
 use crate::handler::Handler;
 
@@ -37,8 +38,22 @@ pub(crate) const LOGIN_WAIT: Duration = Duration::from_secs(600);
 /// A caller's connection unused this long is closed (the next call dials again).
 const IDLE: Duration = Duration::from_secs(900);
 
+/// Why a caller's login in their browser failed (shared by everyone waiting for it).
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum CallerLoginError {
+    /// The browser did not come back within [`LOGIN_WAIT`].
+    #[error("no browser came back in time")]
+    NoBrowser,
+    /// The browser came back without a code.
+    #[error(transparent)]
+    NoCode(#[from] NoCode),
+    /// Exchanging the code failed.
+    #[error(transparent)]
+    Failed(Arc<LoginError>),
+}
+
 /// How a login ended: `None` while it waits.
-type Outcome = Option<Result<(), String>>;
+type Outcome = Option<Result<(), CallerLoginError>>;
 
 /// The connections and logins of a per-user server's callers.
 #[derive(Default)]
@@ -68,7 +83,7 @@ enum Dial {
     /// Their login is missing or refused; the server's challenge, if it sent one.
     NeedsLogin(Option<String>),
     /// Anything else: what the model reads.
-    Failed(String),
+    Failed(UpstreamError),
 }
 
 /// The caller's key among the records and connections: issuer and subject.
@@ -101,12 +116,11 @@ impl Mount {
         self: &Arc<Self>,
         who: &Identity,
         ctx: &CallContext,
-    ) -> Result<Arc<Live>, String> {
+    ) -> Result<Arc<Live>, UpstreamError> {
         let name = &self.spec.name;
+        let server = || name.clone();
         let Transport::Http { url, .. } = &self.spec.transport else {
-            return Err(format!(
-                "MCP server `{name}` has `per_user = true` but is not a remote (url) server; only servers reached over HTTP take a login per user"
-            ));
+            return Err(UpstreamError::PerUserNotRemote { server: server() });
         };
         let record = record_key(url, &caller_key(who));
         let mut asked = false;
@@ -117,12 +131,15 @@ impl Mount {
                 Err(Dial::NeedsLogin(challenge)) => challenge,
             };
             let login = self.login_as(who, &record, challenge).await?;
-            let message = self.link_message(&login.link);
+            let message = || UpstreamError::LoginLink {
+                server: server(),
+                link: login.link.clone(),
+            };
             let link = ctx
                 .client()
                 .filter(|c| c.can_ask(ClientAsk::UrlElicitation).is_ok());
             let Some(link) = link.filter(|_| !asked) else {
-                return Err(message);
+                return Err(message());
             };
             asked = true;
             let params = serde_json::json!({
@@ -133,37 +150,30 @@ impl Mount {
             });
             let reply = tokio::select! {
                 reply = link.request(ClientAsk::UrlElicitation, params) => reply,
-                () = ctx.cancel.cancelled() => return Err(message),
+                () = ctx.cancel.cancelled() => return Err(message()),
             };
             match reply {
                 Ok(answer) if answer.get("action").and_then(|a| a.as_str()) == Some("accept") => {}
-                Ok(_) => {
-                    return Err(format!(
-                        "the user declined to log in to MCP server `{name}`; its tools cannot be used for them without it"
-                    ));
-                }
+                Ok(_) => return Err(UpstreamError::LoginDeclined { server: server() }),
                 Err(e) => {
                     tracing::debug!(server = %name, error = %e, "URL elicitation failed; giving the link instead");
-                    return Err(message);
+                    return Err(message());
                 }
             }
             let mut done = login.done;
             let outcome = tokio::select! {
                 outcome = done.wait_for(Option::is_some) => outcome.map(|o| o.clone()).ok().flatten(),
-                () = ctx.cancel.cancelled() => return Err(message),
+                () = ctx.cancel.cancelled() => return Err(message()),
             };
             match outcome {
                 Some(Ok(())) => {}
-                Some(Err(why)) => {
-                    return Err(format!(
-                        "logging in to MCP server `{name}` failed: {why}; call the tool again for a new link"
-                    ));
+                Some(Err(source)) => {
+                    return Err(UpstreamError::CallerLogin {
+                        server: server(),
+                        source,
+                    });
                 }
-                None => {
-                    return Err(format!(
-                        "the login to MCP server `{name}` was not finished in time; call the tool again for a new link"
-                    ));
-                }
+                None => return Err(UpstreamError::LoginUnfinished { server: server() }),
             }
         }
     }
@@ -185,31 +195,35 @@ impl Mount {
         if let Some(live) = self.open_for(&key) {
             return Ok(live);
         }
+        let server = || name.clone();
         let Transport::Http { url, headers, .. } = &self.spec.transport else {
-            return Err(Dial::Failed(format!(
-                "MCP server `{name}` is not a remote server"
-            )));
+            return Err(Dial::Failed(UpstreamError::NotRemote { server: server() }));
         };
         let Some(store) = self.token_store() else {
-            return Err(Dial::Failed(format!(
-                "MCP server `{name}`: no OAuth token store"
-            )));
+            return Err(Dial::Failed(UpstreamError::NoTokenStore {
+                server: server(),
+            }));
         };
         let client = match crate::auth::authorized_client(&store, &self.spec, url, record).await {
             Ok(Some(client)) => client,
             Ok(None) => return Err(Dial::NeedsLogin(None)),
             Err(Failure::NeedsLogin(needs)) => return Err(Dial::NeedsLogin(needs.challenge)),
             Err(Failure::Failed(reason)) => {
-                return Err(Dial::Failed(format!(
-                    "MCP server `{name}` cannot be reached: {reason}"
-                )));
+                return Err(Dial::Failed(UpstreamError::Unreachable {
+                    server: server(),
+                    reason,
+                }));
             }
         };
         let limits = self.limits();
         let updates = self.host.upgrade().map(|h| h.resource_updates());
         let handler = Handler::new(name, &limits, updates);
-        let transport = http_transport_with(client, url, headers, None)
-            .map_err(|e| Dial::Failed(format!("MCP server `{name}`: {e}")))?;
+        let transport = http_transport_with(client, url, headers, None).map_err(|source| {
+            Dial::Failed(UpstreamError::Transport {
+                server: server(),
+                source,
+            })
+        })?;
         let stage = std::sync::Mutex::new("initialize");
         let handshake = self.handshake(&handler, transport, &stage, &limits, self.lifecycle());
         let service = match tokio::time::timeout(self.spec.startup_timeout, handshake).await {
@@ -218,16 +232,19 @@ impl Mount {
                 return Err(Dial::NeedsLogin(challenge));
             }
             Ok(Err(Failure::Failed(reason))) => {
-                return Err(Dial::Failed(format!(
-                    "MCP server `{name}` cannot be reached as the caller: {reason} (at {url})"
-                )));
+                return Err(Dial::Failed(UpstreamError::CallerUnreachable {
+                    server: server(),
+                    reason,
+                    url: url.clone(),
+                }));
             }
             Err(_) => {
-                return Err(Dial::Failed(format!(
-                    "MCP server `{name}` did not finish `{}` within {} (startup_timeout_sec) at {url}",
-                    lock(&stage),
-                    super::secs(self.spec.startup_timeout)
-                )));
+                return Err(Dial::Failed(UpstreamError::StartupTimeout {
+                    server: server(),
+                    stage: *lock(&stage),
+                    timeout: self.spec.startup_timeout,
+                    url: url.clone(),
+                }));
             }
         };
         let live = Live::open(&handler, service.peer());
@@ -290,22 +307,15 @@ impl Mount {
         Some(Arc::clone(live))
     }
 
-    /// What the model reads while `link` waits to be opened.
-    fn link_message(&self, link: &str) -> String {
-        format!(
-            "MCP server `{}` needs the user to log in to it as themselves (each user of this toolgate uses their own account there). Give the user this link to open in a browser and sign in, then call the tool again:\n\n{link}",
-            self.spec.name
-        )
-    }
-
     /// Starts a login for `who` (or finds the one waiting); `Err` says why none can start.
     async fn login_as(
         self: &Arc<Self>,
         who: &Identity,
         record: &str,
         challenge: Option<String>,
-    ) -> Result<Login, String> {
+    ) -> Result<Login, UpstreamError> {
         let name = self.spec.name.clone();
+        let server = || name.clone();
         let key = caller_key(who);
         if let Some(login) = lock(&self.per_user)
             .logins
@@ -315,12 +325,10 @@ impl Mount {
             return Ok(login.clone());
         }
         let Some(redirect_uri) = web_login::redirect_uri() else {
-            return Err(format!(
-                "MCP server `{name}` is used per user (`per_user = true`), which needs `toolgate serve --http` to receive the login's redirect; this toolgate does not serve HTTP"
-            ));
+            return Err(UpstreamError::NoLoginListener { server: server() });
         };
         let Some(store) = self.token_store() else {
-            return Err(format!("MCP server `{name}`: no OAuth token store"));
+            return Err(UpstreamError::NoTokenStore { server: server() });
         };
         let options = LoginOptions {
             open_browser: false,
@@ -330,19 +338,23 @@ impl Mount {
         };
         let started = crate::auth::start(&self.spec, &store, record, &redirect_uri, &options)
             .await
-            .map_err(|e| format!("logging in to MCP server `{name}` failed: {e}"))?;
-        let state = started.state().ok_or_else(|| {
-            format!(
-                "logging in to MCP server `{name}` failed: its authorization URL has no `state`"
-            )
-        })?;
+            .map_err(|source| UpstreamError::Login {
+                server: server(),
+                source,
+            })?;
+        let state = started
+            .state()
+            .ok_or_else(|| UpstreamError::NoLoginState { server: server() })?;
         let pending = Pending {
             auth_url: started.auth_url.clone(),
             asked_by: asked_by(who),
             server: name.clone(),
         };
-        let arrival = web_login::expect(&state, pending)
-            .map_err(|busy| format!("logging in to MCP server `{name}`: {busy}"))?;
+        let arrival =
+            web_login::expect(&state, pending).map_err(|source| UpstreamError::LoginsBusy {
+                server: server(),
+                source,
+            })?;
         let link = web_login::start_url(&state).unwrap_or_else(|| started.auth_url.clone());
         let (tell, done) = watch::channel(None);
         let login = Login {
@@ -368,15 +380,15 @@ impl Mount {
                 }
             }
             let Ok(Ok((redirect, page))) = arrived else {
-                tell.send_replace(Some(Err("no browser came back in time".to_owned())));
+                tell.send_replace(Some(Err(CallerLoginError::NoBrowser)));
                 return;
             };
             let outcome = match redirect {
                 Ok(r) => started
                     .finish(&r.code, &r.state, r.issuer.as_deref())
                     .await
-                    .map_err(|e| e.to_string()),
-                Err(why) => Err(why),
+                    .map_err(|e| CallerLoginError::Failed(Arc::new(e))),
+                Err(why) => Err(CallerLoginError::from(why)),
             };
             match &outcome {
                 Ok(()) => {
@@ -389,7 +401,8 @@ impl Mount {
             let _ = page.send(
                 outcome
                     .clone()
-                    .map(|()| format!("Logged in to `{}` as {subject}", mount.spec.name)),
+                    .map(|()| format!("Logged in to `{}` as {subject}", mount.spec.name))
+                    .map_err(Into::into),
             );
             tell.send_replace(Some(outcome));
         });

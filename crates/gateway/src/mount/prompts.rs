@@ -14,6 +14,7 @@ use toolgate_core::ClientLink;
 
 use super::call::MAX_INPUT_ROUNDS;
 use super::{Live, Mount, lock};
+use crate::error::{Asked, UpstreamError};
 
 impl Mount {
     /// Lists the server's prompts again (after `prompts/list_changed`) and tells the gateway
@@ -74,7 +75,7 @@ impl Mount {
         name: &str,
         arguments: Option<JsonObject>,
         caller: Option<Arc<dyn ClientLink>>,
-    ) -> Result<GetPromptResult, String> {
+    ) -> Result<GetPromptResult, UpstreamError> {
         let span = self.client_span("prompts/get", name);
         let result = self
             .get_prompt_in(name, arguments, caller, &span)
@@ -92,8 +93,9 @@ impl Mount {
         arguments: Option<JsonObject>,
         caller: Option<Arc<dyn ClientLink>>,
         span: &tracing::Span,
-    ) -> Result<GetPromptResult, String> {
-        let server = &self.spec.name;
+    ) -> Result<GetPromptResult, UpstreamError> {
+        let server = || self.spec.name.clone();
+        let asked = || Asked::Prompt(name.to_owned());
         let live = self.ensure_live().await?;
         let _caller = live.callers.enter(caller.clone());
         let mut params = GetPromptRequestParams::new(name);
@@ -106,10 +108,9 @@ impl Mount {
             let call = live.peer.get_prompt_once(params.clone());
             let answer = tokio::time::timeout(self.spec.tool_timeout, call)
                 .await
-                .map_err(|_| {
-                    format!(
-                        "MCP server `{server}` did not answer `prompts/get` for `{name}` in time"
-                    )
+                .map_err(|_| UpstreamError::Timeout {
+                    server: server(),
+                    asked: asked(),
                 })?;
             match answer {
                 Ok(GetPromptResponse::Complete(mut result)) => {
@@ -123,26 +124,32 @@ impl Mount {
                     params.input_responses = self
                         .answer_round(caller.clone(), input, &mut pauses)
                         .await
-                        .map_err(|e| {
-                            format!("MCP server `{server}` needs input for prompt `{name}` that this session cannot give: {e}")
+                        .map_err(|source| UpstreamError::NeedsInput {
+                            server: server(),
+                            asked: asked(),
+                            source,
                         })?;
                     params.request_state = state;
                 }
                 Ok(_) => {
-                    return Err(format!(
-                        "MCP server `{server}` answered with a kind of result toolgate does not know for prompt `{name}`"
-                    ));
+                    return Err(UpstreamError::UnknownResult {
+                        server: server(),
+                        asked: asked(),
+                    });
                 }
-                Err(e) => {
-                    return Err(format!(
-                        "MCP server `{server}` could not give prompt `{name}`: {}",
-                        super::call::tidy(&e.to_string())
-                    ));
+                Err(source) => {
+                    return Err(UpstreamError::Refused {
+                        server: server(),
+                        asked: asked(),
+                        source,
+                    });
                 }
             }
         }
-        Err(format!(
-            "MCP server `{server}` kept asking for more input for prompt `{name}` ({MAX_INPUT_ROUNDS} rounds); the server is misbehaving"
-        ))
+        Err(UpstreamError::TooManyRounds {
+            server: server(),
+            asked: asked(),
+            rounds: MAX_INPUT_ROUNDS,
+        })
     }
 }

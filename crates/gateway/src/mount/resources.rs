@@ -15,6 +15,7 @@ use toolgate_core::ClientLink;
 
 use super::call::MAX_INPUT_ROUNDS;
 use super::{Live, Mount, lock};
+use crate::error::{Asked, UpstreamError};
 
 /// What a server offers to read.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -133,7 +134,7 @@ impl Mount {
         self: &Arc<Self>,
         uri: &str,
         caller: Option<Arc<dyn ClientLink>>,
-    ) -> Result<Vec<ResourceContents>, String> {
+    ) -> Result<Vec<ResourceContents>, UpstreamError> {
         let span = self.client_span("resources/read", uri);
         let result = self
             .read_resource_in(uri, caller, &span)
@@ -150,8 +151,9 @@ impl Mount {
         uri: &str,
         caller: Option<Arc<dyn ClientLink>>,
         span: &tracing::Span,
-    ) -> Result<Vec<ResourceContents>, String> {
-        let server = &self.spec.name;
+    ) -> Result<Vec<ResourceContents>, UpstreamError> {
+        let server = || self.spec.name.clone();
+        let asked = || Asked::Read(uri.to_owned());
         let live = self.ensure_live().await?;
         let _caller = live.callers.enter(caller.clone());
         let mut params = ReadResourceRequestParams::new(uri);
@@ -161,10 +163,9 @@ impl Mount {
             let read = live.peer.read_resource_once(params.clone());
             let answer = tokio::time::timeout(self.spec.tool_timeout, read)
                 .await
-                .map_err(|_| {
-                    format!(
-                        "MCP server `{server}` did not answer `resources/read` for `{uri}` in time"
-                    )
+                .map_err(|_| UpstreamError::Timeout {
+                    server: server(),
+                    asked: asked(),
                 })?;
             match answer {
                 Ok(ReadResourceResponse::Complete(result)) => return Ok(result.contents),
@@ -173,27 +174,33 @@ impl Mount {
                     params.input_responses = self
                         .answer_round(caller.clone(), input, &mut pauses)
                         .await
-                        .map_err(|e| {
-                            format!("MCP server `{server}` needs input to read `{uri}` that this session cannot give: {e}")
+                        .map_err(|source| UpstreamError::NeedsInput {
+                            server: server(),
+                            asked: asked(),
+                            source,
                         })?;
                     params.request_state = state;
                 }
                 Ok(_) => {
-                    return Err(format!(
-                        "MCP server `{server}` answered with a kind of result toolgate does not know for `{uri}`"
-                    ));
+                    return Err(UpstreamError::UnknownResult {
+                        server: server(),
+                        asked: asked(),
+                    });
                 }
-                Err(e) => {
-                    return Err(format!(
-                        "MCP server `{server}` could not read `{uri}`: {}",
-                        super::call::tidy(&e.to_string())
-                    ));
+                Err(source) => {
+                    return Err(UpstreamError::Refused {
+                        server: server(),
+                        asked: asked(),
+                        source,
+                    });
                 }
             }
         }
-        Err(format!(
-            "MCP server `{server}` kept asking for more input to read `{uri}` ({MAX_INPUT_ROUNDS} rounds); the server is misbehaving"
-        ))
+        Err(UpstreamError::TooManyRounds {
+            server: server(),
+            asked: asked(),
+            rounds: MAX_INPUT_ROUNDS,
+        })
     }
 }
 

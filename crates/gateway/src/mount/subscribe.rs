@@ -15,11 +15,12 @@ use rmcp::{Peer, RoleClient};
 use tokio_util::sync::CancellationToken;
 
 use super::{Mount, Phase, lock};
+use crate::error::{Asked, UpstreamError};
 
 impl Mount {
     /// Follows `uri` for one more subscriber, subscribing upstream for the first. `Err`
     /// says why the server cannot be followed (no `resources.subscribe`, not available).
-    pub(crate) async fn follow(self: &Arc<Self>, uri: &str) -> Result<(), String> {
+    pub(crate) async fn follow(self: &Arc<Self>, uri: &str) -> Result<(), UpstreamError> {
         // In turn with other follows and with unsubscribes: one that comes while the first
         // follower's subscribe is on its way counts only once that one has succeeded (or
         // failed, and then it tries itself).
@@ -119,13 +120,21 @@ impl Mount {
     }
 
     /// Subscribes upstream to `uri`, in turn with follows and unsubscribes.
-    async fn subscribe_upstream(&self, peer: &Peer<RoleClient>, uri: &str) -> Result<(), String> {
+    async fn subscribe_upstream(
+        &self,
+        peer: &Peer<RoleClient>,
+        uri: &str,
+    ) -> Result<(), UpstreamError> {
         let _turn = self.upstream.lock().await;
         self.subscribe_in_turn(peer, uri).await
     }
 
     /// Subscribes upstream to `uri`; call with `upstream` held.
-    async fn subscribe_in_turn(&self, peer: &Peer<RoleClient>, uri: &str) -> Result<(), String> {
+    async fn subscribe_in_turn(
+        &self,
+        peer: &Peer<RoleClient>,
+        uri: &str,
+    ) -> Result<(), UpstreamError> {
         let server = &self.spec.name;
         let info = peer.peer_info();
         let offers = info.as_ref().is_some_and(|info| {
@@ -135,9 +144,10 @@ impl Mount {
                 .is_some_and(|r| r.subscribe == Some(true))
         });
         if !offers {
-            return Err(format!(
-                "MCP server `{server}` does not offer subscriptions to its resources (no `resources.subscribe`), so `{uri}` cannot be followed; read it again instead"
-            ));
+            return Err(UpstreamError::NoSubscriptions {
+                server: server.clone(),
+                uri: uri.to_owned(),
+            });
         }
         if !speaks_initialize(peer) {
             return self.relisten(peer).await.and_then(|accepted| {
@@ -145,8 +155,9 @@ impl Mount {
                     .iter()
                     .any(|u| u == uri)
                     .then_some(())
-                    .ok_or_else(|| {
-                        format!("MCP server `{server}` did not accept updates of `{uri}`")
+                    .ok_or_else(|| UpstreamError::NotAccepted {
+                        server: server.clone(),
+                        uri: uri.to_owned(),
                     })
             });
         }
@@ -157,13 +168,15 @@ impl Mount {
                 tracing::debug!(%server, %uri, "subscribed");
                 Ok(())
             }
-            Ok(Err(e)) => Err(format!(
-                "MCP server `{server}` refused the subscription to `{uri}`: {}",
-                super::call::tidy(&e.to_string())
-            )),
-            Err(_) => Err(format!(
-                "MCP server `{server}` did not answer `resources/subscribe` for `{uri}` in time"
-            )),
+            Ok(Err(source)) => Err(UpstreamError::Refused {
+                server: server.clone(),
+                asked: Asked::Subscribe(uri.to_owned()),
+                source,
+            }),
+            Err(_) => Err(UpstreamError::Timeout {
+                server: server.clone(),
+                asked: Asked::Subscribe(uri.to_owned()),
+            }),
         }
     }
 
@@ -171,7 +184,7 @@ impl Mount {
     /// in place of the one open before (a stream's filter is fixed when it opens); returns
     /// the URIs the server accepted. The stream passes the server's updates on until it is
     /// replaced, the connection ends or the server ends it. Call with `upstream` held.
-    async fn relisten(&self, peer: &Peer<RoleClient>) -> Result<Vec<String>, String> {
+    async fn relisten(&self, peer: &Peer<RoleClient>) -> Result<Vec<String>, UpstreamError> {
         let server = &self.spec.name;
         let uris: Vec<String> = lock(&self.followed).keys().cloned().collect();
         if let Some(old) = lock(&self.listening).take() {
@@ -185,14 +198,12 @@ impl Mount {
             .build();
         let opened = tokio::time::timeout(self.spec.tool_timeout, peer.listen(filter))
             .await
-            .map_err(|_| {
-                format!("MCP server `{server}` did not acknowledge `subscriptions/listen` in time")
+            .map_err(|_| UpstreamError::ListenTimeout {
+                server: server.clone(),
             })?;
-        let mut stream = opened.map_err(|e| {
-            format!(
-                "MCP server `{server}` refused `subscriptions/listen`: {}",
-                super::call::tidy(&e.to_string())
-            )
+        let mut stream = opened.map_err(|source| UpstreamError::ListenRefused {
+            server: server.clone(),
+            source,
         })?;
         let accepted = stream
             .acknowledged()

@@ -5,18 +5,19 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::{Mount, Phase, lock};
+use crate::trust::Untrusted;
 
 impl Mount {
     /// Hashes the project files the server runs again, before every start and restart: a
     /// `server.sh` rewritten while toolgate runs must not run at the next restart.
-    pub(super) async fn recheck_trust(&self) -> Result<(), String> {
+    pub(super) async fn recheck_trust(&self) -> Result<(), Untrusted> {
         let Some(launch) = self.spec.launch.clone() else {
             return Ok(());
         };
         let spec = self.spec.clone();
         tokio::task::spawn_blocking(move || launch.recheck(&spec))
             .await
-            .unwrap_or_else(|e| Err(format!("its files could not be checked ({e})")))
+            .unwrap_or_else(|e| Err(Untrusted::Unchecked(e)))
     }
 
     /// Marks the server untrusted (a file it runs changed) and withdraws its tools.

@@ -45,7 +45,7 @@ fn a_changed_file_is_named_and_a_new_one_too() {
     let reason = trust.check(&root, &roots, &spec).untrusted.unwrap();
     assert_eq!(reason, "`server.sh` changed since it was trusted");
     // A server trusted at startup re-checks before it (re)starts.
-    assert_eq!(trusted.recheck(&spec).unwrap_err(), reason);
+    assert_eq!(trusted.recheck(&spec).unwrap_err().to_string(), reason);
 
     fs_err::write(root.join("server.sh"), "v1").unwrap();
     fs_err::write(root.join("extra.sh"), "new").unwrap();
@@ -112,7 +112,7 @@ fn a_record_from_before_files_were_covered_still_loads_and_says_what_to_do() {
     fs_err::create_dir_all(root.join("node_modules/.bin")).unwrap();
     fs_err::write(root.join("node_modules/.bin/remote-only"), "x").unwrap();
     assert_eq!(
-        remote.recheck(&without).unwrap_err(),
+        remote.recheck(&without).unwrap_err().to_string(),
         "`node_modules/.bin/remote-only` appeared since it was trusted"
     );
 

@@ -286,10 +286,10 @@ fn main() {
             {
                 match offered(&method, &msg["params"]) {
                     Ok(result) => result,
-                    Err(message) => {
+                    Err(e) => {
                         send(
                             &out,
-                            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32002, "message": message}}),
+                            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32002, "message": e.to_string()}}),
                         );
                         continue;
                     }
@@ -462,7 +462,7 @@ fn huge_text(chars: usize) -> String {
 /// The answers of a server with `FAKE_RESOURCES=TAG`: `fake://TAG/small`, `fake://TAG/huge`,
 /// `fake://TAG/blob`, `fake://shared/readme` (every such server lists it), `FAKE_RESOURCE_COUNT`
 /// numbered ones, the template `fake://TAG/item/{name}`, and the prompt `huge_prompt`.
-fn offered(method: &str, params: &Value) -> Result<Value, String> {
+fn offered(method: &str, params: &Value) -> Result<Value, NotOffered> {
     let tag = resources_tag().unwrap_or_default();
     let count: usize = std::env::var("FAKE_RESOURCE_COUNT")
         .ok()
@@ -502,7 +502,7 @@ fn offered(method: &str, params: &Value) -> Result<Value, String> {
                 }
                 Some(n) if n.starts_with("n/") => format!("resource {n} of {tag}"),
                 _ if uri == "fake://shared/readme" => format!("readme of {tag}"),
-                _ => return Err(format!("Resource {uri} not found")),
+                _ => return Err(NotOffered::Resource(uri.to_owned())),
             };
             json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]})
         }
@@ -513,6 +513,15 @@ fn offered(method: &str, params: &Value) -> Result<Value, String> {
             {"role": "user", "content": {"type": "text", "text": huge_text(huge_chars())}},
             {"role": "user", "content": {"type": "text", "text": "short question"}}
         ]}),
-        _ => return Err(format!("no {method}")),
+        _ => return Err(NotOffered::Method(method.to_owned())),
     })
+}
+
+/// What a server with `FAKE_RESOURCES` does not have: the error message of its answer.
+#[derive(Debug, thiserror::Error)]
+enum NotOffered {
+    #[error("Resource {0} not found")]
+    Resource(String),
+    #[error("no {0}")]
+    Method(String),
 }

@@ -315,6 +315,11 @@ async fn confirm(ctx: &CallContext) -> ToolOutput {
 }
 
 /// `test_input_required_result_prompt`: asks the user what context the prompt should use.
+/// The user could not be asked for the prompt's context.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot ask for the context: {0}")]
+struct NoContext(#[source] AskError);
+
 pub(crate) fn prompt<'a>(
     ctx: &'a CallContext,
 ) -> BoxFuture<'a, Result<GetPromptResult, SourceError>> {
@@ -322,7 +327,7 @@ pub(crate) fn prompt<'a>(
         let form = name_form("What context should the prompt use?", "context");
         let answer = ask(ctx, "user_context", ClientAsk::FormElicitation, form)
             .await
-            .map_err(|e| SourceError::Failed(format!("cannot ask for the context: {e}")))?;
+            .map_err(|e| SourceError::failed(NoContext(e)))?;
         let context = field(&answer, "context");
         Ok(GetPromptResult::new(vec![PromptMessage::new(
             Role::User,

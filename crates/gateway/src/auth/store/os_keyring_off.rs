@@ -3,23 +3,27 @@
 
 use super::KeyringKind;
 
-/// What every call answers.
-const ABSENT: &str = "this build of toolgate has no OS credential store (install one that has: `cargo install toolgate --features keyring`)";
+/// Why the OS credential store failed: this build has none.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "this build of toolgate has no OS credential store (install one that has: `cargo install toolgate --features keyring`)"
+)]
+pub struct Error;
 
-pub(super) fn get(_kind: KeyringKind, _url: &str) -> Result<Option<String>, String> {
-    Err(ABSENT.to_owned())
+pub(super) fn get(_kind: KeyringKind, _url: &str) -> Result<Option<String>, Error> {
+    Err(Error)
 }
 
-pub(super) fn set(_kind: KeyringKind, _url: &str, _text: &str) -> Result<(), String> {
-    Err(ABSENT.to_owned())
+pub(super) fn set(_kind: KeyringKind, _url: &str, _text: &str) -> Result<(), Error> {
+    Err(Error)
 }
 
-pub(super) fn delete(_kind: KeyringKind, _url: &str) -> Result<(), String> {
-    Err(ABSENT.to_owned())
+pub(super) fn delete(_kind: KeyringKind, _url: &str) -> Result<(), Error> {
+    Err(Error)
 }
 
-pub(super) fn probe(_kind: KeyringKind) -> Result<(), String> {
-    Err(ABSENT.to_owned())
+pub(super) fn probe(_kind: KeyringKind) -> Result<(), Error> {
+    Err(Error)
 }
 
 #[cfg(test)]

@@ -1,10 +1,13 @@
 //! The token store replicas share in Redis: records are keys, locks are Redis locks.
 
-pub(crate) use redis::Client;
-
 use std::time::UNIX_EPOCH;
 
-use super::{FileLock, StoreError, off_runtime};
+pub(crate) use redis::Client;
+
+use super::{FileLock, SharedStoreUrlError, StoreError, off_runtime};
+
+/// Why a command to the shared store failed.
+pub(super) type Error = redis::RedisError;
 
 /// How long a Redis lock lives when its holder dies without releasing it; a refresh (one
 /// token request) takes far less.
@@ -12,12 +15,11 @@ const REDIS_LOCK_MS: u64 = 30_000;
 /// How long a Redis command of the store may take.
 const REDIS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// The client of the Redis server at `url`; `Err` says what is wrong with the URL.
-pub(super) fn open(url: &str) -> Result<Client, StoreError> {
-    Client::open(url).map_err(|e| {
-        StoreError::Redis(format!(
-            "`[mcp] shared_store = \"{url}\"` is not a Redis URL ({e}); use redis://HOST:PORT/DB"
-        ))
+/// The client of the Redis server at `url`, or why it is not a Redis URL.
+pub(crate) fn open(url: &str) -> Result<Client, SharedStoreUrlError> {
+    Client::open(url).map_err(|source| SharedStoreUrlError::NotRedis {
+        url: url.to_owned(),
+        source,
     })
 }
 
@@ -61,8 +63,10 @@ fn query<T: redis::FromRedisValue + Send>(
         connection.set_write_timeout(Some(REDIS_TIMEOUT))?;
         command.query(&mut connection)
     };
-    off_runtime(run)
-        .map_err(|e| StoreError::Redis(format!("{}: {e}", client.get_connection_info().addr())))
+    off_runtime(run).map_err(|source| StoreError::Redis {
+        addr: client.get_connection_info().addr().to_string(),
+        source,
+    })
 }
 
 pub(super) fn get(client: &Client, key: &str) -> Result<Option<String>, StoreError> {
@@ -92,10 +96,10 @@ pub(super) fn lock(client: &Client, key: String) -> Result<FileLock, StoreError>
             });
         }
         if std::time::Instant::now() > deadline {
-            return Err(StoreError::Redis(format!(
-                "the shared OAuth lock `{key}` stayed taken for {} s; another toolgate may be stuck refreshing",
-                2 * REDIS_LOCK_MS / 1000
-            )));
+            return Err(StoreError::RedisLockTaken {
+                key,
+                secs: 2 * REDIS_LOCK_MS / 1000,
+            });
         }
         std::thread::sleep(std::time::Duration::from_millis(20)); // a poll interval
     }

@@ -1,16 +1,19 @@
 //! A build without the Redis store (the `redis` feature, part of `team`): no client exists,
 //! and `[mcp] shared_store` is refused with how to get a build that has it.
 
-use super::{FileLock, StoreError};
+use super::{FileLock, SharedStoreUrlError, StoreError};
 
 /// A Redis client: none exists in this build.
 #[derive(Debug, Clone)]
 pub(crate) enum Client {}
 
-pub(super) fn open(url: &str) -> Result<Client, StoreError> {
-    Err(StoreError::Redis(format!(
-        "`[mcp] shared_store = \"{url}\"`: this build of toolgate has no Redis store; install one that has (`cargo install toolgate --features team`)"
-    )))
+/// Why a command to the shared store failed: none runs in this build.
+pub(super) type Error = std::convert::Infallible;
+
+pub(crate) fn open(url: &str) -> Result<Client, SharedStoreUrlError> {
+    Err(SharedStoreUrlError::NotBuilt {
+        url: url.to_owned(),
+    })
 }
 
 pub(super) fn addr(client: &Client) -> String {

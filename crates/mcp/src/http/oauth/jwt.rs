@@ -214,29 +214,36 @@ impl Validator {
     }
 
     /// The JWKS URI (found through the issuer's metadata unless known) and its keys.
-    async fn fetch(&self, jwks_uri: Option<String>) -> Result<(String, Vec<Key>), String> {
+    async fn fetch(&self, jwks_uri: Option<String>) -> Result<(String, Vec<Key>), KeysError> {
         let uri = match jwks_uri {
             Some(uri) => uri,
             None => self.discover().await?,
         };
-        let set: JwkSet = serde_json::from_slice(&self.get(&uri).await?)
-            .map_err(|e| format!("{uri} is not a JWK set: {e}"))?;
+        let set: JwkSet = match serde_json::from_slice(&self.get(&uri).await?) {
+            Ok(set) => set,
+            Err(source) => return Err(KeysError::NotJwks { uri, source }),
+        };
         let keys: Vec<Key> = set.keys.iter().filter_map(key).collect();
         if keys.is_empty() {
-            return Err(format!("{uri} holds no signing key toolgate can use"));
+            return Err(KeysError::NoKey { uri });
         }
         Ok((uri, keys))
     }
 
     /// The issuer's `jwks_uri`: RFC 8414 metadata first, then OpenID Connect discovery.
-    async fn discover(&self) -> Result<String, String> {
+    async fn discover(&self) -> Result<String, KeysError> {
         let issuer = self.settings.issuer.trim_end_matches('/');
         let (origin, path) = match reqwest::Url::parse(issuer) {
             Ok(url) => (
                 url.origin().ascii_serialization(),
                 url.path().trim_end_matches('/').to_owned(),
             ),
-            Err(e) => return Err(format!("issuer {issuer}: {e}")),
+            Err(source) => {
+                return Err(KeysError::Issuer {
+                    issuer: issuer.to_owned(),
+                    source,
+                });
+            }
         };
         let places = [
             format!("{origin}/.well-known/oauth-authorization-server{path}"),
@@ -251,42 +258,113 @@ impl Validator {
                         issuer: String,
                         jwks_uri: Option<String>,
                     }
-                    let meta: Metadata = serde_json::from_slice(&body)
-                        .map_err(|e| format!("{place} is not issuer metadata: {e}"))?;
+                    let meta: Metadata = match serde_json::from_slice(&body) {
+                        Ok(meta) => meta,
+                        Err(source) => return Err(KeysError::NotMetadata { place, source }),
+                    };
                     if meta.issuer != self.settings.issuer {
-                        return Err(format!(
-                            "{place} names issuer `{}`, not `{}`; set [server.auth] issuer to the issuer exactly as it names itself",
-                            meta.issuer, self.settings.issuer
-                        ));
+                        return Err(KeysError::OtherIssuer {
+                            place,
+                            named: meta.issuer,
+                            issuer: self.settings.issuer.clone(),
+                        });
                     }
-                    return meta
-                        .jwks_uri
-                        .ok_or_else(|| format!("{place} names no jwks_uri"));
+                    return meta.jwks_uri.ok_or(KeysError::NoJwksUri { place });
                 }
                 Err(e) => errors.push(e),
             }
         }
-        Err(format!("no issuer metadata found ({})", errors.join("; ")))
+        Err(KeysError::NoMetadata(errors))
     }
 
-    async fn get(&self, url: &str) -> Result<Vec<u8>, String> {
+    async fn get(&self, url: &str) -> Result<Vec<u8>, KeysError> {
+        let failed = |source| KeysError::Http {
+            url: url.to_owned(),
+            source,
+        };
         let response = self
             .http
             .get(url)
             .header(reqwest::header::ACCEPT, "application/json")
             .send()
             .await
-            .map_err(|e| format!("GET {url}: {e}"))?;
+            .map_err(failed)?;
         let status = response.status();
         if !status.is_success() {
-            return Err(format!("GET {url}: {status}"));
+            return Err(KeysError::Status {
+                url: url.to_owned(),
+                status,
+            });
         }
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| format!("GET {url}: {e}"))?;
+        let body = response.bytes().await.map_err(failed)?;
         Ok(body.to_vec())
     }
+}
+
+/// Why the issuer's signing keys could not be had; the text says where it went wrong.
+#[derive(Debug, thiserror::Error)]
+enum KeysError {
+    /// The configured issuer is not a URL.
+    #[error("issuer {issuer}: {source}")]
+    Issuer {
+        issuer: String,
+        #[source]
+        source: url::ParseError,
+    },
+    /// A request to the issuer failed.
+    #[error("GET {url}: {source}")]
+    Http {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The issuer answered with an error status.
+    #[error("GET {url}: {status}")]
+    Status {
+        url: String,
+        status: reqwest::StatusCode,
+    },
+    /// A metadata document that does not parse.
+    #[error("{place} is not issuer metadata: {source}")]
+    NotMetadata {
+        place: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Metadata of another issuer.
+    #[error(
+        "{place} names issuer `{named}`, not `{issuer}`; set [server.auth] issuer to the issuer exactly as it names itself"
+    )]
+    OtherIssuer {
+        place: String,
+        named: String,
+        issuer: String,
+    },
+    /// Metadata without `jwks_uri`.
+    #[error("{place} names no jwks_uri")]
+    NoJwksUri { place: String },
+    /// Neither metadata document could be had; why for each.
+    #[error("no issuer metadata found ({})", joined(.0))]
+    NoMetadata(Vec<KeysError>),
+    /// A key set that does not parse.
+    #[error("{uri} is not a JWK set: {source}")]
+    NotJwks {
+        uri: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A key set without a key toolgate can check signatures with.
+    #[error("{uri} holds no signing key toolgate can use")]
+    NoKey { uri: String },
+}
+
+/// `errors`, `; `-separated.
+fn joined(errors: &[KeysError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// A signing key of the set with the algorithms it may sign with; `None` for encryption
