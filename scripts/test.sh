@@ -97,13 +97,28 @@ phoenix_installed() {
   return 1
 }
 
-suite peers bash scripts/install-peers.sh
-# Pinned: the conformance suite's client leg and a real OpenID provider (OAuth tests).
-suite oauth-peers bash scripts/install-oauth-peers.sh
+# The peers (and, pinned, the conformance suite's client leg and a real OpenID provider for
+# the OAuth tests) install in the background while the workspace builds: the install waits
+# on the network, the build on the CPU. Their suites report them once the build is done.
+start_install() {
+  wanted "$1" || return 0
+  bash "scripts/install-$1.sh" >".cache/install-$1.log" 2>&1 &
+  echo $!
+}
+PEERS_PID=$(start_install peers)
+OAUTH_PEERS_PID=$(start_install oauth-peers)
+installed() {
+  wait "$2" && return 0
+  echo "scripts/install-$1.sh failed:" >&2
+  tail -20 ".cache/install-$1.log" >&2
+  return 1
+}
 # The build shows its progress: on a fresh clone it is the longest step. Tests build every
 # feature (`team`, `keyring`): the team tests need the Redis, S3, JWT, Prometheus and OTLP
 # code; `.ci/run` lints the default build too.
 suite build cargo build --workspace --all-targets --all-features
+[ -z "$PEERS_PID" ] || suite peers installed peers "$PEERS_PID"
+[ -z "$OAUTH_PEERS_PID" ] || suite oauth-peers installed oauth-peers "$OAUTH_PEERS_PID"
 suite rust rust_tests
 suite doc cargo test --workspace --all-features --doc
 suite interop interop_sh
