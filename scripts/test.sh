@@ -100,13 +100,16 @@ phoenix_installed() {
 # The peers (and, pinned, the conformance suite's client leg and a real OpenID provider for
 # the OAuth tests) install in the background while the workspace builds: the install waits
 # on the network, the build on the CPU. Their suites report them once the build is done.
-start_install() {
-  wanted "$1" || return 0
-  bash "scripts/install-$1.sh" >".cache/install-$1.log" 2>&1 &
-  echo $!
-}
-PEERS_PID=$(start_install peers)
-OAUTH_PEERS_PID=$(start_install oauth-peers)
+PEERS_PID=
+OAUTH_PEERS_PID=
+if wanted peers; then
+  bash scripts/install-peers.sh >.cache/install-peers.log 2>&1 &
+  PEERS_PID=$!
+fi
+if wanted oauth-peers; then
+  bash scripts/install-oauth-peers.sh >.cache/install-oauth-peers.log 2>&1 &
+  OAUTH_PEERS_PID=$!
+fi
 installed() {
   wait "$2" && return 0
   echo "scripts/install-$1.sh failed:" >&2
