@@ -64,7 +64,7 @@ mod sandbox;
 
 pub use group::{ProcessGroup, Signal, Teardown};
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-pub use linux::launch::Started;
+pub use linux::started::Started;
 pub use sandbox::{Sandbox, SandboxError, SandboxMode, landlock_abi, seccomp_available};
 
 /// What the user asked for (`[shell] containment`).
@@ -212,7 +212,7 @@ pub fn launch(
         let namespace = matches!(current(), Containment::Namespace { .. });
         let available = match namespace {
             true => linux::spawner::available(),
-            false => linux::launch::available(),
+            false => linux::started::available(),
         };
         if !available {
             return None;

@@ -22,6 +22,8 @@ pub(crate) mod launch;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod spawner;
 pub(crate) mod split;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod started;
 mod supervisor;
 
 use split::sys;
@@ -691,7 +693,7 @@ unsafe fn reraise(signal: i32) {
 pub(crate) fn inner_pid_of_command(leader: i32) -> Option<i32> {
     // A relay started for the spawner has no child: its supervisor is the spawner's.
     #[cfg(target_arch = "x86_64")]
-    let known = spawner::supervisor_of(leader);
+    let known = started::supervisor_of(leader);
     #[cfg(not(target_arch = "x86_64"))]
     let known = None;
     let supervisor = known.or_else(|| first_child(leader))?;

@@ -38,11 +38,10 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
-use super::launch::{Stack, Started, pipe, reap_orphans};
 use super::split::{STACK_MAPPING, Share, clone_on, map_stack, sys};
+use super::started::{Stack, Started, pipe, reap_orphans, remember};
 use super::{RESETTABLE, block_all, errno, fd_bits};
 use crate::sandbox::{Armed, enter_encoded};
 
@@ -64,33 +63,13 @@ const RECORD_ERRNO: u8 = b'E';
 /// The spawner's socket in the keeper, after it tidies its descriptors.
 const SOCKET_FD: libc::c_int = 3;
 
-/// Host pids of the supervisors of commands started here, by their relay's pid: the
-/// relay has no child to find it by (`visible_pid`).
-static SUPERVISORS: Mutex<Vec<(i32, i32)>> = Mutex::new(Vec::new());
-
-/// The supervisor of the command whose relay is `relay`.
-pub(super) fn supervisor_of(relay: i32) -> Option<i32> {
-    let supervisors = SUPERVISORS.lock().ok()?;
-    supervisors
-        .iter()
-        .find(|(r, _)| *r == relay)
-        .map(|(_, supervisor)| *supervisor)
-}
-
-/// Forgets the relay `relay` once it is reaped.
-pub(super) fn forget(relay: i32) {
-    if let Ok(mut supervisors) = SUPERVISORS.lock() {
-        supervisors.retain(|(r, _)| *r != relay);
-    }
-}
-
 /// Whether commands can start through the spawner now.
 pub(crate) fn available() -> bool {
     super::ALIVE.load(Ordering::Acquire)
         && super::NAMESPACE
             .get()
             .is_some_and(|ns| ns.spawner.is_some())
-        && super::launch::available()
+        && super::started::available()
 }
 
 /// Starts `program` (an absolute path) as `argv` in `cwd` inside the namespace, with
@@ -172,9 +151,7 @@ pub(crate) fn spawn(
             "the namespace's spawner ended before the command started",
         )));
     };
-    if let Ok(mut supervisors) = SUPERVISORS.lock() {
-        supervisors.push((relay, supervisor));
-    }
+    remember(relay, supervisor);
     Ok((started, out_read, err_read))
 }
 
