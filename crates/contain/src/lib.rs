@@ -21,11 +21,9 @@
 //!     enters its sandbox there. Nothing of toolgate is copied (issue 27; see
 //!     `linux/spawner.rs`).
 //!   - [`contain`] and a `Command` (mounted servers, and where [`launch`] is not
-//!     available): the relay is a `fork` of toolgate that joins the namespace (`setns`);
-//!     the supervisor shares the relay's memory and the command the supervisor's until its
-//!     `exec` (`CLONE_VM`, on x86_64), so toolgate's page tables are copied once per
-//!     command, and the supervisor exits after the relay, so the copy is torn down after
-//!     toolgate has the status.
+//!     available): the relay is a `fork` of toolgate that joins the namespace (`setns`)
+//!     and forks the supervisor, which forks the command. Plain forks: a mounted server
+//!     starts once, where a `run_shell` command starts on every call.
 //! - The supervisor is a child subreaper (issue 22): whatever the command starts comes to
 //!   it when orphaned, `setsid` and double forks included. When the command exits it kills
 //!   everything that left the process group before reporting the status, and stays until

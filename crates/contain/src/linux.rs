@@ -2,10 +2,7 @@
 //!
 //! Everything that runs in a forked child (keeper, init, relay, the command before exec)
 //! makes only raw, async-signal-safe system calls: toolgate is multi-threaded, and after
-//! `fork` the child must not take locks or allocate. The relay, the supervisor and the
-//! command share one copy of toolgate's memory (`split`), so once the supervisor runs, the
-//! relay makes system calls without libc's wrappers (they would write the `errno` the
-//! supervisor reads).
+//! `fork` the child must not take locks or allocate.
 
 use std::ffi::{CStr, CString};
 use std::io;
@@ -510,10 +507,9 @@ fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
     Ok(())
 }
 
-/// In the forked child: join the namespace, start the supervisor inside it (which starts
-/// the command, which returns to exec), and stay behind as the relay, exiting with the
-/// command's status once the supervisor reports it. Neither start copies toolgate's
-/// memory ([`split`]).
+/// In the forked child: join the namespace, fork the supervisor inside it (which forks the
+/// command, which returns to exec), and stay behind as the relay, exiting with the
+/// command's status once the supervisor reports it.
 fn relay(parent: libc::pid_t, user: i32, mnt: i32, pid: i32, cwd: Option<&CStr>) -> io::Result<()> {
     let last = || io::Error::from_raw_os_error(errno());
     die_with_parent(parent)?;
@@ -537,35 +533,22 @@ fn relay(parent: libc::pid_t, user: i32, mnt: i32, pid: i32, cwd: Option<&CStr>)
             return Err(last());
         }
         let [read, write] = status_pipe;
-        // For the supervisor to outlive the relay (see `supervisor_main`); always
-        // close-on-exec. Without pidfds (before Linux 5.3) it does not wait.
-        let relay = libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0);
-        let relay = libc::c_int::try_from(relay).unwrap_or(-1);
         // Every signal stays blocked in the relay from here (they were ignored already);
-        // the split needs it, and the supervisor sets its own mask.
+        // the supervisor sets its own mask.
         block_all();
-        let fds = fd_bits(read) | (fd_bits(write) << 32);
-        let supervisor = split::split(split::Share::Memory, relay_wait, fds);
+        let supervisor = libc::fork();
         if supervisor < 0 {
-            return Err(io::Error::from_raw_os_error(
-                i32::try_from(-supervisor).unwrap_or(libc::EAGAIN),
-            ));
+            return Err(last());
         }
-        // In the supervisor (the relay went on in `relay_wait`).
+        if supervisor > 0 {
+            libc::close(write);
+            relay_exit(read as usize)
+        }
+        // In the supervisor.
         libc::close(read);
         // Returns in the command only.
-        supervisor::supervise(write, relay)
+        supervisor::supervise(write)
     }
-}
-
-/// A descriptor as the low 32 bits of a word (`fd_from_bits` undoes it, -1 included).
-fn fd_bits(fd: libc::c_int) -> usize {
-    (fd as u32) as usize
-}
-
-/// The descriptor in the low 32 bits of `word`.
-fn fd_from_bits(word: usize) -> libc::c_int {
-    (word & 0xffff_ffff) as u32 as libc::c_int
 }
 
 /// Blocks every signal in the calling thread.
@@ -578,17 +561,10 @@ unsafe fn block_all() {
     }
 }
 
-/// The relay after the split, on a stack of its own: closes everything but the report's
-/// pipe, waits for the report and exits with the command's status (re-raising its
-/// signal). It shares its memory with the supervisor, so raw system calls only.
-unsafe extern "C" fn relay_wait(_supervisor: libc::c_long, fds: usize) -> ! {
-    let read = fds & 0xffff_ffff;
-    let write = fds >> 32;
-    // SAFETY: raw system calls on our own descriptors.
-    unsafe {
-        sys(libc::SYS_close, write, 0, 0, 0);
-        relay_exit(read)
-    }
+/// A descriptor as the low 32 bits of a word.
+#[cfg(target_arch = "x86_64")]
+fn fd_bits(fd: libc::c_int) -> usize {
+    (fd as u32) as usize
 }
 
 /// The relay's last part: closes everything but `read`, the report's pipe, waits for the

@@ -673,7 +673,7 @@ unsafe extern "C" fn supervisor_start(slot: usize) -> ! {
         if pid < 0 {
             fail(i32::try_from(-pid).unwrap_or(libc::EAGAIN));
         }
-        super::supervisor::supervisor_main(pid, fd_bits(fds[STATUS]) | (fd_bits(-1) << 32))
+        super::supervisor::supervisor_main(pid as libc::pid_t, fds[STATUS])
     }
 }
 

@@ -1,27 +1,7 @@
-//! Starting the supervisor and the command without copying toolgate's page tables (issue 27).
-//!
-//! The relay is a `fork` of toolgate, a large multi-threaded process. Each further `fork`
-//! copies its page tables again and makes every page copy-on-write once more, and each
-//! copy is torn down again at exit or exec: forking the supervisor and the command that
-//! way cost about as much as the rest of a `run_shell true`. [`split`] starts the child in
-//! the *same* memory instead (`CLONE_VM`), with no copy at all:
-//! - the child goes on exactly like a `fork` child, on the current stack: it returns into
-//!   the caller and, for the command, on into std's `exec`;
-//! - the parent leaves that stack at once, before it touches memory, for a small stack of
-//!   its own, and runs `then` there, which never returns. So the two never write the same
-//!   stack, and the child may unwind and reuse the frames the parent came from.
-//!
-//! With [`Share::UntilExec`] (`CLONE_VFORK`) the parent also sleeps until the child has
-//! called `exec` or exited: the supervisor's way of starting the command. With
-//! [`Share::Memory`] both run side by side (the relay and its supervisor): the parent
-//! shares the child's thread-local `errno` then, so `then` must make raw system calls only
-//! ([`sys`]), never libc wrappers that set `errno`.
-//!
-//! All signals must be blocked in the caller: until the parent is on its own stack, a
-//! signal handler's frame would land on the stack the child uses.
-//!
-//! The register dance is written for x86_64; elsewhere [`split`] is a plain `fork` and the
-//! parent runs `then` on its own copy of the stack, which is just as correct, only slower.
+//! Starting a child in the starting process's own memory, on a stack of its own (issue 27):
+//! nothing is copied, where a `fork` copies the page tables of a large process and tears
+//! the copy down again at the child's `exec` or exit ([`clone_on`]). Also the raw system
+//! calls such a child makes ([`sys`]).
 
 /// What the child shares with its parent.
 #[derive(Clone, Copy)]
@@ -32,9 +12,6 @@ pub(super) enum Share {
     /// (`CLONE_VM | CLONE_VFORK`, what `vfork` does).
     UntilExec,
 }
-
-/// What the parent runs after [`split`]: `then(child_pid, arg)`.
-pub(super) type Then = unsafe extern "C" fn(libc::c_long, usize) -> !;
 
 /// Size of the parent's own stack: its code keeps small buffers only (the supervisor's
 /// largest is a 4 KiB directory read).
@@ -67,77 +44,6 @@ pub(super) fn map_stack() -> Result<*mut libc::c_void, libc::c_int> {
         libc::mprotect(base, GUARD, libc::PROT_NONE);
         Ok(base)
     }
-}
-
-/// Starts a child that shares what `share` says and returns 0 in it; the parent never
-/// returns but runs `then(child_pid, arg)` on a stack of its own. A negative errno when
-/// the child cannot be started (the caller's stack is untouched then).
-///
-/// # Safety
-/// In a single-threaded forked child, with every signal blocked; `then` must not return
-/// and, with [`Share::Memory`], must make raw system calls only ([`sys`]).
-#[cfg(target_arch = "x86_64")]
-pub(super) unsafe fn split(share: Share, then: Then, arg: usize) -> libc::c_long {
-    // All positive: the register gets the full 64 bits the kernel reads.
-    let flags = match share {
-        Share::Memory => libc::CLONE_VM,
-        Share::UntilExec => libc::CLONE_VM | libc::CLONE_VFORK,
-    } as usize
-        | libc::SIGCHLD as usize;
-    let top = match map_stack() {
-        // SAFETY: one past the end of the fresh mapping.
-        Ok(base) => unsafe { base.cast::<u8>().add(STACK_MAPPING) },
-        Err(errno) => return -libc::c_long::from(errno),
-    };
-    let ret: libc::c_long;
-    // SAFETY: clone(flags, stack = 0: the child goes on on this stack, no tids, no TLS).
-    // The parent's branch touches no memory before it moves to `top` (16-byte aligned, as
-    // `call` wants), and `then` never returns. The operands sit in registers the syscall
-    // keeps (it clobbers rax, rcx and r11 only; rcx and r11 are plain outputs, so no input
-    // is given them).
-    unsafe {
-        std::arch::asm!(
-            "syscall",
-            "test rax, rax",
-            "jle 2f",
-            "mov rsp, {top}",
-            "mov rdi, rax",
-            "mov rsi, {arg}",
-            "call {then}",
-            "ud2",
-            "2:",
-            top = in(reg) top,
-            arg = in(reg) arg,
-            then = in(reg) then,
-            inlateout("rax") libc::SYS_clone => ret,
-            in("rdi") flags,
-            in("rsi") 0usize,
-            in("rdx") 0usize,
-            in("r10") 0usize,
-            in("r8") 0usize,
-            out("rcx") _,
-            out("r11") _,
-        );
-    }
-    ret
-}
-
-/// A plain `fork`; the parent runs `then` on its own copy of this stack.
-///
-/// # Safety
-/// As the x86_64 version.
-#[cfg(not(target_arch = "x86_64"))]
-pub(super) unsafe fn split(_share: Share, then: Then, arg: usize) -> libc::c_long {
-    // SAFETY: the caller is a single-threaded forked child.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return -libc::c_long::from(super::errno());
-    }
-    if pid > 0 {
-        // SAFETY: the caller's contract.
-        unsafe { then(libc::c_long::from(pid), arg) }
-    }
-    0
 }
 
 /// A raw system call: the result, or a negative errno. Unlike libc's wrappers it never

@@ -2,7 +2,7 @@
 //!
 //! Inside the namespace the relay's child is the *supervisor*, a child subreaper
 //! (`PR_SET_CHILD_SUBREAPER`) that starts the command (in its own memory until the
-//! command's `exec`, vfork-style: see `split`). When a process of the command dies,
+//! command's `exec`, vfork-style, in the spawner's supervisors). When a process of the command dies,
 //! its orphans are given to the nearest subreaper among their ancestors *in the same PID
 //! namespace*, so they come to the supervisor (toolgate's namespace init would otherwise
 //! adopt them), `setsid` and double forks included. The supervisor leaves the command's
@@ -27,39 +27,30 @@
 
 use std::io;
 
-use super::split::{Share, split};
-use super::{block_all, close_from, errno, fd_bits, fd_from_bits, name, reset_signals};
+use super::{close_from, errno, name, reset_signals};
 
 /// Pids killed in one round and then waited for; more are handled in the next round.
 const ROUND: usize = 64;
 /// How often the supervisor looks for processes that left the group after the command.
 const LOOK_AGAIN_NS: libc::c_long = 50_000_000;
 
-/// In the relay's child (inside the namespace): becomes the supervisor and starts the
+/// In the relay's child (inside the namespace): becomes the supervisor and forks the
 /// command. Returns `Ok` in the command only; the supervisor itself never returns.
-/// `status_fd` is the pipe to the relay, `relay` a pidfd of the relay (or -1).
-pub(super) fn supervise(status_fd: libc::c_int, relay: libc::c_int) -> io::Result<()> {
+/// `status_fd` is the pipe to the relay.
+pub(super) fn supervise(status_fd: libc::c_int) -> io::Result<()> {
     let last = || io::Error::from_raw_os_error(errno());
     // SAFETY: async-signal-safe calls only, in the single-threaded forked child.
     unsafe {
         if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) != 0 {
             return Err(last());
         }
-        // The split needs every signal blocked; the supervisor then keeps SIGCHLD blocked
-        // (to wait for it with a timeout) and the command gets an empty mask back.
-        block_all();
         let me = libc::getpid();
-        // The command shares our memory until its exec, and we sleep until then: no copy
-        // of toolgate's page tables (see `split`).
-        let command = split(
-            Share::UntilExec,
-            supervisor_main,
-            fd_bits(status_fd) | (fd_bits(relay) << 32),
-        );
+        let command = libc::fork();
         if command < 0 {
-            return Err(io::Error::from_raw_os_error(
-                i32::try_from(-command).unwrap_or(libc::EAGAIN),
-            ));
+            return Err(last());
+        }
+        if command > 0 {
+            supervisor_main(command, status_fd)
         }
         // In the command.
         reset_signals();
@@ -73,13 +64,11 @@ pub(super) fn supervise(status_fd: libc::c_int, relay: libc::c_int) -> io::Resul
     }
 }
 
-/// The supervisor once the command has called exec (or failed to), on a stack of its own:
-/// waits for the command, kills what escaped its group, reports, lingers, exits.
-pub(super) unsafe extern "C" fn supervisor_main(command: libc::c_long, fds: usize) -> ! {
-    let command = libc::pid_t::try_from(command).unwrap_or(0);
-    let status_fd = fd_from_bits(fds);
-    let relay = fd_from_bits(fds >> 32);
-    // SAFETY: async-signal-safe calls only; the command no longer runs in our memory.
+/// The supervisor once the command is started: waits for the command, kills what escaped
+/// its group, reports the status on `status_fd`, lingers until its last child is gone,
+/// exits.
+pub(super) unsafe fn supervisor_main(command: libc::pid_t, status_fd: libc::c_int) -> ! {
+    // SAFETY: async-signal-safe calls only.
     unsafe {
         let mut chld: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut chld);
@@ -89,12 +78,9 @@ pub(super) unsafe extern "C" fn supervisor_main(command: libc::c_long, fds: usiz
         // once every copy of std's exec-error pipe is closed, ours below included).
         libc::setpgid(0, 0);
         name(c"toolgate-reaper");
-        // 0: the report's pipe; 1: the relay's pidfd (both are above 2, std's stdio).
+        // 0: the report's pipe (above 2, std's stdio).
         libc::dup2(status_fd, 0);
-        if relay >= 0 {
-            libc::dup2(relay, 1);
-        }
-        close_from(if relay >= 0 { 2 } else { 1 });
+        close_from(1);
         let status = wait_command(command);
         // Most commands leave nothing behind: no child at all means nothing to look for.
         if has_children() {
@@ -104,17 +90,6 @@ pub(super) unsafe extern "C" fn supervisor_main(command: libc::c_long, fds: usiz
         libc::write(0, bytes.as_ptr().cast(), bytes.len());
         libc::close(0);
         linger(&chld);
-        // The relay and we share one copy of toolgate's memory, and the last of us to
-        // exit tears it down (tenths of a millisecond). The relay exits as soon as it has
-        // the report and toolgate waits for it, so that work is ours: we exit after it.
-        if relay >= 0 {
-            let mut gone = libc::pollfd {
-                fd: 1,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            while libc::poll(&mut gone, 1, -1) < 0 && errno() == libc::EINTR {}
-        }
         libc::_exit(0)
     }
 }
