@@ -392,7 +392,6 @@ pub(super) unsafe fn serve(socket: libc::c_int, init: libc::pid_t) -> ! {
         libc::sigaddset(&mut chld, libc::SIGCHLD);
         libc::sigprocmask(libc::SIG_BLOCK, &chld, std::ptr::null_mut());
         let children = libc::signalfd(-1, &chld, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
-        let Some(table) = table() else { libc::_exit(1) };
         let mut polls = [
             libc::pollfd {
                 fd: socket,
@@ -420,14 +419,14 @@ pub(super) unsafe fn serve(socket: libc::c_int, init: libc::pid_t) -> ! {
                 let mut status = 0;
                 match libc::waitpid(-1, &mut status, libc::WNOHANG) {
                     pid if pid == init => libc::_exit(0),
-                    pid if pid > 0 => release(table, pid),
+                    pid if pid > 0 => {}
                     _ if errno() == libc::EINTR => {}
                     _ => break,
                 }
             }
             let revents = polls[0].revents;
             if revents & libc::POLLIN != 0 {
-                if !receive(socket, table) {
+                if !receive(socket) {
                     polls[0].fd = -1;
                 }
             } else if revents != 0 {
@@ -439,7 +438,7 @@ pub(super) unsafe fn serve(socket: libc::c_int, init: libc::pid_t) -> ! {
 }
 
 /// Receives and serves one request; `false` when toolgate has closed the socket.
-unsafe fn receive(socket: libc::c_int, table: &mut [Slot]) -> bool {
+unsafe fn receive(socket: libc::c_int) -> bool {
     let mut header = [0u8; 4];
     let mut control = [0u64; 8];
     // SAFETY: recvmsg into buffers on this stack; received descriptors are close-on-exec.
@@ -480,7 +479,7 @@ unsafe fn receive(socket: libc::c_int, table: &mut [Slot]) -> bool {
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
         if n as usize == header.len() && count == CARRIED && msg.msg_flags & libc::MSG_CTRUNC == 0 {
-            start(i32::from_le_bytes(header), &fds, table);
+            start(i32::from_le_bytes(header), &fds);
         }
         for fd in fds {
             if fd >= 0 {
@@ -499,108 +498,34 @@ unsafe fn record(exec: libc::c_int, tag: u8, value: i32) {
     unsafe { libc::write(exec, bytes.as_ptr().cast(), bytes.len()) };
 }
 
-/// Supervisors the spawner keeps at once (each slot holds one until it is reaped); a
-/// request beyond that fails with EAGAIN.
-const SLOTS: usize = 4096;
-
-/// One started supervisor, in the spawner's table (a fresh mapping, zeroed: all free).
-#[repr(C)]
-struct Slot {
-    /// The supervisor's pid (host), 0 when the slot is free.
-    pid: libc::pid_t,
-    /// The request's descriptors, for the supervisor to pick up (its copies).
-    fds: [libc::c_int; CARRIED],
-    /// The supervisor's stack, unmapped once it is reaped.
-    stack: usize,
-}
-
-/// The spawner's table of slots: a fresh mapping, so the supervisors that share the
-/// spawner's memory never meet anything of toolgate's in it.
-fn table() -> Option<&'static mut [Slot]> {
-    // SAFETY: a fresh anonymous mapping, zeroed by the kernel (a valid all-free table),
-    // owned by the spawner for the rest of its life.
-    unsafe {
-        let base = libc::mmap(
-            std::ptr::null_mut(),
-            SLOTS * std::mem::size_of::<Slot>(),
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        if base == libc::MAP_FAILED {
-            return None;
-        }
-        Some(std::slice::from_raw_parts_mut(base.cast::<Slot>(), SLOTS))
-    }
-}
-
-/// A supervisor is reaped: its slot is free and its stack unmapped.
-fn release(table: &mut [Slot], pid: libc::pid_t) {
-    if let Some(slot) = table.iter_mut().find(|slot| slot.pid == pid) {
-        // SAFETY: the stack the spawner mapped for this supervisor, which has exited.
-        unsafe { libc::munmap(slot.stack as *mut libc::c_void, STACK_MAPPING) };
-        slot.pid = 0;
-    }
-}
-
-/// In the spawner: starts the supervisor in the spawner's own memory (`CLONE_VM` on a
-/// stack of its own: nothing copied, nothing torn down at its exit), in the relay's
-/// group, and says so on the exec pipe.
-unsafe fn start(relay: i32, fds: &[libc::c_int; CARRIED], table: &mut [Slot]) {
+/// In the spawner: forks the supervisor in the relay's group, and says so on the exec pipe.
+/// The keeper is small, so the fork copies little (and nothing of toolgate's).
+unsafe fn start(relay: i32, fds: &[libc::c_int; CARRIED]) {
     use libc::SYS_setpgid;
     let exec = fds[EXEC];
-    let Some(slot) = table.iter_mut().find(|slot| slot.pid == 0) else {
-        // SAFETY: a write to the request's own pipe.
-        unsafe { record(exec, RECORD_ERRNO, libc::EAGAIN) };
-        return;
-    };
-    let base = match map_stack() {
-        Ok(base) => base,
-        Err(errno) => {
-            // SAFETY: as above.
-            unsafe { record(exec, RECORD_ERRNO, errno) };
-            return;
-        }
-    };
-    slot.fds = *fds;
-    // SAFETY: raw system calls (the supervisor shares this memory and `errno`); every
-    // signal is blocked around the start, as `clone_on` needs, and the supervisor reads
-    // only its slot's descriptors, which stay put until it is reaped.
+    // SAFETY: raw system calls; the child runs `supervisor_start`, which never returns.
     unsafe {
+        // Joined for the length of the fork: the supervisor is born in the relay's group,
+        // which it could not name from inside the namespace.
         let joined = sys(SYS_setpgid, 0, usize::try_from(relay).unwrap_or(0), 0, 0);
         if joined < 0 {
-            libc::munmap(base, STACK_MAPPING);
             record(exec, RECORD_ERRNO, -joined as i32);
             return;
         }
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::sigprocmask(libc::SIG_SETMASK, &all, &mut old);
-        let top = base.cast::<u8>().add(STACK_MAPPING);
-        let pid = clone_on(
-            Share::Memory,
-            top,
-            supervisor_start,
-            &raw const *slot as usize,
-        );
-        libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        sys(SYS_setpgid, 0, 0, 0, 0);
-        match libc::pid_t::try_from(pid) {
-            Ok(pid) if pid > 0 => {
-                slot.pid = pid;
-                slot.stack = base as usize;
-                record(exec, RECORD_SUPERVISOR, pid);
-            }
-            _ => {
-                libc::munmap(base, STACK_MAPPING);
-                record(
-                    exec,
-                    RECORD_ERRNO,
-                    i32::try_from(-pid).unwrap_or(libc::EAGAIN),
-                );
-            }
+        let pid = libc::fork();
+        if pid == 0 {
+            supervisor_start(fds)
+        }
+        let forked = errno();
+        if sys(SYS_setpgid, 0, 0, 0, 0) < 0 {
+            // Left in the relay's group, the keeper would die with it: end the namespace
+            // now instead (toolgate falls back to process groups).
+            libc::_exit(1);
+        }
+        if pid > 0 {
+            record(exec, RECORD_SUPERVISOR, pid);
+        } else {
+            record(exec, RECORD_ERRNO, forked);
         }
     }
 }
@@ -614,17 +539,12 @@ struct Launch {
     parent: libc::pid_t,
 }
 
-/// The supervisor, on its own stack in the spawner's memory: reads the request, starts
-/// the command vfork-style on a second stack, frees what only the start needed and goes
-/// on as the supervisor (`supervisor_main`). Raw system calls wherever an errno matters:
-/// it shares `errno` with the spawner and every other supervisor.
-unsafe extern "C" fn supervisor_start(slot: usize) -> ! {
-    use libc::{SYS_getpid, SYS_prctl};
-    // SAFETY: the slot outlives us (freed only once we are reaped); its descriptors are
-    // ours (copies in our own table).
-    let fds = unsafe { (*(slot as *const Slot)).fds };
+/// The supervisor, a fork of the spawner: reads the request, starts the command
+/// vfork-style on a stack of its own, and goes on as the supervisor (`supervisor_main`).
+unsafe fn supervisor_start(fds: &[libc::c_int; CARRIED]) -> ! {
+    use libc::{SYS_getpid, SYS_getppid, SYS_prctl};
     let exec = fds[EXEC];
-    // SAFETY: raw system calls and writes to our own pipes; the command runs on a stack of
+    // SAFETY: async-signal-safe calls in the forked child; the command runs on a stack of
     // its own and only reads `launch`, which lives on ours while we sleep.
     unsafe {
         let fail = |errno: i32| -> ! {
@@ -641,6 +561,11 @@ unsafe extern "C" fn supervisor_start(slot: usize) -> ! {
         if failed < 0 {
             fail(-failed as i32);
         }
+        // The spawner is outside the namespace, so its pid reads as 0 here; anything else
+        // means it died before the death signal was armed.
+        if sys(SYS_getppid, 0, 0, 0, 0) != 0 {
+            fail(libc::ESRCH);
+        }
         let failed = sys(SYS_prctl, libc::PR_SET_CHILD_SUBREAPER as usize, 1, 0, 0);
         if failed < 0 {
             fail(-failed as i32);
@@ -650,15 +575,12 @@ unsafe extern "C" fn supervisor_start(slot: usize) -> ! {
         };
         let mut launch = Launch {
             command,
-            fds,
+            fds: *fds,
             parent: sys(SYS_getpid, 0, 0, 0, 0) as libc::pid_t,
         };
         let stack = match map_stack() {
             Ok(base) => base,
-            Err(errno) => {
-                launch.command.unmap();
-                fail(errno)
-            }
+            Err(errno) => fail(errno),
         };
         block_all();
         let pid = clone_on(
