@@ -1,33 +1,29 @@
 //! A started leader (the shell under process groups, the relay inside the namespace) as
 //! toolgate holds it until it is reaped, and what both ways of starting one share: pipes,
-//! stacks, the supervisor each relay stands for.
+//! the supervisor each relay stands for.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::sync::{Mutex, OnceLock};
 
+use rustix::io::Errno;
+use rustix::process::Signal;
+use rustix::process::{
+    Pid, PidfdFlags, WaitId, WaitIdOptions, WaitOptions, pidfd_open, pidfd_send_signal, waitid,
+    waitpid,
+};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
-use super::errno;
-use super::split::{STACK_MAPPING, map_stack};
+use super::clone::Stack;
 
-/// Whether this kernel has what [`launch`](super::launch::launch) needs (pidfds, Linux 5.3), checked once.
+/// Whether this kernel has what [`launch`](super::launch::launch) needs (pidfds, Linux
+/// 5.3), checked once.
 pub(crate) fn available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| {
-        // SAFETY: getpid has no preconditions; a pidfd of ourselves is closed at once.
-        unsafe {
-            let fd = libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0);
-            if fd < 0 {
-                return false;
-            }
-            libc::close(fd as libc::c_int);
-        }
-        true
-    })
+    *AVAILABLE.get_or_init(|| pidfd_open(rustix::process::getpid(), PidfdFlags::empty()).is_ok())
 }
 
 /// A command started by [`launch`](crate::launch): the leader of its own process group (the
@@ -67,9 +63,7 @@ impl Started {
             }
         }
     }
-}
 
-impl Started {
     /// A leader started elsewhere in this module tree, waited for through `pidfd`. If it
     /// cannot be watched, it is killed and reaped before its stack is unmapped.
     pub(super) fn new(pid: i32, pidfd: OwnedFd, stack: Option<Stack>) -> io::Result<Self> {
@@ -77,9 +71,7 @@ impl Started {
         let pidfd = match unsafe { AsyncFd::register_with_interest(pidfd, Interest::READABLE) } {
             Ok(pidfd) => pidfd,
             Err(e) => {
-                // SAFETY: kill and reap our own child.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-                wait_blocking(pid);
+                stop(pid);
                 drop(stack);
                 return Err(e.into());
             }
@@ -105,11 +97,8 @@ impl Drop for Started {
         if self.status.is_some() {
             return;
         }
-        let fd = self.pidfd.get_ref().as_raw_fd();
-        // SAFETY: pidfd_send_signal on our own pidfd.
-        unsafe {
-            libc::syscall(libc::SYS_pidfd_send_signal, fd, libc::SIGKILL, 0, 0);
-        }
+        // Not reaped yet, so the pidfd still names our child: gone already if this fails.
+        let _ = pidfd_send_signal(self.pidfd.get_ref(), Signal::KILL);
         if let Ok(Some(_)) = reap(self.pidfd.get_ref()) {
             self.reaped();
             return;
@@ -123,10 +112,9 @@ impl Drop for Started {
         if self.stack.is_some() {
             forget(self.pid);
         }
-        if let Ok(mut orphans) = ORPHANS.lock() {
-            orphans.push((pidfd, self.stack.take()));
-        } else {
-            std::mem::forget(self.stack.take());
+        match ORPHANS.lock() {
+            Ok(mut orphans) => orphans.push((pidfd, self.stack.take())),
+            Err(_) => std::mem::forget(self.stack.take()),
         }
     }
 }
@@ -153,98 +141,47 @@ pub(super) fn reap_orphans() {
 
 /// Reaps the child behind `pidfd` if it has exited.
 fn reap(pidfd: &OwnedFd) -> io::Result<Option<ExitStatus>> {
-    // SAFETY: waitid on our own pidfd into a zeroed siginfo.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        loop {
-            let r = libc::waitid(
-                libc::P_PIDFD,
-                pidfd.as_raw_fd() as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG,
-            );
-            if r == 0 {
-                break;
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG;
+    let status = loop {
+        match waitid(WaitId::PidFd(pidfd.as_fd()), options) {
+            Err(Errno::INTR) => {}
+            Ok(None) => return Ok(None),
+            Ok(Some(status)) => break status,
+            Err(e) => return Err(e.into()),
         }
-        if info.si_pid() == 0 {
-            return Ok(None);
-        }
-        let status = info.si_status();
-        let raw = match info.si_code {
-            libc::CLD_EXITED => (status & 0xff) << 8,
-            libc::CLD_DUMPED => (status & 0x7f) | 0x80,
-            _ => status & 0x7f,
-        };
-        Ok(Some(ExitStatus::from_raw(raw)))
-    }
+    };
+    let raw = match (status.exit_status(), status.terminating_signal()) {
+        (Some(code), _) => (code & 0xff) << 8,
+        (None, Some(signal)) if status.dumped() => (signal & 0x7f) | 0x80,
+        (None, Some(signal)) => signal & 0x7f,
+        (None, None) => libc::SIGKILL,
+    };
+    Ok(Some(ExitStatus::from_raw(raw)))
 }
 
-/// Reaps a child known to have exited (a failed start).
-pub(super) fn wait_blocking(pid: i32) {
-    let mut status = 0;
-    // SAFETY: waitpid for our own child.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 && errno() == libc::EINTR {}
+/// Kills and reaps our child `pid`, not waited for by anyone else (a failed start).
+pub(super) fn stop(pid: i32) {
+    let Some(pid) = Pid::from_raw(pid) else {
+        return;
+    };
+    // Ours and not reaped, so it cannot name another process: gone already if this fails.
+    let _ = rustix::process::kill_process(pid, Signal::KILL);
+    while let Err(Errno::INTR) = waitpid(Some(pid), WaitOptions::empty()) {}
 }
 
 /// A pipe, both ends close-on-exec and at descriptor 3 or higher.
 pub(super) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 into a local array; the descriptors are ours.
-    unsafe {
-        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok((
-            high(OwnedFd::from_raw_fd(fds[0]))?,
-            high(OwnedFd::from_raw_fd(fds[1]))?,
-        ))
-    }
+    let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    Ok((high(read)?, high(write)?))
 }
 
 /// `fd` moved to 3 or higher: the child's `dup2` onto 0–2 must not meet its own sources.
 pub(super) fn high(fd: OwnedFd) -> io::Result<OwnedFd> {
+    use std::os::fd::AsRawFd;
     if fd.as_raw_fd() > 2 {
         return Ok(fd);
     }
-    // SAFETY: F_DUPFD_CLOEXEC of a descriptor we own; the new one is ours.
-    unsafe {
-        let new = libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3);
-        if new < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(OwnedFd::from_raw_fd(new))
-    }
-}
-
-/// The child's stack ([`map_stack`]), unmapped when dropped.
-#[derive(Debug)]
-pub(super) struct Stack(*mut libc::c_void);
-
-// SAFETY: a plain mapping; only its owner unmaps it (after the child using it is done).
-unsafe impl Send for Stack {}
-
-impl Stack {
-    pub(super) fn new() -> io::Result<Self> {
-        map_stack().map(Self).map_err(io::Error::from_raw_os_error)
-    }
-
-    /// The top of the stack (16-byte aligned: the mapping is page-aligned).
-    pub(super) fn top(&self) -> *mut u8 {
-        // SAFETY: one past the end of the mapping.
-        unsafe { self.0.cast::<u8>().add(STACK_MAPPING) }
-    }
-}
-
-impl Drop for Stack {
-    fn drop(&mut self) {
-        // SAFETY: our own mapping; the child that used it has exec'd or exited.
-        unsafe { libc::munmap(self.0, STACK_MAPPING) };
-    }
+    Ok(rustix::io::fcntl_dupfd_cloexec(&fd, 3)?)
 }
 
 /// Host pids of the supervisors of commands started here, by their relay's pid: the
