@@ -36,7 +36,7 @@ pub(crate) mod started;
 mod supervisor;
 
 pub(crate) use child::errno;
-use child::{close_from, die_with_parent, ignore_signals, reset_signals};
+use child::{close_from, die_with_parent, exit, ignore_signals, reset_signals};
 
 /// Descriptors of the namespace's init, joined by every relay.
 struct Namespace {
@@ -276,8 +276,7 @@ fn send(fd: &OwnedFd, tag: u8, step: u8, value: i32) {
 /// Reports a failed step with its errno and exits the forked child.
 fn fail(fd: &OwnedFd, step: u8, error: Errno) -> ! {
     send(fd, MSG_FAILED, step, error.raw_os_error());
-    // SAFETY: _exit makes the exit_group call and nothing else.
-    unsafe { libc::_exit(1) }
+    exit(1)
 }
 
 /// Writes `data` to the file at `path` (for uid_map and friends).
@@ -297,8 +296,7 @@ fn keeper_main(keeper: Keeper<'_>) -> ! {
         fail(write, STEP_PDEATHSIG, e);
     }
     if getppid() != Some(keeper.parent) {
-        // SAFETY: as in `fail`.
-        unsafe { libc::_exit(1) }
+        exit(1)
     }
     let _ = set_name(c"toolgate-keeper");
     reset_signals();
@@ -344,8 +342,7 @@ fn keeper_main(keeper: Keeper<'_>) -> ! {
     // SAFETY: the keeper is a process of its own and uses no descriptor from here.
     unsafe { close_from(0) };
     wait_for(Pid::from_raw(init).unwrap_or(Pid::INIT));
-    // SAFETY: as in `fail`.
-    unsafe { libc::_exit(0) }
+    exit(0)
 }
 
 /// PID 1 of the namespace: a private `/proc`, then reaping orphans until it is killed.
@@ -356,8 +353,7 @@ fn init_main(write: &OwnedFd) -> ! {
     // The keeper lives outside the namespace, so its pid shows as 0 here; anything else
     // means it died before the death signal was armed.
     if getppid().is_some() {
-        // SAFETY: as in `fail`.
-        unsafe { libc::_exit(1) }
+        exit(1)
     }
     // Mounts made here must not propagate back to the host.
     let slave = MountPropagationFlags::DOWNSTREAM | MountPropagationFlags::REC;
@@ -396,25 +392,18 @@ pub(crate) fn prepare(
         Containment::Namespace { .. } if ALIVE.load(Ordering::Acquire) => NAMESPACE.get(),
         _ => None,
     };
-    match namespace {
-        Some(ns) => {
-            let joined = relay::Joined {
-                user: ns.user.as_ref().map(AsFd::as_fd),
-                mnt: ns.mnt.as_fd(),
-                pid: ns.pid.as_fd(),
-            };
-            // SAFETY: the closure runs in the forked child before exec and makes only
-            // async-signal-safe calls; the descriptors live in a static for the process.
-            unsafe {
-                cmd.pre_exec(move || relay::relay(parent, joined, cwd.as_deref()));
-            }
-        }
-        None => {
-            // SAFETY: as above.
-            unsafe {
-                cmd.pre_exec(move || die_with_parent(parent));
-            }
-        }
+    let joined = namespace.map(|ns| relay::Joined {
+        user: ns.user.as_ref().map(AsFd::as_fd),
+        mnt: ns.mnt.as_fd(),
+        pid: ns.pid.as_fd(),
+    });
+    // SAFETY: the closure runs in the forked child before exec and makes only
+    // async-signal-safe calls; the descriptors live in a static for the process.
+    unsafe {
+        cmd.pre_exec(move || match joined {
+            Some(joined) => relay::relay(parent, joined, cwd.as_deref()),
+            None => die_with_parent(parent),
+        });
     }
 }
 

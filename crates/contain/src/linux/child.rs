@@ -4,6 +4,7 @@
 //! async-signal-safe.
 
 use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use rustix::process::Signal;
 use rustix::process::{Pid, getppid, set_parent_process_death_signal};
@@ -34,25 +35,65 @@ pub(crate) fn errno() -> i32 {
         .unwrap_or(libc::EIO)
 }
 
+/// Ends the calling process at once with `code` (`_exit`): no destructors, no `atexit`
+/// handlers, no flushing, since a child's memory is not its own to tidy.
+pub(crate) fn exit(code: i32) -> ! {
+    // SAFETY: _exit makes the exit_group call and nothing else; no Rust value is left
+    // behind in a state anyone could observe.
+    unsafe { libc::_exit(code) }
+}
+
 /// Sets the action of `signal` to `action` (`SIG_DFL` or `SIG_IGN`, never a handler).
-fn set_action(signal: libc::c_int, action: libc::sighandler_t) {
-    // SAFETY: a default or ignore action runs no code of ours; `signal` comes from
-    // RESETTABLE, so the call cannot fail.
+pub(super) fn set_action(signal: libc::c_int, action: libc::sighandler_t) {
+    // SAFETY: a default or ignore action runs no code of ours; for a valid signal the call
+    // cannot fail.
     unsafe { libc::signal(signal, action) };
 }
 
-/// Sets the calling thread's signal mask to every signal (`true`) or none.
-pub(super) fn block_signals(all: bool) {
-    // SAFETY: a set on this stack, filled or emptied before use.
+/// A signal set: every signal (`None`), or the ones given.
+pub(super) fn signal_set(only: Option<&[libc::c_int]>) -> libc::sigset_t {
+    // SAFETY: a set on this stack, filled or emptied before use; adding a valid signal
+    // cannot fail.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
-        match all {
-            true => libc::sigfillset(&mut set),
-            false => libc::sigemptyset(&mut set),
+        match only {
+            None => libc::sigfillset(&mut set),
+            Some(_) => libc::sigemptyset(&mut set),
         };
-        // Cannot fail with a valid `how` and set: it returns an error number, never errno.
-        libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+        for &signal in only.unwrap_or_default() {
+            libc::sigaddset(&mut set, signal);
+        }
+        set
     }
+}
+
+/// `pthread_sigmask(how, set)`: changes the calling thread's signal mask; the mask before.
+/// Writes no `errno` (it returns the error number).
+pub(super) fn set_mask(how: libc::c_int, set: &libc::sigset_t) -> io::Result<libc::sigset_t> {
+    // SAFETY: a valid set, and room on this stack for the one before.
+    unsafe {
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        match libc::pthread_sigmask(how, set, &mut old) {
+            0 => Ok(old),
+            e => Err(io::Error::from_raw_os_error(e)),
+        }
+    }
+}
+
+/// Sets the calling thread's signal mask to every signal (`true`) or none. A valid set
+/// cannot be refused.
+pub(super) fn block_signals(all: bool) {
+    let set = signal_set(if all { None } else { Some(&[]) });
+    let _ = set_mask(libc::SIG_SETMASK, &set);
+}
+
+/// Runs `f` with every signal blocked in the calling thread, then puts its mask back.
+pub(super) fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> io::Result<T> {
+    let old = set_mask(libc::SIG_SETMASK, &signal_set(None))?;
+    let out = f();
+    // The mask just taken off: a valid set, which cannot be refused.
+    let _ = set_mask(libc::SIG_SETMASK, &old);
+    Ok(out)
 }
 
 /// Puts every signal in [`RESETTABLE`] back to its default action and unblocks every
@@ -99,6 +140,22 @@ pub(super) unsafe fn close_range(first: libc::c_uint, last: libc::c_uint) {
             unsafe { rustix::io::close(fd as libc::c_int) };
         }
     }
+}
+
+/// Closes every descriptor but `fd`, which it returns.
+///
+/// # Safety
+/// As [`close_range`].
+pub(super) unsafe fn keep_only(fd: OwnedFd) -> OwnedFd {
+    let at = fd.as_raw_fd() as libc::c_uint;
+    // SAFETY: the caller's contract; `fd` itself stays open.
+    unsafe {
+        if at > 0 {
+            close_range(0, at - 1);
+        }
+        close_range(at + 1, libc::c_uint::MAX);
+    }
+    fd
 }
 
 /// Whether this kernel has `close_range` (Linux 5.9), checked once: a relay that shares

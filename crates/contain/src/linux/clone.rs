@@ -14,9 +14,10 @@
 
 use std::ffi::c_void;
 use std::io;
-use std::mem::MaybeUninit;
 
 use rustix::mm::{MapFlags, MprotectFlags, ProtFlags, mmap_anonymous, mprotect, munmap};
+
+use super::child::with_signals_blocked;
 
 /// Size of a child's stack: its code keeps small buffers only (the supervisor's largest is
 /// a 4 KiB directory read).
@@ -39,19 +40,18 @@ unsafe impl Send for Stack {}
 
 impl Stack {
     pub(super) fn new() -> io::Result<Self> {
-        // SAFETY: a fresh anonymous mapping, which nothing else refers to.
-        let base = unsafe {
-            mmap_anonymous(
+        // SAFETY: a fresh anonymous mapping, which nothing else refers to, then its first
+        // page (the mapping is unmapped again by `stack` if that fails).
+        unsafe {
+            let stack = Self(mmap_anonymous(
                 std::ptr::null_mut(),
                 MAPPING,
                 ProtFlags::READ | ProtFlags::WRITE,
                 MapFlags::PRIVATE | MapFlags::STACK,
-            )
-        }?;
-        let stack = Self(base);
-        // SAFETY: the first page of our own mapping (unmapped by `stack` if this fails).
-        unsafe { mprotect(base, GUARD, MprotectFlags::empty()) }?;
-        Ok(stack)
+            )?);
+            mprotect(stack.0, GUARD, MprotectFlags::empty())?;
+            Ok(stack)
+        }
     }
 }
 
@@ -117,36 +117,25 @@ unsafe fn clone_on<F: FnOnce() -> i32>(
     }
     const { assert!(size_of::<F>() <= CLOSURE && align_of::<F>() <= 16) };
     // The top of the mapping is page-aligned; the closure sits just under it, 16-aligned,
-    // and the child's stack grows down from there.
+    // and the child's stack grows down from there. Every signal is blocked across the
+    // start: the child begins with them all blocked, so no handler of ours runs in it
+    // until it has put the actions back.
     let offset = MAPPING - size_of::<F>().next_multiple_of(16);
-    // SAFETY: `offset` lies in the writable part of our mapping (CLOSURE < STACK).
-    let closure = unsafe { stack.0.byte_add(offset) };
-    // SAFETY: aligned (see above), inside the mapping, and nothing else uses it.
-    unsafe { closure.cast::<F>().write(child) };
-    // Every signal blocked across the start: the child begins with them all blocked, so
-    // no handler of ours runs in it until it has put the actions back.
-    let mut old = MaybeUninit::<libc::sigset_t>::uninit();
-    // SAFETY: a set on this stack, filled before use; `old` receives the current mask.
-    let blocked = unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, old.as_mut_ptr())
-    };
-    if blocked != 0 {
-        // SAFETY: no child was made, so the closure is still ours to drop.
-        drop(unsafe { closure.cast::<F>().read() });
-        return Err(io::Error::from_raw_os_error(blocked));
-    }
-    // SAFETY: the caller's contract; `run::<F>` finds the closure at `closure`, which is
-    // also where the child's stack starts (glibc pushes below it).
-    let pid = unsafe { libc::clone(run::<F>, closure, flags | libc::SIGCHLD, closure) };
-    // SAFETY: the mask saved above; restoring a valid mask cannot fail.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old.as_ptr(), std::ptr::null_mut()) };
-    if pid < 0 {
-        let error = io::Error::last_os_error();
-        // SAFETY: no child was made, so the closure is still ours to drop.
-        drop(unsafe { closure.cast::<F>().read() });
-        return Err(error);
-    }
-    Ok(pid)
+    with_signals_blocked(|| {
+        // SAFETY: `offset` lies in the writable part of our mapping (CLOSURE < STACK), and
+        // nothing else uses it. Then the caller's contract: `run::<F>` finds the closure
+        // at `closure`, where the child's stack also starts (glibc pushes below it). Without
+        // a child, the closure is still ours to drop.
+        unsafe {
+            let closure = stack.0.byte_add(offset);
+            closure.cast::<F>().write(child);
+            let pid = libc::clone(run::<F>, closure, flags | libc::SIGCHLD, closure);
+            if pid < 0 {
+                let error = io::Error::last_os_error();
+                drop(closure.cast::<F>().read());
+                return Err(error);
+            }
+            Ok(pid)
+        }
+    })?
 }

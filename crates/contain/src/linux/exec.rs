@@ -10,7 +10,7 @@ use std::os::fd::BorrowedFd;
 
 use rustix::process::Pid;
 
-use super::child::{RESETTABLE, block_signals, die_with_parent, errno};
+use super::child::{RESETTABLE, block_signals, die_with_parent, errno, set_action};
 
 /// Which signal actions the command gets back.
 #[derive(Clone, Copy)]
@@ -84,14 +84,12 @@ impl Exec<'_> {
 /// Puts signal actions back as `signals` says (every signal is still blocked).
 fn reset(signals: Signals) {
     for signal in RESETTABLE {
-        let keep = match signals {
-            Signals::Default => false,
-            Signals::KeepIgnored => signal != libc::SIGPIPE && !handled(signal),
+        let reset = match signals {
+            Signals::Default => true,
+            Signals::KeepIgnored => signal == libc::SIGPIPE || handled(signal),
         };
-        if !keep {
-            // SAFETY: the default action runs no code of ours; a valid signal, so the
-            // call cannot fail.
-            unsafe { libc::signal(signal, libc::SIG_DFL) };
+        if reset {
+            set_action(signal, libc::SIG_DFL);
         }
     }
 }

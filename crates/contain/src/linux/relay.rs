@@ -16,7 +16,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use rustix::process::{Pid, getpid, setpgid};
 use rustix::thread::{LinkNameSpaceType, move_into_link_name_space};
 
-use super::child::{block_signals, close_from, die_with_parent, ignore_signals};
+use super::child::{block_signals, close_from, die_with_parent, exit, ignore_signals};
 use super::supervisor;
 
 /// The namespace's descriptors a relay joins.
@@ -103,13 +103,11 @@ unsafe fn relay_exit(read: RawFd) -> ! {
         false => libc::SIGKILL,
     };
     if libc::WIFEXITED(status) {
-        // SAFETY: _exit makes the exit_group call and nothing else.
-        unsafe { libc::_exit(libc::WEXITSTATUS(status)) }
+        exit(libc::WEXITSTATUS(status))
     }
     let signal = libc::WTERMSIG(status);
     reraise(signal);
-    // SAFETY: as above.
-    unsafe { libc::_exit(128 + signal) }
+    exit(128 + signal)
 }
 
 /// Dies of `signal` (without a core dump: the command made one if any): its default

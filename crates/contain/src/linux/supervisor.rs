@@ -33,7 +33,7 @@ use rustix::fs::{Mode, OFlags, RawDir, openat};
 use rustix::process::Signal;
 use rustix::process::{Pid, WaitOptions, getpid, kill_process, set_child_subreaper, wait, waitpid};
 
-use super::child::{close_from, die_with_parent, reset_signals};
+use super::child::{die_with_parent, exit, keep_only, reset_signals, set_mask, signal_set};
 
 /// Pids killed in one round and then waited for; more are handled in the next round.
 const ROUND: usize = 64;
@@ -68,19 +68,18 @@ pub(super) fn supervise(status: OwnedFd) -> io::Result<()> {
 /// Only in a supervisor, the single-threaded parent of `command`: it closes every
 /// descriptor but `status`, which no code of its own uses afterwards.
 pub(super) unsafe fn supervisor_main(command: libc::pid_t, status: OwnedFd) -> ! {
-    let mut chld = sigchld();
-    // SAFETY: a valid set on this stack (SIGCHLD is waited for with a timeout below).
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &chld, std::ptr::null_mut()) };
+    // SIGCHLD alone stays blocked: it is waited for with a timeout below. A valid set
+    // cannot be refused.
+    let chld = signal_set(Some(&[libc::SIGCHLD]));
+    let _ = set_mask(libc::SIG_SETMASK, &chld);
     // Out of the command's group before toolgate can signal it (spawn returns only once
     // every copy of the exec-error pipe is closed, ours below included). Should it fail,
     // the supervisor ignores the group's catchable signals, and a SIGKILL to the group
     // ends the command anyway.
     let _ = rustix::process::setpgid(None, None);
     let _ = rustix::thread::set_name(c"toolgate-reaper");
-    // 0: the report's pipe (above 2, the standard descriptors).
-    let reported = rustix::stdio::dup2_stdin(&status).is_ok();
     // SAFETY: the caller's contract.
-    unsafe { close_from(1) };
+    let status = unsafe { keep_only(status) };
     let code = wait_command(command);
     // Most commands leave nothing behind: no child at all means nothing to look for.
     if has_children() {
@@ -88,25 +87,10 @@ pub(super) unsafe fn supervisor_main(command: libc::pid_t, status: OwnedFd) -> !
     }
     // A report that cannot be written leaves the relay at the pipe's end: it then exits
     // as if the command was killed.
-    if reported {
-        let _ = rustix::io::write(rustix::stdio::stdin(), &code.to_le_bytes());
-        // SAFETY: the report's pipe, which nothing of ours uses any more.
-        unsafe { rustix::io::close(0) };
-    }
-    linger(&mut chld);
-    // SAFETY: _exit makes the exit_group call and nothing else.
-    unsafe { libc::_exit(0) }
-}
-
-/// A set of SIGCHLD alone.
-fn sigchld() -> libc::sigset_t {
-    // SAFETY: a set on this stack, emptied before use.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGCHLD);
-        set
-    }
+    let _ = rustix::io::write(&status, &code.to_le_bytes());
+    drop(status);
+    linger(&chld);
+    exit(0)
 }
 
 /// Waits for the command, reaping adopted orphans meanwhile; its wait status.
@@ -133,7 +117,7 @@ fn has_children() -> bool {
 }
 
 /// Reaps children until none is left, killing those that leave the group; then returns.
-fn linger(chld: &mut libc::sigset_t) {
+fn linger(chld: &libc::sigset_t) {
     let pause = libc::timespec {
         tv_sec: 0,
         tv_nsec: LOOK_AGAIN_NS,

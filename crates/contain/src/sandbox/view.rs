@@ -14,7 +14,7 @@
 //! before the start.
 
 use std::ffi::{CStr, CString};
-use std::os::fd::{BorrowedFd, IntoRawFd};
+use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
 use std::path::PathBuf;
 
 use rustix::fs::CWD;
@@ -249,12 +249,9 @@ fn put_back<'a>(
         if *copy < 0 {
             continue;
         }
-        // SAFETY: a descriptor `copy_trees` opened and nothing else has closed.
-        let fd = unsafe { BorrowedFd::borrow_raw(*copy) };
-        ok = ok && move_mount(fd, c"", CWD, path, MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH).is_ok();
-        // SAFETY: as above; closed once, here.
-        unsafe { rustix::io::close(*copy) };
-        *copy = -1;
+        // SAFETY: a descriptor `copy_trees` opened, owned here alone (its slot is cleared).
+        let fd = unsafe { OwnedFd::from_raw_fd(std::mem::replace(copy, -1)) };
+        ok = ok && move_mount(&fd, c"", CWD, path, MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH).is_ok();
     }
     ok
 }

@@ -16,7 +16,7 @@ use super::request::Command;
 use super::{
     CARRIED, EXEC, LANDLOCK, MEMFD, RECORD_ERRNO, RECORD_SUPERVISOR, STATUS, STDERR, STDIN, STDOUT,
 };
-use crate::linux::child::{close_range, errno};
+use crate::linux::child::{errno, exit, keep_only, set_mask, signal_set};
 use crate::linux::clone::{Stack, until_exec};
 use crate::linux::exec::{Exec, Group, Signals};
 use crate::linux::supervisor::supervisor_main;
@@ -52,8 +52,7 @@ pub(in crate::linux) fn serve(socket: OwnedFd, init: i32) -> ! {
         };
         match poll(watched, timeout) {
             Ok(_) | Err(Errno::INTR) => {}
-            // SAFETY: _exit makes the exit_group call and nothing else.
-            Err(_) => unsafe { libc::_exit(1) },
+            Err(_) => exit(1),
         }
         let socket_events = if serving {
             fds[1].revents()
@@ -67,10 +66,7 @@ pub(in crate::linux) fn serve(socket: OwnedFd, init: i32) -> ! {
         // Reap whatever ended: supervisors, and the init, which ends the namespace.
         loop {
             match wait(WaitOptions::NOHANG) {
-                Ok(Some((pid, _))) if pid.as_raw_pid() == init => {
-                    // SAFETY: as above.
-                    unsafe { libc::_exit(0) }
-                }
+                Ok(Some((pid, _))) if pid.as_raw_pid() == init => exit(0),
                 Ok(Some(_)) | Err(Errno::INTR) => {}
                 Ok(None) | Err(_) => break,
             }
@@ -103,16 +99,12 @@ fn entry(fd: Option<&OwnedFd>) -> PollFd<'_> {
 fn tidy(socket: OwnedFd) -> Option<OwnedFd> {
     // Above 2 first, so that 0–2 can be closed around it.
     let socket = match socket.as_raw_fd() {
-        0..=2 => rustix::io::fcntl_dupfd_cloexec(&socket, 3).ok()?,
+        0..=2 => rustix::io::fcntl_dupfd_cloexec(socket, 3).ok()?,
         _ => socket,
     };
-    let at = socket.as_raw_fd() as libc::c_uint;
     // SAFETY: the keeper is a process of its own, and nothing of it uses a descriptor
     // besides `socket` from here.
-    unsafe {
-        close_range(0, at - 1);
-        close_range(at + 1, libc::c_uint::MAX);
-    }
+    let socket = unsafe { keep_only(socket) };
     for _ in 0..3 {
         if let Ok(null) = rustix::fs::open(c"/dev/null", OFlags::RDWR, Mode::empty()) {
             // Kept open for good, on 0, 1 and 2.
@@ -124,12 +116,10 @@ fn tidy(socket: OwnedFd) -> Option<OwnedFd> {
 
 /// A signalfd that is readable when a child ended (SIGCHLD blocked for it), or `None`.
 fn child_signals() -> Option<OwnedFd> {
-    // SAFETY: a set on this stack; the signalfd is a fresh descriptor, ours alone.
+    let chld = signal_set(Some(&[libc::SIGCHLD]));
+    set_mask(libc::SIG_BLOCK, &chld).ok()?;
+    // SAFETY: a valid set; the signalfd is a fresh descriptor, ours alone.
     unsafe {
-        let mut chld: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut chld);
-        libc::sigaddset(&mut chld, libc::SIGCHLD);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &chld, std::ptr::null_mut());
         let fd = libc::signalfd(-1, &chld, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
         (fd >= 0).then(|| std::os::fd::FromRawFd::from_raw_fd(fd))
     }
@@ -206,8 +196,7 @@ fn start(relay: i32, fds: &[BorrowedFd<'_>; CARRIED]) {
     if setpgid(None, None).is_err() {
         // Left in the relay's group, the keeper would die with it: end the namespace now
         // instead (toolgate falls back to process groups).
-        // SAFETY: _exit makes the exit_group call and nothing else.
-        unsafe { libc::_exit(1) }
+        exit(1)
     }
     match pid {
         pid if pid > 0 => record(exec, RECORD_SUPERVISOR, pid),
@@ -221,8 +210,7 @@ fn supervisor_start(fds: &[BorrowedFd<'_>; CARRIED]) -> ! {
     let exec = fds[EXEC];
     let fail = |errno: i32| -> ! {
         record(exec, RECORD_ERRNO, errno);
-        // SAFETY: _exit makes the exit_group call and nothing else.
-        unsafe { libc::_exit(127) }
+        exit(127)
     };
     if let Err(e) =
         rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
