@@ -7,8 +7,6 @@
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags, poll};
@@ -33,25 +31,10 @@ mod relay;
 pub(crate) mod spawner;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod started;
+mod state;
 mod supervisor;
 
-pub(crate) use child::errno;
 use child::{close_from, die_with_parent, exit, ignore_signals, reset_signals};
-
-/// Descriptors of the namespace's init, joined by every relay.
-struct Namespace {
-    user: Option<OwnedFd>,
-    mnt: OwnedFd,
-    pid: OwnedFd,
-    /// Inode of the PID namespace.
-    id: u64,
-    /// toolgate's end of the spawner's socket (see `spawner`).
-    spawner: Option<OwnedFd>,
-}
-
-static NAMESPACE: OnceLock<Namespace> = OnceLock::new();
-/// Cleared if the keeper ever dies: later commands fall back to process groups.
-static ALIVE: AtomicBool = AtomicBool::new(false);
 
 /// How long the keeper gets to report the namespace ready.
 const START_LIMIT: Duration = Duration::from_secs(10);
@@ -82,7 +65,7 @@ pub(crate) fn start() -> Result<bool, String> {
             Ok((keeper, init, spawner)) => {
                 let _ = tx.send(Ok((init, spawner)));
                 let status = wait_for(keeper);
-                if ALIVE.swap(false, Ordering::AcqRel) {
+                if state::end() {
                     tracing::error!(
                         "the process namespace ended unexpectedly ({}); new commands run in process groups only",
                         ending(status)
@@ -109,17 +92,16 @@ pub(crate) fn start() -> Result<bool, String> {
     let id = fs_err::metadata(format!("/proc/{init}/ns/pid"))
         .map_err(|e| format!("cannot read the new PID namespace: {e}"))?
         .ino();
-    let namespace = Namespace {
+    let namespace = state::Namespace {
         user: if user { Some(open("user")?) } else { None },
         mnt: open("mnt")?,
         pid,
         id,
         spawner,
     };
-    if NAMESPACE.set(namespace).is_err() {
+    if !state::set(namespace) {
         return Err("containment was started twice".to_owned());
     }
-    ALIVE.store(true, Ordering::Release);
     Ok(user)
 }
 
@@ -389,7 +371,7 @@ pub(crate) fn prepare(
 ) {
     let parent = getpid();
     let namespace = match containment {
-        Containment::Namespace { .. } if ALIVE.load(Ordering::Acquire) => NAMESPACE.get(),
+        Containment::Namespace { .. } => state::namespace(),
         _ => None,
     };
     let joined = namespace.map(|ns| relay::Joined {
@@ -451,7 +433,7 @@ fn inner_pid(pid: i32) -> Option<i32> {
 }
 
 pub(crate) fn namespace_id() -> Option<u64> {
-    NAMESPACE.get().map(|ns| ns.id)
+    state::id()
 }
 
 /// The host pid of a process whose pid in our namespace is `inner`.

@@ -29,7 +29,7 @@ pub(super) const RESETTABLE: [libc::c_int; 14] = [
 ];
 
 /// The errno of the last failed libc call in this thread.
-pub(crate) fn errno() -> i32 {
+pub(super) fn errno() -> i32 {
     io::Error::last_os_error()
         .raw_os_error()
         .unwrap_or(libc::EIO)
@@ -37,7 +37,7 @@ pub(crate) fn errno() -> i32 {
 
 /// Ends the calling process at once with `code` (`_exit`): no destructors, no `atexit`
 /// handlers, no flushing, since a child's memory is not its own to tidy.
-pub(crate) fn exit(code: i32) -> ! {
+pub(super) fn exit(code: i32) -> ! {
     // SAFETY: _exit makes the exit_group call and nothing else; no Rust value is left
     // behind in a state anyone could observe.
     unsafe { libc::_exit(code) }

@@ -31,7 +31,6 @@ use std::io::{self, IoSlice};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
-use std::sync::atomic::Ordering;
 
 use rustix::net::{
     AddressFamily, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
@@ -48,31 +47,15 @@ use crate::sandbox::Armed;
 mod request;
 mod serve;
 
+use request::{CARRIED, RECORD_ERRNO, RECORD_SUPERVISOR};
+
 pub(super) use serve::serve;
-
-/// Descriptors a request carries, in this order.
-const MEMFD: usize = 0;
-const STDIN: usize = 1;
-const STDOUT: usize = 2;
-const STDERR: usize = 3;
-const STATUS: usize = 4;
-const EXEC: usize = 5;
-/// The sandbox's Landlock ruleset (stdin again when there is none).
-const LANDLOCK: usize = 6;
-const CARRIED: usize = 7;
-
-/// Records on the exec pipe: 8 bytes, a tag and a value (atomic on a pipe).
-const RECORD_SUPERVISOR: u8 = b'S';
-const RECORD_ERRNO: u8 = b'E';
 
 /// Whether commands can start through the spawner now: the namespace is alive, and the
 /// kernel has pidfds and `close_range` (the relay must close toolgate's descriptors
 /// without a call that can fail).
 pub(crate) fn available() -> bool {
-    super::ALIVE.load(Ordering::Acquire)
-        && super::NAMESPACE
-            .get()
-            .is_some_and(|ns| ns.spawner.is_some())
+    super::state::namespace().is_some_and(|ns| ns.spawner.is_some())
         && super::started::available()
         && super::child::close_range_available()
 }
@@ -88,8 +71,7 @@ pub(crate) fn spawn(
     env: &[(OsString, OsString)],
     sandbox: Option<&Armed>,
 ) -> io::Result<(Started, OwnedFd, OwnedFd)> {
-    let socket = super::NAMESPACE
-        .get()
+    let socket = super::state::namespace()
         .and_then(|ns| ns.spawner.as_ref())
         .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
     reap_orphans();

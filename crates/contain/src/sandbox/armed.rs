@@ -243,7 +243,7 @@ fn restrict_self(ruleset: BorrowedFd<'_>) -> Result<(), libc::c_int> {
     // SAFETY: a ruleset descriptor and no flags; the call changes this thread's rights only.
     match unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0) } {
         0 => Ok(()),
-        _ => Err(crate::linux::errno()),
+        _ => Err(errno()),
     }
 }
 
@@ -271,7 +271,7 @@ fn install(program: &[u8]) -> Result<(), libc::c_int> {
     };
     match installed {
         0 => Ok(()),
-        _ => Err(crate::linux::errno()),
+        _ => Err(errno()),
     }
 }
 
@@ -321,4 +321,11 @@ impl<'a> Reader<'a> {
         self.at += len;
         Ok((count > 0).then_some(program))
     }
+}
+
+/// The errno of the last failed libc call in this thread.
+fn errno() -> libc::c_int {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
 }

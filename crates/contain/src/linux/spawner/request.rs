@@ -17,6 +17,21 @@ use rustix::mm::{MapFlags, ProtFlags, mmap, mmap_anonymous};
 
 use crate::sandbox::Armed;
 
+/// Descriptors a request carries, in this order.
+pub(super) const MEMFD: usize = 0;
+pub(super) const STDIN: usize = 1;
+pub(super) const STDOUT: usize = 2;
+pub(super) const STDERR: usize = 3;
+pub(super) const STATUS: usize = 4;
+pub(super) const EXEC: usize = 5;
+/// The sandbox's Landlock ruleset (stdin again when there is none).
+pub(super) const LANDLOCK: usize = 6;
+pub(super) const CARRIED: usize = 7;
+
+/// Records on the exec pipe: 8 bytes, a tag and a value (atomic on a pipe).
+pub(super) const RECORD_SUPERVISOR: u8 = b'S';
+pub(super) const RECORD_ERRNO: u8 = b'E';
+
 /// Writes the command line, environment, folder and sandbox into a memfd. Also returns
 /// the sandbox's Landlock ruleset, which the request carries.
 pub(super) fn write<'a>(

@@ -12,9 +12,9 @@ use rustix::io::Errno;
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags, recvmsg};
 use rustix::process::{Pid, WaitOptions, getpid, getppid, setpgid, wait};
 
-use super::request::Command;
-use super::{
-    CARRIED, EXEC, LANDLOCK, MEMFD, RECORD_ERRNO, RECORD_SUPERVISOR, STATUS, STDERR, STDIN, STDOUT,
+use super::request::{
+    CARRIED, Command, EXEC, LANDLOCK, MEMFD, RECORD_ERRNO, RECORD_SUPERVISOR, STATUS, STDERR,
+    STDIN, STDOUT,
 };
 use crate::linux::child::{errno, exit, keep_only, set_mask, signal_set};
 use crate::linux::clone::{Stack, until_exec};
