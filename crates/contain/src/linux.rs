@@ -280,6 +280,7 @@ fn keeper_main(keeper: Keeper<'_>) -> ! {
     if getppid() != Some(keeper.parent) {
         exit(1)
     }
+    // Names for `ps` only: nothing depends on them.
     let _ = set_name(c"toolgate-keeper");
     reset_signals();
     // The keeper shares toolgate's process group, so a signal to the group (Ctrl-C in a
@@ -346,6 +347,7 @@ fn init_main(write: &OwnedFd) -> ! {
     if let Err(e) = rustix::mount::mount(c"proc", c"/proc", c"proc", flags, None) {
         fail(write, STEP_MOUNT_PROC, e);
     }
+    // A name for `ps` only.
     let _ = set_name(c"toolgate-init");
     send(write, MSG_READY, 0, 0);
     // SAFETY: the init is a process of its own and uses no descriptor from here.

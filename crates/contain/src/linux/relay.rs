@@ -80,6 +80,7 @@ pub(super) fn relay_main(read: RawFd, parent: Pid) -> i32 {
 /// Only in a relay: a process whose descriptors are its own to close and in which no
 /// other code of ours runs; `close_from` cannot fail here (`close_range_available`).
 unsafe fn relay_exit(read: RawFd) -> ! {
+    // A name for `ps` only: nothing depends on it.
     let _ = rustix::thread::set_name(c"toolgate-relay");
     // SAFETY: `read` is open in this process until the close below.
     let read = unsafe { BorrowedFd::borrow_raw(read) };
@@ -114,7 +115,8 @@ unsafe fn relay_exit(read: RawFd) -> ! {
 /// action back, that signal alone unblocked (any other still pending must not reach a
 /// handler of toolgate's, whose memory the relay may share), the signal sent to ourselves.
 /// rustix has no call for signal actions and masks, so these are libc's `syscall`, with
-/// arguments for which the kernel cannot fail (and glibc writes no errno).
+/// arguments for which the kernel cannot fail (and glibc writes no errno). Returns only
+/// when the signal could not be made to kill us: the caller then exits with 128 + signal.
 fn reraise(signal: i32) {
     if !(1..=64).contains(&signal) || signal == libc::SIGSTOP {
         return;
@@ -123,6 +125,7 @@ fn reraise(signal: i32) {
         current: Some(0),
         maximum: Some(0),
     };
+    // Should it fail, a core file of the relay is all that is at stake.
     let _ = rustix::process::setrlimit(rustix::process::Resource::Core, none);
     // The kernel's sigaction, all zero: SIG_DFL, no flags, an empty mask.
     let default = [0usize; 4];
@@ -135,7 +138,8 @@ fn reraise(signal: i32) {
         {
             return;
         }
-        libc::syscall(libc::SYS_rt_sigprocmask, libc::SIG_UNBLOCK, &only, 0, 8);
-        libc::syscall(libc::SYS_kill, getpid().as_raw_nonzero().get(), signal);
+        if libc::syscall(libc::SYS_rt_sigprocmask, libc::SIG_UNBLOCK, &only, 0, 8) == 0 {
+            libc::syscall(libc::SYS_kill, getpid().as_raw_nonzero().get(), signal);
+        }
     }
 }

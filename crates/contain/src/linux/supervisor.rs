@@ -77,6 +77,7 @@ pub(super) unsafe fn supervisor_main(command: libc::pid_t, status: OwnedFd) -> !
     // the supervisor ignores the group's catchable signals, and a SIGKILL to the group
     // ends the command anyway.
     let _ = rustix::process::setpgid(None, None);
+    // A name for `ps` only: nothing depends on it.
     let _ = rustix::thread::set_name(c"toolgate-reaper");
     // SAFETY: the caller's contract.
     let status = unsafe { keep_only(status) };
