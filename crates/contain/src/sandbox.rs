@@ -2,7 +2,7 @@
 //! `[mcp] sandbox` for mounted stdio MCP servers, in the spirit of Codex's modes. Each mode
 //! is complete for what it names; every layer is built in toolgate before the fork and
 //! entered in the child just before exec, so it holds for the process and everything it
-//! starts, and the child only makes raw system calls (no allocation after fork).
+//! starts, and the child only makes system calls (no allocation after fork: `armed`).
 //!
 //! - **Writes** (Landlock): `read-only` writes nothing but its pipes and `/dev/null`-like
 //!   devices; `workspace-write` also writes inside the roots, the temp folders and
@@ -364,7 +364,7 @@ impl Sandbox {
     fn arm(&self, cmd: &mut tokio::process::Command) -> Result<(), SandboxError> {
         let mut armed = self.armed(cmd.as_std().get_current_dir())?;
         // SAFETY: the closure runs in the forked child before exec; `Armed::enter` makes
-        // raw system calls on what was built here and allocates nothing.
+        // system calls on what was built here and allocates nothing.
         #[allow(unsafe_code)]
         unsafe {
             cmd.pre_exec(move || armed.enter());

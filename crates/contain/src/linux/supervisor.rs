@@ -1,9 +1,8 @@
 //! The per-command supervisor: nothing a command starts outlives it (issue 22, finding 7).
 //!
-//! Inside the namespace the relay's child is the *supervisor*, a child subreaper
-//! (`PR_SET_CHILD_SUBREAPER`) that starts the command (in its own memory until the
-//! command's `exec`, vfork-style, in the spawner's supervisors). When a process of the command dies,
-//! its orphans are given to the nearest subreaper among their ancestors *in the same PID
+//! Inside the namespace each command has a *supervisor* (the relay's child, or the
+//! spawner's), a child subreaper (`PR_SET_CHILD_SUBREAPER`) that starts the command. When a
+//! process of the command dies, its orphans are given to the nearest subreaper among their ancestors *in the same PID
 //! namespace*, so they come to the supervisor (toolgate's namespace init would otherwise
 //! adopt them), `setsid` and double forks included. The supervisor leaves the command's
 //! process group at once, so a signal toolgate sends to the group never reaches it.
@@ -15,14 +14,13 @@
 //! still in the group are left to toolgate, which stops them as before (SIGTERM, the grace,
 //! SIGKILL) and says how many there were. The supervisor stays until it has no child left,
 //! killing every process that leaves the group in the meantime (checked as children die
-//! and every 50 ms), then exits (after the relay, whose memory it shares, so that the
-//! relay toolgate waits for does not tear it down): when toolgate reports the command
-//! done, nothing it started is left.
+//! and every 50 ms), then exits: when toolgate reports the command done, nothing it
+//! started is left.
 //!
 //! The command's group is the relay's, outside the namespace, so from inside its id reads
 //! as 0 (`getpgid`, `/proc/PID/stat`): any other group id means the process left it.
 //!
-//! Everything here runs in a forked child of a multi-threaded process: raw system calls on
+//! Everything here runs in a forked child of a multi-threaded process: system calls on
 //! stack buffers, no allocation, no locks.
 
 use std::io;

@@ -1,4 +1,4 @@
-//! The request's command, written by toolgate into a memfd ([`write`]) and read by the
+//! The request's command, written by toolgate into a memfd ([`write()`]) and read by the
 //! supervisor straight from a mapping of it ([`Command::read`]), which allocates nothing.
 //!
 //! Layout: `argc`, `envc` and whether a sandbox follows (u32, little-endian), then
