@@ -14,19 +14,18 @@
 //!   (re-raising its signal). It blocks or ignores catchable signals, so a SIGTERM to the
 //!   group reaches the command's own handlers as before. Inside the namespace a
 //!   *supervisor* starts the real command. Two ways to get there:
-//!   - [`launch`] (`run_shell` commands, x86_64 Linux 5.3+): the relay runs in
+//!   - [`launch`] (`run_shell` commands, x86_64 Linux 5.9+): the relay runs in
 //!     toolgate's memory on a stack of its own (no command can see it), and the keeper,
-//!     which is also the namespace's *spawner*, starts the supervisor in its own small
-//!     memory and reaps it; the command starts from the supervisor `posix_spawn`-style and
-//!     enters its sandbox there. Nothing of toolgate is copied (see `linux/spawner.rs`).
+//!     which is also the namespace's *spawner*, forks the supervisor (the keeper is small)
+//!     and reaps it; the command starts from the supervisor `posix_spawn`-style and enters
+//!     its sandbox there. Nothing of toolgate is copied (see
+//!     `linux/spawner.rs`).
 //!   - [`contain`] and a `Command` (mounted servers, and where [`launch`] is not
-//!     available): the relay is a `fork` of toolgate that joins the namespace (`setns`);
-//!     the supervisor shares the relay's memory and the command the supervisor's until its
-//!     `exec` (`CLONE_VM`, on x86_64), so toolgate's page tables are copied once per
-//!     command, and the supervisor exits after the relay, so the copy is torn down after
-//!     toolgate has the status.
-//! - The supervisor is a child subreaper: whatever the command starts comes to it when
-//!   orphaned, `setsid` and double forks included. When the command exits it kills
+//!     available): the relay is a `fork` of toolgate that joins the namespace (`setns`)
+//!     and forks the supervisor, which forks the command. Plain forks: a mounted server
+//!     starts once, where a `run_shell` command starts on every call.
+//! - The supervisor is a child subreaper: whatever the command starts comes to
+//!   it when orphaned, `setsid` and double forks included. When the command exits it kills
 //!   everything that left the process group before reporting the status, and stays until
 //!   its last adopted process is gone; what is still in the group is the caller's to stop
 //!   (toolgate stops the group). So nothing a command starts outlives it.
@@ -63,7 +62,7 @@ mod sandbox;
 
 pub use group::{ProcessGroup, Signal, Teardown};
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-pub use linux::launch::Started;
+pub use linux::started::Started;
 pub use sandbox::{Sandbox, SandboxError, SandboxMode, landlock_abi, seccomp_available};
 
 /// What the user asked for (`[shell] containment`).
@@ -190,13 +189,13 @@ pub fn contain(cmd: &mut tokio::process::Command) {
 
 /// Starts `program` (an absolute path) as `argv` (`argv[0]` is what it sees as `$0`) in
 /// `cwd`, contained like [`contain`] and sandboxed like [`Sandbox::apply`] (toolgate's
-/// environment but what the sandbox withholds), without copying
-/// toolgate's memory (`posix_spawn`-style: see `linux/launch.rs`; inside the PID namespace
-/// through its spawner, `linux/spawner.rs`): stdin `/dev/null`, stdout and stderr pipes
-/// (their read ends are returned). `None` where this start is not available (off x86_64
-/// Linux, before Linux 5.3, a sandbox with more than 64 writable folders inside the
-/// namespace): then use [`contain`] and a `Command`. Call it from a thread that lives as
-/// long as toolgate (an async task on a runtime worker), within a Tokio runtime.
+/// environment but what the sandbox withholds), without copying toolgate's memory
+/// (`posix_spawn`-style: see `linux/launch.rs`; inside the PID namespace through its
+/// spawner, `linux/spawner.rs`): stdin `/dev/null`, stdout and stderr pipes (their read
+/// ends are returned). `None` where this start is not available (off x86_64 Linux, before
+/// Linux 5.3, inside the namespace before 5.9, a sandbox with more than 64 writable folders
+/// inside the namespace): then use [`contain`] and a `Command`. Call it from a thread that
+/// lives as long as toolgate (an async task on a runtime worker), within a Tokio runtime.
 #[allow(clippy::type_complexity)]
 pub fn launch(
     program: &std::path::Path,
@@ -211,7 +210,7 @@ pub fn launch(
         let namespace = matches!(current(), Containment::Namespace { .. });
         let available = match namespace {
             true => linux::spawner::available(),
-            false => linux::launch::available(),
+            false => linux::started::available(),
         };
         if !available {
             return None;

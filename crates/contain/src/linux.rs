@@ -1,45 +1,40 @@
 //! The Linux namespace: keeper, init, relay and supervisor (see the crate docs).
 //!
-//! Everything that runs in a forked child (keeper, init, relay, the command before exec)
-//! makes only raw, async-signal-safe system calls: toolgate is multi-threaded, and after
-//! `fork` the child must not take locks or allocate. The relay, the supervisor and the
-//! command share one copy of toolgate's memory (`split`), so once the supervisor runs, the
-//! relay makes system calls without libc's wrappers (they would write the `errno` the
-//! supervisor reads).
+//! Everything that runs in a forked child (keeper, init, relay, supervisor, the command
+//! before exec) makes async-signal-safe calls only: toolgate is multi-threaded, and after
+//! `fork` the child must not take locks or allocate.
 
 use std::ffi::{CStr, CString};
-use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+use rustix::event::{PollFd, PollFlags, poll};
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+use rustix::mount::{MountFlags, MountPropagationFlags};
+use rustix::process::Signal;
+use rustix::process::{Pid, WaitOptions, getpid, getppid, waitpid};
+use rustix::thread::{UnshareFlags, set_name};
 
 use crate::Containment;
 
+mod child;
+#[cfg(target_arch = "x86_64")]
+mod clone;
+#[cfg(target_arch = "x86_64")]
+mod exec;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod launch;
+mod relay;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod spawner;
-pub(crate) mod split;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod started;
+mod state;
 mod supervisor;
 
-use split::sys;
-
-/// Descriptors of the namespace's init, joined by every relay.
-struct Namespace {
-    user: Option<OwnedFd>,
-    mnt: OwnedFd,
-    pid: OwnedFd,
-    /// Inode of the PID namespace.
-    id: u64,
-    /// toolgate's end of the spawner's socket (see `spawner`).
-    spawner: Option<OwnedFd>,
-}
-
-static NAMESPACE: OnceLock<Namespace> = OnceLock::new();
-/// Cleared if the keeper ever dies: later commands fall back to process groups.
-static ALIVE: AtomicBool = AtomicBool::new(false);
+use child::{close_from, die_with_parent, exit, ignore_signals, reset_signals};
 
 /// How long the keeper gets to report the namespace ready.
 const START_LIMIT: Duration = Duration::from_secs(10);
@@ -60,8 +55,7 @@ const STEP_MOUNT_PROC: u8 = 7;
 
 /// Starts the namespace; `Ok(user)` says whether a user namespace was needed.
 pub(crate) fn start() -> Result<bool, String> {
-    // SAFETY: geteuid has no preconditions.
-    let user = unsafe { libc::geteuid() } != 0;
+    let user = !rustix::process::geteuid().is_root();
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     // The keeper's parent-death signal follows the thread that forks it: a thread of its
     // own that never ends keeps the namespace alive exactly as long as toolgate.
@@ -71,7 +65,7 @@ pub(crate) fn start() -> Result<bool, String> {
             Ok((keeper, init, spawner)) => {
                 let _ = tx.send(Ok((init, spawner)));
                 let status = wait_for(keeper);
-                if ALIVE.swap(false, Ordering::AcqRel) {
+                if state::end() {
                     tracing::error!(
                         "the process namespace ended unexpectedly ({}); new commands run in process groups only",
                         ending(status)
@@ -98,26 +92,28 @@ pub(crate) fn start() -> Result<bool, String> {
     let id = fs_err::metadata(format!("/proc/{init}/ns/pid"))
         .map_err(|e| format!("cannot read the new PID namespace: {e}"))?
         .ino();
-    let namespace = Namespace {
+    let namespace = state::Namespace {
         user: if user { Some(open("user")?) } else { None },
         mnt: open("mnt")?,
         pid,
         id,
         spawner,
     };
-    if NAMESPACE.set(namespace).is_err() {
+    if !state::set(namespace) {
         return Err("containment was started twice".to_owned());
     }
-    ALIVE.store(true, Ordering::Release);
     Ok(user)
 }
 
 /// Reaps our child `pid`; returns its wait status.
-fn wait_for(pid: libc::pid_t) -> i32 {
-    let mut status = 0;
-    // SAFETY: waitpid on our own child with a valid status pointer.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } == -1 && errno() == libc::EINTR {}
-    status
+fn wait_for(pid: Pid) -> i32 {
+    loop {
+        match waitpid(Some(pid), WaitOptions::empty()) {
+            Err(Errno::INTR) => {}
+            Ok(Some((_, status))) => return status.as_raw(),
+            Ok(None) | Err(_) => return libc::SIGKILL,
+        }
+    }
 }
 
 /// How the keeper ended, as a clause.
@@ -132,23 +128,28 @@ fn ending(status: i32) -> String {
     }
 }
 
+/// What the keeper needs, all of it built before the fork.
+struct Keeper<'a> {
+    /// The report's pipe to the starting thread.
+    write: OwnedFd,
+    /// toolgate's pid: the keeper refuses to run if it already has another parent.
+    parent: Pid,
+    /// Whether to make a user namespace too, and its uid and gid maps.
+    user: bool,
+    uid_map: &'a [u8],
+    gid_map: &'a [u8],
+    /// The spawner's end of its socket, when the spawner is built.
+    served: Option<OwnedFd>,
+}
+
 /// Forks the keeper and waits for its report; returns the keeper's and the init's pids and
 /// toolgate's end of the spawner's socket (none where the spawner is not built).
-fn fork_keeper(user: bool) -> Result<(libc::pid_t, libc::pid_t, Option<OwnedFd>), String> {
-    // SAFETY: these calls have no preconditions.
-    let (uid, gid, parent) = unsafe { (libc::geteuid(), libc::getegid(), libc::getpid()) };
-    let uid_map = format!("{uid} {uid} 1\n").into_bytes();
-    let gid_map = format!("{gid} {gid} 1\n").into_bytes();
-    let mut fds = [0; 2];
-    // SAFETY: fds has room for two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(format!(
-            "cannot make a pipe: {}",
-            io::Error::last_os_error()
-        ));
-    }
-    // SAFETY: pipe2 just returned these descriptors and nothing else owns them.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+fn fork_keeper(user: bool) -> Result<(Pid, i32, Option<OwnedFd>), String> {
+    let (uid, gid) = (rustix::process::geteuid(), rustix::process::getegid());
+    let uid_map = format!("{0} {0} 1\n", uid.as_raw()).into_bytes();
+    let gid_map = format!("{0} {0} 1\n", gid.as_raw()).into_bytes();
+    let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| format!("cannot make a pipe: {e}"))?;
     #[cfg(target_arch = "x86_64")]
     let (spawner, served) = match spawner::socket_pair() {
         Ok((ours, theirs)) => (Some(ours), Some(theirs)),
@@ -156,61 +157,59 @@ fn fork_keeper(user: bool) -> Result<(libc::pid_t, libc::pid_t, Option<OwnedFd>)
     };
     #[cfg(not(target_arch = "x86_64"))]
     let (spawner, served): (Option<OwnedFd>, Option<OwnedFd>) = (None, None);
-    let served_fd = served.as_ref().map_or(-1, AsRawFd::as_raw_fd);
-    // SAFETY: the child runs only async-signal-safe calls (keeper_main) and never returns.
-    let keeper = unsafe { libc::fork() };
-    if keeper < 0 {
-        return Err(format!("cannot fork: {}", io::Error::last_os_error()));
+    let keeper = Keeper {
+        write,
+        parent: getpid(),
+        user,
+        uid_map: &uid_map,
+        gid_map: &gid_map,
+        served,
+    };
+    // SAFETY: the child runs `keeper_main`, which makes async-signal-safe calls only and
+    // never returns.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        drop(read);
+        keeper_main(keeper)
     }
-    if keeper == 0 {
-        // SAFETY: in the forked child; see keeper_main.
-        unsafe {
-            keeper_main(
-                read.as_raw_fd(),
-                write.as_raw_fd(),
-                parent,
-                user,
-                &uid_map,
-                &gid_map,
-                served_fd,
-            )
-        }
+    drop(keeper);
+    if pid < 0 {
+        return Err(format!("cannot fork: {}", std::io::Error::last_os_error()));
     }
-    drop((write, served));
+    let Some(pid) = Pid::from_raw(pid) else {
+        return Err("fork returned no pid".to_owned());
+    };
     match read_reports(&read) {
-        Ok(init) => Ok((keeper, init, spawner)),
+        Ok(init) => Ok((pid, init, spawner)),
         Err(e) => {
-            // SAFETY: signalling and reaping our own child.
-            unsafe { libc::kill(keeper, libc::SIGKILL) };
-            wait_for(keeper);
+            // It is ours and not reaped yet, so the kill cannot miss.
+            let _ = rustix::process::kill_process(pid, Signal::KILL);
+            wait_for(pid);
             Err(e)
         }
     }
 }
 
 /// Reads the keeper's and the init's messages until the namespace is ready.
-fn read_reports(read: &OwnedFd) -> Result<libc::pid_t, String> {
+fn read_reports(read: &OwnedFd) -> Result<i32, String> {
     let mut init = None;
     let mut ready = false;
     let deadline = std::time::Instant::now() + START_LIMIT;
     while !(ready && init.is_some()) {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
-        let mut poll = libc::pollfd {
-            fd: read.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = libc::c_int::try_from(left.as_millis()).unwrap_or(libc::c_int::MAX);
-        // SAFETY: one valid pollfd.
-        match unsafe { libc::poll(&mut poll, 1, ms) } {
-            0 => return Err("the namespace was not ready within 10 s".to_owned()),
-            n if n < 0 && errno() == libc::EINTR => continue,
-            n if n < 0 => return Err(format!("poll: {}", io::Error::last_os_error())),
-            _ => {}
+        let left = rustix::event::Timespec::try_from(left).unwrap_or(rustix::event::Timespec {
+            tv_sec: 10,
+            tv_nsec: 0,
+        });
+        let mut fds = [PollFd::new(read, PollFlags::IN)];
+        match poll(&mut fds, Some(&left)) {
+            Ok(0) => return Err("the namespace was not ready within 10 s".to_owned()),
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(format!("poll: {e}")),
+            Ok(_) => {}
         }
         let mut msg = [0u8; 8];
-        // SAFETY: msg has room for 8 bytes.
-        let n = unsafe { libc::read(read.as_raw_fd(), msg.as_mut_ptr().cast(), msg.len()) };
+        let n = rustix::io::read(read, &mut msg).map_err(|e| format!("read: {e}"))?;
         if n == 0 {
             return Err("the namespace keeper exited before the namespace was ready".to_owned());
         }
@@ -231,7 +230,7 @@ fn read_reports(read: &OwnedFd) -> Result<libc::pid_t, String> {
 }
 
 fn describe_failure(step: u8, errno: i32) -> String {
-    let error = io::Error::from_raw_os_error(errno);
+    let error = std::io::Error::from_raw_os_error(errno);
     let what = match step {
         STEP_PDEATHSIG => "cannot set the parent-death signal",
         STEP_UNSHARE => {
@@ -249,216 +248,119 @@ fn describe_failure(step: u8, errno: i32) -> String {
     format!("{what}: {error}")
 }
 
-fn errno() -> i32 {
-    // SAFETY: errno is thread-local and always readable.
-    unsafe { *libc::__errno_location() }
-}
-
-/// Writes the 8-byte message `tag, step, value` to `fd`.
-unsafe fn send(fd: i32, tag: u8, step: u8, value: i32) {
+/// Writes the 8-byte message `tag, step, value` to `fd`. A failed write leaves the reader
+/// at the pipe's end, which it reports.
+fn send(fd: &OwnedFd, tag: u8, step: u8, value: i32) {
     let v = value.to_le_bytes();
-    let msg = [tag, step, 0, 0, v[0], v[1], v[2], v[3]];
-    // SAFETY: msg is 8 readable bytes; a failed write leaves the reader at EOF.
-    unsafe { libc::write(fd, msg.as_ptr().cast(), msg.len()) };
+    let _ = rustix::io::write(fd, &[tag, step, 0, 0, v[0], v[1], v[2], v[3]]);
 }
 
-/// Reports a failed step (with errno) and exits the forked child.
-unsafe fn fail(fd: i32, step: u8) -> ! {
-    let errno = errno();
-    // SAFETY: async-signal-safe calls only.
-    unsafe {
-        send(fd, MSG_FAILED, step, errno);
-        libc::_exit(1)
+/// Reports a failed step with its errno and exits the forked child.
+fn fail(fd: &OwnedFd, step: u8, error: Errno) -> ! {
+    send(fd, MSG_FAILED, step, error.raw_os_error());
+    exit(1)
+}
+
+/// Writes `data` to the file at `path` (for uid_map and friends).
+fn write_file(path: &CStr, data: &[u8]) -> Result<(), Errno> {
+    let fd = rustix::fs::open(path, OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())?;
+    match rustix::io::write(&fd, data)? == data.len() {
+        true => Ok(()),
+        false => Err(Errno::IO),
     }
 }
 
-/// Writes `data` to the file at `path` (for uid_map and friends); false on failure.
-unsafe fn write_file(path: &CStr, data: &[u8]) -> bool {
-    // SAFETY: a valid C string path; the descriptor is closed before return.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd < 0 {
-            return false;
-        }
-        let written = libc::write(fd, data.as_ptr().cast(), data.len());
-        libc::close(fd);
-        usize::try_from(written).is_ok_and(|n| n == data.len())
+/// The keeper, in the forked child: unshares the namespaces, forks their init, then serves
+/// as the spawner (or only waits) until the init is gone.
+fn keeper_main(keeper: Keeper<'_>) -> ! {
+    let write = &keeper.write;
+    if let Err(e) = rustix::process::set_parent_process_death_signal(Some(Signal::KILL)) {
+        fail(write, STEP_PDEATHSIG, e);
     }
-}
-
-/// Names the calling process (as `ps` and /proc/PID/comm show it; at most 15 bytes).
-unsafe fn name(name: &CStr) {
-    // SAFETY: PR_SET_NAME copies the string; async-signal-safe.
-    unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
-}
-
-/// Closes every descriptor from `first` up.
-unsafe fn close_from(first: libc::c_uint) {
-    // SAFETY: close_range on our own descriptor table; the loop is the fallback for
-    // kernels before 5.9.
-    unsafe {
-        if libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0) != 0 {
-            for fd in first..4096 {
-                libc::close(fd as libc::c_int);
-            }
-        }
+    if getppid() != Some(keeper.parent) {
+        exit(1)
     }
-}
-
-/// Signals whose default action a forked child needs back (toolgate's runtime handles
-/// some of them, and ignored signals stay ignored across exec).
-const RESETTABLE: [libc::c_int; 14] = [
-    libc::SIGHUP,
-    libc::SIGINT,
-    libc::SIGQUIT,
-    libc::SIGTERM,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-    libc::SIGPIPE,
-    libc::SIGALRM,
-    libc::SIGTSTP,
-    libc::SIGTTIN,
-    libc::SIGTTOU,
-    libc::SIGCHLD,
-    libc::SIGWINCH,
-    libc::SIGURG,
-];
-
-unsafe fn reset_signals() {
-    // SAFETY: signal and sigprocmask are async-signal-safe.
-    unsafe {
-        for sig in RESETTABLE {
-            libc::signal(sig, libc::SIG_DFL);
-        }
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+    // Names for `ps` only: nothing depends on them.
+    let _ = set_name(c"toolgate-keeper");
+    reset_signals();
+    // The keeper shares toolgate's process group, so a signal to the group (Ctrl-C in a
+    // terminal, a client stopping the server's group) reached it too and ended the
+    // namespace before toolgate's own handler ran its clean shutdown. It ends with
+    // toolgate through its parent-death signal (SIGKILL) instead; the init inherits the
+    // dispositions, and a namespace's init ignores such signals anyway.
+    ignore_signals();
+    let mut flags = UnshareFlags::NEWPID | UnshareFlags::NEWNS;
+    if keeper.user {
+        flags |= UnshareFlags::NEWUSER;
     }
-}
-
-/// Ignores every catchable signal sent to the group (but SIGCHLD): the relay lets the
-/// command decide about them, and the keeper lives until toolgate ends.
-unsafe fn ignore_signals() {
-    // SAFETY: signal is async-signal-safe.
-    unsafe {
-        for sig in RESETTABLE {
-            if sig != libc::SIGCHLD {
-                libc::signal(sig, libc::SIG_IGN);
-            }
+    // SAFETY: new PID, mount and user namespaces; no descriptor table or file system
+    // information is unshared, so nothing of ours goes stale.
+    if let Err(e) = unsafe { rustix::thread::unshare_unsafe(flags) } {
+        fail(write, STEP_UNSHARE, e);
+    }
+    if keeper.user {
+        // Needed before gid_map without privilege; absent on old kernels.
+        let _ = write_file(c"/proc/self/setgroups", b"deny");
+        if let Err(e) = write_file(c"/proc/self/uid_map", keeper.uid_map) {
+            fail(write, STEP_UID_MAP, e);
+        }
+        if let Err(e) = write_file(c"/proc/self/gid_map", keeper.gid_map) {
+            fail(write, STEP_GID_MAP, e);
         }
     }
-}
-
-unsafe fn keeper_main(
-    read: i32,
-    write: i32,
-    parent: libc::pid_t,
-    user: bool,
-    uid_map: &[u8],
-    gid_map: &[u8],
-    spawner: i32,
-) -> ! {
-    // SAFETY: in a freshly forked child; async-signal-safe calls only.
-    unsafe {
-        libc::close(read);
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-            fail(write, STEP_PDEATHSIG);
-        }
-        if libc::getppid() != parent {
-            libc::_exit(1);
-        }
-        name(c"toolgate-keeper");
-        reset_signals();
-        // The keeper shares toolgate's process group, so a signal to the group (Ctrl-C in
-        // a terminal, a client stopping the server's group) reached it too and ended the
-        // namespace before toolgate's own handler ran its clean shutdown. It ends with
-        // toolgate through its parent-death signal (SIGKILL) instead; the init inherits
-        // the dispositions, and a namespace's init ignores such signals anyway.
-        ignore_signals();
-        let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWNS;
-        if user {
-            flags |= libc::CLONE_NEWUSER;
-        }
-        if libc::unshare(flags) != 0 {
-            fail(write, STEP_UNSHARE);
-        }
-        if user {
-            // Needed before gid_map without privilege; absent on old kernels.
-            write_file(c"/proc/self/setgroups", b"deny");
-            if !write_file(c"/proc/self/uid_map", uid_map) {
-                fail(write, STEP_UID_MAP);
-            }
-            if !write_file(c"/proc/self/gid_map", gid_map) {
-                fail(write, STEP_GID_MAP);
-            }
-        }
-        let init = libc::fork();
-        if init < 0 {
-            fail(write, STEP_FORK);
-        }
-        if init == 0 {
-            init_main(write);
-        }
-        send(write, MSG_INIT_PID, 0, init);
-        #[cfg(target_arch = "x86_64")]
-        if spawner >= 0 {
-            spawner::serve(spawner, init);
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = spawner;
-        close_from(0);
-        let mut status = 0;
-        while libc::waitpid(init, &mut status, 0) == -1 && errno() == libc::EINTR {}
-        libc::_exit(0)
+    // SAFETY: a fork of this single-threaded child; the init makes async-signal-safe
+    // calls only and never returns.
+    let init = unsafe { libc::fork() };
+    if init == 0 {
+        init_main(write)
     }
+    if init < 0 {
+        fail(write, STEP_FORK, Errno::from_raw_os_error(child::errno()));
+    }
+    send(write, MSG_INIT_PID, 0, init);
+    #[cfg(target_arch = "x86_64")]
+    if let Some(served) = keeper.served {
+        spawner::serve(served, init)
+    }
+    // SAFETY: the keeper is a process of its own and uses no descriptor from here.
+    unsafe { close_from(0) };
+    wait_for(Pid::from_raw(init).unwrap_or(Pid::INIT));
+    exit(0)
 }
 
 /// PID 1 of the namespace: a private `/proc`, then reaping orphans until it is killed.
-unsafe fn init_main(write: i32) -> ! {
-    // SAFETY: in a freshly forked child; async-signal-safe calls only.
-    unsafe {
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-            fail(write, STEP_PDEATHSIG);
-        }
-        // The keeper lives outside the namespace, so its pid shows as 0 here; anything
-        // else means it died before the death signal was armed.
-        if libc::getppid() != 0 {
-            libc::_exit(1);
-        }
-        // Mounts made here must not propagate back to the host.
-        if libc::mount(
-            std::ptr::null(),
-            c"/".as_ptr(),
-            std::ptr::null(),
-            libc::MS_REC | libc::MS_SLAVE,
-            std::ptr::null(),
-        ) != 0
-        {
-            fail(write, STEP_MOUNT_SLAVE);
-        }
-        if libc::mount(
-            c"proc".as_ptr(),
-            c"/proc".as_ptr(),
-            c"proc".as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-            std::ptr::null(),
-        ) != 0
-        {
-            fail(write, STEP_MOUNT_PROC);
-        }
-        name(c"toolgate-init");
-        send(write, MSG_READY, 0, 0);
-        close_from(0);
-        libc::chdir(c"/".as_ptr());
-        let pause = libc::timespec {
-            tv_sec: 1,
-            tv_nsec: 0,
-        };
-        loop {
-            let mut status = 0;
-            if libc::waitpid(-1, &mut status, 0) == -1 && errno() == libc::ECHILD {
-                libc::nanosleep(&pause, std::ptr::null_mut());
-            }
+fn init_main(write: &OwnedFd) -> ! {
+    if let Err(e) = rustix::process::set_parent_process_death_signal(Some(Signal::KILL)) {
+        fail(write, STEP_PDEATHSIG, e);
+    }
+    // The keeper lives outside the namespace, so its pid shows as 0 here; anything else
+    // means it died before the death signal was armed.
+    if getppid().is_some() {
+        exit(1)
+    }
+    // Mounts made here must not propagate back to the host.
+    let slave = MountPropagationFlags::DOWNSTREAM | MountPropagationFlags::REC;
+    if let Err(e) = rustix::mount::mount_change(c"/", slave) {
+        fail(write, STEP_MOUNT_SLAVE, e);
+    }
+    let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+    if let Err(e) = rustix::mount::mount(c"proc", c"/proc", c"proc", flags, None) {
+        fail(write, STEP_MOUNT_PROC, e);
+    }
+    // A name for `ps` only.
+    let _ = set_name(c"toolgate-init");
+    send(write, MSG_READY, 0, 0);
+    // SAFETY: the init is a process of its own and uses no descriptor from here.
+    unsafe { close_from(0) };
+    // Only so that no folder of the host stays busy; the init works anywhere.
+    let _ = rustix::process::chdir(c"/");
+    let pause = rustix::event::Timespec {
+        tv_sec: 1,
+        tv_nsec: 0,
+    };
+    loop {
+        if let Err(Errno::CHILD) = rustix::process::wait(WaitOptions::empty()) {
+            let _ = rustix::thread::nanosleep(&pause);
         }
     }
 }
@@ -469,221 +371,23 @@ pub(crate) fn prepare(
     containment: &Containment,
     cwd: Option<CString>,
 ) {
-    // SAFETY: getpid has no preconditions.
-    let parent = unsafe { libc::getpid() };
+    let parent = getpid();
     let namespace = match containment {
-        Containment::Namespace { .. } if ALIVE.load(Ordering::Acquire) => NAMESPACE.get(),
+        Containment::Namespace { .. } => state::namespace(),
         _ => None,
     };
-    match namespace {
-        Some(ns) => {
-            let user = ns.user.as_ref().map_or(-1, AsRawFd::as_raw_fd);
-            let (mnt, pid) = (ns.mnt.as_raw_fd(), ns.pid.as_raw_fd());
-            // SAFETY: the closure runs in the forked child before exec and makes only
-            // async-signal-safe calls; the descriptors live in a static for the process.
-            unsafe {
-                cmd.pre_exec(move || relay(parent, user, mnt, pid, cwd.as_deref()));
-            }
-        }
-        None => {
-            // SAFETY: as above.
-            unsafe {
-                cmd.pre_exec(move || die_with_parent(parent));
-            }
-        }
-    }
-}
-
-/// SIGKILL when the forking thread ends; refuses to run if it already has.
-fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
-    // SAFETY: prctl and getppid are async-signal-safe.
+    let joined = namespace.map(|ns| relay::Joined {
+        user: ns.user.as_ref().map(AsFd::as_fd),
+        mnt: ns.mnt.as_fd(),
+        pid: ns.pid.as_fd(),
+    });
+    // SAFETY: the closure runs in the forked child before exec and makes only
+    // async-signal-safe calls; the descriptors live in a static for the process.
     unsafe {
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-            return Err(io::Error::from_raw_os_error(errno()));
-        }
-        if libc::getppid() != parent {
-            return Err(io::Error::from_raw_os_error(libc::ESRCH));
-        }
-    }
-    Ok(())
-}
-
-/// In the forked child: join the namespace, start the supervisor inside it (which starts
-/// the command, which returns to exec), and stay behind as the relay, exiting with the
-/// command's status once the supervisor reports it. Neither start copies toolgate's
-/// memory ([`split`]).
-fn relay(parent: libc::pid_t, user: i32, mnt: i32, pid: i32, cwd: Option<&CStr>) -> io::Result<()> {
-    let last = || io::Error::from_raw_os_error(errno());
-    die_with_parent(parent)?;
-    // SAFETY: async-signal-safe calls only, in the single-threaded forked child.
-    unsafe {
-        if user >= 0 && libc::setns(user, libc::CLONE_NEWUSER) != 0 {
-            return Err(last());
-        }
-        if libc::setns(mnt, libc::CLONE_NEWNS) != 0 || libc::setns(pid, libc::CLONE_NEWPID) != 0 {
-            return Err(last());
-        }
-        // Joining a mount namespace moves the working directory to its root.
-        if let Some(cwd) = cwd
-            && libc::chdir(cwd.as_ptr()) != 0
-        {
-            return Err(last());
-        }
-        ignore_signals();
-        let mut status_pipe = [0; 2];
-        if libc::pipe2(status_pipe.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-            return Err(last());
-        }
-        let [read, write] = status_pipe;
-        // For the supervisor to outlive the relay (see `supervisor_main`); always
-        // close-on-exec. Without pidfds (before Linux 5.3) it does not wait.
-        let relay = libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0);
-        let relay = libc::c_int::try_from(relay).unwrap_or(-1);
-        // Every signal stays blocked in the relay from here (they were ignored already);
-        // the split needs it, and the supervisor sets its own mask.
-        block_all();
-        let fds = fd_bits(read) | (fd_bits(write) << 32);
-        let supervisor = split::split(split::Share::Memory, relay_wait, fds);
-        if supervisor < 0 {
-            return Err(io::Error::from_raw_os_error(
-                i32::try_from(-supervisor).unwrap_or(libc::EAGAIN),
-            ));
-        }
-        // In the supervisor (the relay went on in `relay_wait`).
-        libc::close(read);
-        // Returns in the command only.
-        supervisor::supervise(write, relay)
-    }
-}
-
-/// A descriptor as the low 32 bits of a word (`fd_from_bits` undoes it, -1 included).
-fn fd_bits(fd: libc::c_int) -> usize {
-    (fd as u32) as usize
-}
-
-/// The descriptor in the low 32 bits of `word`.
-fn fd_from_bits(word: usize) -> libc::c_int {
-    (word & 0xffff_ffff) as u32 as libc::c_int
-}
-
-/// Blocks every signal in the calling thread.
-unsafe fn block_all() {
-    // SAFETY: sigfillset and sigprocmask on a local set; async-signal-safe.
-    unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::sigprocmask(libc::SIG_SETMASK, &all, std::ptr::null_mut());
-    }
-}
-
-/// The relay after the split, on a stack of its own: closes everything but the report's
-/// pipe, waits for the report and exits with the command's status (re-raising its
-/// signal). It shares its memory with the supervisor, so raw system calls only.
-unsafe extern "C" fn relay_wait(_supervisor: libc::c_long, fds: usize) -> ! {
-    let read = fds & 0xffff_ffff;
-    let write = fds >> 32;
-    // SAFETY: raw system calls on our own descriptors.
-    unsafe {
-        sys(libc::SYS_close, write, 0, 0, 0);
-        relay_exit(read)
-    }
-}
-
-/// The relay's last part: closes everything but `read`, the report's pipe, waits for the
-/// report and exits with the command's status (re-raising its signal). Raw system calls
-/// only: the relay shares its memory with the supervisor, or with toolgate (`spawner`).
-unsafe fn relay_exit(read: usize) -> ! {
-    use libc::{SYS_close, SYS_close_range, SYS_dup3, SYS_prctl, SYS_read};
-    // SAFETY: raw system calls on our own descriptors and on buffers on this stack.
-    unsafe {
-        sys(
-            SYS_prctl,
-            libc::PR_SET_NAME as usize,
-            c"toolgate-relay".as_ptr() as usize,
-            0,
-            0,
-        );
-        // The pipe's read end is never descriptor 0 (std's stdin is open there).
-        sys(SYS_dup3, read, 0, 0, 0);
-        if sys(SYS_close_range, 1, libc::c_uint::MAX as usize, 0, 0) != 0 {
-            for fd in 1..4096 {
-                sys(SYS_close, fd, 0, 0, 0);
-            }
-        }
-        let mut bytes = [0u8; 4];
-        let mut got = 0;
-        while got < bytes.len() {
-            let n = sys(
-                SYS_read,
-                0,
-                bytes[got..].as_mut_ptr() as usize,
-                bytes.len() - got,
-                0,
-            );
-            match n {
-                n if n > 0 => got += usize::try_from(n).unwrap_or(0),
-                n if n == -libc::c_long::from(libc::EINTR) => {}
-                _ => break,
-            }
-        }
-        // No report: the supervisor was killed, and the command with it.
-        let status = if got == bytes.len() {
-            i32::from_le_bytes(bytes)
-        } else {
-            libc::SIGKILL
-        };
-        if libc::WIFEXITED(status) {
-            // _exit makes the exit_group call and nothing else.
-            libc::_exit(libc::WEXITSTATUS(status));
-        }
-        let signal = libc::WTERMSIG(status);
-        reraise(signal);
-        libc::_exit(128 + signal)
-    }
-}
-
-/// Dies of `signal` (without a core dump, the command made one if any), in raw system
-/// calls: the default action back, that signal alone unblocked (any other still pending
-/// must not reach a handler of toolgate's, whose memory the relay may share), the signal
-/// sent to ourselves.
-unsafe fn reraise(signal: i32) {
-    use libc::{SYS_getpid, SYS_kill, SYS_prlimit64, SYS_rt_sigaction, SYS_rt_sigprocmask};
-    let Ok(number) = usize::try_from(signal) else {
-        return;
-    };
-    let no_core = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // The kernel's sigaction, all zero: SIG_DFL, no flags, an empty mask (large enough
-    // for every architecture's layout).
-    let default = [0usize; 4];
-    let Some(only) = number
-        .checked_sub(1)
-        .filter(|bit| *bit < 64)
-        .map(|bit| 1u64 << bit)
-    else {
-        return;
-    };
-    // SAFETY: raw system calls on buffers on this stack.
-    unsafe {
-        sys(
-            SYS_prlimit64,
-            0,
-            libc::RLIMIT_CORE as usize,
-            &raw const no_core as usize,
-            0,
-        );
-        sys(SYS_rt_sigaction, number, default.as_ptr() as usize, 0, 8);
-        sys(
-            SYS_rt_sigprocmask,
-            libc::SIG_UNBLOCK as usize,
-            &raw const only as usize,
-            0,
-            8,
-        );
-        let me = sys(SYS_getpid, 0, 0, 0, 0);
-        sys(SYS_kill, usize::try_from(me).unwrap_or(0), number, 0, 0);
+        cmd.pre_exec(move || match joined {
+            Some(joined) => relay::relay(parent, joined, cwd.as_deref()),
+            None => die_with_parent(parent),
+        });
     }
 }
 
@@ -691,7 +395,7 @@ unsafe fn reraise(signal: i32) {
 pub(crate) fn inner_pid_of_command(leader: i32) -> Option<i32> {
     // A relay started for the spawner has no child: its supervisor is the spawner's.
     #[cfg(target_arch = "x86_64")]
-    let known = spawner::supervisor_of(leader);
+    let known = started::supervisor_of(leader);
     #[cfg(not(target_arch = "x86_64"))]
     let known = None;
     let supervisor = known.or_else(|| first_child(leader))?;
@@ -731,7 +435,7 @@ fn inner_pid(pid: i32) -> Option<i32> {
 }
 
 pub(crate) fn namespace_id() -> Option<u64> {
-    NAMESPACE.get().map(|ns| ns.id)
+    state::id()
 }
 
 /// The host pid of a process whose pid in our namespace is `inner`.

@@ -2,7 +2,7 @@
 //! `[mcp] sandbox` for mounted stdio MCP servers, in the spirit of Codex's modes. Each mode
 //! is complete for what it names; every layer is built in toolgate before the fork and
 //! entered in the child just before exec, so it holds for the process and everything it
-//! starts, and the child only makes raw system calls (no allocation after fork).
+//! starts, and the child only makes system calls (no allocation after fork: `armed`).
 //!
 //! - **Writes** (Landlock): `read-only` writes nothing but its pipes and `/dev/null`-like
 //!   devices; `workspace-write` also writes inside the roots, the temp folders and
@@ -43,9 +43,16 @@ use landlock::{
 use serde::{Deserialize, Serialize};
 
 #[cfg(target_os = "linux")]
+mod armed;
+#[cfg(target_os = "linux")]
 mod seccomp;
 #[cfg(target_os = "linux")]
 mod view;
+
+#[cfg(target_os = "linux")]
+pub(crate) use armed::Armed;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub(crate) use armed::enter_encoded;
 
 /// `[shell] sandbox` and `[mcp] sandbox`.
 #[derive(
@@ -357,7 +364,7 @@ impl Sandbox {
     fn arm(&self, cmd: &mut tokio::process::Command) -> Result<(), SandboxError> {
         let mut armed = self.armed(cmd.as_std().get_current_dir())?;
         // SAFETY: the closure runs in the forked child before exec; `Armed::enter` makes
-        // raw system calls on what was built here and allocates nothing.
+        // system calls on what was built here and allocates nothing.
         #[allow(unsafe_code)]
         unsafe {
             cmd.pre_exec(move || armed.enter());
@@ -390,17 +397,7 @@ impl Sandbox {
             }
             _ => None,
         };
-        let landlock = match ruleset {
-            None => Landlock::None,
-            // The crate keeps no descriptor when the kernel enforces none of the rules.
-            Some(created) => Option::<std::os::fd::OwnedFd>::from(created)
-                .map_or(Landlock::NotEnforced, Landlock::Ruleset),
-        };
-        Ok(Armed {
-            view,
-            landlock,
-            programs,
-        })
+        Ok(Armed::new(view, ruleset, programs))
     }
 
     fn ruleset(&self) -> Result<Option<RulesetCreated>, landlock::RulesetError> {
@@ -439,336 +436,6 @@ impl Sandbox {
             created = created.add_rules(beneath(dir, write))?;
         }
         Ok(Some(created))
-    }
-}
-
-/// A sandbox ready to enter ([`Sandbox::armed`]): the mount view, the Landlock ruleset and
-/// the seccomp programs, all built before the start.
-#[cfg(target_os = "linux")]
-#[derive(Debug)]
-pub(crate) struct Armed {
-    view: Option<view::View>,
-    landlock: Landlock,
-    programs: seccomp::Programs,
-}
-
-/// The Landlock part of an [`Armed`] sandbox.
-#[cfg(target_os = "linux")]
-#[derive(Debug)]
-enum Landlock {
-    /// Nothing for Landlock to enforce (a network-only sandbox on a kernel without it).
-    None,
-    /// The ruleset to restrict the child with.
-    Ruleset(std::os::fd::OwnedFd),
-    /// The kernel enforces none of the rules: the child must not start.
-    NotEnforced,
-}
-
-#[cfg(target_os = "linux")]
-impl Armed {
-    /// In the child, just before exec: enters the mount view, Landlock and seccomp, in
-    /// that order (both forbid mounting afterwards, which also keeps the command from
-    /// undoing the view). System calls on what `self` holds only: no allocation, nothing
-    /// freed, so it may run in a child that shares toolgate's memory until its exec.
-    pub(crate) fn enter(&mut self) -> std::io::Result<()> {
-        use std::os::fd::AsRawFd;
-        let viewed = self.view.as_mut().is_some_and(view::View::enter);
-        let landlock = match &self.landlock {
-            Landlock::None => (LANDLOCK_NONE, -1),
-            Landlock::Ruleset(fd) => (LANDLOCK_RULESET, fd.as_raw_fd()),
-            Landlock::NotEnforced => (LANDLOCK_NOT_ENFORCED, -1),
-        };
-        let [inside_view, plain, openat2] = self.programs.parts();
-        // SAFETY: our own ruleset descriptor and programs.
-        #[allow(unsafe_code)]
-        unsafe { restrict(landlock, inside_view, plain, openat2, viewed) }
-            .map_err(std::io::Error::from_raw_os_error)
-    }
-}
-
-/// Writable folders (and hidden folders, and hidden files) a sandbox entered by the
-/// namespace's spawner may have (its command keeps them on its stack); a sandbox with more
-/// starts through the relay.
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-pub(crate) const SPAWNER_VIEW_PATHS: usize = 64;
-
-// The encoding of an [`Armed`] sandbox for the namespace's spawner: little-endian u32s and
-// NUL-terminated strings.
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-const VIEW_NONE: u32 = 0;
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-const VIEW_EVERYTHING: u32 = 1;
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-const VIEW_PATHS: u32 = 2;
-#[cfg(target_os = "linux")]
-const LANDLOCK_NONE: u32 = 0;
-#[cfg(target_os = "linux")]
-const LANDLOCK_RULESET: u32 = 1;
-#[cfg(target_os = "linux")]
-const LANDLOCK_NOT_ENFORCED: u32 = 2;
-
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-impl Armed {
-    /// Whether the namespace's spawner can enter this sandbox ([`Armed::encode`]).
-    pub(crate) fn fits_the_spawner(&self) -> bool {
-        self.view.as_ref().is_none_or(|view| {
-            let (_, paths, hidden, _) = view.parts();
-            [paths, &hidden.dirs, &hidden.files]
-                .iter()
-                .all(|list| list.len() <= SPAWNER_VIEW_PATHS)
-        })
-    }
-
-    /// Appends this sandbox to `out`, a request the namespace's spawner maps at a page
-    /// boundary (programs are aligned to 8 bytes of it), for [`enter_encoded`]. Returns the
-    /// Landlock ruleset's descriptor, which the request must carry.
-    pub(crate) fn encode(&self, out: &mut Vec<u8>) -> Option<&std::os::fd::OwnedFd> {
-        let number = |out: &mut Vec<u8>, n: usize| {
-            out.extend_from_slice(&u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes());
-        };
-        let string = |out: &mut Vec<u8>, s: &CString| out.extend_from_slice(s.as_bytes_with_nul());
-        let list = |out: &mut Vec<u8>, items: &[CString]| {
-            number(out, items.len());
-            for item in items {
-                string(out, item);
-            }
-        };
-        match self.view.as_ref().map(view::View::parts) {
-            None => number(out, VIEW_NONE as usize),
-            Some((rest, paths, hidden, cwd)) => {
-                let kind = match rest {
-                    view::Rest::Writable => VIEW_EVERYTHING,
-                    view::Rest::ReadOnly => VIEW_PATHS,
-                };
-                number(out, kind as usize);
-                list(out, paths);
-                list(out, &hidden.dirs);
-                list(out, &hidden.files);
-                number(out, usize::from(cwd.is_some()));
-                if let Some(cwd) = cwd {
-                    string(out, cwd);
-                }
-            }
-        }
-        let ruleset = match &self.landlock {
-            Landlock::None => {
-                number(out, LANDLOCK_NONE as usize);
-                None
-            }
-            Landlock::Ruleset(fd) => {
-                number(out, LANDLOCK_RULESET as usize);
-                Some(fd)
-            }
-            Landlock::NotEnforced => {
-                number(out, LANDLOCK_NOT_ENFORCED as usize);
-                None
-            }
-        };
-        for program in self.programs.parts() {
-            let program = program.unwrap_or_default();
-            number(out, program.len() / 8);
-            out.resize(out.len().next_multiple_of(8), 0);
-            out.extend_from_slice(program);
-        }
-        ruleset
-    }
-}
-
-/// In a command started by the namespace's spawner, just before exec: enters the sandbox
-/// [`Armed::encode`] wrote into `bytes`, as [`Armed::enter`] does (the mount view, Landlock
-/// with the ruleset descriptor `landlock`, seccomp). Raw system calls on `bytes` and the
-/// stack only: the command shares its supervisor's memory and `errno`. The errno of the
-/// failing step.
-///
-/// # Safety
-/// `bytes` lies in the request as `encode` wrote it, mapped at a page boundary (so its
-/// programs are 8-byte aligned in memory), and outlives the call; `landlock` is the
-/// descriptor the request carried.
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-#[allow(unsafe_code)]
-pub(crate) unsafe fn enter_encoded(bytes: &[u8], landlock: libc::c_int) -> Result<(), libc::c_int> {
-    let mut read = Reader { bytes, at: 0 };
-    let rest = match read.number()? {
-        VIEW_NONE => None,
-        VIEW_EVERYTHING => Some(view::Rest::Writable),
-        VIEW_PATHS => Some(view::Rest::ReadOnly),
-        _ => return Err(libc::EINVAL),
-    };
-    let viewed = match rest {
-        None => false,
-        Some(rest) => {
-            // One list of at most SPAWNER_VIEW_PATHS pointers, on the stack.
-            let mut list = |into: &mut [*const libc::c_char; SPAWNER_VIEW_PATHS]| {
-                let count = read.number()? as usize;
-                if count > SPAWNER_VIEW_PATHS {
-                    return Err(libc::EINVAL);
-                }
-                for slot in into.iter_mut().take(count) {
-                    *slot = read.string()?;
-                }
-                Ok(count)
-            };
-            let mut paths = [std::ptr::null::<libc::c_char>(); SPAWNER_VIEW_PATHS];
-            let mut dirs = paths;
-            let mut files = paths;
-            let count = list(&mut paths)?;
-            let hidden_dirs = list(&mut dirs)?;
-            let hidden_files = list(&mut files)?;
-            let cwd = match read.number()? {
-                0 => std::ptr::null(),
-                _ => read.string()?,
-            };
-            let mut copies = [-1; SPAWNER_VIEW_PATHS];
-            let hidden = view::Hidden {
-                dirs: dirs[..hidden_dirs].iter().copied().peekable(),
-                files: files[..hidden_files].iter().copied().peekable(),
-            };
-            // SAFETY: NUL-terminated strings inside `bytes`; one slot per path.
-            unsafe {
-                view::enter_paths(
-                    paths[..count].iter().copied(),
-                    &mut copies[..count],
-                    hidden,
-                    rest,
-                    cwd,
-                )
-            }
-        }
-    };
-    let landlock = (read.number()?, landlock);
-    let inside_view = read.program()?;
-    let plain = read.program()?;
-    let openat2 = read.program()?;
-    // SAFETY: the caller's contract.
-    unsafe { restrict(landlock, inside_view, plain, openat2, viewed) }
-}
-
-/// Landlock, then seccomp: `landlock` is a kind (`LANDLOCK_*`) and the ruleset's
-/// descriptor; the program for inside the mount view is installed when `viewed`, else the
-/// plain one, then the `openat2` one. Raw system calls, nothing allocated: the child may
-/// share its parent's memory and `errno`. The errno of the failing step.
-///
-/// # Safety
-/// Each program is whole BPF instructions (8 bytes each), 4-byte aligned.
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-unsafe fn restrict(
-    landlock: (u32, libc::c_int),
-    inside_view: Option<&[u8]>,
-    plain: Option<&[u8]>,
-    openat2: Option<&[u8]>,
-    viewed: bool,
-) -> Result<(), libc::c_int> {
-    use crate::linux::split::{sys, sys5};
-    let errno = |ret: libc::c_long| i32::try_from(-ret).unwrap_or(libc::EPERM);
-    let no_new_privs = || {
-        // SAFETY: prctl with plain arguments (the unused ones must be zero).
-        match unsafe {
-            sys5(
-                libc::SYS_prctl,
-                libc::PR_SET_NO_NEW_PRIVS as usize,
-                1,
-                0,
-                0,
-                0,
-            )
-        } {
-            0 => Ok(()),
-            e => Err(errno(e)),
-        }
-    };
-    match landlock {
-        (LANDLOCK_NONE, _) => {}
-        (LANDLOCK_RULESET, fd) => {
-            no_new_privs()?;
-            // What the landlock crate's `restrict_self` does, without consuming the ruleset.
-            // SAFETY: the ruleset's descriptor.
-            let failed = unsafe {
-                sys(
-                    libc::SYS_landlock_restrict_self,
-                    usize::try_from(fd).map_err(|_| libc::EBADF)?,
-                    0,
-                    0,
-                    0,
-                )
-            };
-            if failed != 0 {
-                return Err(errno(failed));
-            }
-        }
-        // The kernel enforces none of the rules: the command must not start.
-        _ => return Err(libc::EPERM),
-    }
-    let main = match (inside_view, viewed) {
-        (Some(program), true) => Some(program),
-        _ => plain,
-    };
-    // An empty program is refused (as `seccompiler` refuses one).
-    for program in [Some(main.ok_or(libc::EPERM)?), openat2]
-        .into_iter()
-        .flatten()
-    {
-        no_new_privs()?;
-        /// `struct sock_fprog`.
-        #[repr(C)]
-        struct Fprog {
-            len: u16,
-            filter: *const u8,
-        }
-        let fprog = Fprog {
-            len: u16::try_from(program.len() / 8).map_err(|_| libc::EINVAL)?,
-            filter: program.as_ptr(),
-        };
-        // SAFETY: seccomp(SET_MODE_FILTER) copies the program the struct points at.
-        let failed = unsafe {
-            sys(
-                libc::SYS_seccomp,
-                libc::SECCOMP_SET_MODE_FILTER as usize,
-                0,
-                &raw const fprog as usize,
-                0,
-            )
-        };
-        if failed != 0 {
-            return Err(errno(failed));
-        }
-    }
-    Ok(())
-}
-
-/// Reads what [`Armed::encode`] wrote.
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-impl<'a> Reader<'a> {
-    fn number(&mut self) -> Result<u32, libc::c_int> {
-        let word = self.bytes.get(self.at..self.at + 4).ok_or(libc::EINVAL)?;
-        self.at += 4;
-        Ok(u32::from_le_bytes([word[0], word[1], word[2], word[3]]))
-    }
-
-    /// A NUL-terminated string, as a pointer into the bytes.
-    fn string(&mut self) -> Result<*const libc::c_char, libc::c_int> {
-        let rest = self.bytes.get(self.at..).ok_or(libc::EINVAL)?;
-        let len = rest.iter().position(|&b| b == 0).ok_or(libc::EINVAL)?;
-        self.at += len + 1;
-        Ok(rest.as_ptr().cast())
-    }
-
-    /// A BPF program (its instructions, 8-byte aligned), or `None` when empty.
-    fn program(&mut self) -> Result<Option<&'a [u8]>, libc::c_int> {
-        let count = self.number()? as usize;
-        // Aligned as `encode` aligned it: in memory (the request is mapped at a page).
-        let base = self.bytes.as_ptr() as usize;
-        self.at = (base + self.at).next_multiple_of(8) - base;
-        let len = count.checked_mul(8).ok_or(libc::EINVAL)?;
-        let program = self.bytes.get(self.at..self.at + len).ok_or(libc::EINVAL)?;
-        self.at += len;
-        Ok((count > 0).then_some(program))
     }
 }
 

@@ -299,3 +299,6 @@ async fn a_sandboxed_command_starts_through_the_spawner_and_is_confined() {
         "the sandbox reached the caller: {status}"
     );
 }
+
+#[path = "all/stress.rs"]
+mod stress;

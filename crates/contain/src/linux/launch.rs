@@ -8,217 +8,29 @@
 //! toolgate's memory (`CLONE_VM`) on a small stack of its own while the starting thread
 //! sleeps (`CLONE_VFORK`), makes its few system calls and calls `exec`.
 //!
-//! Everything the child needs is built before the start ([`Prepared`]); the child writes
-//! nothing but its own stack and, when a step fails, [`Prepared::error`], which the starting
-//! thread reads once it wakes. Signals stay blocked from before the start until just before
+//! Everything the child needs is built before the start ([`Exec`]); the child writes
+//! nothing but its own stack and, when a step fails, its errno, which the starting thread
+//! reads once it wakes. Signals stay blocked from before the start until just before
 //! `exec`, and the child puts every handled signal back to its default first, so none of
 //! toolgate's handlers runs in it. The rest of toolgate runs on meanwhile: the child takes
 //! no lock and allocates nothing.
 //!
-//! Used in process-group containment; inside the PID namespace the relay stays a `fork`
-//! (it outlives the start, so it cannot share toolgate's memory safely).
+//! Used in process-group containment; inside the PID namespace commands start through the
+//! namespace's spawner (`spawner`), whose supervisor starts them the same way ([`Exec`]).
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::ExitStatus;
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicI32, Ordering};
 
-use tokio::io::Interest;
-use tokio::io::unix::AsyncFd;
+use rustix::process::{PidfdFlags, getpid, pidfd_open};
 
-use super::split::{STACK_MAPPING, Share, clone_on, map_stack};
-use super::{RESETTABLE, errno};
+use super::clone::{Stack, until_exec};
+use super::exec::{Exec, Group, Signals};
+use super::started::{Started, high, pipe, reap_orphans, stop};
 use crate::sandbox::Armed;
-
-/// Whether this kernel has what [`launch`] needs (pidfds, Linux 5.3), checked once.
-pub(crate) fn available() -> bool {
-    static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| {
-        // SAFETY: getpid has no preconditions; a pidfd of ourselves is closed at once.
-        unsafe {
-            let fd = libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0);
-            if fd < 0 {
-                return false;
-            }
-            libc::close(fd as libc::c_int);
-        }
-        true
-    })
-}
-
-/// What the child needs, all of it built before the start.
-struct Prepared {
-    path: CString,
-    /// NULL-terminated pointers into `strings`.
-    argv: Vec<*const libc::c_char>,
-    envp: Vec<*const libc::c_char>,
-    cwd: CString,
-    /// The child's stdin, stdout and stderr (all 3 or higher, close-on-exec).
-    stdio: [libc::c_int; 3],
-    /// toolgate's pid: the child refuses to run if it already has another parent.
-    parent: libc::pid_t,
-    sandbox: Option<Armed>,
-    /// The errno of the step that failed, written by the child just before it exits.
-    error: libc::c_int,
-}
-
-/// A command started by [`launch`](crate::launch): the leader of its own process group (the
-/// shell itself, or inside the PID namespace the relay), a child of toolgate, waited for
-/// through a pidfd. Dropping it before its exit SIGKILLs the leader (the group is
-/// [`ProcessGroup`](crate::ProcessGroup)'s to stop) and reaps it later.
-#[derive(Debug)]
-pub struct Started {
-    pid: i32,
-    pidfd: AsyncFd<OwnedFd>,
-    status: Option<ExitStatus>,
-    /// The stack of a leader that runs in toolgate's memory until it exits (the
-    /// namespace's relay, see `spawner`): unmapped once the leader is reaped.
-    stack: Option<Stack>,
-}
-
-impl Started {
-    /// The leader's pid (the group id).
-    pub fn id(&self) -> i32 {
-        self.pid
-    }
-
-    /// Waits for the leader to exit and reaps it; cancel-safe, and the status is kept for
-    /// later calls.
-    pub async fn wait(&mut self) -> io::Result<ExitStatus> {
-        loop {
-            if let Some(status) = self.status {
-                return Ok(status);
-            }
-            let mut ready = self.pidfd.readable().await?;
-            match reap(self.pidfd.get_ref())? {
-                Some(status) => {
-                    self.status = Some(status);
-                    self.reaped();
-                }
-                None => ready.clear_ready(),
-            }
-        }
-    }
-}
-
-impl Started {
-    /// A leader started elsewhere in this module tree, waited for through `pidfd`. If it
-    /// cannot be watched, it is killed and reaped before its stack is unmapped.
-    pub(super) fn new(pid: i32, pidfd: OwnedFd, stack: Option<Stack>) -> io::Result<Self> {
-        // SAFETY: the `AsyncFd` owns the descriptor and keeps it open as long as it lives.
-        let pidfd = match unsafe { AsyncFd::register_with_interest(pidfd, Interest::READABLE) } {
-            Ok(pidfd) => pidfd,
-            Err(e) => {
-                // SAFETY: kill and reap our own child.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-                wait_blocking(pid);
-                drop(stack);
-                return Err(e.into());
-            }
-        };
-        Ok(Self {
-            pid,
-            pidfd,
-            status: None,
-            stack,
-        })
-    }
-
-    /// The leader is reaped: its stack is free and its supervisor forgotten.
-    fn reaped(&mut self) {
-        if self.stack.take().is_some() {
-            super::spawner::forget(self.pid);
-        }
-    }
-}
-
-impl Drop for Started {
-    fn drop(&mut self) {
-        if self.status.is_some() {
-            return;
-        }
-        let fd = self.pidfd.get_ref().as_raw_fd();
-        // SAFETY: pidfd_send_signal on our own pidfd.
-        unsafe {
-            libc::syscall(libc::SYS_pidfd_send_signal, fd, libc::SIGKILL, 0, 0);
-        }
-        if let Ok(Some(_)) = reap(self.pidfd.get_ref()) {
-            self.reaped();
-            return;
-        }
-        // Not gone yet: reaped by a later start (its stack stays mapped until then).
-        let Ok(pidfd) = self.pidfd.get_ref().try_clone() else {
-            // Without a descriptor to reap it by, the stack must stay mapped for good.
-            std::mem::forget(self.stack.take());
-            return;
-        };
-        if self.stack.is_some() {
-            super::spawner::forget(self.pid);
-        }
-        if let Ok(mut orphans) = ORPHANS.lock() {
-            orphans.push((pidfd, self.stack.take()));
-        } else {
-            std::mem::forget(self.stack.take());
-        }
-    }
-}
-
-/// Pidfds of children dropped before they were reaped, with the stack a relay runs on.
-static ORPHANS: Mutex<Vec<(OwnedFd, Option<Stack>)>> = Mutex::new(Vec::new());
-
-/// Reaps the children dropped before they exited (their stacks are unmapped with them).
-pub(super) fn reap_orphans() {
-    if let Ok(mut orphans) = ORPHANS.lock() {
-        orphans.retain_mut(|(fd, stack)| match reap(fd) {
-            Ok(Some(_)) => false,
-            Ok(None) => true,
-            Err(e) => {
-                // Not ours to wait for any more: its stack is unmapped only if it is gone.
-                if e.raw_os_error() != Some(libc::ECHILD) {
-                    std::mem::forget(stack.take());
-                }
-                false
-            }
-        });
-    }
-}
-
-/// Reaps the child behind `pidfd` if it has exited.
-fn reap(pidfd: &OwnedFd) -> io::Result<Option<ExitStatus>> {
-    // SAFETY: waitid on our own pidfd into a zeroed siginfo.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        loop {
-            let r = libc::waitid(
-                libc::P_PIDFD,
-                pidfd.as_raw_fd() as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG,
-            );
-            if r == 0 {
-                break;
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        }
-        if info.si_pid() == 0 {
-            return Ok(None);
-        }
-        let status = info.si_status();
-        let raw = match info.si_code {
-            libc::CLD_EXITED => (status & 0xff) << 8,
-            libc::CLD_DUMPED => (status & 0x7f) | 0x80,
-            _ => status & 0x7f,
-        };
-        Ok(Some(ExitStatus::from_raw(raw)))
-    }
-}
 
 /// Starts `program` (an absolute path) as `argv` (its first element is `$0`) in `cwd`
 /// with the environment `env`: stdin `/dev/null`, stdout and stderr pipes whose read ends
@@ -229,226 +41,96 @@ pub(crate) fn launch(
     argv: &[&OsStr],
     cwd: &Path,
     env: &[(OsString, OsString)],
-    sandbox: Option<Armed>,
+    mut sandbox: Option<Armed>,
 ) -> io::Result<(Started, OwnedFd, OwnedFd)> {
     reap_orphans();
-    let c = |s: &OsStr| {
-        CString::new(s.as_bytes()).map_err(|_| {
+    let c = |s: &[u8]| {
+        CString::new(s).map_err(|_| {
             io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "nul byte found in provided data",
             )
         })
     };
-    let args: Vec<CString> = argv.iter().map(|a| c(a)).collect::<io::Result<_>>()?;
+    let args: Vec<CString> = argv
+        .iter()
+        .map(|a| c(a.as_bytes()))
+        .collect::<io::Result<_>>()?;
     let env: Vec<CString> = env
         .iter()
-        .filter_map(|(k, v)| {
-            let mut kv = k.as_encoded_bytes().to_vec();
-            kv.push(b'=');
-            kv.extend_from_slice(v.as_encoded_bytes());
-            CString::new(kv).ok()
-        })
+        .filter_map(|(k, v)| c(&[k.as_bytes(), b"=", v.as_bytes()].concat()).ok())
         .collect();
     let pointers = |strings: &[CString]| {
         let mut p: Vec<*const libc::c_char> = strings.iter().map(|s| s.as_ptr()).collect();
         p.push(std::ptr::null());
         p
     };
+    let (argv, envp) = (pointers(&args), pointers(&env));
     let cwd = match cwd.is_absolute() {
         true => cwd.to_path_buf(),
         false => std::env::current_dir()?.join(cwd),
     };
+    let (program, cwd) = (
+        c(program.as_os_str().as_bytes())?,
+        c(cwd.as_os_str().as_bytes())?,
+    );
     let stdin = high(OwnedFd::from(
         fs_err::File::open("/dev/null")?.into_parts().0,
     ))?;
     let (out_read, out_write) = pipe()?;
     let (err_read, err_write) = pipe()?;
-    let mut prepared = Prepared {
-        path: c(program.as_os_str())?,
-        argv: pointers(&args),
-        envp: pointers(&env),
-        cwd: c(cwd.as_os_str())?,
-        stdio: [
-            stdin.as_raw_fd(),
-            out_write.as_raw_fd(),
-            err_write.as_raw_fd(),
-        ],
-        // SAFETY: getpid has no preconditions.
-        parent: unsafe { libc::getpid() },
-        sandbox,
-        error: 0,
+    let exec = Exec {
+        program: &program,
+        argv: argv.as_ptr(),
+        envp: envp.as_ptr(),
+        cwd: &cwd,
+        stdio: [stdin.as_fd(), out_write.as_fd(), err_write.as_fd()],
+        parent: getpid(),
+        signals: Signals::KeepIgnored,
+        group: Group::Own,
     };
-    let stack = Stack::new()?;
-    // SAFETY: every signal is blocked in this thread around the start (restored after);
-    // the child runs `child_main` on `stack`, touches only `prepared` and its stack, and
-    // ends in exec or _exit before this thread goes on. `prepared` outlives the start.
-    let pid = unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let pid = clone_on(
-            Share::UntilExec,
-            stack.top(),
-            child_main,
-            &raw mut prepared as usize,
+    // The errno of the step that failed, set by the child just before it exits.
+    let failed = AtomicI32::new(0);
+    let mut stack = Stack::new()?;
+    let child = || {
+        let enter = || match sandbox.as_mut() {
+            Some(sandbox) => sandbox
+                .enter()
+                .map_err(|e| e.raw_os_error().unwrap_or(libc::EPERM)),
+            None => Ok(()),
+        };
+        // SAFETY: in the child `until_exec` starts; the arrays live in this frame.
+        let errno = unsafe { exec.run(enter) };
+        failed.store(
+            if errno == 0 { libc::EIO } else { errno },
+            Ordering::Relaxed,
         );
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        pid
+        127
     };
-    drop(stack);
-    if pid < 0 {
-        return Err(io::Error::from_raw_os_error(
-            i32::try_from(-pid).unwrap_or(libc::EAGAIN),
-        ));
+    // SAFETY: the child makes system calls on what this frame holds, which outlives it
+    // (we sleep until its exec or exit), and writes nothing but `failed` and its stack.
+    let pid = unsafe { until_exec(&mut stack, child) }?;
+    let failed = failed.load(Ordering::Relaxed);
+    if failed != 0 {
+        stop(pid);
+        return Err(io::Error::from_raw_os_error(failed));
     }
-    let pid = i32::try_from(pid).map_err(|_| io::Error::other("pid out of range"))?;
-    if prepared.error != 0 {
-        wait_blocking(pid);
-        return Err(io::Error::from_raw_os_error(prepared.error));
-    }
-    drop(prepared);
-    // SAFETY: pidfd_open of our own child, not yet reaped (nobody waits for it but us).
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if pidfd < 0 {
-        let e = io::Error::last_os_error();
-        // SAFETY: kill and wait for our own child.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-        wait_blocking(pid);
-        return Err(e);
-    }
-    // SAFETY: a fresh descriptor we own.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as libc::c_int) };
+    let pidfd =
+        match rustix::process::Pid::from_raw(pid).map(|p| pidfd_open(p, PidfdFlags::empty())) {
+            Some(Ok(pidfd)) => pidfd,
+            Some(Err(e)) => {
+                stop(pid);
+                return Err(e.into());
+            }
+            None => return Err(io::Error::other("clone returned no pid")),
+        };
     Ok((Started::new(pid, pidfd, None)?, out_read, err_read))
-}
-
-/// Reaps a child known to have exited (a failed start).
-fn wait_blocking(pid: i32) {
-    let mut status = 0;
-    // SAFETY: waitpid for our own child.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 && errno() == libc::EINTR {}
-}
-
-/// The child, on its own stack: never returns.
-unsafe extern "C" fn child_main(arg: usize) -> ! {
-    // SAFETY: `arg` is the `Prepared` the sleeping parent keeps alive; nothing else uses it
-    // until the parent wakes.
-    unsafe {
-        let prepared = &mut *(arg as *mut Prepared);
-        let error = prepared.start();
-        prepared.error = if error == 0 { libc::EIO } else { error };
-        libc::_exit(127)
-    }
-}
-
-impl Prepared {
-    /// In the child: the steps `std` takes before exec, then exec. Returns only when a
-    /// step failed, with its errno.
-    unsafe fn start(&mut self) -> libc::c_int {
-        // SAFETY: system calls on what `self` holds; the caller's contract.
-        unsafe {
-            // No toolgate handler may run here; ignored signals stay ignored.
-            for sig in RESETTABLE {
-                let mut old: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
-                    && old.sa_sigaction != libc::SIG_IGN
-                    && old.sa_sigaction != libc::SIG_DFL
-                {
-                    libc::signal(sig, libc::SIG_DFL);
-                }
-            }
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-            for (target, fd) in self.stdio.iter().enumerate() {
-                if libc::dup2(*fd, target as libc::c_int) < 0 {
-                    return errno();
-                }
-            }
-            if libc::chdir(self.cwd.as_ptr()) != 0 {
-                return errno();
-            }
-            if libc::setpgid(0, 0) != 0 {
-                return errno();
-            }
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return errno();
-            }
-            if libc::getppid() != self.parent {
-                return libc::ESRCH;
-            }
-            if let Some(sandbox) = &mut self.sandbox
-                && let Err(e) = sandbox.enter()
-            {
-                return e.raw_os_error().unwrap_or(libc::EPERM);
-            }
-            let mut empty: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut empty);
-            libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-            libc::execve(self.path.as_ptr(), self.argv.as_ptr(), self.envp.as_ptr());
-            errno()
-        }
-    }
-}
-
-/// A pipe, both ends close-on-exec and at descriptor 3 or higher.
-pub(super) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 into a local array; the descriptors are ours.
-    unsafe {
-        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok((
-            high(OwnedFd::from_raw_fd(fds[0]))?,
-            high(OwnedFd::from_raw_fd(fds[1]))?,
-        ))
-    }
-}
-
-/// `fd` moved to 3 or higher: the child's `dup2` onto 0–2 must not meet its own sources.
-fn high(fd: OwnedFd) -> io::Result<OwnedFd> {
-    if fd.as_raw_fd() > 2 {
-        return Ok(fd);
-    }
-    // SAFETY: F_DUPFD_CLOEXEC of a descriptor we own; the new one is ours.
-    unsafe {
-        let new = libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3);
-        if new < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(OwnedFd::from_raw_fd(new))
-    }
-}
-
-/// The child's stack ([`map_stack`]), unmapped when dropped.
-#[derive(Debug)]
-pub(super) struct Stack(*mut libc::c_void);
-
-// SAFETY: a plain mapping; only its owner unmaps it (after the child using it is done).
-unsafe impl Send for Stack {}
-
-impl Stack {
-    pub(super) fn new() -> io::Result<Self> {
-        map_stack().map(Self).map_err(io::Error::from_raw_os_error)
-    }
-
-    /// The top of the stack (16-byte aligned: the mapping is page-aligned).
-    pub(super) fn top(&self) -> *mut u8 {
-        // SAFETY: one past the end of the mapping.
-        unsafe { self.0.cast::<u8>().add(STACK_MAPPING) }
-    }
-}
-
-impl Drop for Stack {
-    fn drop(&mut self) {
-        // SAFETY: our own mapping; the child that used it has exec'd or exited.
-        unsafe { libc::munmap(self.0, STACK_MAPPING) };
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
 
     use super::*;
 
@@ -469,7 +151,7 @@ mod tests {
     #[test]
     fn this_kernel_can_launch() {
         // CI runs on Linux 5.3 or later: without pidfds every start would fork again.
-        assert!(available());
+        assert!(super::super::started::available());
     }
 
     #[tokio::test]

@@ -1,9 +1,8 @@
 //! The per-command supervisor: nothing a command starts outlives it.
 //!
-//! Inside the namespace the relay's child is the *supervisor*, a child subreaper
-//! (`PR_SET_CHILD_SUBREAPER`) that starts the command (in its own memory until the
-//! command's `exec`, vfork-style: see `split`). When a process of the command dies,
-//! its orphans are given to the nearest subreaper among their ancestors *in the same PID
+//! Inside the namespace each command has a *supervisor* (the relay's child, or the
+//! spawner's), a child subreaper (`PR_SET_CHILD_SUBREAPER`) that starts the command. When a
+//! process of the command dies, its orphans are given to the nearest subreaper among their ancestors *in the same PID
 //! namespace*, so they come to the supervisor (toolgate's namespace init would otherwise
 //! adopt them), `setsid` and double forks included. The supervisor leaves the command's
 //! process group at once, so a signal toolgate sends to the group never reaches it.
@@ -15,256 +14,189 @@
 //! still in the group are left to toolgate, which stops them as before (SIGTERM, the grace,
 //! SIGKILL) and says how many there were. The supervisor stays until it has no child left,
 //! killing every process that leaves the group in the meantime (checked as children die
-//! and every 50 ms), then exits (after the relay, whose memory it shares, so that the
-//! relay toolgate waits for does not tear it down): when toolgate reports the command
-//! done, nothing it started is left.
+//! and every 50 ms), then exits: when toolgate reports the command done, nothing it
+//! started is left.
 //!
 //! The command's group is the relay's, outside the namespace, so from inside its id reads
 //! as 0 (`getpgid`, `/proc/PID/stat`): any other group id means the process left it.
 //!
-//! Everything here runs in a forked child of a multi-threaded process: raw system calls on
+//! Everything here runs in a forked child of a multi-threaded process: system calls on
 //! stack buffers, no allocation, no locks.
 
 use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
 
-use super::split::{Share, split};
-use super::{block_all, close_from, errno, fd_bits, fd_from_bits, name, reset_signals};
+use rustix::fs::{Mode, OFlags, RawDir, openat};
+use rustix::process::Signal;
+use rustix::process::{Pid, WaitOptions, getpid, kill_process, set_child_subreaper, wait, waitpid};
+
+use super::child::{die_with_parent, exit, keep_only, reset_signals, set_mask, signal_set};
 
 /// Pids killed in one round and then waited for; more are handled in the next round.
 const ROUND: usize = 64;
 /// How often the supervisor looks for processes that left the group after the command.
 const LOOK_AGAIN_NS: libc::c_long = 50_000_000;
 
-/// In the relay's child (inside the namespace): becomes the supervisor and starts the
+/// In the relay's child (inside the namespace): becomes the supervisor and forks the
 /// command. Returns `Ok` in the command only; the supervisor itself never returns.
-/// `status_fd` is the pipe to the relay, `relay` a pidfd of the relay (or -1).
-pub(super) fn supervise(status_fd: libc::c_int, relay: libc::c_int) -> io::Result<()> {
-    let last = || io::Error::from_raw_os_error(errno());
-    // SAFETY: async-signal-safe calls only, in the single-threaded forked child.
-    unsafe {
-        if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) != 0 {
-            return Err(last());
+/// `status` is the pipe to the relay.
+pub(super) fn supervise(status: OwnedFd) -> io::Result<()> {
+    let me = getpid();
+    set_child_subreaper(Some(me))?;
+    // SAFETY: a fork of this single-threaded child; both sides go on with async-signal-safe
+    // calls only.
+    match unsafe { libc::fork() } {
+        0 => {
+            drop(status);
+            reset_signals();
+            die_with_parent(me)
         }
-        // The split needs every signal blocked; the supervisor then keeps SIGCHLD blocked
-        // (to wait for it with a timeout) and the command gets an empty mask back.
-        block_all();
-        let me = libc::getpid();
-        // The command shares our memory until its exec, and we sleep until then: no copy
-        // of toolgate's page tables (see `split`).
-        let command = split(
-            Share::UntilExec,
-            supervisor_main,
-            fd_bits(status_fd) | (fd_bits(relay) << 32),
-        );
-        if command < 0 {
-            return Err(io::Error::from_raw_os_error(
-                i32::try_from(-command).unwrap_or(libc::EAGAIN),
-            ));
-        }
-        // In the command.
-        reset_signals();
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-            return Err(last());
-        }
-        if libc::getppid() != me {
-            return Err(io::Error::from_raw_os_error(libc::ESRCH));
-        }
-        Ok(())
+        // SAFETY: the supervisor is this process alone from here.
+        command if command > 0 => unsafe { supervisor_main(command, status) },
+        _ => Err(io::Error::last_os_error()),
     }
 }
 
-/// The supervisor once the command has called exec (or failed to), on a stack of its own:
-/// waits for the command, kills what escaped its group, reports, lingers, exits.
-pub(super) unsafe extern "C" fn supervisor_main(command: libc::c_long, fds: usize) -> ! {
-    let command = libc::pid_t::try_from(command).unwrap_or(0);
-    let status_fd = fd_from_bits(fds);
-    let relay = fd_from_bits(fds >> 32);
-    // SAFETY: async-signal-safe calls only; the command no longer runs in our memory.
-    unsafe {
-        let mut chld: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut chld);
-        libc::sigaddset(&mut chld, libc::SIGCHLD);
-        libc::sigprocmask(libc::SIG_SETMASK, &chld, std::ptr::null_mut());
-        // Out of the command's group before toolgate can signal it (spawn returns only
-        // once every copy of std's exec-error pipe is closed, ours below included).
-        libc::setpgid(0, 0);
-        name(c"toolgate-reaper");
-        // 0: the report's pipe; 1: the relay's pidfd (both are above 2, std's stdio).
-        libc::dup2(status_fd, 0);
-        if relay >= 0 {
-            libc::dup2(relay, 1);
-        }
-        close_from(if relay >= 0 { 2 } else { 1 });
-        let status = wait_command(command);
-        // Most commands leave nothing behind: no child at all means nothing to look for.
-        if has_children() {
-            while kill_escaped(true) > 0 {}
-        }
-        let bytes = status.to_le_bytes();
-        libc::write(0, bytes.as_ptr().cast(), bytes.len());
-        libc::close(0);
-        linger(&chld);
-        // The relay and we share one copy of toolgate's memory, and the last of us to
-        // exit tears it down (tenths of a millisecond). The relay exits as soon as it has
-        // the report and toolgate waits for it, so that work is ours: we exit after it.
-        if relay >= 0 {
-            let mut gone = libc::pollfd {
-                fd: 1,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            while libc::poll(&mut gone, 1, -1) < 0 && errno() == libc::EINTR {}
-        }
-        libc::_exit(0)
+/// The supervisor once the command is started: waits for the command, kills what escaped
+/// its group, reports the status on `status`, lingers until its last child is gone,
+/// exits.
+///
+/// # Safety
+/// Only in a supervisor, the single-threaded parent of `command`: it closes every
+/// descriptor but `status`, which no code of its own uses afterwards.
+pub(super) unsafe fn supervisor_main(command: libc::pid_t, status: OwnedFd) -> ! {
+    // SIGCHLD alone stays blocked: it is waited for with a timeout below. A valid set
+    // cannot be refused.
+    let chld = signal_set(Some(&[libc::SIGCHLD]));
+    let _ = set_mask(libc::SIG_SETMASK, &chld);
+    // Out of the command's group before toolgate can signal it (spawn returns only once
+    // every copy of the exec-error pipe is closed, ours below included). Should it fail,
+    // the supervisor ignores the group's catchable signals, and a SIGKILL to the group
+    // ends the command anyway.
+    let _ = rustix::process::setpgid(None, None);
+    // A name for `ps` only: nothing depends on it.
+    let _ = rustix::thread::set_name(c"toolgate-reaper");
+    // SAFETY: the caller's contract.
+    let status = unsafe { keep_only(status) };
+    let code = wait_command(command);
+    // Most commands leave nothing behind: no child at all means nothing to look for.
+    if has_children() {
+        while kill_escaped(true) > 0 {}
     }
+    // A report that cannot be written leaves the relay at the pipe's end: it then exits
+    // as if the command was killed.
+    let _ = rustix::io::write(&status, &code.to_le_bytes());
+    drop(status);
+    linger(&chld);
+    exit(0)
 }
 
 /// Waits for the command, reaping adopted orphans meanwhile; its wait status.
-unsafe fn wait_command(command: libc::pid_t) -> libc::c_int {
+fn wait_command(command: libc::pid_t) -> libc::c_int {
     loop {
-        let mut status = 0;
-        // SAFETY: waitpid with a valid status pointer.
-        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
-        if pid == command {
-            return status;
-        }
-        if pid < 0 && errno() != libc::EINTR {
+        match wait(WaitOptions::empty()) {
+            Ok(Some((pid, status))) if pid.as_raw_pid() == command => return status.as_raw(),
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
             // No child at all: the command is gone without a status.
-            return libc::SIGKILL;
+            Err(_) => return libc::SIGKILL,
         }
     }
 }
 
 /// Whether any child is left (reaping those already dead).
-unsafe fn has_children() -> bool {
+fn has_children() -> bool {
     loop {
-        let mut status = 0;
-        // SAFETY: waitpid with a valid status pointer.
-        match unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) } {
-            pid if pid > 0 => {}
-            0 => return true,
-            _ if errno() == libc::EINTR => {}
-            _ => return false,
+        match wait(WaitOptions::NOHANG) {
+            Ok(Some(_)) | Err(rustix::io::Errno::INTR) => {}
+            Ok(None) => return true,
+            Err(_) => return false,
         }
     }
 }
 
 /// Reaps children until none is left, killing those that leave the group; then returns.
-unsafe fn linger(chld: &libc::sigset_t) {
+fn linger(chld: &libc::sigset_t) {
     let pause = libc::timespec {
         tv_sec: 0,
         tv_nsec: LOOK_AGAIN_NS,
     };
     loop {
         loop {
-            let mut status = 0;
-            // SAFETY: waitpid with a valid status pointer.
-            match unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) } {
-                pid if pid > 0 => {}
-                0 => break,
-                _ if errno() == libc::EINTR => {}
-                _ => return,
+            match wait(WaitOptions::NOHANG) {
+                Ok(Some(_)) | Err(rustix::io::Errno::INTR) => {}
+                Ok(None) => break,
+                Err(_) => return,
             }
         }
-        // SAFETY: as in `kill_escaped`.
-        unsafe { kill_escaped(false) };
-        // SAFETY: a valid set and timeout; the siginfo is not wanted.
+        kill_escaped(false);
+        // Woken by a child's end or the timeout alike: either way, look again.
+        // SAFETY: a valid set and timeout on this stack; the siginfo is not wanted.
         unsafe { libc::sigtimedwait(chld, std::ptr::null_mut(), &pause) };
     }
 }
 
 /// SIGKILLs every child that left the command's group; with `wait`, also reaps the ones
 /// killed. Returns how many were killed.
-unsafe fn kill_escaped(wait: bool) -> usize {
-    let mut killed = [0 as libc::pid_t; ROUND];
+fn kill_escaped(wait: bool) -> usize {
+    let mut killed = [None::<Pid>; ROUND];
     let mut count = 0;
-    // SAFETY: getpid has no preconditions.
-    let me = unsafe { libc::getpid() };
-    // SAFETY: the scan only reads /proc into stack buffers.
-    unsafe {
-        for_each_process(|pid, parent, group| {
-            if parent == me && group != 0 {
-                libc::kill(pid, libc::SIGKILL);
-                if count < ROUND {
-                    killed[count] = pid;
-                }
-                count += 1;
+    let me = getpid().as_raw_pid();
+    for_each_process(|pid, parent, group| {
+        if parent == me
+            && group != 0
+            && let Some(pid) = Pid::from_raw(pid)
+        {
+            // Gone already if this fails: nothing left to kill.
+            let _ = kill_process(pid, Signal::KILL);
+            if count < ROUND {
+                killed[count] = Some(pid);
             }
-        });
-    }
+            count += 1;
+        }
+    });
     if wait {
-        for &pid in &killed[..count.min(ROUND)] {
-            let mut status = 0;
-            // SAFETY: waitpid on our own child with a valid status pointer.
-            while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 && errno() == libc::EINTR {}
+        for pid in killed.into_iter().flatten() {
+            while matches!(
+                waitpid(Some(pid), WaitOptions::empty()),
+                Err(rustix::io::Errno::INTR)
+            ) {}
         }
     }
     count
 }
 
 /// Calls `f(pid, parent, group)` for every process this namespace's `/proc` lists.
-unsafe fn for_each_process(mut f: impl FnMut(libc::pid_t, libc::pid_t, libc::pid_t)) {
-    // SAFETY: a NUL-terminated path; the descriptor is closed below.
-    let dir = unsafe {
-        libc::open(
-            c"/proc".as_ptr(),
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if dir < 0 {
+fn for_each_process(mut f: impl FnMut(libc::pid_t, libc::pid_t, libc::pid_t)) {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let Ok(dir) = rustix::fs::open(c"/proc", flags, Mode::empty()) else {
         return;
-    }
-    let mut buf = [0u8; 4096];
-    loop {
-        // SAFETY: buf is writable for its length.
-        let n = unsafe { libc::syscall(libc::SYS_getdents64, dir, buf.as_mut_ptr(), buf.len()) };
-        if n <= 0 {
-            break;
-        }
-        let mut at = 0usize;
-        while at + 19 < n as usize {
-            // struct linux_dirent64: u64 ino, i64 off, u16 reclen, u8 type, name.
-            let reclen = usize::from(u16::from_ne_bytes([buf[at + 16], buf[at + 17]]));
-            if reclen == 0 {
-                break;
-            }
-            let name = &buf[at + 19..(at + reclen).min(n as usize)];
-            let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-            if let Some(pid) = number(name)
-                // SAFETY: see `parent_and_group`.
-                && let Some((parent, group)) = unsafe { parent_and_group(dir, name) }
-            {
-                f(pid, parent, group);
-            }
-            at += reclen;
+    };
+    let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
+    let mut entries = RawDir::new(dir.as_fd(), &mut buf);
+    while let Some(Ok(entry)) = entries.next() {
+        let name = entry.file_name();
+        if let Some(pid) = number(name.to_bytes())
+            && let Some((parent, group)) = parent_and_group(&dir, name)
+        {
+            f(pid, parent, group);
         }
     }
-    // SAFETY: our own descriptor.
-    unsafe { libc::close(dir) };
 }
 
 /// Parent and process group of `/proc/NAME/stat`, opened beneath `dir`.
-unsafe fn parent_and_group(dir: libc::c_int, name: &[u8]) -> Option<(libc::pid_t, libc::pid_t)> {
+fn parent_and_group(dir: &OwnedFd, name: &std::ffi::CStr) -> Option<(libc::pid_t, libc::pid_t)> {
     let mut path = [0u8; 32];
+    let name = name.to_bytes();
     let suffix = b"/stat\0";
-    if name.len() + suffix.len() > path.len() {
-        return None;
-    }
-    path[..name.len()].copy_from_slice(name);
-    path[name.len()..name.len() + suffix.len()].copy_from_slice(suffix);
-    // SAFETY: path is NUL-terminated; the descriptor is closed below.
-    let fd = unsafe { libc::openat(dir, path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return None;
-    }
+    let end = name.len() + suffix.len();
+    path.get_mut(..name.len())?.copy_from_slice(name);
+    path.get_mut(name.len()..end)?.copy_from_slice(suffix);
+    let path = std::ffi::CStr::from_bytes_with_nul(&path[..end]).ok()?;
+    let fd = openat(dir, path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
     let mut stat = [0u8; 512];
-    // SAFETY: stat is writable for its length; our own descriptor.
-    let n = unsafe {
-        let n = libc::read(fd, stat.as_mut_ptr().cast(), stat.len());
-        libc::close(fd);
-        n
-    };
-    let stat = &stat[..usize::try_from(n).ok()?];
+    let n = rustix::io::read(&fd, &mut stat).ok()?;
+    let stat = &stat[..n];
     // The name in parentheses may hold anything; only numbers follow the last `)`.
     let close = stat.iter().rposition(|&b| b == b')')?;
     let mut fields = stat[close + 1..]
@@ -309,22 +241,14 @@ mod tests {
     #[test]
     fn this_process_is_found_with_its_parent_and_group() {
         let me = std::process::id() as libc::pid_t;
-        // SAFETY: reads /proc only.
-        let (parent, group) = unsafe { getppid_and_group() };
+        let parent = rustix::process::getppid().map(Pid::as_raw_pid);
+        let group = rustix::process::getpgrp().as_raw_pid();
         let mut found = None;
-        // SAFETY: as above.
-        unsafe {
-            for_each_process(|pid, p, g| {
-                if pid == me {
-                    found = Some((p, g));
-                }
-            });
-        }
-        assert_eq!(found, Some((parent, group)));
-    }
-
-    unsafe fn getppid_and_group() -> (libc::pid_t, libc::pid_t) {
-        // SAFETY: no preconditions.
-        unsafe { (libc::getppid(), libc::getpgrp()) }
+        for_each_process(|pid, p, g| {
+            if pid == me {
+                found = Some((p, g));
+            }
+        });
+        assert_eq!(found, Some((parent.unwrap_or(0), group)));
     }
 }

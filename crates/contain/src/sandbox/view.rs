@@ -9,19 +9,21 @@
 //! each hidden file `/dev/null`, so the command reads nothing there (`read-only` builds the
 //! view for this alone). Landlock cannot do it: a rule for `/` grants everything beneath.
 //!
-//! Runs in the forked child before Landlock and seccomp (both forbid mounting afterwards,
-//! which also keeps the command from undoing the view): raw system calls only, on buffers
-//! built before the fork.
+//! Runs in the child before Landlock and seccomp (both forbid mounting afterwards, which
+//! also keeps the command from undoing the view): system calls only, on buffers built
+//! before the start.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
+use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
 use std::path::PathBuf;
 
-use crate::linux::split::{sys, sys5};
+use rustix::fs::CWD;
+use rustix::io::Errno;
+use rustix::mount::{
+    MountFlags, MountPropagationFlags, MoveMountFlags, OpenTreeFlags, mount, mount_bind,
+    mount_change, move_mount, open_tree,
+};
 
-/// `open_tree`'s copy of a mount tree (not attached anywhere).
-const OPEN_TREE_CLONE: libc::c_uint = 1;
-/// `move_mount`'s source is the descriptor itself.
-const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 4;
 /// `mount_setattr`'s read-only attribute.
 const MOUNT_ATTR_RDONLY: u64 = 1;
 
@@ -112,27 +114,22 @@ impl View {
         }
     }
 
-    /// In the forked child: enters the view. False when it could not be made (no mount
+    /// In the child: enters the view. False when it could not be made (no mount
     /// namespace here, an old kernel): then metadata changes must be refused everywhere.
     pub(super) fn enter(&mut self) -> bool {
-        let cwd = self.cwd.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
         let rest = self.rest();
         let hidden = Hidden {
-            dirs: self.hidden.dirs.iter().map(pointer).peekable(),
-            files: self.hidden.files.iter().map(pointer).peekable(),
+            dirs: self.hidden.dirs.iter().map(CString::as_c_str).peekable(),
+            files: self.hidden.files.iter().map(CString::as_c_str).peekable(),
         };
-        // SAFETY: NUL-terminated strings that live in `self`; one slot per path. Iterators
-        // over them, so nothing is allocated in the child.
-        #[allow(unsafe_code)]
-        unsafe {
-            enter_paths(
-                self.paths.iter().map(|p| p.as_ptr()),
-                &mut self.copies,
-                hidden,
-                rest,
-                cwd,
-            )
-        }
+        // Iterators over what `self` holds, so nothing is allocated in the child.
+        enter_paths(
+            self.paths.iter().map(CString::as_c_str),
+            &mut self.copies,
+            hidden,
+            rest,
+            self.cwd.as_deref(),
+        )
     }
 
     fn rest(&self) -> Rest {
@@ -150,31 +147,18 @@ impl View {
     }
 }
 
-fn pointer(c: &CString) -> *const libc::c_char {
-    c.as_ptr()
-}
-
 /// Makes the view: a private mount namespace, everything read-only but the `paths` (when
 /// `rest` is [`Rest::ReadOnly`]), the `hidden` folders and files under empty mounts, then
-/// `cwd` (may be null) entered again. `copies` holds one slot per path. Raw system calls
-/// only ([`sys`]): this also runs in a command that shares its supervisor's memory and
-/// `errno`, and nothing is allocated. False when the view could not be made.
-///
-/// # Safety
-/// Every pointer is a NUL-terminated string that outlives the call; `copies` is at least
-/// as long as `paths`.
-#[allow(unsafe_code)]
-pub(crate) unsafe fn enter_paths<H: Iterator<Item = *const libc::c_char>>(
-    paths: impl Iterator<Item = *const libc::c_char> + Clone,
+/// `cwd` entered again. `copies` holds one slot per path (each -1 after the call). Only
+/// system calls, nothing allocated: this runs in a child just before its exec. False when
+/// the view could not be made.
+pub(crate) fn enter_paths<'a, H: Iterator<Item = &'a CStr>>(
+    paths: impl Iterator<Item = &'a CStr> + Clone,
     copies: &mut [libc::c_int],
     hidden: Hidden<std::iter::Peekable<H>>,
     rest: Rest,
-    cwd: *const libc::c_char,
+    cwd: Option<&CStr>,
 ) -> bool {
-    use libc::{
-        SYS_chdir, SYS_close, SYS_mount, SYS_mount_setattr, SYS_move_mount, SYS_open_tree,
-        SYS_unshare,
-    };
     let Hidden {
         dirs: mut hidden_dirs,
         files: mut hidden_files,
@@ -182,104 +166,92 @@ pub(crate) unsafe fn enter_paths<H: Iterator<Item = *const libc::c_char>>(
     if rest == Rest::Writable && hidden_dirs.peek().is_none() && hidden_files.peek().is_none() {
         return true;
     }
-    // SAFETY: the caller's contract; the descriptors are closed before return.
-    unsafe {
-        if sys(SYS_unshare, libc::CLONE_NEWNS as usize, 0, 0, 0) != 0 {
-            return false;
-        }
-        // Nothing done here may reach the namespace it came from (mount's fifth argument,
-        // the data, is null).
-        if sys5(
-            SYS_mount,
-            0,
-            c"/".as_ptr() as usize,
-            0,
-            (libc::MS_REC | libc::MS_PRIVATE) as usize,
-            0,
-        ) != 0
-        {
-            return false;
-        }
-        let mut ok = true;
-        if rest == Rest::ReadOnly {
-            for (path, copy) in paths.clone().zip(copies.iter_mut()) {
-                let fd = sys(
-                    SYS_open_tree,
-                    libc::AT_FDCWD as usize,
-                    path as usize,
-                    (OPEN_TREE_CLONE
-                        | libc::O_CLOEXEC as libc::c_uint
-                        | libc::AT_RECURSIVE as libc::c_uint) as usize,
-                    0,
-                );
-                match fd {
-                    fd if fd >= 0 => *copy = fd as libc::c_int,
-                    // Gone since the sandbox was built: simply not writable.
-                    e if e == -libc::c_long::from(libc::ENOENT) => *copy = -1,
-                    _ => {
-                        *copy = -1;
-                        ok = false;
-                        break;
-                    }
-                }
-            }
-            let attr = MountAttr {
-                attr_set: MOUNT_ATTR_RDONLY,
-                attr_clr: 0,
-                propagation: 0,
-                userns_fd: 0,
-            };
-            ok = ok
-                && sys5(
-                    SYS_mount_setattr,
-                    libc::AT_FDCWD as usize,
-                    c"/".as_ptr() as usize,
-                    libc::AT_RECURSIVE as usize,
-                    &raw const attr as usize,
-                    std::mem::size_of::<MountAttr>(),
-                ) == 0;
-            for (path, copy) in paths.zip(copies.iter_mut()) {
-                if *copy < 0 {
-                    continue;
-                }
-                ok = ok
-                    && sys5(
-                        SYS_move_mount,
-                        *copy as usize,
-                        c"".as_ptr() as usize,
-                        libc::AT_FDCWD as usize,
-                        path as usize,
-                        MOVE_MOUNT_F_EMPTY_PATH as usize,
-                    ) == 0;
-                sys(SYS_close, *copy as usize, 0, 0, 0);
-                *copy = -1;
-            }
-        }
-        // Last, so a hidden folder inside a writable one stays hidden. A path gone since
-        // the sandbox was built has nothing left to hide.
-        let done = |ret: libc::c_long| ret == 0 || ret == -libc::c_long::from(libc::ENOENT);
-        let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-        for dir in hidden_dirs {
-            let tmpfs = c"tmpfs".as_ptr() as usize;
-            ok = ok
-                && done(sys5(
-                    SYS_mount,
-                    tmpfs,
-                    dir as usize,
-                    tmpfs,
-                    flags as usize,
-                    0,
-                ));
-        }
-        for file in hidden_files {
-            let null = c"/dev/null".as_ptr() as usize;
-            let bind = libc::MS_BIND as usize;
-            ok = ok && done(sys5(SYS_mount, null, file as usize, 0, bind, 0));
-        }
-        // The working directory still names the mount under the new ones.
-        if ok && !cwd.is_null() {
-            ok = sys(SYS_chdir, cwd as usize, 0, 0, 0) == 0;
-        }
-        ok
+    // SAFETY: a new mount namespace only: no descriptor table or file system information
+    // is unshared, so nothing of ours goes stale.
+    if unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNS) }.is_err() {
+        return false;
     }
+    // Nothing done here may reach the namespace it came from.
+    let private = MountPropagationFlags::PRIVATE | MountPropagationFlags::REC;
+    if mount_change(c"/", private).is_err() {
+        return false;
+    }
+    let mut ok = true;
+    if rest == Rest::ReadOnly {
+        ok = copy_trees(paths.clone(), copies) && read_only_root();
+        // The copies go back on top (or are closed, when something failed).
+        ok = put_back(paths, copies, ok);
+    }
+    // Last, so a hidden folder inside a writable one stays hidden. A path gone since the
+    // sandbox was built has nothing left to hide.
+    let done = |r: rustix::io::Result<()>| matches!(r, Ok(()) | Err(Errno::NOENT));
+    let flags = MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+    for dir in hidden_dirs {
+        ok = ok && done(mount(c"tmpfs", dir, c"tmpfs", flags, None));
+    }
+    for file in hidden_files {
+        ok = ok && done(mount_bind(c"/dev/null", file));
+    }
+    // The working directory still names the mount under the new ones.
+    if ok && let Some(cwd) = cwd {
+        ok = rustix::process::chdir(cwd).is_ok();
+    }
+    ok
+}
+
+/// A detached copy of each of `paths`' mount trees, into `copies` (-1 for a path gone
+/// since the sandbox was built: simply not writable). False when one cannot be made.
+fn copy_trees<'a>(paths: impl Iterator<Item = &'a CStr>, copies: &mut [libc::c_int]) -> bool {
+    let flags = OpenTreeFlags::OPEN_TREE_CLONE
+        | OpenTreeFlags::OPEN_TREE_CLOEXEC
+        | OpenTreeFlags::AT_RECURSIVE;
+    for (path, copy) in paths.zip(copies.iter_mut()) {
+        match open_tree(CWD, path, flags) {
+            Ok(fd) => *copy = fd.into_raw_fd(),
+            Err(Errno::NOENT) => *copy = -1,
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// Every mount read-only, recursively (`mount_setattr`, Linux 5.12; not in rustix).
+fn read_only_root() -> bool {
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: a NUL-terminated path and an attribute struct of the size given, on this
+    // stack; the call changes mounts only.
+    let set = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c"/".as_ptr(),
+            libc::AT_RECURSIVE,
+            &raw const attr,
+            size_of::<MountAttr>(),
+        )
+    };
+    set == 0
+}
+
+/// Moves each copy back on top of its path when `ok`, closes every copy either way and
+/// leaves its slot -1. Whether all went back.
+fn put_back<'a>(
+    paths: impl Iterator<Item = &'a CStr>,
+    copies: &mut [libc::c_int],
+    mut ok: bool,
+) -> bool {
+    for (path, copy) in paths.zip(copies.iter_mut()) {
+        if *copy < 0 {
+            continue;
+        }
+        // SAFETY: a descriptor `copy_trees` opened, owned here alone (its slot is cleared).
+        let fd = unsafe { OwnedFd::from_raw_fd(std::mem::replace(copy, -1)) };
+        ok = ok && move_mount(&fd, c"", CWD, path, MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH).is_ok();
+    }
+    ok
 }
