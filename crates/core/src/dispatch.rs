@@ -20,9 +20,8 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::approver::ApprovalRequest;
-use crate::audit::{AskAnswer, AuditDecision, AuditOutcome, AuditRecord, AuditSink, ResultSize};
+use crate::audit::{AskAnswer, AuditDecision, AuditOutcome, AuditSink};
 use crate::context::CallContext;
-use crate::output::SpillKind;
 use crate::output::ToolOutput;
 use crate::permission::{Decision, Policy};
 use crate::profile::ClientLimits;
@@ -30,9 +29,14 @@ use crate::rate_limit::{RateLimits, caller_of, refusal};
 use crate::registry::{Registry, Scope, Snapshot};
 use crate::result_budget::{ResultBudget, TurnResult};
 use crate::schedule::{AwayLink, Ends, Holding, ResourceLocks, Ticket, Turn};
-use crate::session::{Approval, Session};
-use crate::spec::{Concurrency, DisclosureHint, ToolMeta};
-use crate::tool::{DynTool, ToolError, json_kind};
+use crate::session::Approval;
+use crate::spec::{Concurrency, ToolMeta};
+use crate::tool::{DynTool, ToolError};
+use audit::{BeforeBudget, Known, Ran, Unanswered};
+use entrance::{Prepared, is_proxy, prepare, unwrap_proxy};
+
+mod audit;
+mod entrance;
 
 /// Time limits applied by the dispatcher.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -251,29 +255,6 @@ impl Dispatcher {
         unanswered.answered = true;
         self.report(&session, called, tool, &ran, started.elapsed(), before);
         ran.output
-    }
-
-    /// Tells the audit sink, if there is one, how a call went.
-    fn report(
-        &self,
-        session: &Session,
-        called: &str,
-        tool: Option<&str>,
-        ran: &Ran,
-        duration: Duration,
-        before: BeforeBudget,
-    ) {
-        let Some(sink) = &self.audit else { return };
-        sink.record(&AuditRecord {
-            session,
-            called,
-            tool,
-            args: ran.args.as_ref(),
-            decision: &ran.decision,
-            outcome: ran.outcome,
-            duration,
-            result: before.compared_with(&ran.output),
-        });
     }
 
     fn apply_budget(
@@ -651,190 +632,12 @@ impl Dispatcher {
     }
 }
 
-/// A call as the dispatcher runs it: the proxy unwrapped, the tool found, the arguments
-/// parsed and checked to be an object.
-struct Prepared {
-    /// The tool's name (the target's, for a call through `run_tool`).
-    name: String,
-    tool: Arc<dyn DynTool>,
-    args: Value,
-}
-
-/// A call's result with what the audit reports of it.
-struct Ran {
-    output: ToolOutput,
-    decision: AuditDecision,
-    outcome: AuditOutcome,
-    /// The parsed arguments, kept only for an audit sink.
-    args: Option<Value>,
-}
-
-impl Ran {
-    /// A call refused at the entrance (unknown tool, unreadable arguments).
-    fn refused(output: ToolOutput) -> Self {
-        Self {
-            output,
-            decision: AuditDecision::Unchecked,
-            outcome: AuditOutcome::Refused,
-            args: None,
-        }
-    }
-}
-
-/// What is settled of a running call: its tool, arguments and decision.
-type Known = Mutex<Option<(String, Option<Value>, AuditDecision)>>;
-
-/// A single call on its way: dropped unanswered (the server stopping, a transport gone, a
-/// caller that gave up without cancelling), it is still reported, as cancelled.
-struct Unanswered<'a> {
-    dispatcher: &'a Dispatcher,
-    session: Arc<Session>,
-    called: &'a str,
-    started: tokio::time::Instant,
-    known: Known,
-    answered: bool,
-}
-
-impl Drop for Unanswered<'_> {
-    fn drop(&mut self) {
-        if self.answered || self.dispatcher.audit.is_none() {
-            return;
-        }
-        let known = self
-            .known
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        let (tool, args, decision) = match known {
-            Some((tool, args, decision)) => (Some(tool), args, decision),
-            None => (None, None, AuditDecision::Unchecked),
-        };
-        let ran = Ran {
-            output: ToolOutput::default(),
-            decision,
-            outcome: AuditOutcome::Cancelled,
-            args,
-        };
-        let before = BeforeBudget::of(&ran.output);
-        self.dispatcher.report(
-            &self.session,
-            self.called,
-            tool.as_deref(),
-            &ran,
-            self.started.elapsed(),
-            before,
-        );
-    }
-}
-
-/// A result's size and spill files before the budget, to tell what the budget did.
-#[derive(Clone, Copy)]
-struct BeforeBudget {
-    bytes: usize,
-    spills: usize,
-}
-
-impl BeforeBudget {
-    fn of(output: &ToolOutput) -> Self {
-        Self {
-            bytes: output.text.len(),
-            spills: output.spills.len(),
-        }
-    }
-
-    /// The final result's size, and the size before when the budget changed it.
-    fn compared_with(self, output: &ToolOutput) -> ResultSize {
-        let spilled = output
-            .spills
-            .iter()
-            .skip(self.spills)
-            .any(|s| s.kind == SpillKind::Spilled && s.stream.is_none());
-        let changed = spilled || output.text.len() != self.bytes;
-        ResultSize {
-            bytes: output.text.len() as u64,
-            bytes_before_budget: changed.then_some(self.bytes as u64),
-            spilled,
-        }
-    }
-}
-
 /// How a call was let through.
 enum Authorized {
     /// By the policy: its time counts from its arrival.
     AsArrived,
     /// By the user, at this moment: its time counts from the answer.
     ByUserAt(tokio::time::Instant),
-}
-
-/// The arguments stage, at the entrance: a proxy's call becomes its target's, the tool is
-/// looked up, and the arguments are parsed once.
-fn prepare(name: &str, args: RawArgs, snapshot: &Snapshot) -> Result<Prepared, Box<ToolOutput>> {
-    let (name, args) = unwrap_proxy(name, args, snapshot)?;
-    let Some(tool) = snapshot.get(&name).cloned() else {
-        return Err(Box::new(unknown_tool(&name, snapshot)));
-    };
-    let args = parse_args(
-        &name,
-        args,
-        "one JSON object, e.g. {\"path\": \"README.md\"}",
-    )?;
-    if !(args.is_object() || args.is_null()) {
-        return Err(Box::new(ToolOutput::error(format!(
-            "error: the arguments for `{name}` must be a JSON object, got {}; resend them as {{\"field\": value, …}}",
-            json_kind(&args)
-        ))));
-    }
-    Ok(Prepared { name, tool, args })
-}
-
-/// Arguments as JSON: parsed when they came as text (nothing at all is `{}`); a parse error
-/// tells the model to resend them as `shape`.
-fn parse_args(name: &str, args: RawArgs, shape: &str) -> Result<Value, Box<ToolOutput>> {
-    match args {
-        RawArgs::Json(value) => Ok(value),
-        RawArgs::Text(text) if text.trim().is_empty() => Ok(Value::Object(Default::default())),
-        RawArgs::Text(text) => serde_json::from_str(&text).map_err(|e| {
-            Box::new(ToolOutput::error(format!(
-                "error: the arguments for `{name}` are not valid JSON ({e}); resend them as {shape}"
-            )))
-        }),
-    }
-}
-
-/// A call of a proxy (`run_tool`) as a call of its target; other calls pass through. The
-/// target is then dispatched like any call: its permissions, timeout, concurrency class and
-/// budget apply, never the proxy's.
-fn unwrap_proxy(
-    name: &str,
-    args: RawArgs,
-    snapshot: &Snapshot,
-) -> Result<(String, RawArgs), Box<ToolOutput>> {
-    let Some(proxy) = snapshot.get(name).filter(|t| is_proxy(t.as_ref())) else {
-        return Ok((name.to_owned(), args));
-    };
-    let value = parse_args(name, args, "{\"name\": \"<tool>\", \"input\": {…}}")?;
-    match proxy.forward(&value) {
-        None => Ok((name.to_owned(), RawArgs::Json(value))),
-        Some(Err(err)) => Err(Box::new(ToolOutput::error(format!(
-            "error: invalid arguments for `{name}`: {err}; send {{\"name\": \"<exact tool name>\", \"input\": {{…}}}}"
-        )))),
-        Some(Ok(fwd)) => {
-            if snapshot
-                .get(&fwd.name)
-                .is_some_and(|t| is_proxy(t.as_ref()))
-            {
-                return Err(Box::new(ToolOutput::error(format!(
-                    "error: `{name}` cannot call `{}`; call the target tool through `{name}` directly",
-                    fwd.name
-                ))));
-            }
-            Ok((fwd.name, RawArgs::Json(fwd.input)))
-        }
-    }
-}
-
-fn is_proxy(tool: &dyn DynTool) -> bool {
-    tool.meta().proxy
 }
 
 /// How long a cancelled or timed-out tool may take to notice and clean up.
@@ -906,48 +709,6 @@ fn explain_outcome(
         )),
         Ok(Ok(output)) => output,
     }
-}
-
-fn unknown_tool(name: &str, snapshot: &Snapshot) -> ToolOutput {
-    // A tool of a server that is not trusted, disabled or failed: say that, and what to do.
-    if let Some(absence) = snapshot.absence_of(name) {
-        return ToolOutput::error(format!(
-            "error: `{name}` is not available: {}",
-            absence.reason
-        ));
-    }
-    let mut scored: Vec<(f64, &str)> = snapshot
-        .tools
-        .iter()
-        .filter_map(|(k, tool)| {
-            let score = strsim::jaro_winkler(&name.to_lowercase(), &k.to_lowercase());
-            // The disclosure entry points end in `_tool` like many misspellings do
-            // (`no_such_tool`): suggest them only for a near miss of their own name.
-            let entry_point = tool.meta().disclosure == DisclosureHint::EntryPoint;
-            (score > if entry_point { 0.9 } else { 0.7 }).then_some((score, k.as_str()))
-        })
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
-    let suggestions: Vec<String> = scored
-        .iter()
-        .take(3)
-        .map(|(_, k)| format!("`{k}`"))
-        .collect();
-    let hint = if suggestions.is_empty() {
-        // Not the disclosure entry points: a client lists them only while disclosure is
-        // on, and then the model has them already.
-        let all: Vec<String> = snapshot
-            .tools
-            .iter()
-            .filter(|(_, t)| t.meta().disclosure != DisclosureHint::EntryPoint)
-            .take(20)
-            .map(|(k, _)| format!("`{k}`"))
-            .collect();
-        format!("available tools: {}", all.join(", "))
-    } else {
-        format!("did you mean {}?", suggestions.join(", "))
-    };
-    ToolOutput::error(format!("error: unknown tool `{name}`; {hint}"))
 }
 
 fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {

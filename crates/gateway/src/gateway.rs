@@ -8,7 +8,7 @@ use toolgate_core::{Decision, DynTool, Registry, RegistryError};
 
 use crate::auth::{LoginHandler, TokenStore};
 use crate::catalog::CatalogCache;
-use crate::config::{CredentialStoreMode, Prefix, ServerSpec, Transport};
+use crate::config::{CredentialStoreMode, Prefix, ServerSpec};
 use crate::import::{Discovered, ImportProblem};
 use crate::limits::GatewayLimits;
 use crate::mount::{Host, Mount, MountProvider, Phase};
@@ -25,6 +25,9 @@ pub use resources::{ResourceCollision, describe_collisions};
 pub use sizing::{MAX_BLOB_CHARS, SaveBlob, fit_prompt, fit_resource_contents, save_large_blobs};
 mod forward;
 pub use forward::Followed;
+mod prompts;
+mod status;
+pub use status::{ServerState, ServerStatus, describe_transport};
 mod reconcile;
 pub use reconcile::Reconciled;
 
@@ -44,63 +47,6 @@ fn cut(text: &str, max: usize) -> String {
     }
     let kept: String = text.chars().take(max).collect();
     format!("{kept}\n[… {} more characters cut]", total - max)
-}
-
-/// What `toolgate mcp list` shows about one server.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ServerStatus {
-    /// Config name.
-    pub name: String,
-    /// Where it was configured.
-    pub source: String,
-    /// `stdio: npx -y …` or `http: https://…`.
-    pub transport: String,
-    /// Where it is in its lifecycle.
-    pub state: ServerState,
-    /// Tools mounted from it.
-    pub tools: usize,
-    /// How long the last successful start took.
-    pub startup: Option<Duration>,
-    /// How long a start may take before the server is stopped and marked failed.
-    pub startup_timeout: Duration,
-    /// Tools left out and why (caps, malformed definitions).
-    pub notes: Vec<String>,
-    /// For a server defined by a project file: the project files its launch runs, which
-    /// its trust fingerprint covers (display names, relative to the project).
-    pub files: Vec<String>,
-    /// For a remote server: its OAuth login, as kept in the token store (`None` for a
-    /// stdio server, or when the store cannot be read).
-    pub auth: Option<crate::auth::AuthStatus>,
-}
-
-/// A server's lifecycle state, for display.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ServerState {
-    /// `enabled = false`.
-    Disabled,
-    /// Configured but not started (a command that did not need it).
-    NotStarted,
-    /// Starting now.
-    Starting,
-    /// Serving its tools.
-    Ready,
-    /// Not serving; the reason says why and what to do.
-    Failed(String),
-    /// A `prefix = "never"` server whose tool or prompt names clash with names toolgate
-    /// already has: stopped, offering nothing. The reason names each clash and the fix.
-    NameClash(String),
-    /// A remote server that needs a human to run `toolgate mcp login NAME`; the reason
-    /// says what happened. It starts by itself after the login.
-    NeedsLogin(String),
-    /// Defined by a project file and not trusted, or changed since it was trusted (its
-    /// command, or a file it runs): not started.
-    Untrusted {
-        /// What is not trusted: "`server.sh` changed since it was trusted", ….
-        reason: String,
-        /// The command that trusts it.
-        command: String,
-    },
 }
 
 struct Inner {
@@ -240,35 +186,6 @@ impl Inner {
             *current = published;
         }
         changed
-    }
-
-    /// The server of the prompt listed as `name`, and the prompt under its own name.
-    fn prompt_owner(&self, name: &str) -> Option<(Arc<Mount>, rmcp::model::Prompt)> {
-        self.mounts().iter().find_map(|mount| {
-            self.prompt_names(mount)
-                .into_iter()
-                .find(|(listed, _)| listed == name)
-                .map(|(_, prompt)| (Arc::clone(mount), prompt))
-        })
-    }
-
-    /// The names a client sees for `mount`'s prompts, with each prompt's own name; none for
-    /// a server that is not mounted.
-    fn prompt_names(&self, mount: &Mount) -> Vec<(String, rmcp::model::Prompt)> {
-        if mount.clash().is_some() {
-            return Vec::new();
-        }
-        mount
-            .prompts()
-            .iter()
-            .map(|p| {
-                let name = match mount.spec.prefix {
-                    Prefix::Always => format!("{}{}", server_prefix(&mount.spec.name), p.name),
-                    Prefix::Never => p.name.clone(),
-                };
-                (name, p.clone())
-            })
-            .collect()
     }
 }
 
@@ -683,173 +600,6 @@ impl Gateway {
         format!("## Mounted MCP servers\nWhat each server says about its own tools.{out}")
     }
 
-    /// Every mounted server's prompts, named like its tools (`mcp__<server>__<prompt>`, or
-    /// the prompt's own name for a `prefix = "never"` server), in config order; a server
-    /// that is not ready, or not mounted because its names clash, has none.
-    ///
-    /// A prompt a permission rule denies (by its name, `mcp__<server>__*`, or the action
-    /// `mcp.prompt`) is left out.
-    pub fn prompts(&self) -> Vec<rmcp::model::Prompt> {
-        self.prompts_for(None)
-    }
-
-    /// [`Gateway::prompts`] as `caller` may get them (rules with a condition on the
-    /// caller).
-    pub fn prompts_for(
-        &self,
-        caller: Option<&toolgate_core::Identity>,
-    ) -> Vec<rmcp::model::Prompt> {
-        let mut out = Vec::new();
-        for mount in self.inner.mounts().iter() {
-            for (name, mut prompt) in self.inner.prompt_names(mount) {
-                if self.inner.prompt_verdict(&name, caller).decision == Decision::Deny {
-                    continue;
-                }
-                prompt.name = name;
-                out.push(prompt);
-            }
-        }
-        out
-    }
-
-    /// Prompt `name` (as [`Gateway::prompts`] lists it) from its server, filled in with
-    /// `arguments`. `Err` says what went wrong, for the client.
-    ///
-    /// A server that asks for input while building the prompt asks `caller`'s client (the
-    /// request's [`toolgate_core::CallContext::client`]).
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Option<rmcp::model::JsonObject>,
-        caller: Option<Arc<dyn toolgate_core::ClientLink>>,
-    ) -> Result<rmcp::model::GetPromptResult, ForwardError> {
-        self.get_prompt_as(name, arguments, caller, None).await
-    }
-
-    /// [`Gateway::get_prompt`] for the caller `identity`, as rules with a condition on the
-    /// caller decide.
-    pub fn get_prompt_as<'a>(
-        &'a self,
-        name: &'a str,
-        arguments: Option<rmcp::model::JsonObject>,
-        caller: Option<Arc<dyn toolgate_core::ClientLink>>,
-        identity: Option<&'a toolgate_core::Identity>,
-    ) -> futures::future::BoxFuture<'a, Result<rmcp::model::GetPromptResult, ForwardError>> {
-        Box::pin(self.get_prompt_as_inner(name, arguments, caller, identity))
-    }
-
-    async fn get_prompt_as_inner(
-        &self,
-        name: &str,
-        arguments: Option<rmcp::model::JsonObject>,
-        caller: Option<Arc<dyn toolgate_core::ClientLink>>,
-        identity: Option<&toolgate_core::Identity>,
-    ) -> Result<rmcp::model::GetPromptResult, ForwardError> {
-        if let Some((mount, prompt)) = self.inner.prompt_owner(name) {
-            let verdict = self.inner.prompt_verdict(name, identity);
-            if verdict.decision != Decision::Allow {
-                let what = format!("prompt `{name}`");
-                return Err(ForwardError::Refused(refusal(&what, &verdict)));
-            }
-            return mount
-                .get_prompt(&prompt.name, arguments, caller)
-                .await
-                .map_err(ForwardError::upstream);
-        }
-        Err(ForwardError::UnknownPrompt {
-            name: name.to_owned(),
-        })
-    }
-
-    /// [`Gateway::get_prompt`], each message's text fitted to the budget
-    /// ([`Gateway::use_budget`]) for a client with `limits`.
-    pub async fn get_prompt_for(
-        &self,
-        name: &str,
-        arguments: Option<rmcp::model::JsonObject>,
-        caller: Option<Arc<dyn toolgate_core::ClientLink>>,
-        limits: toolgate_core::ClientLimits,
-        identity: Option<&toolgate_core::Identity>,
-    ) -> Result<rmcp::model::GetPromptResult, ForwardError> {
-        let mut result = self
-            .get_prompt_as(name, arguments, caller, identity)
-            .await?;
-        if let Some(budget) = lock(&self.inner.budget).clone() {
-            fit_prompt(&mut result, budget.as_ref(), limits);
-        }
-        Ok(result)
-    }
-
-    /// A receiver that changes whenever a server's prompts do.
-    pub fn prompt_changes(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.inner.prompt_changes.subscribe()
-    }
-
-    /// Every server's status, in name order.
-    pub fn status(&self) -> Vec<ServerStatus> {
-        let mounts = self.inner.mounts();
-        let remote = mounts
-            .iter()
-            .any(|m| matches!(m.spec.transport, Transport::Http { .. }));
-        let tokens = if remote {
-            self.inner.token_store()
-        } else {
-            None
-        };
-        mounts
-            .iter()
-            .map(|m| {
-                let tools = m.tools().len();
-                let settling = m.is_settling();
-                let st = m.state();
-                let state = match &st.phase {
-                    _ if st.clash.is_some() => {
-                        ServerState::NameClash(st.clash.clone().unwrap_or_default())
-                    }
-                    Phase::Untrusted(reason) => ServerState::Untrusted {
-                        reason: reason.clone(),
-                        command: crate::trust::trust_command(&m.spec.name),
-                    },
-                    Phase::Disabled => ServerState::Disabled,
-                    Phase::Idle if settling => ServerState::Starting,
-                    Phase::Idle => ServerState::NotStarted,
-                    Phase::Starting => ServerState::Starting,
-                    Phase::Ready => ServerState::Ready,
-                    Phase::Failed { reason, .. } => ServerState::Failed(reason.clone()),
-                    Phase::NeedsLogin(needs) => ServerState::NeedsLogin(needs.reason.clone()),
-                };
-                let auth = match (&m.spec.transport, &tokens) {
-                    (Transport::Http { url, .. }, Some(store)) => store.status(url).ok(),
-                    _ => None,
-                };
-                ServerStatus {
-                    name: m.spec.name.clone(),
-                    source: m.spec.source.clone(),
-                    transport: match m.spec.oauth.per_user {
-                        // Its auth line is toolgate's own login; each caller has theirs.
-                        true => format!(
-                            "{} (per_user: each caller logs in as themselves)",
-                            describe_transport(&m.spec.transport)
-                        ),
-                        false => describe_transport(&m.spec.transport),
-                    },
-                    state,
-                    tools,
-                    startup: st.startup,
-                    startup_timeout: m.spec.startup_timeout,
-                    notes: st.notes.clone(),
-                    files: m
-                        .spec
-                        .launch
-                        .as_ref()
-                        .map(|l| l.files.keys().cloned().collect())
-                        .unwrap_or_default(),
-                    auth,
-                }
-            })
-            .collect()
-    }
-
     /// The tools mounted from `server`, in the server's order; `None` for an unknown name.
     pub fn server_tools(&self, server: &str) -> Option<Vec<Arc<dyn DynTool>>> {
         self.inner
@@ -920,22 +670,6 @@ fn taken_tools(registry: &Registry) -> Vec<String> {
         .chain(snapshot.hidden.keys())
         .cloned()
         .collect()
-}
-
-/// `stdio: npx -y …` or `http: https://…`: how a server is reached, for humans.
-pub fn describe_transport(transport: &Transport) -> String {
-    match transport {
-        Transport::Stdio { command, args, .. } => {
-            let mut text = format!("stdio: {command}");
-            for arg in args {
-                text.push(' ');
-                text.push_str(arg);
-            }
-            text
-        }
-        Transport::Http { url, .. } => format!("http: {url}"),
-        Transport::Invalid(_) => "invalid".to_owned(),
-    }
 }
 
 #[cfg(test)]
