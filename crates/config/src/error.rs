@@ -17,7 +17,7 @@ pub enum ConfigError {
     /// The merged layers do not fit the config's types (every problem, `; `-separated).
     #[error(
         "invalid configuration: {}; fix or remove that value (`toolgate doctor` lists every problem of every config file)",
-        crate::load::describe(.0)
+        describe(.0)
     )]
     Types(#[source] figment::Error),
     /// A part of the configuration (`permissions`, `skills`, …) that its own checks refuse;
@@ -54,4 +54,13 @@ impl ConfigError {
             source: source.into(),
         }
     }
+}
+
+/// figment's errors, one line each, with the file and key.
+pub(crate) fn describe(err: &figment::Error) -> String {
+    err.clone()
+        .into_iter()
+        .map(|e| e.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
 }

@@ -496,15 +496,6 @@ impl<P: figment::Provider> figment::Provider for Named<P> {
     }
 }
 
-/// figment's errors, one line each, with the file and key.
-pub(crate) fn describe(err: &figment::Error) -> String {
-    err.clone()
-        .into_iter()
-        .map(|e| e.to_string())
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
 impl Loaded {
     /// Every leaf value as `(key, value, source)`, sorted by key.
     pub fn provenance(&self) -> Vec<(String, String, String)> {

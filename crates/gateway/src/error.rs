@@ -2,18 +2,19 @@
 //! (a live connection on demand in `mount/call.rs`, a caller's own connection in
 //! `mount/per_user.rs`, prompts, resources, completion and subscriptions). Each text names
 //! the server and says what to do; it reaches the model as a tool result, or the client as
-//! the error of its request ([`crate::ForwardError`]).
+//! the error of its request ([`ForwardError`]).
 //!
 //! Why a start failed is [`crate::failure::Failure`]: its reason becomes the server's
 //! state, which these errors quote.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ServiceError;
+use toolgate_core::web_login::NoCode;
 
 use crate::auth::LoginError;
 use crate::connect::ConnectError;
-use crate::mount::secs;
 use crate::relay::RelayError;
 
 /// What a request to a mounted server asked for, as its errors name it.
@@ -179,7 +180,7 @@ pub(crate) enum UpstreamError {
     CallerLogin {
         server: String,
         #[source]
-        source: crate::mount::CallerLoginError,
+        source: CallerLoginError,
     },
     /// The caller's login ended without an outcome.
     #[error(
@@ -209,7 +210,7 @@ pub(crate) enum UpstreamError {
     #[error(
         "MCP server `{server}` {}: {}",
         .asked.failed(),
-        crate::mount::tidy(&.source.to_string())
+        tidy(&.source.to_string())
     )]
     Refused {
         server: String,
@@ -258,7 +259,7 @@ pub(crate) enum UpstreamError {
     /// `subscriptions/listen` refused.
     #[error(
         "MCP server `{server}` refused `subscriptions/listen`: {}",
-        crate::mount::tidy(&.source.to_string())
+        tidy(&.source.to_string())
     )]
     ListenRefused {
         server: String,
@@ -267,15 +268,79 @@ pub(crate) enum UpstreamError {
     },
 }
 
-/// Why a mounted server could not answer a client's request ([`crate::ForwardError`]): the
+/// Why a mounted server could not answer a client's request ([`ForwardError`]): the
 /// text names the server and says what to do.
 #[derive(Debug, thiserror::Error)]
 #[error(transparent)]
 pub struct ServerError(UpstreamError);
 
-impl crate::ForwardError {
+impl ForwardError {
     /// The client's error for a request its server could not serve.
     pub(crate) fn upstream(e: UpstreamError) -> Self {
         Self::Server(ServerError(e))
     }
+}
+
+/// Why a mounted server's prompt or resource could not be had ([`crate::Gateway::get_prompt`],
+/// [`crate::Gateway::read_resource`]); the text is for the client.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ForwardError {
+    /// No mounted server lists a prompt by that name.
+    #[error("no mounted MCP server has a prompt named `{name}`")]
+    UnknownPrompt {
+        /// The name asked for.
+        name: String,
+    },
+    /// No mounted server lists the resource or has a template it fits.
+    #[error("no mounted MCP server offers the resource `{uri}`")]
+    UnknownResource {
+        /// The URI asked for.
+        uri: String,
+    },
+    /// The server that has it is not available, did not answer in time or refused; the
+    /// text names the server and says what to do.
+    #[error(transparent)]
+    Server(ServerError),
+    /// A permission rule refuses it: denied, or an `ask` rule nobody can answer over MCP.
+    /// The text names the rule and what to do.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// Why a caller's login in their browser failed (shared by everyone waiting for it).
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum CallerLoginError {
+    /// The browser did not come back within the login's wait (ten minutes).
+    #[error("no browser came back in time")]
+    NoBrowser,
+    /// The browser came back without a code.
+    #[error(transparent)]
+    NoCode(#[from] NoCode),
+    /// Exchanging the code failed.
+    #[error(transparent)]
+    Failed(Arc<LoginError>),
+}
+
+/// `2 s`, `1.5 s`.
+pub(crate) fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if (s - s.round()).abs() < 0.05 {
+        format!("{} s", s.round() as u64)
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
+/// An rmcp error message without the Rust type names it embeds
+/// ("Transport [rmcp::transport::worker::WorkerTransport<…>] error: ").
+pub(crate) fn tidy(message: &str) -> String {
+    let mut out = message.to_owned();
+    while let Some(start) = out.find("Transport [") {
+        let Some(len) = out[start..].find("] error: ") else {
+            break;
+        };
+        out.replace_range(start..start + len + "] error: ".len(), "");
+    }
+    out
 }

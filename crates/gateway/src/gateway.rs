@@ -9,6 +9,7 @@ use toolgate_core::{Decision, DynTool, Registry, RegistryError};
 use crate::auth::{LoginHandler, TokenStore};
 use crate::catalog::CatalogCache;
 use crate::config::{CredentialStoreMode, Prefix, ServerSpec};
+pub use crate::error::ForwardError;
 use crate::import::{Discovered, ImportProblem};
 use crate::limits::GatewayLimits;
 use crate::mount::{Host, Mount, MountProvider, Phase};
@@ -243,33 +244,6 @@ impl Host for Inner {
     fn resource_updates(&self) -> tokio::sync::broadcast::Sender<String> {
         self.updates.clone()
     }
-}
-
-/// Why a mounted server's prompt or resource could not be had ([`Gateway::get_prompt`],
-/// [`Gateway::read_resource`]); the text is for the client.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ForwardError {
-    /// No mounted server lists a prompt by that name.
-    #[error("no mounted MCP server has a prompt named `{name}`")]
-    UnknownPrompt {
-        /// The name asked for.
-        name: String,
-    },
-    /// No mounted server lists the resource or has a template it fits.
-    #[error("no mounted MCP server offers the resource `{uri}`")]
-    UnknownResource {
-        /// The URI asked for.
-        uri: String,
-    },
-    /// The server that has it is not available, did not answer in time or refused; the
-    /// text names the server and says what to do.
-    #[error(transparent)]
-    Server(crate::error::ServerError),
-    /// A permission rule refuses it: denied, or an `ask` rule nobody can answer over MCP.
-    /// The text names the rule and what to do.
-    #[error("{0}")]
-    Refused(String),
 }
 
 /// What a client is told when a rule refuses `what` over MCP, where nobody can answer an

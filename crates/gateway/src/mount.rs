@@ -53,9 +53,9 @@ mod start;
 mod stdio;
 mod subscribe;
 mod trust;
-pub(crate) use call::{MountProvider, tidy};
+pub(crate) use crate::error::{secs, tidy};
+pub(crate) use call::MountProvider;
 pub(crate) use host::Host;
-pub(crate) use per_user::CallerLoginError;
 pub(crate) use subscribe::Upstream;
 
 /// A connection that lived this long resets the restart backoff.
@@ -397,16 +397,6 @@ fn backoff(failures: u32) -> Duration {
     match failures {
         0 | 1 => Duration::ZERO,
         n => Duration::from_secs(1u64 << (n - 2).min(6)).min(MAX_BACKOFF),
-    }
-}
-
-/// `2 s`, `1.5 s`.
-pub(crate) fn secs(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if (s - s.round()).abs() < 0.05 {
-        format!("{} s", s.round() as u64)
-    } else {
-        format!("{s:.1} s")
     }
 }
 

@@ -21,6 +21,8 @@ use toolgate_core::{
 };
 use tracing::{Instrument, Span};
 
+use crate::error::tidy;
+
 use crate::error::UpstreamError;
 use crate::relay::{Asker, CallTag, RelayError};
 
@@ -620,19 +622,6 @@ fn challenge_summary(challenge: &str) -> String {
     }
 }
 
-/// An rmcp error message without the Rust type names it embeds
-/// ("Transport [rmcp::transport::worker::WorkerTransport<…>] error: ").
-pub(crate) fn tidy(message: &str) -> String {
-    let mut out = message.to_owned();
-    while let Some(start) = out.find("Transport [") {
-        let Some(len) = out[start..].find("] error: ") else {
-            break;
-        };
-        out.replace_range(start..start + len + "] error: ".len(), "");
-    }
-    out
-}
-
 /// The registry's view of one server.
 pub(crate) struct MountProvider {
     pub(crate) name: String,
@@ -704,7 +693,7 @@ pub(super) fn trace_meta(span: &Span) -> Option<RequestMetaObject> {
 
 #[cfg(test)]
 mod tests {
-    use super::tidy;
+    use crate::error::tidy;
 
     #[test]
     fn transport_type_names_are_removed() {

@@ -22,14 +22,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
-use toolgate_core::web_login::{self, NoCode, Pending};
+use toolgate_core::web_login::{self, Pending};
 use toolgate_core::{CallContext, ClientAsk, Identity};
 
 use super::{Live, Mount, lock};
-use crate::auth::{LoginError, LoginOptions};
+use crate::auth::LoginOptions;
 use crate::config::Transport;
 use crate::connect::http_transport_with;
-use crate::error::UpstreamError;
+use crate::error::{CallerLoginError, UpstreamError};
 use crate::failure::{Failure, NeedsLogin};
 use crate::handler::Handler;
 
@@ -37,20 +37,6 @@ use crate::handler::Handler;
 pub(crate) const LOGIN_WAIT: Duration = Duration::from_secs(600);
 /// A caller's connection unused this long is closed (the next call dials again).
 const IDLE: Duration = Duration::from_secs(900);
-
-/// Why a caller's login in their browser failed (shared by everyone waiting for it).
-#[derive(Debug, Clone, thiserror::Error)]
-pub(crate) enum CallerLoginError {
-    /// The browser did not come back within [`LOGIN_WAIT`].
-    #[error("no browser came back in time")]
-    NoBrowser,
-    /// The browser came back without a code.
-    #[error(transparent)]
-    NoCode(#[from] NoCode),
-    /// Exchanging the code failed.
-    #[error(transparent)]
-    Failed(Arc<LoginError>),
-}
 
 /// How a login ended: `None` while it waits.
 type Outcome = Option<Result<(), CallerLoginError>>;
