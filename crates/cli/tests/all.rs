@@ -38,6 +38,10 @@ mod skills;
 mod spill;
 #[path = "all/stdio.rs"]
 mod stdio;
+#[path = "all/stdio_mounted.rs"]
+mod stdio_mounted;
+#[path = "all/stdio_processes.rs"]
+mod stdio_processes;
 #[path = "all/trust.rs"]
 mod trust;
 #[path = "all/user_dirs.rs"]
