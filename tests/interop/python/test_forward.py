@@ -127,7 +127,9 @@ async def test_a_listen_stream_follows_the_uris_it_names_that_a_server_has(
         named = ["notes://readme", "nope://nothing/here"]
         async with client.listen(resource_subscriptions=named) as sub:
             assert list(sub.honored.resource_subscriptions or []) == ["notes://readme"]
-            assert "subscribe notes://readme: 1" in await asked(client)
+            # The stream is acknowledged (its honored URIs) before toolgate's own subscribe to
+            # the server is through: wait for it, then change the resources.
+            await until_asked(client, "subscribe notes://readme: 1")
             await client.call_tool("mcp__asker__touch", {"uri": "notes://item/beta"})
             await client.call_tool("mcp__asker__touch", {"uri": "notes://readme"})
             with anyio.fail_after(GUARD):
