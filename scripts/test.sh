@@ -84,18 +84,20 @@ PY=.cache/peers/venv/bin/python
 # Arize Phoenix (a real tracing backend for the telemetry test, ~850 MB of wheels) installs
 # in the background while the rest is installed and built; the python suite waits for it.
 PHOENIX_LOG=.cache/install-phoenix.log
+# installed NAME PID: waits for scripts/install-NAME.sh started in the background, and shows
+# the end of its log when it failed.
+installed() {
+  wait "$2" && return 0
+  echo "scripts/install-$1.sh failed:" >&2
+  tail -20 ".cache/install-$1.log" >&2
+  return 1
+}
 mkdir -p .cache
 PHOENIX_PID=
 if wanted python; then
   bash scripts/install-phoenix.sh >"$PHOENIX_LOG" 2>&1 &
   PHOENIX_PID=$!
 fi
-phoenix_installed() {
-  wait "$PHOENIX_PID" && return 0
-  echo "scripts/install-phoenix.sh failed:" >&2
-  tail -20 "$PHOENIX_LOG" >&2
-  return 1
-}
 
 # The peers (and, pinned, the conformance suite's client leg and a real OpenID provider for
 # the OAuth tests) install in the background while the workspace builds: the install waits
@@ -110,12 +112,6 @@ if wanted oauth-peers; then
   bash scripts/install-oauth-peers.sh >.cache/install-oauth-peers.log 2>&1 &
   OAUTH_PEERS_PID=$!
 fi
-installed() {
-  wait "$2" && return 0
-  echo "scripts/install-$1.sh failed:" >&2
-  tail -20 ".cache/install-$1.log" >&2
-  return 1
-}
 # The build shows its progress: on a fresh clone it is the longest step. Tests build every
 # feature (`team`, `keyring`): the team tests need the Redis, S3, JWT, Prometheus and OTLP
 # code; `.ci/run` lints the default build too.
@@ -127,7 +123,7 @@ suite doc cargo test --workspace --all-features --doc
 suite interop interop_sh
 if ls tests/interop/python/test_*.py >/dev/null 2>&1; then
   # Waited for (and reported) whenever it was started, whatever ONLY names.
-  [ -z "$PHOENIX_PID" ] || ONLY= suite phoenix phoenix_installed
+  [ -z "$PHOENIX_PID" ] || ONLY= suite phoenix installed phoenix "$PHOENIX_PID"
   suite python env TOOLGATE_BIN="$BIN" "$PY" -m pytest -q tests/interop/python
 fi
 # The last hop: the real Claude Code and Codex CLIs against scripted model endpoints. A
