@@ -115,7 +115,9 @@ fi
 # The build shows its progress: on a fresh clone it is the longest step. Tests build every
 # feature (`team`, `keyring`): the team tests need the Redis, S3, JWT, Prometheus and OTLP
 # code; `.ci/run` lints the default build too.
-suite build cargo build --workspace --all-targets --all-features
+# What `cargo test` runs (libraries, binaries, tests, examples), not the benches: `.ci/run`'s
+# clippy checks those.
+suite build cargo build --workspace --lib --bins --tests --examples --all-features
 [ -z "$PEERS_PID" ] || suite peers installed peers "$PEERS_PID"
 [ -z "$OAUTH_PEERS_PID" ] || suite oauth-peers installed oauth-peers "$OAUTH_PEERS_PID"
 suite rust rust_tests
