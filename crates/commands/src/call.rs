@@ -202,16 +202,18 @@ pub async fn call(runtime: &Runtime, args: CallArgs) -> ExitCode {
         }
     });
     runtime.gateway.start_for(&args.name).await;
-    let has_schema = serde_json::from_str(&raw)
-        .ok()
-        .and_then(|args_json| runtime.dispatcher.target(&args.name, &args_json))
-        .or_else(|| runtime.dispatcher.snapshot().get(&args.name).cloned())
-        .is_some_and(|tool| toolgate_mcp::has_output_schema(&tool))
-        && !profile.as_ref().is_some_and(|p| p.shows_structured);
-    let output = runtime
+    let ticket = ctx.session.order().ticket();
+    let answered = runtime
         .dispatcher
-        .call(&args.name, RawArgs::Text(raw), ctx)
+        .call_in_line(&args.name, RawArgs::Text(raw), ctx, ticket)
         .await;
+    // The tool that ran (`run_tool`'s target) decides the result's shape.
+    let has_schema = answered
+        .tool
+        .as_ref()
+        .is_some_and(toolgate_mcp::has_output_schema)
+        && !profile.as_ref().is_some_and(|p| p.shows_structured);
+    let output = answered.output;
     ctrl_c.abort();
     drop(display);
     // A tool of an untrusted or failed server: the result says so already.

@@ -33,7 +33,7 @@ use crate::session::Approval;
 use crate::spec::{Concurrency, ToolMeta};
 use crate::tool::{DynTool, ToolError};
 use audit::{BeforeBudget, Known, Ran, Unanswered};
-use entrance::{Prepared, is_proxy, prepare, unwrap_proxy};
+use entrance::{Prepared, prepare, unwrap_proxy};
 
 mod audit;
 mod entrance;
@@ -72,6 +72,17 @@ pub struct Call {
     pub name: String,
     /// Its arguments.
     pub args: RawArgs,
+}
+
+/// A call's result and the tool that gave it: for a call through a proxy (`run_tool`), its
+/// target; `None` when the call was refused before any tool was found. A front end shapes
+/// the result (an output schema) and counts it by this tool, so the proxy is resolved once,
+/// in the snapshot the call ran in.
+pub struct Answered {
+    /// The result, after the budget.
+    pub output: ToolOutput,
+    /// The tool that ran.
+    pub tool: Option<Arc<dyn DynTool>>,
 }
 
 /// Runs calls against one scope of a registry under a permission policy.
@@ -145,26 +156,6 @@ impl Dispatcher {
         self.registry.settled_for(&self.scope, known).await
     }
 
-    /// The tool a call of `name` with `args` runs: the target of a proxy (`run_tool`), else
-    /// the tool itself; `None` when there is no such tool. Front ends read its declaration
-    /// (an output schema) to shape the result.
-    pub fn target(&self, name: &str, args: &Value) -> Option<Arc<dyn DynTool>> {
-        // As `unwrap_proxy` decides, without copying the arguments (a call's may be large).
-        let snapshot = self.snapshot();
-        let tool = snapshot.get(name)?;
-        if !is_proxy(tool.as_ref()) {
-            return Some(Arc::clone(tool));
-        }
-        match tool.forward(args) {
-            None => Some(Arc::clone(tool)),
-            Some(Err(_)) => None,
-            Some(Ok(fwd)) => snapshot
-                .get(&fwd.name)
-                .filter(|target| !is_proxy(target.as_ref()))
-                .cloned(),
-        }
-    }
-
     /// The permission policy.
     pub fn policy(&self) -> &Policy {
         &self.policy
@@ -201,18 +192,20 @@ impl Dispatcher {
         ctx: CallContext,
     ) -> futures::future::BoxFuture<'a, ToolOutput> {
         let ticket = ctx.session.order().ticket();
-        self.call_in_line(name, args, ctx, ticket)
+        let answer = self.call_in_line(name, args, ctx, ticket);
+        Box::pin(async move { answer.await.output })
     }
 
     /// [`Dispatcher::call`] with a place in line taken earlier, when the call arrived (a
-    /// transport takes it while it reads requests in order, before handlers are spawned).
+    /// transport takes it while it reads requests in order, before handlers are spawned),
+    /// answered with the tool that ran.
     pub fn call_in_line<'a>(
         &'a self,
         name: &'a str,
         args: RawArgs,
         ctx: CallContext,
         ticket: Ticket,
-    ) -> futures::future::BoxFuture<'a, ToolOutput> {
+    ) -> futures::future::BoxFuture<'a, Answered> {
         Box::pin(self.call_in_line_inner(name, args, ctx, ticket))
     }
 
@@ -222,7 +215,7 @@ impl Dispatcher {
         args: RawArgs,
         ctx: CallContext,
         ticket: Ticket,
-    ) -> ToolOutput {
+    ) -> Answered {
         let started = tokio::time::Instant::now();
         let called = name;
         let session = Arc::clone(&ctx.session);
@@ -237,24 +230,28 @@ impl Dispatcher {
         };
         let snapshot = self.snapshot_for(name, &args).await;
         let limits = ctx.session.limits();
-        let (name, meta, mut ran) = match prepare(name, args, &snapshot) {
+        let (name, tool, mut ran) = match prepare(name, args, &snapshot) {
             Ok(call) => {
-                let meta = call.tool.meta().clone();
+                let tool = Arc::clone(&call.tool);
                 let name = call.name.clone();
                 (
                     name,
-                    Some(meta),
+                    Some(tool),
                     self.run(call, ctx, ticket, &unanswered.known).await,
                 )
             }
             Err(refused) => (name.to_owned(), None, Ran::refused(*refused)),
         };
+        let meta = tool.as_ref().map(|t| t.meta());
         let before = BeforeBudget::of(&ran.output);
-        self.apply_budget(&mut [(&name, meta.as_ref(), &mut ran.output)], limits);
-        let tool = meta.is_some().then_some(name.as_str());
+        self.apply_budget(&mut [(&name, meta, &mut ran.output)], limits);
+        let ran_tool = tool.is_some().then_some(name.as_str());
         unanswered.answered = true;
-        self.report(&session, called, tool, &ran, started.elapsed(), before);
-        ran.output
+        self.report(&session, called, ran_tool, &ran, started.elapsed(), before);
+        Answered {
+            output: ran.output,
+            tool,
+        }
     }
 
     fn apply_budget(

@@ -142,7 +142,7 @@ pub use canonical::{canonical_json, civil_from_days};
 pub use client::{AskError, ClientAsk, ClientLink};
 pub use context::{CallContext, Progress, ProgressSink};
 pub use disclosure::{Disclosure, DisclosureMode, DisclosureSettings, ExposureMode};
-pub use dispatch::{Call, DispatchLimits, Dispatcher, RawArgs};
+pub use dispatch::{Answered, Call, DispatchLimits, Dispatcher, RawArgs};
 pub use identity::Identity;
 pub use output::{Media, SpillKind, SpillRef, ToolOutput, Truncation, TruncationReason};
 pub use permission::{Decision, Policy, PolicyError, Verdict};

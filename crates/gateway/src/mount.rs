@@ -49,6 +49,7 @@ mod monitor;
 mod per_user;
 mod prompts;
 pub(crate) mod resources;
+mod rounds;
 mod start;
 mod stdio;
 mod subscribe;

@@ -727,30 +727,38 @@ async fn search_tool_results_fit_the_sessions_client_with_fewer_hits_said_plainl
     assert!(out.text.contains("## widget_tool_"));
 }
 
-/// A front end shapes a result by the tool that runs: for a call through `run_tool`, its
-/// target (`serve` once judged the output schema on `run_tool`'s own name).
-#[test]
-fn the_target_of_a_run_tool_call_is_the_tool_it_names() {
+/// A front end shapes a result by the tool that ran: for a call through `run_tool`, its
+/// target (`serve` once judged the output schema on `run_tool`'s own name). The dispatcher
+/// answers with it, resolved once in the snapshot the call ran in.
+#[tokio::test]
+async fn a_call_is_answered_with_the_tool_that_ran_the_target_of_run_tool() {
     let s = seed();
-    let target = |name: &str, args| {
+    let ran = async |name: &str, args| {
+        let ctx = CallContext::unattended();
+        let ticket = ctx.session.order().ticket();
         s.dispatcher
-            .target(name, &args)
+            .call_in_line(name, RawArgs::Json(args), ctx, ticket)
+            .await
+            .tool
             .map(|tool| tool.spec().name.clone())
     };
     let through = json!({"name": "notify_user", "input": {"text": "hi"}});
-    assert_eq!(target(RUN_TOOL, through).as_deref(), Some("notify_user"));
-    assert_eq!(target("read_file", json!({})).as_deref(), Some("read_file"));
-    assert_eq!(target(RUN_TOOL, json!({"name": "no_such_tool"})), None);
+    assert_eq!(ran(RUN_TOOL, through).await.as_deref(), Some("notify_user"));
     assert_eq!(
-        target(RUN_TOOL, json!({"name": RUN_TOOL, "input": {}})),
+        ran("read_file", json!({})).await.as_deref(),
+        Some("read_file")
+    );
+    assert_eq!(ran(RUN_TOOL, json!({"name": "no_such_tool"})).await, None);
+    assert_eq!(
+        ran(RUN_TOOL, json!({"name": RUN_TOOL, "input": {}})).await,
         None
     );
     assert_eq!(
-        target(RUN_TOOL, json!({"input": {}})),
+        ran(RUN_TOOL, json!({"input": {}})).await,
         None,
         "no name: no target"
     );
-    assert_eq!(target("no_such_tool", json!({})), None);
+    assert_eq!(ran("no_such_tool", json!({})).await, None);
 }
 
 #[tokio::test]

@@ -6,27 +6,25 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::ServiceError;
-#[allow(deprecated)]
-use rmcp::model::ListRootsResult;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
-    InputRequests, InputRequiredResult, InputResponses, JsonObject, ServerResult,
+    InputRequiredResult, JsonObject, ServerResult,
 };
 use rmcp::model::{ClientCapabilities, ErrorCode, GetExtensions, RequestMetaObject};
 use rmcp::service::PeerRequestOptions;
 use toolgate_core::trace;
 use toolgate_core::{
-    Absence, CallContext, ClientAsk, ClientLink, DynTool, ProviderError, ToolError, ToolOutput,
-    ToolProvider,
+    Absence, CallContext, ClientAsk, DynTool, ProviderError, ToolError, ToolOutput, ToolProvider,
 };
 use tracing::{Instrument, Span};
 
 use crate::error::tidy;
 
 use crate::error::UpstreamError;
-use crate::relay::{Asker, CallTag, RelayError};
+use crate::relay::{Asker, CallTag};
 
 use super::login::MAX_LOGINS_PER_CALL;
+use super::rounds::MAX_INPUT_ROUNDS;
 use super::{Live, Mount, Phase};
 use crate::convert::to_output;
 
@@ -305,7 +303,7 @@ impl Mount {
         // A 2026-07-28 server asks for input by answering `input_required`: the requests
         // are fulfilled through the caller's client and the call is sent again, with the
         // answers and the server's `requestState` as it was, a bounded number of times.
-        let mut state_only = 0u32;
+        let mut pauses = 0;
         for _round in 0..MAX_INPUT_ROUNDS {
             match self
                 .call_round(&live, tool, params.clone(), ctx, called.tag())
@@ -313,35 +311,19 @@ impl Mount {
             {
                 Round::Done(output) => return Ok(output),
                 Round::InputRequired(input) => {
-                    let requests = input.input_requests.unwrap_or_default();
-                    let answers = if requests.is_empty() {
-                        // State only: the server is working on it. Back off as rmcp's own
-                        // client does (50, 100, 200, 250 ms).
-                        let pause = Duration::from_millis((50 << state_only.min(3)).min(250));
-                        state_only += 1;
-                        tokio::select! {
-                            () = tokio::time::sleep(pause) => {}
-                            () = ctx.cancel.cancelled() => {
-                                return Err(ToolError::recoverable(format!("`{tool}` was cancelled")).into());
-                            }
+                    let state = input.request_state.clone();
+                    let answers = tokio::select! {
+                        answers = self.answer_round(caller.clone(), input, &mut pauses) => answers,
+                        () = ctx.cancel.cancelled() => {
+                            return Err(ToolError::recoverable(format!("`{tool}` was cancelled")).into());
                         }
-                        None
-                    } else {
-                        state_only = 0;
-                        let answers = tokio::select! {
-                            answers = self.fulfil(caller.clone(), requests) => answers,
-                            () = ctx.cancel.cancelled() => {
-                                return Err(ToolError::recoverable(format!("`{tool}` was cancelled")).into());
-                            }
-                        };
-                        Some(answers.map_err(|e| {
-                            ToolError::recoverable(format!(
-                                "`{tool}` of MCP server `{name}` needs input this session cannot give: {e}"
-                            ))
-                        })?)
                     };
-                    params.input_responses = answers;
-                    params.request_state = input.request_state;
+                    params.input_responses = answers.map_err(|e| {
+                        ToolError::recoverable(format!(
+                            "`{tool}` of MCP server `{name}` needs input this session cannot give: {e}"
+                        ))
+                    })?;
+                    params.request_state = state;
                 }
             }
         }
@@ -349,67 +331,6 @@ impl Mount {
             "MCP server `{name}` kept asking for more input for `{tool}` ({MAX_INPUT_ROUNDS} rounds); the server is misbehaving"
         ))
         .into())
-    }
-
-    /// The answers to one `input_required` result of a prompt or resource request: the
-    /// requests fulfilled through the caller's client, or none after a pause when the server
-    /// sent only its state (it is working on it). `pauses` counts the state-only rounds in
-    /// a row.
-    pub(super) async fn answer_round(
-        &self,
-        caller: Option<Arc<dyn ClientLink>>,
-        input: InputRequiredResult,
-        pauses: &mut u32,
-    ) -> Result<Option<InputResponses>, RelayError> {
-        let requests = input.input_requests.unwrap_or_default();
-        if requests.is_empty() {
-            tokio::time::sleep(Duration::from_millis((50 << (*pauses).min(3)).min(250))).await;
-            *pauses += 1;
-            return Ok(None);
-        }
-        *pauses = 0;
-        self.fulfil(caller, requests).await.map(Some)
-    }
-
-    /// Answers the requests of an `input_required` result: through the caller's client, as
-    /// the permission rules allow; roots as `roots/list` answers them (`roots.rs`).
-    async fn fulfil(
-        &self,
-        caller: Option<Arc<dyn ClientLink>>,
-        requests: InputRequests,
-    ) -> Result<InputResponses, RelayError> {
-        let limits = self.limits();
-        // Roots only when asked for: the caller's client is asked for its own, at the same
-        // time as the rest (a 2026-07-28 client then gets every request in one round).
-        let (roots_keys, requests): (InputRequests, InputRequests) = requests
-            .into_iter()
-            .partition(|(_, r)| matches!(r, rmcp::model::InputRequest::ListRoots(_)));
-        let roots = async {
-            if roots_keys.is_empty() {
-                return Ok(serde_json::Value::Null);
-            }
-            let roots = crate::roots::roots_for(
-                &self.spec.name,
-                caller.clone(),
-                &limits.roots,
-                limits.client_roots,
-            )
-            .await;
-            #[allow(deprecated)] // roots: deprecated by SEP-2577, used by 2025 servers
-            let roots = ListRootsResult::new(roots);
-            serde_json::to_value(roots).map_err(RelayError::from)
-        };
-        let asker = Asker {
-            name: &self.spec.name,
-            policy: &limits.policy,
-        };
-        let rest = crate::relay::fulfil(caller.clone(), &asker, requests);
-        let (roots, rest) = futures::join!(roots, rest);
-        let (roots, mut answers) = (roots?, rest?);
-        for key in roots_keys.into_keys() {
-            answers.insert(key, roots.clone());
-        }
-        Ok(answers)
     }
 
     /// A call to a server that reads the client's capabilities from each request
@@ -578,9 +499,6 @@ impl Mount {
         ))
     }
 }
-
-/// Most `input_required` rounds one call may take (rmcp's own client allows as many).
-pub(super) const MAX_INPUT_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
 
 /// How one round of a call ended.
 enum Round {

@@ -12,7 +12,7 @@ use rmcp::{Peer, RoleClient};
 
 use toolgate_core::ClientLink;
 
-use super::call::MAX_INPUT_ROUNDS;
+use super::rounds::Reply;
 use super::{Live, Mount, lock};
 use crate::error::{Asked, UpstreamError};
 
@@ -94,8 +94,6 @@ impl Mount {
         caller: Option<Arc<dyn ClientLink>>,
         span: &tracing::Span,
     ) -> Result<GetPromptResult, UpstreamError> {
-        let server = || self.spec.name.clone();
-        let asked = || Asked::Prompt(name.to_owned());
         let live = self.ensure_live().await?;
         let _caller = live.callers.enter(caller.clone());
         let mut params = GetPromptRequestParams::new(name);
@@ -103,53 +101,25 @@ impl Mount {
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
-        let mut pauses = 0;
-        for _round in 0..MAX_INPUT_ROUNDS {
-            let call = live.peer.get_prompt_once(params.clone());
-            let answer = tokio::time::timeout(self.spec.tool_timeout, call)
-                .await
-                .map_err(|_| UpstreamError::Timeout {
-                    server: server(),
-                    asked: asked(),
-                })?;
-            match answer {
-                Ok(GetPromptResponse::Complete(mut result)) => {
-                    // A 2025 server's result has no `resultType`; a 2026-07-28 client needs
-                    // one (rmcp drops it again for older clients).
-                    result.result_type = Some(ResultType::COMPLETE);
-                    return Ok(result);
-                }
-                Ok(GetPromptResponse::InputRequired(input)) => {
-                    let state = input.request_state.clone();
-                    params.input_responses = self
-                        .answer_round(caller.clone(), input, &mut pauses)
-                        .await
-                        .map_err(|source| UpstreamError::NeedsInput {
-                            server: server(),
-                            asked: asked(),
-                            source,
-                        })?;
-                    params.request_state = state;
-                }
-                Ok(_) => {
-                    return Err(UpstreamError::UnknownResult {
-                        server: server(),
-                        asked: asked(),
-                    });
-                }
-                Err(source) => {
-                    return Err(UpstreamError::Refused {
-                        server: server(),
-                        asked: asked(),
-                        source,
-                    });
-                }
+        let asked = || Asked::Prompt(name.to_owned());
+        self.in_rounds(caller, asked, |answers, state| {
+            let mut params = params.clone();
+            params.input_responses = answers;
+            params.request_state = state;
+            let peer = &live.peer;
+            async move {
+                Ok(match peer.get_prompt_once(params).await? {
+                    GetPromptResponse::Complete(mut result) => {
+                        // A 2025 server's result has no `resultType`; a 2026-07-28 client
+                        // needs one (rmcp drops it again for older clients).
+                        result.result_type = Some(ResultType::COMPLETE);
+                        Reply::Complete(result)
+                    }
+                    GetPromptResponse::InputRequired(input) => Reply::InputRequired(input),
+                    _ => Reply::Unknown,
+                })
             }
-        }
-        Err(UpstreamError::TooManyRounds {
-            server: server(),
-            asked: asked(),
-            rounds: MAX_INPUT_ROUNDS,
         })
+        .await
     }
 }

@@ -13,7 +13,7 @@ use rmcp::{Peer, RoleClient};
 
 use toolgate_core::ClientLink;
 
-use super::call::MAX_INPUT_ROUNDS;
+use super::rounds::Reply;
 use super::{Live, Mount, lock};
 use crate::error::{Asked, UpstreamError};
 
@@ -152,55 +152,25 @@ impl Mount {
         caller: Option<Arc<dyn ClientLink>>,
         span: &tracing::Span,
     ) -> Result<Vec<ResourceContents>, UpstreamError> {
-        let server = || self.spec.name.clone();
-        let asked = || Asked::Read(uri.to_owned());
         let live = self.ensure_live().await?;
         let _caller = live.callers.enter(caller.clone());
         let mut params = ReadResourceRequestParams::new(uri);
         params.meta = super::call::trace_meta(span);
-        let mut pauses = 0;
-        for _round in 0..MAX_INPUT_ROUNDS {
-            let read = live.peer.read_resource_once(params.clone());
-            let answer = tokio::time::timeout(self.spec.tool_timeout, read)
-                .await
-                .map_err(|_| UpstreamError::Timeout {
-                    server: server(),
-                    asked: asked(),
-                })?;
-            match answer {
-                Ok(ReadResourceResponse::Complete(result)) => return Ok(result.contents),
-                Ok(ReadResourceResponse::InputRequired(input)) => {
-                    let state = input.request_state.clone();
-                    params.input_responses = self
-                        .answer_round(caller.clone(), input, &mut pauses)
-                        .await
-                        .map_err(|source| UpstreamError::NeedsInput {
-                            server: server(),
-                            asked: asked(),
-                            source,
-                        })?;
-                    params.request_state = state;
-                }
-                Ok(_) => {
-                    return Err(UpstreamError::UnknownResult {
-                        server: server(),
-                        asked: asked(),
-                    });
-                }
-                Err(source) => {
-                    return Err(UpstreamError::Refused {
-                        server: server(),
-                        asked: asked(),
-                        source,
-                    });
-                }
+        let asked = || Asked::Read(uri.to_owned());
+        self.in_rounds(caller, asked, |answers, state| {
+            let mut params = params.clone();
+            params.input_responses = answers;
+            params.request_state = state;
+            let peer = &live.peer;
+            async move {
+                Ok(match peer.read_resource_once(params).await? {
+                    ReadResourceResponse::Complete(result) => Reply::Complete(result.contents),
+                    ReadResourceResponse::InputRequired(input) => Reply::InputRequired(input),
+                    _ => Reply::Unknown,
+                })
             }
-        }
-        Err(UpstreamError::TooManyRounds {
-            server: server(),
-            asked: asked(),
-            rounds: MAX_INPUT_ROUNDS,
         })
+        .await
     }
 }
 

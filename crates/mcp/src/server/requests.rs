@@ -14,7 +14,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
-use toolgate_core::{CallContext, ClientLink, Progress, RawArgs, Session};
+use toolgate_core::{CallContext, ClientLink, DynTool, Progress, RawArgs, Session};
 use tracing::Instrument;
 
 use super::{Arrival, ToolgateServer};
@@ -37,14 +37,6 @@ impl ToolgateServer {
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         let args = request.arguments.map_or(Value::Null, Value::Object);
-        // The tool that runs decides the result's shape: `run_tool`'s target, not `run_tool`.
-        let target = self.shared.dispatcher.target(&name, &args);
-        let has_schema = target.as_ref().is_some_and(has_output_schema);
-        // Metrics count the tool that ran, under its server (whatever its names' prefix).
-        let ran = target.as_ref().map_or_else(Ran::unknown, |tool| Ran {
-            tool: tool.spec().name.clone(),
-            server: tool.server().unwrap_or(TOOLGATE).to_owned(),
-        });
         let client = self.client();
         client.attach(&context.peer);
         client.saw_request(&context.meta);
@@ -56,9 +48,7 @@ impl ToolgateServer {
                 request.input_responses,
                 request.request_state.as_deref(),
                 &context,
-                |ctx, link, progress| {
-                    self.tool_work(name, args, ran, ctx, &context, link, progress)
-                },
+                |ctx, link, progress| self.tool_work(name, args, ctx, &context, link, progress),
             )
             .await?;
         match step {
@@ -69,6 +59,9 @@ impl ToolgateServer {
                 {
                     return Err(McpError::missing_required_client_capability(missing));
                 }
+                // The tool that ran decides the result's shape: `run_tool`'s target, not
+                // `run_tool`.
+                let has_schema = done.tool.as_ref().is_some_and(has_output_schema);
                 let profile = self.profile();
                 Ok(CallToolResponse::Complete(call_result(
                     &done.output,
@@ -190,7 +183,6 @@ impl ToolgateServer {
         &self,
         name: String,
         args: Value,
-        ran: Ran,
         mut ctx: CallContext,
         context: &RequestContext<RoleServer>,
         link: Option<Arc<RoundLink>>,
@@ -220,7 +212,7 @@ impl ToolgateServer {
                 let started = Instant::now();
                 let mut ticker =
                     tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
-                let output = loop {
+                let answered = loop {
                     tokio::select! {
                         out = &mut run => break out,
                         _ = ticker.tick(), if progress.is_some() => {
@@ -237,10 +229,15 @@ impl ToolgateServer {
                     queue.flush().await;
                 }
                 if let Some(metrics) = &metrics {
-                    metrics.record_call(&ran.tool, &ran.server, &output, arrived.elapsed());
+                    // Counted by the tool that ran, under its server (whatever its names'
+                    // prefix).
+                    let ran = answered.tool.as_ref().map_or_else(Ran::unknown, Ran::of);
+                    let output = &answered.output;
+                    metrics.record_call(&ran.tool, &ran.server, output, arrived.elapsed());
                 }
                 ToolDone {
-                    output,
+                    output: answered.output,
+                    tool: answered.tool,
                     undeclared: link.and_then(|l| l.undeclared()),
                 }
             }
@@ -260,6 +257,13 @@ struct Ran {
 const TOOLGATE: &str = "toolgate";
 
 impl Ran {
+    fn of(tool: &Arc<dyn DynTool>) -> Self {
+        Self {
+            tool: tool.spec().name.clone(),
+            server: tool.server().unwrap_or(TOOLGATE).to_owned(),
+        }
+    }
+
     /// A call of a tool toolgate does not serve (refused at the entrance): one bucket for
     /// them all, since a label per name a caller makes up would grow `/metrics` without end.
     fn unknown() -> Self {
@@ -274,6 +278,8 @@ impl Ran {
 /// 2026-07-28 client did not declare.
 pub(super) struct ToolDone {
     output: toolgate_core::ToolOutput,
+    /// The tool that ran (`run_tool`'s target), when one was found.
+    tool: Option<Arc<dyn DynTool>>,
     undeclared: Option<rmcp::model::ClientCapabilities>,
 }
 
