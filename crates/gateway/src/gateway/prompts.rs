@@ -105,7 +105,14 @@ impl Gateway {
         caller: Option<Arc<dyn toolgate_core::ClientLink>>,
         identity: Option<&toolgate_core::Identity>,
     ) -> Result<rmcp::model::GetPromptResult, ForwardError> {
-        if let Some((mount, prompt)) = self.inner.prompt_owner(name) {
+        // A prompt of a server that is still starting (no catalog yet) waits for it, as a
+        // tool call does: a prompt is named like that server's tools.
+        let mut owner = self.inner.prompt_owner(name);
+        if owner.is_none() {
+            self.start_for(name).await;
+            owner = self.inner.prompt_owner(name);
+        }
+        if let Some((mount, prompt)) = owner {
             let verdict = self.inner.prompt_verdict(name, identity);
             if verdict.decision != Decision::Allow {
                 let what = format!("prompt `{name}`");

@@ -99,7 +99,14 @@ impl Gateway {
         caller: Option<Arc<dyn toolgate_core::ClientLink>>,
         identity: Option<&toolgate_core::Identity>,
     ) -> Result<Vec<rmcp::model::ResourceContents>, ForwardError> {
-        let Some(mount) = Inner::owner(&self.inner.readable_by(identity), uri) else {
+        // A URI no server is known to offer yet waits for the servers still starting (no
+        // catalog yet), as a tool call does.
+        let mut owner = Inner::owner(&self.inner.readable_by(identity), uri);
+        if owner.is_none() && Inner::owner(&self.inner.mounted(), uri).is_none() {
+            self.start_all().await;
+            owner = Inner::owner(&self.inner.readable_by(identity), uri);
+        }
+        let Some(mount) = owner else {
             if let Some(hidden) = Inner::owner(&self.inner.mounted(), uri) {
                 let verdict = self.inner.resource_verdict(&hidden, identity);
                 let what = format!("reading `{uri}` from MCP server `{}`", hidden.spec.name);

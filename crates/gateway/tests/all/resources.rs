@@ -401,6 +401,33 @@ async fn the_rules_apply_to_resources_and_prompts_served_over_mcp() {
     rig.finish().await;
 }
 
+/// A client may ask for a prompt or read a resource before its server has listed anything
+/// (a cold catalog, the server still starting): the request waits for the server, as a tool
+/// call does, instead of being refused as unknown at once.
+#[tokio::test]
+async fn a_prompt_or_a_read_waits_for_its_server_to_start() {
+    let builder = with_resources(setup(), "one", "one", 0);
+    let builder = with_resources(builder, "two", "two", 0);
+    let rig = builder.build();
+    assert!(rig.gateway.prompts().is_empty(), "nothing listed yet");
+    let prompt = rig
+        .gateway
+        .get_prompt("mcp__one__huge_prompt", None, None)
+        .await;
+    assert!(prompt.is_ok_and(|p| !p.messages.is_empty()));
+    assert_eq!(state(&rig, "one"), ServerState::Ready);
+    let read = rig.gateway.read_resource("fake://two/small", None).await;
+    assert!(read.is_ok_and(|c| !c.is_empty()));
+    assert_eq!(state(&rig, "two"), ServerState::Ready);
+    // A name no server has is still refused, once every server is known.
+    let unknown = rig
+        .gateway
+        .get_prompt("mcp__one__nothing", None, None)
+        .await;
+    assert!(unknown.unwrap_err().to_string().contains("has a prompt named"));
+    rig.finish().await;
+}
+
 #[tokio::test]
 async fn the_tools_are_not_offered_when_no_allowed_server_has_resources() {
     let builder = rules(setup(), &[], &["mcp__one__*"]);
