@@ -63,6 +63,8 @@ mod sandbox;
 pub use group::{ProcessGroup, Signal, Teardown};
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub use linux::started::Started;
+#[cfg(target_os = "linux")]
+pub use sandbox::SeccompError;
 pub use sandbox::{Sandbox, SandboxError, SandboxMode, landlock_abi, seccomp_available};
 
 /// What the user asked for (`[shell] containment`).
@@ -155,7 +157,10 @@ fn decide(setting: Setting) -> Containment {
     {
         match linux::start() {
             Ok(user) => Containment::Namespace { user },
-            Err(reason) => Containment::ProcessGroup { reason },
+            // Only the text is kept: it already includes each cause's own words.
+            Err(e) => Containment::ProcessGroup {
+                reason: e.to_string(),
+            },
         }
     }
     #[cfg(not(target_os = "linux"))]
