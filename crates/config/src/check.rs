@@ -184,6 +184,9 @@ fn check_piece(
         Some(dir) => match ProjectLayer::from_table(path.to_path_buf(), dir, piece) {
             Ok(layer) => defaults.merge(layer),
             Err(crate::ConfigError::Invalid(why)) => return Some(why),
+            Err(crate::ConfigError::Project { path, detail, .. }) => {
+                return Some(format!("{}: {detail}", path.display()));
+            }
             Err(e) => return Some(e.to_string()),
         },
         None => defaults.merge(Serialized::defaults(piece)),

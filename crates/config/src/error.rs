@@ -20,6 +20,22 @@ pub enum ConfigError {
         describe(.0)
     )]
     Types(#[source] figment::Error),
+    /// A project file (`.toolgate/config.toml`) that cannot be read, or whose text or one
+    /// of its values does not parse.
+    #[error(
+        "invalid configuration: {}: {detail}; fix or remove that value (`toolgate doctor` lists every problem of every config file)",
+        .path.display()
+    )]
+    Project {
+        /// The project file.
+        path: PathBuf,
+        /// What is wrong, after the file's name: the value (when one is at fault) and the
+        /// reader's or parser's words.
+        detail: String,
+        /// The reader's or parser's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A part of the configuration (`permissions`, `skills`, …) that its own checks refuse;
     /// `part` is named when the error's text does not name the setting itself.
     #[error(

@@ -144,12 +144,13 @@ fn strictest_containment(a: Setting, b: Setting) -> Setting {
 /// Takes the project's `[shell]` and `[mcp]` isolation settings out of `table` (see
 /// [`Isolation`]); `shell.sandbox_writable`, `shell.env_pass` and `shell.sandbox_hide` are
 /// refused.
-fn isolation_rules(table: &mut toml::Table, shown: &str) -> Result<Isolation, ConfigError> {
+fn isolation_rules(table: &mut toml::Table, path: &Path) -> Result<Isolation, ConfigError> {
+    let shown = path.display();
     let (mcp_sandbox, mcp_network) = match table.get_mut("mcp").and_then(toml::Value::as_table_mut)
     {
         Some(mcp) => (
-            take(mcp, "mcp", "sandbox", shown)?,
-            take(mcp, "mcp", "sandbox_network", shown)?,
+            take(mcp, "mcp", "sandbox", path)?,
+            take(mcp, "mcp", "sandbox_network", path)?,
         ),
         None => (None, None),
     };
@@ -179,9 +180,9 @@ fn isolation_rules(table: &mut toml::Table, shown: &str) -> Result<Isolation, Co
         )));
     }
     Ok(Isolation {
-        sandbox: take(shell, "shell", "sandbox", shown)?,
-        network: take(shell, "shell", "sandbox_network", shown)?,
-        containment: take(shell, "shell", "containment", shown)?,
+        sandbox: take(shell, "shell", "sandbox", path)?,
+        network: take(shell, "shell", "sandbox_network", path)?,
+        containment: take(shell, "shell", "containment", path)?,
         mcp_sandbox,
         mcp_network,
     })
@@ -192,13 +193,15 @@ fn take<T: serde::de::DeserializeOwned>(
     table: &mut toml::Table,
     section: &str,
     key: &str,
-    shown: &str,
+    path: &Path,
 ) -> Result<Option<T>, ConfigError> {
     table
         .remove(key)
         .map(|v| {
-            T::deserialize(v).map_err(|e| {
-                ConfigError::Invalid(format!("{shown}: `{section}.{key}`: {}", e.message()))
+            T::deserialize(v).map_err(|e| ConfigError::Project {
+                path: path.to_path_buf(),
+                detail: format!("`{section}.{key}`: {}", e.message()),
+                source: e.into(),
             })
         })
         .transpose()
@@ -211,11 +214,16 @@ impl ProjectLayer {
         if !path.is_file() {
             return Ok(None);
         }
-        let shown = path.display().to_string();
-        let text = fs_err::read_to_string(&path)
-            .map_err(|e| ConfigError::Invalid(format!("{shown}: cannot be read: {e}")))?;
-        let table: toml::Table = toml::from_str(&text)
-            .map_err(|e| ConfigError::Invalid(format!("{shown}: {}", e.message().trim())))?;
+        let text = fs_err::read_to_string(&path).map_err(|e| ConfigError::Project {
+            path: path.clone(),
+            detail: format!("cannot be read: {e}"),
+            source: e.into(),
+        })?;
+        let table: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::Project {
+            path: path.clone(),
+            detail: e.message().trim().to_owned(),
+            source: e.into(),
+        })?;
         Self::from_table(path, dir, table).map(Some)
     }
 
@@ -233,8 +241,13 @@ impl ProjectLayer {
         };
 
         let permissions = match table.remove("permissions") {
-            Some(value) => PermissionsConfig::deserialize(value)
-                .map_err(|e| ConfigError::Invalid(format!("{shown}: [permissions]: {e}")))?,
+            Some(value) => {
+                PermissionsConfig::deserialize(value).map_err(|e| ConfigError::Project {
+                    path: path.clone(),
+                    detail: format!("[permissions]: {e}"),
+                    source: e.into(),
+                })?
+            }
             None => PermissionsConfig::default(),
         };
         if permissions.allow_control_files {
@@ -345,7 +358,7 @@ impl ProjectLayer {
         let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
 
         let skills_enabled = skills_rules(&mut table, &root, &shown)?;
-        let isolation = isolation_rules(&mut table, &shown)?;
+        let isolation = isolation_rules(&mut table, &path)?;
         if let Some(roots) = table.get_mut("roots") {
             let Some(list) = roots.as_array_mut() else {
                 return Err(ConfigError::Invalid(format!(

@@ -342,6 +342,30 @@ fn a_project_may_tighten_the_shell_sandbox_and_containment_but_not_loosen_them()
     assert!(err.contains("shell.sandbox"), "{err}");
 }
 
+/// Regression: a project file's parse errors used to reach the caller as text alone; the
+/// text stays, and the parser's error comes along as the source.
+#[test]
+fn a_project_files_parse_error_names_file_and_value_and_keeps_its_source() {
+    use std::error::Error as _;
+    for (project, value) in [
+        ("[shell]\nsandbox = \"maybe\"\n", ": `shell.sandbox`: "),
+        ("[permissions]\nallow = 3\n", ": [permissions]: "),
+        ("[shell\n", ": "),
+    ] {
+        let (dir, opts) = user_and_project("", project);
+        let err = load(&opts).unwrap_err();
+        let file = dir.path().join(".toolgate").join("config.toml");
+        let text = err.to_string();
+        let head = format!("invalid configuration: {}{value}", file.display());
+        assert!(text.starts_with(&head), "{text}");
+        let source = err.source().expect("the parser's error");
+        assert!(
+            source.downcast_ref::<toml::de::Error>().is_some(),
+            "{source:?}"
+        );
+    }
+}
+
 #[test]
 fn a_project_may_tighten_the_mcp_sandbox_but_not_loosen_it() {
     use toolgate_shell::SandboxMode;

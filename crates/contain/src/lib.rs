@@ -63,6 +63,8 @@ mod sandbox;
 pub use group::{ProcessGroup, Signal, Teardown};
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub use linux::started::Started;
+#[cfg(target_os = "linux")]
+pub use sandbox::SeccompError;
 pub use sandbox::{Sandbox, SandboxError, SandboxMode, landlock_abi, seccomp_available};
 
 /// What the user asked for (`[shell] containment`).
@@ -155,7 +157,10 @@ fn decide(setting: Setting) -> Containment {
     {
         match linux::start() {
             Ok(user) => Containment::Namespace { user },
-            Err(reason) => Containment::ProcessGroup { reason },
+            // Only the text is kept: it already includes each cause's own words.
+            Err(e) => Containment::ProcessGroup {
+                reason: e.to_string(),
+            },
         }
     }
     #[cfg(not(target_os = "linux"))]
@@ -185,6 +190,27 @@ pub fn contain(cmd: &mut tokio::process::Command) {
     linux::prepare(cmd, current(), cwd);
     #[cfg(not(target_os = "linux"))]
     let _ = cwd;
+}
+
+/// Spawns `cmd` the one way toolgate starts a process through a `Command` (a mounted
+/// stdio server; a `run_shell` command where [`launch`] is not available): killed when
+/// dropped, contained like [`contain`], then armed for `sandbox` like [`Sandbox::apply`]
+/// (in that order: the sandbox is entered by the process the relay of [`contain`] forks),
+/// with stdout and stderr piped; stdin and everything else stay as `cmd` sets them. Returns
+/// the child, its pipes in it, and the group it leads (`None` only when it was reaped
+/// before its pid was read). The same thread rule as [`contain`] applies.
+pub fn spawn(
+    cmd: &mut tokio::process::Command,
+    sandbox: &Sandbox,
+) -> Result<(tokio::process::Child, Option<ProcessGroup>), LaunchError> {
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    contain(cmd);
+    sandbox.apply(cmd)?;
+    let child = cmd.spawn()?;
+    let group = ProcessGroup::of(&child);
+    Ok((child, group))
 }
 
 /// Starts `program` (an absolute path) as `argv` (`argv[0]` is what it sees as `$0`) in
@@ -248,7 +274,7 @@ fn armed(sandbox: &Sandbox, cwd: &std::path::Path) -> Result<Option<sandbox::Arm
         .map_err(LaunchError::Sandbox)
 }
 
-/// Why [`launch`] did not start the command.
+/// Why [`launch`] or [`spawn`] did not start the command.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
     /// The sandbox cannot be entered here.

@@ -7,6 +7,7 @@
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags, poll};
@@ -22,6 +23,7 @@ use crate::Containment;
 mod child;
 #[cfg(target_arch = "x86_64")]
 mod clone;
+mod error;
 #[cfg(target_arch = "x86_64")]
 mod exec;
 #[cfg(target_arch = "x86_64")]
@@ -35,6 +37,7 @@ mod state;
 mod supervisor;
 
 use child::{close_from, die_with_parent, exit, ignore_signals, reset_signals};
+pub(crate) use error::StartError;
 
 /// How long the keeper gets to report the namespace ready.
 const START_LIMIT: Duration = Duration::from_secs(10);
@@ -54,7 +57,7 @@ const STEP_MOUNT_SLAVE: u8 = 6;
 const STEP_MOUNT_PROC: u8 = 7;
 
 /// Starts the namespace; `Ok(user)` says whether a user namespace was needed.
-pub(crate) fn start() -> Result<bool, String> {
+pub(crate) fn start() -> Result<bool, StartError> {
     let user = !rustix::process::geteuid().is_root();
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     // The keeper's parent-death signal follows the thread that forks it: a thread of its
@@ -79,19 +82,26 @@ pub(crate) fn start() -> Result<bool, String> {
                 let _ = tx.send(Err(e));
             }
         })
-        .map_err(|e| format!("cannot start a thread: {e}"))?;
+        .map_err(|source| StartError::Thread { source })?;
     let (init, spawner) = rx
         .recv_timeout(START_LIMIT + Duration::from_secs(1))
-        .map_err(|_| "the namespace keeper did not answer".to_owned())??;
-    let open = |kind: &str| -> Result<OwnedFd, String> {
-        fs_err::File::open(format!("/proc/{init}/ns/{kind}"))
-            .map(OwnedFd::from)
-            .map_err(|e| format!("cannot open the new {kind} namespace: {e}"))
+        .map_err(|source| StartError::NoAnswer { source })??;
+    let path = |kind: &str| PathBuf::from(format!("/proc/{init}/ns/{kind}"));
+    let open = |kind: &'static str| -> Result<OwnedFd, StartError> {
+        let path = path(kind);
+        match fs_err::File::open(&path) {
+            Ok(file) => Ok(OwnedFd::from(file)),
+            Err(source) => Err(StartError::OpenNamespace { kind, path, source }),
+        }
     };
     let pid = open("pid")?;
-    let id = fs_err::metadata(format!("/proc/{init}/ns/pid"))
-        .map_err(|e| format!("cannot read the new PID namespace: {e}"))?
-        .ino();
+    let id = match fs_err::metadata(path("pid")) {
+        Ok(metadata) => metadata.ino(),
+        Err(source) => {
+            let path = path("pid");
+            return Err(StartError::ReadNamespace { path, source });
+        }
+    };
     let namespace = state::Namespace {
         user: if user { Some(open("user")?) } else { None },
         mnt: open("mnt")?,
@@ -100,7 +110,7 @@ pub(crate) fn start() -> Result<bool, String> {
         spawner,
     };
     if !state::set(namespace) {
-        return Err("containment was started twice".to_owned());
+        return Err(StartError::StartedTwice);
     }
     Ok(user)
 }
@@ -144,12 +154,12 @@ struct Keeper<'a> {
 
 /// Forks the keeper and waits for its report; returns the keeper's and the init's pids and
 /// toolgate's end of the spawner's socket (none where the spawner is not built).
-fn fork_keeper(user: bool) -> Result<(Pid, i32, Option<OwnedFd>), String> {
+fn fork_keeper(user: bool) -> Result<(Pid, i32, Option<OwnedFd>), StartError> {
     let (uid, gid) = (rustix::process::geteuid(), rustix::process::getegid());
     let uid_map = format!("{0} {0} 1\n", uid.as_raw()).into_bytes();
     let gid_map = format!("{0} {0} 1\n", gid.as_raw()).into_bytes();
     let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-        .map_err(|e| format!("cannot make a pipe: {e}"))?;
+        .map_err(|source| StartError::Pipe { source })?;
     #[cfg(target_arch = "x86_64")]
     let (spawner, served) = match spawner::socket_pair() {
         Ok((ours, theirs)) => (Some(ours), Some(theirs)),
@@ -174,10 +184,11 @@ fn fork_keeper(user: bool) -> Result<(Pid, i32, Option<OwnedFd>), String> {
     }
     drop(keeper);
     if pid < 0 {
-        return Err(format!("cannot fork: {}", std::io::Error::last_os_error()));
+        let source = std::io::Error::last_os_error();
+        return Err(StartError::Fork { source });
     }
     let Some(pid) = Pid::from_raw(pid) else {
-        return Err("fork returned no pid".to_owned());
+        return Err(StartError::NoPid);
     };
     match read_reports(&read) {
         Ok(init) => Ok((pid, init, spawner)),
@@ -191,7 +202,7 @@ fn fork_keeper(user: bool) -> Result<(Pid, i32, Option<OwnedFd>), String> {
 }
 
 /// Reads the keeper's and the init's messages until the namespace is ready.
-fn read_reports(read: &OwnedFd) -> Result<i32, String> {
+fn read_reports(read: &OwnedFd) -> Result<i32, StartError> {
     let mut init = None;
     let mut ready = false;
     let deadline = std::time::Instant::now() + START_LIMIT;
@@ -203,35 +214,37 @@ fn read_reports(read: &OwnedFd) -> Result<i32, String> {
         });
         let mut fds = [PollFd::new(read, PollFlags::IN)];
         match poll(&mut fds, Some(&left)) {
-            Ok(0) => return Err("the namespace was not ready within 10 s".to_owned()),
+            Ok(0) => return Err(StartError::NotReady),
             Err(Errno::INTR) => continue,
-            Err(e) => return Err(format!("poll: {e}")),
+            Err(source) => return Err(StartError::Poll { source }),
             Ok(_) => {}
         }
         let mut msg = [0u8; 8];
-        let n = rustix::io::read(read, &mut msg).map_err(|e| format!("read: {e}"))?;
+        let n = rustix::io::read(read, &mut msg).map_err(|source| StartError::Read { source })?;
         if n == 0 {
-            return Err("the namespace keeper exited before the namespace was ready".to_owned());
+            return Err(StartError::KeeperExited);
         }
         if n != 8 {
-            return Err(format!(
-                "unexpected report from the namespace keeper ({n} bytes)"
-            ));
+            return Err(StartError::ShortReport { bytes: n });
         }
         let value = i32::from_le_bytes([msg[4], msg[5], msg[6], msg[7]]);
         match msg[0] {
             MSG_INIT_PID => init = Some(value),
             MSG_READY => ready = true,
-            MSG_FAILED => return Err(describe_failure(msg[1], value)),
-            other => return Err(format!("unexpected report {other} from the keeper")),
+            MSG_FAILED => {
+                let source = std::io::Error::from_raw_os_error(value);
+                let step = describe_step(msg[1]);
+                return Err(StartError::Step { step, source });
+            }
+            tag => return Err(StartError::UnknownReport { tag }),
         }
     }
-    init.ok_or_else(|| "the keeper did not name the init".to_owned())
+    init.ok_or(StartError::NoInit)
 }
 
-fn describe_failure(step: u8, errno: i32) -> String {
-    let error = std::io::Error::from_raw_os_error(errno);
-    let what = match step {
+/// What the keeper or the init failed to do at `step`, and what usually refuses it.
+fn describe_step(step: u8) -> &'static str {
+    match step {
         STEP_PDEATHSIG => "cannot set the parent-death signal",
         STEP_UNSHARE => {
             "cannot create PID and mount namespaces (user namespaces may be disabled: \
@@ -244,8 +257,7 @@ fn describe_failure(step: u8, errno: i32) -> String {
         STEP_MOUNT_SLAVE => "cannot make the namespace's mounts private",
         STEP_MOUNT_PROC => "cannot mount /proc for the namespace (a container that masks /proc?)",
         _ => "unknown step",
-    };
-    format!("{what}: {error}")
+    }
 }
 
 /// Writes the 8-byte message `tag, step, value` to `fd`. A failed write leaves the reader

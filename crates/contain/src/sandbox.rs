@@ -53,6 +53,8 @@ mod view;
 pub(crate) use armed::Armed;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub(crate) use armed::enter_encoded;
+#[cfg(target_os = "linux")]
+pub use seccomp::SeccompError;
 
 /// `[shell] sandbox` and `[mcp] sandbox`.
 #[derive(
@@ -79,9 +81,22 @@ pub enum SandboxError {
     /// The kernel lacks something the configured mode needs.
     #[error("{0}")]
     Unsupported(String),
-    /// The rules could not be built.
-    #[error("{0}")]
-    Build(String),
+    /// The seccomp filters could not be built (shared by every start of one sandbox, which
+    /// builds them once).
+    #[cfg(target_os = "linux")]
+    #[error("cannot build the seccomp filter: {source}")]
+    Seccomp {
+        /// Why not.
+        #[source]
+        source: Arc<SeccompError>,
+    },
+    /// The Landlock rules could not be built.
+    #[error("cannot build the Landlock rules: {source}")]
+    Landlock {
+        /// Why not.
+        #[source]
+        source: landlock::RulesetError,
+    },
 }
 
 /// The newest Landlock ABI whose filesystem rights are asked for; older kernels get what
@@ -117,7 +132,7 @@ pub struct Sandbox {
     section: &'static str,
     /// The seccomp programs, compiled once on first use.
     #[cfg(target_os = "linux")]
-    programs: Arc<OnceLock<Result<seccomp::Programs, String>>>,
+    programs: Arc<OnceLock<Result<seccomp::Programs, Arc<SeccompError>>>>,
 }
 
 impl PartialEq for Sandbox {
@@ -379,12 +394,12 @@ impl Sandbox {
     pub(crate) fn armed(&self, cwd: Option<&Path>) -> Result<Armed, SandboxError> {
         let programs = self
             .programs
-            .get_or_init(|| seccomp::Programs::build(self.mode, self.network))
+            .get_or_init(|| seccomp::Programs::build(self.mode, self.network).map_err(Arc::new))
             .clone()
-            .map_err(|e| SandboxError::Build(format!("cannot build the seccomp filter: {e}")))?;
+            .map_err(|source| SandboxError::Seccomp { source })?;
         let ruleset = self
             .ruleset()
-            .map_err(|e| SandboxError::Build(format!("cannot build the Landlock rules: {e}")))?;
+            .map_err(|source| SandboxError::Landlock { source })?;
         let view = match self.mode {
             SandboxMode::WorkspaceWrite => Some(view::View::new(
                 &self.writable,

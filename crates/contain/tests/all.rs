@@ -59,6 +59,37 @@ async fn a_program_that_cannot_be_run_fails_the_spawn_with_its_error() {
     assert_eq!(cmd.status().await.unwrap().code(), Some(3));
 }
 
+/// What the gateway and `run_shell` rely on from [`toolgate_contain::spawn`]: stdout and
+/// stderr piped, stdin as the caller set it, a group the child leads, and a missing program
+/// as the start's own `NotFound`.
+#[tokio::test]
+async fn spawn_pipes_the_output_and_the_child_leads_its_group() {
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.args(["-c", "echo out; echo err >&2"])
+        .stdin(Stdio::null());
+    let sandbox = toolgate_contain::Sandbox::default();
+    let (child, group) = toolgate_contain::spawn(&mut cmd, &sandbox).unwrap();
+    let pid = child.id().and_then(|id| i32::try_from(id).ok());
+    // Kept until the end: a `ProcessGroup` kills its group when dropped.
+    let group = group.expect("a child that was not reaped has a group");
+    assert_eq!(Some(group.id()), pid);
+    assert!(child.stdin.is_none(), "stdin stays as the caller set it");
+    let output = child.wait_with_output().await.unwrap();
+    assert!(output.status.success(), "{output:?}");
+    drop(group);
+    assert_eq!(
+        (&output.stdout[..], &output.stderr[..]),
+        (&b"out\n"[..], &b"err\n"[..])
+    );
+
+    let mut cmd = tokio::process::Command::new("/nonexistent/toolgate-test-program");
+    let Err(toolgate_contain::LaunchError::Start(e)) = toolgate_contain::spawn(&mut cmd, &sandbox)
+    else {
+        panic!("a missing program started");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
+}
+
 #[tokio::test]
 async fn the_namespace_applies_here_and_commands_see_their_own_proc() {
     assert!(

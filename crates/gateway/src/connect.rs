@@ -18,7 +18,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader, ReadBuf};
 use tokio::process::{Child, ChildStdin, ChildStdout};
-use toolgate_contain::ProcessGroup;
+use toolgate_contain::{LaunchError, ProcessGroup};
 
 use crate::import::NESTED_ENV;
 
@@ -275,30 +275,22 @@ pub(crate) fn spawn_stdio(
         .envs(env)
         .env(NESTED_ENV, (depth + 1).to_string())
         .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    toolgate_contain::contain(&mut cmd);
-    sandbox
-        .apply(&mut cmd)
-        .map_err(|source| ConnectError::Sandbox {
-            command: command.to_owned(),
-            source,
-        })?;
-    let mut child = cmd.spawn().map_err(|source| {
+        .stdin(Stdio::piped());
+    let (mut child, group) = toolgate_contain::spawn(&mut cmd, sandbox).map_err(|e| {
         let command = command.to_owned();
-        if source.kind() == std::io::ErrorKind::NotFound {
-            ConnectError::NotFound {
-                command,
-                cwd: cwd.to_path_buf(),
-                source,
+        match e {
+            LaunchError::Sandbox(source) => ConnectError::Sandbox { command, source },
+            LaunchError::Start(source) if source.kind() == std::io::ErrorKind::NotFound => {
+                let cwd = cwd.to_path_buf();
+                ConnectError::NotFound {
+                    command,
+                    cwd,
+                    source,
+                }
             }
-        } else {
-            ConnectError::Spawn { command, source }
+            LaunchError::Start(source) => ConnectError::Spawn { command, source },
         }
     })?;
-    let group = ProcessGroup::of(&child);
     let (Some(stdin), Some(stdout), stderr) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures::future::BoxFuture;
-use rmcp::model::ServerRequest;
+use rmcp::model::{ClientCapabilities, ServerRequest};
 use rmcp::{Peer, RoleServer, ServiceError};
 use serde_json::Value;
 use toolgate_core::{AskError, CallContext, ClientAsk, ClientLink};
@@ -177,6 +177,23 @@ async fn send_log(
     sent.is_ok()
 }
 
+/// Whether a client that declared `caps` (in `initialize`, or in a 2026-07-28 request's
+/// `_meta`) handles `ask`; the `Err` is [`ClientLink::can_ask`]'s answer when it does not.
+#[allow(deprecated)] // sampling and roots: deprecated by SEP-2577, still declared by 2025 clients
+pub(crate) fn offers(caps: &ClientCapabilities, ask: ClientAsk) -> Result<(), &'static str> {
+    let offered = match ask {
+        // An empty `elicitation: {}` means forms (the 2025-06-18 meaning).
+        ClientAsk::FormElicitation => caps
+            .elicitation
+            .as_ref()
+            .is_some_and(|e| e.form.is_some() || e.url.is_none()),
+        ClientAsk::UrlElicitation => caps.elicitation.as_ref().is_some_and(|e| e.url.is_some()),
+        ClientAsk::Sampling => caps.sampling.is_some(),
+        ClientAsk::Roots => caps.roots.is_some(),
+    };
+    offered.then_some(()).ok_or("the client does not offer it")
+}
+
 impl ClientLink for McpClient {
     fn caller(&self) -> Option<toolgate_core::Identity> {
         self.caller.clone()
@@ -192,19 +209,7 @@ impl ClientLink for McpClient {
                 "the client speaks MCP 2026-07-28 and takes no requests mid-call; it is asked through `input_required` results of the call that needs the answer",
             );
         }
-        let caps = &info.capabilities;
-        #[allow(deprecated)] // sampling and roots: deprecated by SEP-2577, used by 2025 clients
-        let offered = match ask {
-            // An empty `elicitation: {}` means forms (the 2025-06-18 meaning).
-            ClientAsk::FormElicitation => caps
-                .elicitation
-                .as_ref()
-                .is_some_and(|e| e.form.is_some() || e.url.is_none()),
-            ClientAsk::UrlElicitation => caps.elicitation.as_ref().is_some_and(|e| e.url.is_some()),
-            ClientAsk::Sampling => caps.sampling.is_some(),
-            ClientAsk::Roots => caps.roots.is_some(),
-        };
-        offered.then_some(()).ok_or("the client does not offer it")
+        offers(&info.capabilities, ask)
     }
 
     fn request(
@@ -267,6 +272,21 @@ mod tests {
         assert!(LogLevel::Debug < LogLevel::Info);
         assert!(LogLevel::Warning < LogLevel::Error);
         assert!(LogLevel::Alert < LogLevel::Emergency);
+    }
+
+    #[test]
+    fn an_empty_elicitation_capability_offers_forms_only() {
+        let caps = |json: Value| serde_json::from_value::<ClientCapabilities>(json).unwrap();
+        let empty = caps(serde_json::json!({"elicitation": {}}));
+        assert!(offers(&empty, ClientAsk::FormElicitation).is_ok());
+        assert!(offers(&empty, ClientAsk::UrlElicitation).is_err());
+        let url = caps(serde_json::json!({"elicitation": {"url": {}}}));
+        assert!(offers(&url, ClientAsk::UrlElicitation).is_ok());
+        assert!(offers(&url, ClientAsk::FormElicitation).is_err());
+        let none = caps(serde_json::json!({}));
+        for ask in [ClientAsk::Sampling, ClientAsk::Roots] {
+            assert_eq!(offers(&none, ask), Err("the client does not offer it"));
+        }
     }
 
     #[tokio::test]

@@ -35,6 +35,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolgate_core::{AskError, ClientAsk, ClientLink};
 
+use crate::client::offers;
 use crate::notify::ProgressQueue;
 
 /// How long a round waits for the client's answers (a person may be filling in a form).
@@ -175,21 +176,6 @@ impl RoundLink {
     }
 }
 
-/// Whether `caps` says the client handles `ask`.
-#[allow(deprecated)] // sampling and roots: deprecated by SEP-2577, still declared by clients
-pub(crate) fn declares(caps: &ClientCapabilities, ask: ClientAsk) -> bool {
-    match ask {
-        // An empty `elicitation: {}` means forms (the 2025-06-18 meaning).
-        ClientAsk::FormElicitation => caps
-            .elicitation
-            .as_ref()
-            .is_some_and(|e| e.form.is_some() || e.url.is_none()),
-        ClientAsk::UrlElicitation => caps.elicitation.as_ref().is_some_and(|e| e.url.is_some()),
-        ClientAsk::Sampling => caps.sampling.is_some(),
-        ClientAsk::Roots => caps.roots.is_some(),
-    }
-}
-
 /// The key a request gets when its asker names none.
 pub(crate) fn default_key(ask: ClientAsk) -> &'static str {
     match ask {
@@ -205,9 +191,7 @@ impl ClientLink for RoundLink {
     }
 
     fn can_ask(&self, ask: ClientAsk) -> Result<(), &'static str> {
-        declares(&self.declared, ask)
-            .then_some(())
-            .ok_or("the client does not offer it")
+        offers(&self.declared, ask)
     }
 
     fn request(
@@ -225,7 +209,7 @@ impl ClientLink for RoundLink {
         params: Value,
     ) -> BoxFuture<'static, Result<Value, AskError>> {
         let method = ask.method();
-        if !declares(&self.declared, ask) {
+        if offers(&self.declared, ask).is_err() {
             lock(&self.undeclared).push(ask);
             return Box::pin(async move { Err(AskError::NotDeclared { method }) });
         }

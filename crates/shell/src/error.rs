@@ -80,9 +80,16 @@ pub enum ShellError {
     /// A background job's output file cannot be created.
     #[error("could not open an output file for the job: {0}")]
     OutputFile(#[source] std::io::Error),
-    /// A plain message (for example an evicted output file).
-    #[error("{0}")]
-    Other(String),
+    /// The job's output file was evicted from the spill store; the store's text says to
+    /// rerun the command.
+    #[error("{message}")]
+    Evicted {
+        /// The spill store's explanation.
+        message: String,
+        /// The failed open or read of the file that is gone.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl From<ShellError> for ToolError {

@@ -163,16 +163,14 @@ impl Job {
         let want = (len - offset).min(limit as u64) as usize;
         let mut bytes = vec![0u8; want];
         if want > 0 {
-            let read_err = |source| {
-                store.evicted_message(&stream.path).map_or_else(
-                    || ShellError::Read {
-                        job: self.id.clone(),
-                        stream: which.name(),
-                        path: stream.path.display().to_string(),
-                        source,
-                    },
-                    ShellError::Other,
-                )
+            let read_err = |source| match store.evicted_message(&stream.path) {
+                Some(message) => ShellError::Evicted { message, source },
+                None => ShellError::Read {
+                    job: self.id.clone(),
+                    stream: which.name(),
+                    path: stream.path.display().to_string(),
+                    source,
+                },
             };
             let mut file = fs_err::File::open(&stream.path).map_err(read_err)?;
             file.seek(SeekFrom::Start(offset)).map_err(read_err)?;

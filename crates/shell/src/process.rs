@@ -66,10 +66,7 @@ pub(crate) fn spawn(
     let (shell, program) = shell();
     let argv = [OsStr::new(shell), OsStr::new("-c"), OsStr::new(command)];
     if let Some(launched) = toolgate_contain::launch(program, &argv, cwd, sandbox) {
-        let (started, stdout, stderr) = launched.map_err(|e| match e {
-            toolgate_contain::LaunchError::Sandbox(e) => ShellError::Sandbox(e),
-            toolgate_contain::LaunchError::Start(e) => spawn_error(shell, e),
-        })?;
+        let (started, stdout, stderr) = launched.map_err(|e| start_error(shell, e))?;
         let group = ProcessGroup::led_by(&started)
             .ok_or_else(|| spawn_error(shell, std::io::Error::other("the child has no pid")))?;
         return Ok(Spawned {
@@ -84,14 +81,9 @@ pub(crate) fn spawn(
         .arg("-c")
         .arg(command)
         .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    toolgate_contain::contain(&mut cmd);
-    sandbox.apply(&mut cmd).map_err(ShellError::Sandbox)?;
-    let mut child = cmd.spawn().map_err(|source| spawn_error(shell, source))?;
-    let group = ProcessGroup::of(&child);
+        .stdin(Stdio::null());
+    let (mut child, group) =
+        toolgate_contain::spawn(&mut cmd, sandbox).map_err(|e| start_error(shell, e))?;
     let (Some(group), Some(stdout), Some(stderr)) =
         (group, child.stdout.take(), child.stderr.take())
     else {
@@ -110,6 +102,14 @@ pub(crate) fn spawn(
         stdout,
         stderr,
     })
+}
+
+/// Why either start failed: the sandbox (a config matter), or the start itself.
+fn start_error(shell: &str, error: toolgate_contain::LaunchError) -> ShellError {
+    match error {
+        toolgate_contain::LaunchError::Sandbox(e) => ShellError::Sandbox(e),
+        toolgate_contain::LaunchError::Start(e) => spawn_error(shell, e),
+    }
 }
 
 /// A spawn failure with a hint that fits its cause.

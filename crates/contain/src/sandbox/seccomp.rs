@@ -16,6 +16,34 @@ use seccompiler::{
 
 use super::SandboxMode;
 
+/// Why the seccomp filters of a sandbox cannot be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SeccompError {
+    /// `seccompiler` has no filters for this architecture.
+    #[error("seccomp filters are built for x86-64, aarch64 and riscv64 only")]
+    UnsupportedArchitecture,
+    /// A condition on an argument of one system call was refused.
+    #[error("{source}")]
+    Rule {
+        /// The system call's number.
+        syscall: i64,
+        /// `seccompiler`'s reason.
+        #[source]
+        source: seccompiler::BackendError,
+    },
+    /// A filter as a whole was refused (too long, say).
+    #[error("{source}")]
+    Filter {
+        /// The errno the filter answers its system calls with (EPERM, or ENOSYS for the
+        /// `openat2` one).
+        errno: i32,
+        /// `seccompiler`'s reason.
+        #[source]
+        source: seccompiler::BackendError,
+    },
+}
+
 /// Calls newer than the `libc` crate's tables (the numbers are shared by every
 /// architecture since Linux 5.1).
 const SYS_SETXATTRAT: i64 = 463;
@@ -76,7 +104,7 @@ impl Rules {
         }
     }
 
-    fn compile(mut self, errno: i32) -> Result<BpfProgram, String> {
+    fn compile(mut self, errno: i32) -> Result<BpfProgram, SeccompError> {
         #[cfg(target_arch = "x86_64")]
         {
             let x32: Vec<(i64, Vec<SeccompRule>)> = self
@@ -93,20 +121,19 @@ impl Rules {
                 .collect();
             self.0.extend(x32);
         }
+        let refused = |source| SeccompError::Filter { errno, source };
         let filter = SeccompFilter::new(
             self.0,
             SeccompAction::Allow,
             SeccompAction::Errno(errno as u32),
             target_arch()?,
         )
-        .map_err(|e| e.to_string())?;
-        filter
-            .try_into()
-            .map_err(|e: seccompiler::BackendError| e.to_string())
+        .map_err(refused)?;
+        filter.try_into().map_err(refused)
     }
 }
 
-fn target_arch() -> Result<TargetArch, String> {
+fn target_arch() -> Result<TargetArch, SeccompError> {
     if cfg!(target_arch = "x86_64") {
         Ok(TargetArch::x86_64)
     } else if cfg!(target_arch = "aarch64") {
@@ -114,15 +141,15 @@ fn target_arch() -> Result<TargetArch, String> {
     } else if cfg!(target_arch = "riscv64") {
         Ok(TargetArch::riscv64)
     } else {
-        Err("seccomp filters are built for x86-64, aarch64 and riscv64 only".to_owned())
+        Err(SeccompError::UnsupportedArchitecture)
     }
 }
 
-/// One condition on argument `arg`.
-fn when(arg: u8, len: Len, op: Op, value: u64) -> Result<SeccompRule, String> {
+/// One condition on argument `arg` of system call `syscall`.
+fn when(syscall: i64, arg: u8, len: Len, op: Op, value: u64) -> Result<SeccompRule, SeccompError> {
     SeccompCondition::new(arg, len, op, value)
         .and_then(|c| SeccompRule::new(vec![c]))
-        .map_err(|e| e.to_string())
+        .map_err(|source| SeccompError::Rule { syscall, source })
 }
 
 impl Programs {
@@ -148,9 +175,9 @@ impl Programs {
     }
 
     /// The filters for `mode` and `network`.
-    pub(super) fn build(mode: SandboxMode, network: bool) -> Result<Self, String> {
+    pub(super) fn build(mode: SandboxMode, network: bool) -> Result<Self, SeccompError> {
         let filesystem = mode != SandboxMode::Off;
-        let base = |metadata: Metadata| -> Result<Rules, String> {
+        let base = |metadata: Metadata| -> Result<Rules, SeccompError> {
             let mut rules = Rules::default();
             deny_io_uring(&mut rules);
             if !network {
@@ -209,12 +236,19 @@ fn deny_io_uring(rules: &mut Rules) {
 
 /// No socket of any family; socket pairs only as connected unix stream or seqpacket pairs
 /// (a datagram pair could still send to any path socket with sendto).
-fn deny_sockets(rules: &mut Rules) -> Result<(), String> {
+fn deny_sockets(rules: &mut Rules) -> Result<(), SeccompError> {
     rules.deny(libc::SYS_socket);
-    let domain = when(0, Len::Dword, Op::Ne, libc::AF_UNIX as u64)?;
-    let datagram = when(1, Len::Dword, Op::MaskedEq(0xf), libc::SOCK_DGRAM as u64)?;
-    rules.deny_if(libc::SYS_socketpair, domain);
-    rules.deny_if(libc::SYS_socketpair, datagram);
+    let pair = libc::SYS_socketpair;
+    let domain = when(pair, 0, Len::Dword, Op::Ne, libc::AF_UNIX as u64)?;
+    let datagram = when(
+        pair,
+        1,
+        Len::Dword,
+        Op::MaskedEq(0xf),
+        libc::SOCK_DGRAM as u64,
+    )?;
+    rules.deny_if(pair, domain);
+    rules.deny_if(pair, datagram);
     Ok(())
 }
 
@@ -281,7 +315,7 @@ fn deny_xattr_writes(rules: &mut Rules) {
 }
 
 /// Mode, owner, times and attribute flags of any file.
-fn deny_metadata_changes(rules: &mut Rules) -> Result<(), String> {
+fn deny_metadata_changes(rules: &mut Rules) -> Result<(), SeccompError> {
     for nr in [
         libc::SYS_fchmod,
         libc::SYS_fchmodat,
@@ -305,14 +339,15 @@ fn deny_metadata_changes(rules: &mut Rules) -> Result<(), String> {
         rules.deny(nr);
     }
     for request in SET_ATTR_IOCTLS {
-        rules.deny_if(libc::SYS_ioctl, when(1, Len::Dword, Op::Eq, request)?);
+        let rule = when(libc::SYS_ioctl, 1, Len::Dword, Op::Eq, request)?;
+        rules.deny_if(libc::SYS_ioctl, rule);
     }
     Ok(())
 }
 
 /// setuid and setgid bits, in every call that takes a mode: changing one (chmod family) or
 /// creating a file with one (open, creat, mknod).
-fn deny_setuid_bits(rules: &mut Rules) -> Result<(), String> {
+fn deny_setuid_bits(rules: &mut Rules) -> Result<(), SeccompError> {
     let mut calls = vec![
         (libc::SYS_fchmod, 1),
         (libc::SYS_fchmodat, 2),
@@ -330,7 +365,7 @@ fn deny_setuid_bits(rules: &mut Rules) -> Result<(), String> {
     for (nr, arg) in calls {
         for bit in [libc::S_ISUID, libc::S_ISGID] {
             let bit = u64::from(bit);
-            rules.deny_if(nr, when(arg, Len::Dword, Op::MaskedEq(bit), bit)?);
+            rules.deny_if(nr, when(nr, arg, Len::Dword, Op::MaskedEq(bit), bit)?);
         }
     }
     Ok(())
@@ -362,10 +397,29 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_rule_names_its_system_call_and_keeps_seccompilers_reason() {
+        // Argument 6 does not exist (a system call takes at most six, 0 to 5).
+        let Err(error) = when(libc::SYS_openat, 6, Len::Dword, Op::Eq, 0) else {
+            panic!("argument 6 should be refused");
+        };
+        let source = seccompiler::BackendError::InvalidArgumentNumber;
+        assert_eq!(
+            error.to_string(),
+            source.to_string(),
+            "the text is seccompiler's"
+        );
+        assert!(
+            matches!(&error, SeccompError::Rule { syscall, source: s } if *syscall == libc::SYS_openat && *s == source),
+            "{error:?}"
+        );
+    }
+
+    #[test]
     fn an_unconditional_denial_is_not_narrowed_by_a_condition() {
         let mut rules = Rules::default();
         rules.deny(libc::SYS_fchmod);
-        rules.deny_if(libc::SYS_fchmod, when(1, Len::Dword, Op::Eq, 1).unwrap());
+        let rule = when(libc::SYS_fchmod, 1, Len::Dword, Op::Eq, 1).unwrap();
+        rules.deny_if(libc::SYS_fchmod, rule);
         assert!(rules.0[&libc::SYS_fchmod].is_empty());
     }
 }

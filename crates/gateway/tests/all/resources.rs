@@ -424,7 +424,12 @@ async fn a_prompt_or_a_read_waits_for_its_server_to_start() {
         .gateway
         .get_prompt("mcp__one__nothing", None, None)
         .await;
-    assert!(unknown.unwrap_err().to_string().contains("has a prompt named"));
+    assert!(
+        unknown
+            .unwrap_err()
+            .to_string()
+            .contains("has a prompt named")
+    );
     rig.finish().await;
 }
 
