@@ -49,6 +49,22 @@ pub async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// [`wait_until`] for a condition that must itself wait to be read (a tool call, a
+/// connection attempt).
+pub async fn wait_until_async<F: std::future::Future<Output = bool>>(
+    what: &str,
+    mut done: impl FnMut() -> F,
+) {
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    while !done().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still waiting after {HANG_GUARD:?} for {what}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
 /// [`wait_until`] for a test without an async runtime: blocks the thread while it waits.
 pub fn wait_until_blocking(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + HANG_GUARD;
