@@ -13,14 +13,13 @@ use std::time::Instant;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolgate_core::{
-    CallContext, Concurrency, DisclosureHint, Footprint, Tool, ToolError, ToolMeta, ToolOutput,
-    TruncationReason, run_blocking,
+    CallContext, Footprint, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason,
 };
 
 use crate::confine::{CreateParents, PathError, Roots};
 use crate::list::human_size;
-use crate::read::{FileStamp, FileStamps};
-use crate::write::{BeforeRename, WriteOutput, path_error, write_atomic};
+use crate::read::FileStamp;
+use crate::write::{BeforeRename, Commit, WriteOutput, Writer, path_error};
 
 /// Largest file `edit_file` loads (it holds the old and the new text in memory).
 const MAX_EDIT_BYTES: u64 = 32 * 1024 * 1024;
@@ -47,25 +46,18 @@ pub struct EditFileArgs {
 }
 
 /// `edit_file`: exact, unique replacement in one file.
-pub struct EditFileTool {
-    roots: Arc<Roots>,
-    before_rename: Option<BeforeRename>,
-}
+pub struct EditFileTool(Writer);
 
 impl EditFileTool {
     /// `edit_file` over `roots`.
     pub fn new(roots: Arc<Roots>) -> Self {
-        Self {
-            roots,
-            before_rename: None,
-        }
+        Self(Writer::new(roots))
     }
 
     /// Runs `hook` between writing the temporary file and renaming it (a test seam for
     /// failures at that point).
-    pub fn with_before_rename(mut self, hook: BeforeRename) -> Self {
-        self.before_rename = Some(hook);
-        self
+    pub fn with_before_rename(self, hook: BeforeRename) -> Self {
+        Self(self.0.with_before_rename(hook))
     }
 }
 
@@ -82,37 +74,22 @@ impl Tool for EditFileTool {
     }
 
     fn meta(&self) -> ToolMeta {
-        ToolMeta {
-            timeout: Some(std::time::Duration::from_secs(30)),
-            concurrency: Concurrency::Mutating,
-            action: "fs.write".to_owned(),
-            spillable: true,
-            idempotent: false,
-            destructive: true,
-            display: "Edit file".to_owned(),
-            // A core tool: in the array every turn, never deferred.
-            disclosure: DisclosureHint::Direct,
-            ..ToolMeta::default()
-        }
+        Writer::meta("Edit file", false)
     }
 
     async fn call(&self, args: EditFileArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
-        let roots = Arc::clone(&self.roots);
-        let hook = self.before_rename.clone();
-        let stamps = ctx.session.ext::<FileStamps>();
-        run_blocking(move || edit_file(&roots, &args, hook.as_ref(), &stamps)).await?
+        self.0.run(args, ctx, edit_file).await
     }
 
     fn footprint(&self, args: &serde_json::Value) -> Footprint {
-        crate::write::file_footprint(&self.roots, args)
+        self.0.footprint(args)
     }
 }
 
 fn edit_file(
     roots: &Roots,
     args: &EditFileArgs,
-    hook: Option<&BeforeRename>,
-    stamps: &FileStamps,
+    commit: &Commit<'_>,
 ) -> Result<ToolOutput, ToolError> {
     let started = Instant::now();
     if args.old_string.is_empty() {
@@ -137,8 +114,7 @@ fn edit_file(
         .map_err(missing)?;
     let (mut file, meta) = parent.open_existing(path).map_err(missing)?;
     roots.check_links(path, &meta).map_err(path_error)?;
-    let real = parent.real.clone();
-    if let Some(seen) = stamps.get(&real)
+    if let Some(seen) = commit.seen(&parent)
         && seen != FileStamp::of(&meta)
     {
         return Err(ToolError::recoverable(format!(
@@ -202,14 +178,8 @@ fn edit_file(
     bytes.extend_from_slice(bom);
     bytes.extend_from_slice(updated.as_bytes());
 
-    let written = write_atomic(&parent, &bytes, Some(&meta), hook).map_err(|e| {
-        ToolError::recoverable(format!(
-            "writing `{path}` failed, and the file was left as it was: {e}"
-        ))
-    })?;
-    stamps.record(real.clone(), FileStamp::of(&written));
+    let (written, display) = commit.replace(&parent, path, &bytes, Some(&meta))?;
 
-    let display = roots.display(&real);
     let lines = line_numbers(text, &starts);
     let at = match lines.as_slice() {
         [one] => format!("line {one}"),

@@ -10,21 +10,16 @@ mod sink;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 
 use grep_regex::RegexMatcherBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use toolgate_core::{
-    CallContext, Concurrency, DisclosureHint, Tool, ToolError, ToolMeta, ToolOutput,
-    TruncationReason, run_blocking,
-};
+use toolgate_core::{CallContext, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason};
 
 use crate::confine::Roots;
-use crate::find::{NameFilter, skipped_hint};
 use crate::search::{
-    CancelBridge, Cursor, Scope, SearchLimits, SearchOutput, Stop, cut_phrase, plural, showing,
-    thousands,
+    Call, Cursor, Found, NameFilter, Scope, SearchLimits, SearchOutput, check_chars, cut_phrase,
+    next_step, plural, showing, skipped_hint,
 };
 use job::{HEAP_LIMIT, Job};
 use run::Outcome;
@@ -101,27 +96,12 @@ impl Tool for GrepTool {
     }
 
     fn meta(&self) -> ToolMeta {
-        ToolMeta {
-            timeout: Some(crate::search::meta_timeout(&self.limits)),
-            concurrency: Concurrency::ReadOnly,
-            action: "fs.read".to_owned(),
-            spillable: true,
-            idempotent: true,
-            destructive: false,
-            display: "Search file contents".to_owned(),
-            // A core tool: in the array every turn, never deferred.
-            disclosure: DisclosureHint::Direct,
-            ..ToolMeta::default()
-        }
+        crate::search::meta(&self.limits, "Search file contents")
     }
 
     async fn call(&self, args: GrepArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
-        let started = Instant::now();
-        // Pages the session's client passes on whole (a shorter page, a true cursor).
-        let mut limits = self.limits.clone();
-        limits.max_payload_bytes = ctx.session.limits().page_bytes(limits.max_payload_bytes);
-        let limit = limits.limit(args.limit)?;
-        let stop = Stop::at(started + limits.timeout(args.timeout_ms)?);
+        let call = Call::start(&self.limits, &ctx, args.limit, args.timeout_ms)?;
+        let limits = &call.limits;
         if args.pattern.is_empty() {
             return Err(ToolError::InvalidArguments(
                 "field `pattern`: empty; give the text or regular expression to look for"
@@ -138,14 +118,12 @@ impl Tool for GrepTool {
             Some(c) => c as usize,
             None => 0,
         };
-        let chars = args.pattern.chars().count();
-        if chars > MAX_PATTERN_CHARS {
-            return Err(ToolError::InvalidArguments(format!(
-                "field `pattern`: {} characters is too long; at most {} are allowed. Search for a distinctive part of the text (a few words or an identifier), or split a long alternation `a|b|…` into several calls",
-                thousands(chars as u64),
-                thousands(MAX_PATTERN_CHARS as u64),
-            )));
-        }
+        check_chars(
+            &args.pattern,
+            MAX_PATTERN_CHARS,
+            "pattern",
+            "Search for a distinctive part of the text (a few words or an identifier), or split a long alternation `a|b|…` into several calls",
+        )?;
         let matcher = RegexMatcherBuilder::new()
             .line_terminator(Some(b'\n'))
             .case_insensitive(args.case_insensitive)
@@ -175,25 +153,22 @@ impl Tool for GrepTool {
             args.path.as_deref(),
             args.cursor.as_deref(),
             args.include_ignored,
-            &limits,
+            limits,
             true,
         )?;
-        let _bridge = CancelBridge::new(&ctx.cancel, &stop);
         let roots = Arc::clone(&self.roots);
-        run_blocking(move || {
+        call.run(&ctx.cancel, move |call| {
             let outcome = run::run(&Job {
                 scope: &scope,
                 matcher: &matcher,
                 glob: glob.as_ref(),
                 context,
-                limit,
-                limits: &limits,
-                stop: &stop,
+                limit: call.limit,
+                limits: &call.limits,
+                stop: &call.stop,
             });
-            let page = render(&roots, &outcome, context, limit, &limits);
-            ToolOutput::from_body(&finish(
-                &roots, &args, &scope, &limits, limit, outcome, page, started,
-            ))
+            let page = render(&roots, &outcome, context, call.limit, &call.limits);
+            ToolOutput::from_body(&finish(&roots, &args, &scope, call, outcome, page))
         })
         .await
     }
@@ -287,16 +262,13 @@ fn render(
     page
 }
 
-#[allow(clippy::too_many_arguments)]
 fn finish(
     roots: &Roots,
     args: &GrepArgs,
     scope: &Scope,
-    limits: &SearchLimits,
-    limit: usize,
+    call: &Call,
     outcome: Outcome,
     page: Page,
-    started: Instant,
 ) -> SearchOutput {
     let complete = outcome.all_searched && !outcome.page_full && outcome.walk.cut.is_none();
     let (reason, cursor) = if let Some(cut) = page.cut {
@@ -403,17 +375,14 @@ fn finish(
                 plural(long.len() as u64, "file", "files"),
                 HEAP_LIMIT >> 20
             ),
-            false => cut_phrase(reason, limits, limit),
+            false => cut_phrase(reason, &call.limits, call.limit),
         };
         let next = match &cursor {
-            Some(c) => format!(
-                "continue with cursor \"{}\", or narrow the pattern, path or glob",
-                c.render()
-            ),
             None if long_only => "see the note above".to_owned(),
-            None => {
-                "narrow the pattern, path or glob, or allow more time with timeout_ms".to_owned()
-            }
+            _ => next_step(
+                cursor.as_ref().map(Cursor::render).as_deref(),
+                "pattern, path or glob",
+            ),
         };
         let counts = match (page.emitted, long_only) {
             (0, true) => "no matches in the lines that could be searched".to_owned(),
@@ -428,22 +397,19 @@ fn finish(
         };
         text.push_str(&format!("[truncated: {phrase}; {counts} — {next}]\n"));
     }
+    let found = Found {
+        results: found,
+        files: found_files,
+        exact,
+    };
     SearchOutput {
-        text,
-        path: scope.display.clone(),
-        truncated: reason.is_some(),
-        reason,
-        total: exact.then_some(found),
-        total_at_least: (!exact).then_some(found),
-        total_files: found_files,
-        total_is_lower_bound: !exact,
         long_line_files: (!long.is_empty()).then_some(long),
         cursor: cursor.map(|c| c.render()),
         returned: page.emitted,
         files_searched: Some(files_searched),
         files_matched: Some(page.files_matched),
         scanned_count: outcome.walk.scanned,
-        elapsed_ms: started.elapsed().as_millis() as u64,
+        ..call.output(text, scope, reason, found)
     }
 }
 

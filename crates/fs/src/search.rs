@@ -7,9 +7,14 @@
 //! that order, and a cursor naming the last thing returned continues with no duplicates and
 //! no gaps.
 
+mod call;
 mod listing;
+mod names;
 mod rules;
 pub(crate) mod walk;
+
+pub(crate) use call::{Call, Found, meta, next_step};
+pub(crate) use names::{NameFilter, check_chars, skipped_hint};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -193,12 +198,12 @@ impl Stop {
 
 /// Fires `stop` when `cancel` is cancelled, until dropped. A cancellation token takes a lock
 /// to read, so the hot loops read an atomic flag instead.
-pub(crate) struct CancelBridge(Option<tokio::task::JoinHandle<()>>);
+struct CancelBridge(Option<tokio::task::JoinHandle<()>>);
 
 impl CancelBridge {
     /// Bridges `cancel` to `stop` (needs a tokio runtime; without one only the deadline
     /// applies, after one check of the token).
-    pub(crate) fn new(cancel: &CancellationToken, stop: &Arc<Stop>) -> Self {
+    fn new(cancel: &CancellationToken, stop: &Arc<Stop>) -> Self {
         if cancel.is_cancelled() {
             stop.fire();
             return Self(None);
@@ -273,12 +278,6 @@ impl Cursor {
             format!("{path}:{}", self.line)
         }
     }
-}
-
-/// The dispatcher's time limit for a search tool: its own longest deadline plus a grace
-/// period, so the tool's deadline fires first and partial results come back.
-pub(crate) fn meta_timeout(limits: &SearchLimits) -> Duration {
-    Duration::from_millis(limits.max_timeout_ms.saturating_add(5_000))
 }
 
 /// The footer phrase for a cut.

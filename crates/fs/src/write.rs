@@ -50,7 +50,7 @@ impl Drop for TempGuard<'_> {
 /// and renamed over the target there, so neither step can be redirected elsewhere. `old` is
 /// the metadata of the file being replaced, whose permissions and owner the new file keeps.
 /// Returns the new file's metadata.
-pub(crate) fn write_atomic(
+fn write_atomic(
     parent: &Parent,
     bytes: &[u8],
     old: Option<&std::fs::Metadata>,
@@ -110,7 +110,7 @@ pub(crate) fn write_atomic(
 }
 
 /// What is at `parent.name` now, not following a symlink; `None` when nothing is.
-pub(crate) fn existing(parent: &Parent) -> io::Result<Option<std::fs::Metadata>> {
+fn existing(parent: &Parent) -> io::Result<Option<std::fs::Metadata>> {
     match door::open_beneath(
         parent.fd.as_fd(),
         Path::new(&parent.name),
@@ -166,26 +166,128 @@ pub struct WriteOutput {
     pub elapsed_ms: u64,
 }
 
-/// `write_file`: create or replace a whole file, atomically.
-pub struct WriteFileTool {
+/// What `write_file` and `edit_file` share: the roots they write under, the test seam before
+/// the rename, their metadata, and the last step of every change ([`Writer::commit`]).
+pub(crate) struct Writer {
     roots: Arc<Roots>,
     before_rename: Option<BeforeRename>,
 }
 
-impl WriteFileTool {
-    /// `write_file` over `roots`.
-    pub fn new(roots: Arc<Roots>) -> Self {
+impl Writer {
+    /// A writer over `roots`, with no test seam.
+    pub(crate) fn new(roots: Arc<Roots>) -> Self {
         Self {
             roots,
             before_rename: None,
         }
     }
 
-    /// Runs `hook` between writing the temporary file and renaming it (a test seam for
-    /// failures at that point).
-    pub fn with_before_rename(mut self, hook: BeforeRename) -> Self {
+    /// Runs `hook` between writing the temporary file and renaming it.
+    pub(crate) fn with_before_rename(mut self, hook: BeforeRename) -> Self {
         self.before_rename = Some(hook);
         self
+    }
+
+    /// The metadata of a tool that changes one file.
+    pub(crate) fn meta(display: &str, idempotent: bool) -> ToolMeta {
+        ToolMeta {
+            timeout: Some(std::time::Duration::from_secs(30)),
+            concurrency: Concurrency::Mutating,
+            action: "fs.write".to_owned(),
+            spillable: true,
+            idempotent,
+            destructive: true,
+            display: display.to_owned(),
+            // A core tool: in the array every turn, never deferred.
+            disclosure: DisclosureHint::Direct,
+            ..ToolMeta::default()
+        }
+    }
+
+    /// Runs `change` on a blocking thread with what it needs to write.
+    pub(crate) async fn run<A: Send + 'static>(
+        &self,
+        args: A,
+        ctx: CallContext,
+        change: fn(&Roots, &A, &Commit<'_>) -> Result<ToolOutput, ToolError>,
+    ) -> Result<ToolOutput, ToolError> {
+        let roots = Arc::clone(&self.roots);
+        let hook = self.before_rename.clone();
+        let stamps = ctx.session.ext::<FileStamps>();
+        run_blocking(move || {
+            let commit = Commit {
+                roots: &roots,
+                hook: hook.as_ref(),
+                stamps: &stamps,
+            };
+            change(&roots, &args, &commit)
+        })
+        .await?
+    }
+
+    /// The file a write or an edit changes, by its real path: two sessions writing the same
+    /// file take turns, writes to different files run at once (scheduling; see
+    /// [`Footprint`]).
+    pub(crate) fn footprint(&self, args: &serde_json::Value) -> Footprint {
+        let path = args.get("path").and_then(serde_json::Value::as_str);
+        Footprint {
+            resources: path
+                .and_then(|p| self.roots.resolve(p, Access::Write).ok())
+                .map(toolgate_core::Resource::Path)
+                .into_iter()
+                .collect(),
+            ..Footprint::default()
+        }
+    }
+}
+
+/// The last step of a write or an edit: the atomic replace, and the stamp that lets this
+/// session's next edit of the file through.
+pub(crate) struct Commit<'a> {
+    roots: &'a Roots,
+    hook: Option<&'a BeforeRename>,
+    stamps: &'a FileStamps,
+}
+
+impl Commit<'_> {
+    /// The file as this session last read or wrote it, if it did.
+    pub(crate) fn seen(&self, parent: &Parent) -> Option<FileStamp> {
+        self.stamps.get(&parent.real)
+    }
+
+    /// Replaces `parent.name` (the model's `path`) with `bytes`, keeping `old`'s permissions;
+    /// returns the new file's metadata and its path as shown.
+    pub(crate) fn replace(
+        &self,
+        parent: &Parent,
+        path: &str,
+        bytes: &[u8],
+        old: Option<&std::fs::Metadata>,
+    ) -> Result<(std::fs::Metadata, String), ToolError> {
+        let meta = write_atomic(parent, bytes, old, self.hook).map_err(|e| {
+            ToolError::recoverable(format!(
+                "writing `{path}` failed, and the file was left as it was: {e}"
+            ))
+        })?;
+        self.stamps
+            .record(parent.real.clone(), FileStamp::of(&meta));
+        Ok((meta, self.roots.display(&parent.real)))
+    }
+}
+
+/// `write_file`: create or replace a whole file, atomically.
+pub struct WriteFileTool(Writer);
+
+impl WriteFileTool {
+    /// `write_file` over `roots`.
+    pub fn new(roots: Arc<Roots>) -> Self {
+        Self(Writer::new(roots))
+    }
+
+    /// Runs `hook` between writing the temporary file and renaming it (a test seam for
+    /// failures at that point).
+    pub fn with_before_rename(self, hook: BeforeRename) -> Self {
+        Self(self.0.with_before_rename(hook))
     }
 }
 
@@ -202,51 +304,22 @@ impl Tool for WriteFileTool {
     }
 
     fn meta(&self) -> ToolMeta {
-        ToolMeta {
-            timeout: Some(std::time::Duration::from_secs(30)),
-            concurrency: Concurrency::Mutating,
-            action: "fs.write".to_owned(),
-            spillable: true,
-            idempotent: true,
-            destructive: true,
-            display: "Write file".to_owned(),
-            // A core tool: in the array every turn, never deferred.
-            disclosure: DisclosureHint::Direct,
-            ..ToolMeta::default()
-        }
+        Writer::meta("Write file", true)
     }
 
     async fn call(&self, args: WriteFileArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
-        let roots = Arc::clone(&self.roots);
-        let hook = self.before_rename.clone();
-        let stamps = ctx.session.ext::<FileStamps>();
-        run_blocking(move || write_file(&roots, &args, hook.as_ref(), &stamps)).await?
+        self.0.run(args, ctx, write_file).await
     }
 
     fn footprint(&self, args: &serde_json::Value) -> Footprint {
-        crate::write::file_footprint(&self.roots, args)
-    }
-}
-
-/// The file a write or an edit changes, by its real path: two sessions writing the same file
-/// take turns, writes to different files run at once (scheduling; see [`Footprint`]).
-pub(crate) fn file_footprint(roots: &Roots, args: &serde_json::Value) -> Footprint {
-    let path = args.get("path").and_then(serde_json::Value::as_str);
-    Footprint {
-        resources: path
-            .and_then(|p| roots.resolve(p, Access::Write).ok())
-            .map(toolgate_core::Resource::Path)
-            .into_iter()
-            .collect(),
-        ..Footprint::default()
+        self.0.footprint(args)
     }
 }
 
 fn write_file(
     roots: &Roots,
     args: &WriteFileArgs,
-    hook: Option<&BeforeRename>,
-    stamps: &FileStamps,
+    commit: &Commit<'_>,
 ) -> Result<ToolOutput, ToolError> {
     let started = Instant::now();
     let parent = roots
@@ -266,7 +339,6 @@ fn write_file(
             }
             other => path_error(other),
         })?;
-    let real = parent.real.clone();
     let old = match existing(&parent) {
         Ok(Some(meta)) if meta.is_file() => {
             roots.check_links(&args.path, &meta).map_err(path_error)?;
@@ -297,14 +369,8 @@ fn write_file(
             )));
         }
     };
-    let meta = write_atomic(&parent, args.content.as_bytes(), old.as_ref(), hook).map_err(|e| {
-        ToolError::recoverable(format!(
-            "writing `{}` failed, and the file was left as it was: {e}",
-            args.path
-        ))
-    })?;
-    stamps.record(real.clone(), FileStamp::of(&meta));
-    let display = roots.display(&real);
+    let (meta, display) =
+        commit.replace(&parent, &args.path, args.content.as_bytes(), old.as_ref())?;
     let lines = args.content.lines().count();
     let size = human_size(meta.len());
     let text = match &old {

@@ -34,10 +34,12 @@ pub(crate) fn tool_changes(
     let unmasked: Arc<Unmasked> = session.ext::<Unmasked>();
     let mut unmasked = unmasked.subscribe();
     let mut registry = registry;
+    // Changes count from now, not from when the task first runs: an unmasking in between
+    // would otherwise be taken as seen and never announced.
+    registry.mark_unchanged();
+    unmasked.mark_unchanged();
     let (tx, rx) = watch::channel(0u64);
     tokio::spawn(async move {
-        registry.mark_unchanged();
-        unmasked.mark_unchanged();
         loop {
             tokio::select! {
                 () = tx.closed() => break,

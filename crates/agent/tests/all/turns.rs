@@ -11,6 +11,7 @@ use toolgate_agent::{Agent, AgentSettings, Progress, Status};
 use toolgate_core::{Approval, ApprovalRequest, Approver, DisclosureSettings, Policy};
 use toolgate_providers::fake::{FakeServer, Recorded, Reply, Step, step};
 use toolgate_providers::{Kind, Message};
+use toolgate_test_support::wait_until;
 
 use crate::{MODES, agent, agent_approved_by, provider, rig, run};
 
@@ -295,10 +296,14 @@ async fn a_provider_error_ends_the_task_with_a_message_naming_the_fix() {
 async fn ctrl_c_cancels_the_running_tool_and_the_conversation_goes_on() {
     for kind in [Kind::OpenAi, Kind::Anthropic] {
         let rig = rig(DisclosureSettings::default(), Policy::allow_all());
+        let started = rig.root.join("started");
         let fake = FakeServer::start(
             kind,
             vec![
-                step(Reply::call("run_shell", json!({"command": "sleep 30"}))),
+                step(Reply::call(
+                    "run_shell",
+                    json!({"command": "touch started && exec sleep 600"}),
+                )),
                 check(|body| {
                     let r = results(body);
                     assert!(r[0].1 && r[0].0.contains("cancelled"), "{r:?}");
@@ -312,15 +317,15 @@ async fn ctrl_c_cancels_the_running_tool_and_the_conversation_goes_on() {
         let mut agent = agent(&rig, kind, &fake, true);
         let cancel = CancellationToken::new();
         let trigger = cancel.clone();
-        let started = std::time::Instant::now();
         let outcome = agent
             .run(
                 "sleep",
                 &mut |p| {
                     if let Progress::ToolsRunning(_) = p {
-                        let t = trigger.clone();
+                        // Ctrl-C once the shell runs the command, not while it is starting.
+                        let (t, started) = (trigger.clone(), started.clone());
                         tokio::spawn(async move {
-                            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                            wait_until("the command to start", || started.exists()).await;
                             t.cancel();
                         });
                     }
@@ -328,12 +333,9 @@ async fn ctrl_c_cancels_the_running_tool_and_the_conversation_goes_on() {
                 &cancel,
             )
             .await;
+        // Had the cancel not stopped `sleep 600`, the run would still be waiting for it.
         assert_eq!(outcome.status, Status::Cancelled);
         assert!(outcome.tool_calls[0].is_error);
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(25),
-            "the sleep was stopped"
-        );
         // The next task starts from a well-formed conversation.
         let (next, _) = run(&mut agent, "what happened?").await;
         assert_eq!(next.status, Status::Finished, "{next:?}");

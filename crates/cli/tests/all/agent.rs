@@ -6,6 +6,7 @@ use std::process::Output;
 use serde_json::{Value, json};
 use toolgate_providers::Kind;
 use toolgate_providers::fake::{FakeServer, Reply, Step, step};
+use toolgate_test_support::wait_until;
 
 use crate::{project, toolgate};
 
@@ -223,7 +224,7 @@ async fn ctrl_c_cancels_the_running_tool_and_run_exits_130() {
         Kind::OpenAi,
         vec![step(Reply::call(
             "run_shell",
-            json!({"command": "sleep 30"}),
+            json!({"command": "touch started && exec sleep 600"}),
         ))],
     )
     .await;
@@ -241,25 +242,19 @@ async fn ctrl_c_cancels_the_running_tool_and_run_exits_130() {
     })
     .await
     .unwrap();
-    // Wait until the model asked for the tool, then give the command a moment to start.
-    while fake.requests().is_empty() {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    // Ctrl-C once the command runs (not while the tool is still starting it).
+    let started = dir.path().join("started");
+    wait_until("the command to start", || started.exists()).await;
     let pid = i32::try_from(child.id()).unwrap();
     #[allow(unsafe_code)]
     // SAFETY: kill(2) on our own child's pid.
     unsafe {
         libc::kill(pid, libc::SIGINT);
     }
-    let started = std::time::Instant::now();
+    // Had the Ctrl-C not stopped `sleep 600`, `run` would still be waiting for it.
     let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
         .await
         .unwrap();
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(20),
-        "the sleep was stopped"
-    );
     assert_eq!(
         out.status.code(),
         Some(130),

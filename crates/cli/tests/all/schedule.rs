@@ -11,13 +11,21 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
+use toolgate_test_support::{HANG_GUARD, wait_until};
+
 use crate::{project, toolgate};
+
+/// A command that says it started (creates `NAME.started`), then runs until the test creates
+/// `NAME.go`, and prints `done`.
+fn gated(name: &str) -> String {
+    format!("touch {name}.started; while [ ! -e {name}.go ]; do sleep 0.05; done; echo done")
+}
 
 /// `toolgate serve --http` on a free loopback port.
 struct HttpServer {
     child: Child,
     url: String,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl HttpServer {
@@ -40,13 +48,9 @@ impl HttpServer {
             }
         });
         let url = rx
-            .recv_timeout(Duration::from_secs(20))
+            .recv_timeout(HANG_GUARD)
             .expect("the server says where it listens");
-        Self {
-            child,
-            url,
-            _dir: dir,
-        }
+        Self { child, url, dir }
     }
 
     async fn session(&self) -> RunningService<RoleClient, ()> {
@@ -82,15 +86,12 @@ async fn a_long_command_in_one_session_holds_up_nothing_in_another() {
     // Regression: while session A ran `sleep 8`, session B's read_file, job_kill and
     // run_shell all waited for it (one RwLock for the whole process).
     let server = HttpServer::start(project());
+    let root = server.dir.path().to_owned();
     let a = server.session().await;
     let b = server.session().await;
-    let started = Instant::now();
-    let long = tokio::spawn(async move {
-        let out = call(&a, "run_shell", json!({"command": "sleep 10; echo done"})).await;
-        (out, started.elapsed())
-    });
-    // Let A's command start first.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let long =
+        tokio::spawn(async move { call(&a, "run_shell", json!({"command": gated("a")})).await });
+    wait_until("A's command to start", || root.join("a.started").exists()).await;
     let job = call(
         &b,
         "run_shell",
@@ -124,22 +125,26 @@ async fn a_long_command_in_one_session_holds_up_nothing_in_another() {
         !long.is_finished(),
         "every call of session B answered while A's command still ran"
     );
-    let (out, took) = long.await.unwrap();
+    std::fs::write(root.join("a.go"), "").unwrap();
+    let out = long.await.unwrap();
     assert_eq!(out["isError"], false, "{out}");
     assert!(text(&out).contains("done"));
-    assert!(took >= Duration::from_secs(10));
     b.cancel().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_waiting_behind_its_own_session_times_out_and_never_runs() {
     let server = HttpServer::start(project());
+    let root = server.dir.path().to_owned();
     let a = std::sync::Arc::new(server.session().await);
     let first = tokio::spawn({
         let a = std::sync::Arc::clone(&a);
-        async move { call(&a, "run_shell", json!({"command": "sleep 4"})).await }
+        async move { call(&a, "run_shell", json!({"command": gated("first")})).await }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_until("the first command to start", || {
+        root.join("first.started").exists()
+    })
+    .await;
     let started = Instant::now();
     let out = call(
         &a,
@@ -157,7 +162,9 @@ async fn a_call_waiting_behind_its_own_session_times_out_and_never_runs() {
         text(&out).contains("timed out after 1 s while waiting for this session's earlier `run_shell` call to finish; it did not run"),
         "{out}"
     );
+    // A lower bound, which load only makes easier to meet: the wait is what is under test.
     assert!(waited >= Duration::from_secs(1), "waited its whole second");
+    std::fs::write(root.join("first.go"), "").unwrap();
     assert_eq!(first.await.unwrap()["isError"], false);
     let ran = call(&a, "list_dir", json!({})).await;
     assert!(

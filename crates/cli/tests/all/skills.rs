@@ -16,9 +16,9 @@ use serde_json::{Value, json};
 
 use crate::{project, toolgate};
 
-/// How long a test waits for the server to notice a file change: generous, since this is
-/// not a speed test (`bench/skills_watch.sh` measures it).
-const WAIT: Duration = Duration::from_secs(10);
+/// How long a test waits for the server to notice a file change before it calls the wait a
+/// hang: this is not a speed test (`bench/skills_watch.sh` measures it).
+const WAIT: Duration = toolgate_test_support::HANG_GUARD;
 
 /// A project and a home folder of its own (so the machine's `~/.claude/skills` stays out).
 struct Setup {

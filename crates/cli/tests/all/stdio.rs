@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use crate::{project, toolgate};
 
-pub(crate) const WAIT: Duration = Duration::from_secs(20);
+/// How long a test waits for a reply or a process before it calls the wait a hang.
+pub(crate) const WAIT: Duration = toolgate_test_support::HANG_GUARD;
 
 /// Lines of the server's stdout read ahead of the test at most.
 pub(crate) const UNREAD_LINES: usize = 1024;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 use toolgate_core::{
@@ -164,14 +164,15 @@ async fn handler_error_message_is_passed_through() {
     assert_error(&out, &[FAIL_MESSAGE]);
 }
 
-#[tokio::test]
+// A paused clock: the 50 ms limit and the 5 s sleep are clock time, not the machine's speed.
+#[tokio::test(start_paused = true)]
 async fn timeout_stops_the_call_and_says_so() {
     let d = standard();
-    let started = Instant::now();
+    let started = tokio::time::Instant::now();
     let out = call(&d, "slow", json!({"ms": 5_000})).await;
     assert_error(&out, &["`slow` timed out after 50 ms", "try again"]);
     assert!(
-        started.elapsed() < Duration::from_secs(4),
+        started.elapsed() < Duration::from_secs(5),
         "the call was not stopped"
     );
     // A call within the limit is unaffected.
@@ -249,7 +250,9 @@ async fn regression_panic_before_a_handler_returns_its_future_is_caught() {
     );
 }
 
-#[tokio::test]
+// A paused clock: time moves only once every task waits, so the cancel lands while `slow`
+// sleeps in its handler, however loaded the machine.
+#[tokio::test(start_paused = true)]
 async fn cancellation_stops_a_running_call() {
     let d = standard();
     let ctx = CallContext::unattended();
@@ -258,12 +261,13 @@ async fn cancellation_stops_a_running_call() {
         tokio::time::sleep(Duration::from_millis(10)).await;
         cancel.cancel();
     });
-    let started = Instant::now();
+    let started = tokio::time::Instant::now();
     let out = d
         .call("slow", RawArgs::Json(json!({"ms": 5_000})), ctx)
         .await;
     assert_error(&out, &["`slow` was cancelled"]);
-    assert!(started.elapsed() < Duration::from_secs(4));
+    // Clock time: the call ended at the cancel, long before `slow` would have.
+    assert!(started.elapsed() < Duration::from_secs(5));
 
     // Cancelled before it starts: the handler never runs.
     let ctx = CallContext::unattended();
@@ -418,7 +422,8 @@ fn probe_call(name: &str, id: &str) -> Call {
     }
 }
 
-#[tokio::test]
+// Paused clock (as the two tests below): the probes' 40 ms overlap however loaded the machine.
+#[tokio::test(start_paused = true)]
 async fn batch_runs_read_only_calls_in_parallel_with_results_in_call_order() {
     let tracker = Arc::new(Tracker::default());
     let d = dispatcher_with(probes(&tracker), Policy::allow_all());
@@ -431,7 +436,7 @@ async fn batch_runs_read_only_calls_in_parallel_with_results_in_call_order() {
     assert!(tracker.max_active() > 1, "read-only calls did not overlap");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn batch_runs_mutating_calls_alone_and_in_order() {
     let tracker = Arc::new(Tracker::default());
     let d = dispatcher_with(probes(&tracker), Policy::allow_all());

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use grep_regex::RegexMatcher;
 
 use super::sink::FileHits;
-use crate::find::NameFilter;
+use crate::search::NameFilter;
 use crate::search::{Scope, SearchLimits, Stop};
 
 /// Largest line buffer one searcher may grow to: keeps the memory of a call bounded whatever

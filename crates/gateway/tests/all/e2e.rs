@@ -15,6 +15,8 @@ use toolgate_core::RenderOptions;
 use toolgate_gateway::ServerState;
 use toolgate_mcp::{ToolgateServer, serve_streams};
 
+use toolgate_test_support::wait_until;
+
 use crate::support::{fake, node, npm_server, setup, stdio};
 
 #[derive(Clone, Default)]
@@ -120,21 +122,15 @@ async fn a_client_sees_builtins_at_once_mounted_tools_later_progress_and_cancell
         )
         .await
         .unwrap();
-    let started = Instant::now();
-    while !rig.fake_log("good").contains("call sleep") {
-        assert!(started.elapsed() < Duration::from_secs(10));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("the call to reach the server", || {
+        rig.fake_log("good").contains("call sleep")
+    })
+    .await;
     handle.cancel(Some("test".to_owned())).await.unwrap();
-    let started = Instant::now();
-    while !rig.fake_log("good").contains("cancelled") {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "{}",
-            rig.fake_log("good")
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("the cancellation to reach the server", || {
+        rig.fake_log("good").contains("cancelled")
+    })
+    .await;
 
     // The server answers other calls meanwhile and afterwards.
     let mut call = CallToolRequestParams::new("mcp__good__ok");

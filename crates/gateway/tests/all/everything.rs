@@ -7,6 +7,8 @@ use serde_json::json;
 use toolgate_core::{CallContext, Concurrency, Media, Progress, RawArgs};
 use toolgate_gateway::{McpServerConfig, ServerState};
 
+use toolgate_test_support::HANG_GUARD;
+
 use crate::support::{Rig, assert_no_survivors, node, npm_server, setup, stdio};
 
 /// Checks what every transport must carry: text, structured content, resource links, an
@@ -165,7 +167,7 @@ async fn everything_over_streamable_http() {
         .is_err()
     {
         assert!(
-            started.elapsed() < Duration::from_secs(20),
+            started.elapsed() < HANG_GUARD,
             "server-everything did not listen"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -220,7 +222,7 @@ async fn http_everything(port: u16, mark: &str) -> tokio::process::Child {
         .await
         .is_err()
     {
-        assert!(started.elapsed() < Duration::from_secs(20), "no listener");
+        assert!(started.elapsed() < HANG_GUARD, "no listener");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     server

@@ -7,6 +7,8 @@ use serde_json::json;
 use toolgate_core::{CallContext, Media, Policy, RawArgs};
 use toolgate_gateway::{GatewayLimits, ServerState};
 
+use toolgate_test_support::wait_until;
+
 use crate::support::{fake, setup, stdio};
 
 pub fn state(rig: &crate::support::Rig, name: &str) -> ServerState {
@@ -295,23 +297,16 @@ async fn a_timeout_sends_notifications_cancelled_downstream() {
         out.text
     );
     assert!(!out.text.contains("narrow the request"), "{}", out.text);
-    let started = Instant::now();
-    loop {
-        let log = rig.fake_log("slow");
-        if log.contains("cancelled") {
-            let call_id = log
-                .lines()
-                .find_map(|l| l.strip_prefix("call sleep "))
-                .unwrap();
-            assert!(log.contains(&format!("cancelled {call_id}")), "{log}");
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "no cancel: {log}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until("the cancellation to reach the server", || {
+        rig.fake_log("slow").contains("cancelled")
+    })
+    .await;
+    let log = rig.fake_log("slow");
+    let call_id = log
+        .lines()
+        .find_map(|l| l.strip_prefix("call sleep "))
+        .unwrap();
+    assert!(log.contains(&format!("cancelled {call_id}")), "{log}");
     // The server is still fine afterwards.
     let out = rig
         .call("mcp__slow__ok", json!({"message": "still here"}))
@@ -436,7 +431,10 @@ async fn shutdown_during_a_call_fails_the_call_and_leaves_nothing_running() {
         CallContext::unattended(),
     );
     let (out, ()) = tokio::join!(call, async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        wait_until("the call to reach the server", || {
+            rig.fake_log("busy").contains("call sleep")
+        })
+        .await;
         rig.gateway.shutdown().await;
     });
     assert!(out.is_error);
@@ -511,11 +509,14 @@ async fn servers_die_with_a_gateway_killed_by_sigkill() {
 async fn a_call_cancelled_during_a_restart_leaves_the_restart_running() {
     let builder = setup();
     let marker = builder.dir.path().join("started-once");
+    let log = builder.dir.path().join("slowboot.log");
     let mut config = stdio(&fake(), &["normal"], &builder.mark);
-    config.env.as_mut().unwrap().insert(
+    let env = config.env.as_mut().unwrap();
+    env.insert(
         "FAKE_SLOW_RESTART".to_owned(),
         marker.to_string_lossy().into_owned(),
     );
+    env.insert("FAKE_LOG".to_owned(), log.to_string_lossy().into_owned());
     let rig = builder.server("slowboot", config).build();
     rig.gateway.start_all().await;
     assert!(rig.call("mcp__slowboot__boom", json!({})).await.is_error);
@@ -528,21 +529,20 @@ async fn a_call_cancelled_during_a_restart_leaves_the_restart_running() {
         ctx,
     );
     let (out, ()) = tokio::join!(call, async {
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Cancel once the restarted server has its `initialize` (which it answers after 3 s).
+        wait_until("the restart to begin", || {
+            rig.fake_log("slowboot").matches("initialize pid=").count() >= 2
+        })
+        .await;
         cancel.cancel();
     });
     assert!(out.is_error);
     assert!(out.text.contains("cancelled"), "{}", out.text);
     // The restart finishes on its own; the next call finds the server ready.
-    let started = Instant::now();
-    while state(&rig, "slowboot") != ServerState::Ready {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "{:?}",
-            state(&rig, "slowboot")
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until("the restart to finish", || {
+        state(&rig, "slowboot") == ServerState::Ready
+    })
+    .await;
     let out = rig.call("mcp__slowboot__ok", json!({"message": "y"})).await;
     assert_eq!(out.text, "y");
     rig.finish().await;

@@ -12,7 +12,7 @@ use toolgate_core::{
     ToolMeta, ToolOutput,
 };
 use toolgate_gateway::{Discovered, Gateway, GatewayLimits, McpServerConfig, ServerSpec};
-use toolgate_test_support::FnTool;
+use toolgate_test_support::{FnTool, HANG_GUARD};
 
 /// The workspace root.
 pub fn root() -> PathBuf {
@@ -290,14 +290,14 @@ pub async fn assert_no_survivors_except(mark: &str, keep: &str) {
             return;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(2),
+            started.elapsed() < HANG_GUARD,
             "processes survived: {left:?}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
-/// Asserts that nothing carrying `mark` runs (allowing a moment for SIGKILL to land).
+/// Asserts that nothing carrying `mark` runs (waiting for SIGKILL to land).
 pub async fn assert_no_survivors(mark: &str) {
     let started = Instant::now();
     loop {
@@ -306,7 +306,7 @@ pub async fn assert_no_survivors(mark: &str) {
             return;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(2),
+            started.elapsed() < HANG_GUARD,
             "processes survived the test: {left:?}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -174,13 +174,14 @@ impl SessionManager for CappedSessions {
 mod tests {
     use super::*;
 
-    #[tokio::test]
+    // A paused clock: each step is 5 ms later, exactly.
+    #[tokio::test(start_paused = true)]
     async fn past_the_cap_the_least_recently_active_session_is_closed() {
         let sessions = CappedSessions::new(2);
         let (a, _ta) = sessions.create_session().await.unwrap();
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        tokio::time::advance(std::time::Duration::from_millis(5)).await;
         let (b, _tb) = sessions.create_session().await.unwrap();
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        tokio::time::advance(std::time::Duration::from_millis(5)).await;
         // `a` is used again, so `b` is now the least recently active.
         sessions.touch(&a);
         let (c, _tc) = sessions.create_session().await.unwrap();

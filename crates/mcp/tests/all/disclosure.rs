@@ -3,7 +3,6 @@
 //! search found and says so with one `list_changed`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate_core::{
@@ -141,9 +140,9 @@ async fn proxy_mode_keeps_tools_list_identical_and_reaches_deferred_tools() {
 async fn backfill_mode_adds_found_tools_with_one_list_changed() {
     let mut client = client(ExposureMode::Backfill).await;
     let before = names(&list(&mut client, 1).await);
+    // The list watcher subscribed in `initialized`, which this runtime's one thread ran
+    // before the list request above.
     assert_eq!(before, ["run_tool", "search_tool"]);
-    // Give the watcher a moment to subscribe after `initialized`.
-    tokio::time::sleep(Duration::from_millis(100)).await;
     let found = call(
         &mut client,
         2,

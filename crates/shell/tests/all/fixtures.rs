@@ -187,11 +187,11 @@ pub fn alive(pid: i32) -> bool {
     }
 }
 
-/// Waits (bounded) until `cond` holds; returns whether it did. Used only where the kernel
-/// finishes a kill asynchronously, never to assert on speed.
+/// Waits until `cond` holds, within the hang guard; returns whether it did. Used only where
+/// the kernel finishes a kill asynchronously, never to assert on speed.
 pub async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(20) {
+    while start.elapsed() < toolgate_test_support::HANG_GUARD {
         if cond() {
             return true;
         }

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate_core::ToolOutput;
+use toolgate_test_support::wait_until_async;
 
 use crate::fixtures::{Env, eventually, field, host_group, live_in_group, marker, with_marker};
 
@@ -261,18 +262,17 @@ async fn a_finished_jobs_long_log_is_shown_compressed_first_and_raw_on_request()
     let out = start(&env, cmd).await;
     let id = job_id(&out);
     // Wait for the end (raw pages: an offset is given).
-    let mut ended = false;
-    for _ in 0..200 {
-        let page = env
-            .call("job_output", json!({"job_id": id, "offset": 0, "limit": 1}))
+    let (env_ref, id_ref) = (&env, &id);
+    wait_until_async("the job to end", || async move {
+        let page = env_ref
+            .call(
+                "job_output",
+                json!({"job_id": id_ref, "offset": 0, "limit": 1}),
+            )
             .await;
-        if field(&page, "status") != "running" {
-            ended = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(ended);
+        field(&page, "status") != "running"
+    })
+    .await;
     let first = env.call("job_output", json!({"job_id": id})).await;
     assert!(!first.is_error, "{}", first.text);
     assert_eq!(field(&first, "shown"), "log", "{}", first.text);

@@ -86,14 +86,15 @@ async fn results_as_the_model_sees_them() {
         .await;
     show("background start", &out.text);
     let id = field(&out, "job_id").as_str().unwrap().to_owned();
-    // Let the job end (it takes milliseconds) so the pages below do not depend on timing.
-    for _ in 0..1000 {
-        let page = env.call("job_output", json!({ "job_id": id })).await;
-        if field(&page, "eof") == Value::Bool(true) {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    // Let the job end so the pages below do not depend on timing.
+    let (env_ref, id_ref) = (&env, &id);
+    toolgate_test_support::wait_until_async("the job to end", || async move {
+        let page = env_ref
+            .call("job_output", json!({ "job_id": id_ref }))
+            .await;
+        field(&page, "eof") == Value::Bool(true)
+    })
+    .await;
     let page = env
         .call("job_output", json!({ "job_id": id, "limit": 4 }))
         .await;
