@@ -304,6 +304,7 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
                 metrics,
                 public_url: runtime.config.server.public_url.clone(),
                 listener: ListenerLimits::default(),
+                web_logins: runtime.web_logins.clone(),
             };
             let shutdown = CancellationToken::new();
             let on_signal = shutdown.clone();
@@ -316,11 +317,7 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
             } else {
                 doors.join(", ")
             };
-            let public_url = runtime.config.server.public_url.clone();
             let result = serve_http(server, options, shutdown, |bound| {
-                toolgate_core::web_login::set_base_url(
-                    &public_url.unwrap_or_else(|| format!("http://{bound}")),
-                );
                 eprintln!(
                     "toolgate: serving {tool_count} tools for {root} at http://{bound}/mcp ({auth})"
                 );

@@ -80,6 +80,7 @@
 //!     max_sessions: DEFAULT_MAX_SESSIONS,
 //!     metrics: None,
 //!     public_url: None,
+//!     web_logins: None,
 //!     listener: ListenerLimits::default(),
 //! };
 //! let stop = CancellationToken::new();
@@ -137,10 +138,7 @@ mod sync;
 mod trust;
 mod verdict;
 
-pub use auth::{
-    AuthStatus, CallbackError, LoginError, LoginHandler, LoginOptions, LoginUrlError,
-    SharedStoreUrlError, StoreError, TokenStore, login,
-};
+pub use auth::{LoginHandler, login};
 pub use catalog::{CachedCatalog, CatalogCache};
 pub use config::{
     CredentialStoreMode, DEFAULT_STARTUP_TIMEOUT_SEC, DEFAULT_TOOL_TIMEOUT_SEC, GatewayConfig,
@@ -157,5 +155,9 @@ pub use import::{Discovered, ImportOptions, ImportProblem, NESTED_ENV, discover,
 pub use limits::{DISCOVER_WAIT, GatewayLimits};
 pub use naming::{MAX_NAME_LEN, assign_names, sanitize, server_prefix};
 pub use roots::ClientRoots;
+pub use toolgate_oauth::{
+    AuthStatus, CallbackError, LoginError, LoginOptions, LoginUrlError, SharedStoreUrlError,
+    StoreError, TokenStore, WebLogins,
+};
 pub use trust::{TrustError, TrustStore, fingerprint, trust_command};
 pub use verdict::{LaunchTrust, Trust};

@@ -12,7 +12,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
-use toolgate_core::web_login;
+use toolgate_oauth::{CALLBACK_PATH, Page, START_PATH, WebLogins};
 
 use crate::metrics::Metrics;
 use crate::server::ToolgateServer;
@@ -61,6 +61,9 @@ pub struct HttpOptions {
     pub public_url: Option<String>,
     /// Budgets against connections that send no request (slowloris).
     pub listener: ListenerLimits,
+    /// The logins per caller this listener's `/oauth/start` and `/oauth/callback` serve
+    /// (the gateway starts them); `None`: no such pages.
+    pub web_logins: Option<Arc<WebLogins>>,
 }
 
 /// Why the HTTP server could not run.
@@ -150,28 +153,30 @@ pub fn http_router(
     // The page a user's login link opens, and where their browser comes back from logging
     // in to a mounted server as themselves (`per_user` servers): public, like any OAuth
     // redirect URI; the `state` picks the login.
-    router = router
-        .route(
-            web_login::START_PATH,
-            axum::routing::get(|uri: Uri, headers: HeaderMap| async move {
-                login_page(web_login::start_page(
-                    uri.query().unwrap_or(""),
-                    cookies(&headers).as_deref(),
-                ))
-            }),
-        )
-        .route(
-            web_login::CALLBACK_PATH,
-            axum::routing::get(|uri: Uri, headers: HeaderMap| async move {
-                login_page(
-                    web_login::callback(uri.query().unwrap_or(""), cookies(&headers).as_deref())
-                        .await,
-                )
-            })
-            .post(|headers: HeaderMap, form: String| async move {
-                login_page(web_login::decide(&form, cookies(&headers).as_deref()).await)
-            }),
-        );
+    if let Some(logins) = options.web_logins.clone() {
+        let (start, back, decide) = (Arc::clone(&logins), Arc::clone(&logins), logins);
+        router = router
+            .route(
+                START_PATH,
+                axum::routing::get(move |uri: Uri, headers: HeaderMap| async move {
+                    login_page(
+                        start.start_page(uri.query().unwrap_or(""), cookies(&headers).as_deref()),
+                    )
+                }),
+            )
+            .route(
+                CALLBACK_PATH,
+                axum::routing::get(move |uri: Uri, headers: HeaderMap| async move {
+                    login_page(
+                        back.callback(uri.query().unwrap_or(""), cookies(&headers).as_deref())
+                            .await,
+                    )
+                })
+                .post(move |headers: HeaderMap, form: String| async move {
+                    login_page(decide.decide(&form, cookies(&headers).as_deref()).await)
+                }),
+            );
+    }
     let metadata = move |headers: HeaderMap| {
         let door = Arc::clone(&door);
         async move {
@@ -208,7 +213,7 @@ fn cookies(headers: &HeaderMap) -> Option<String> {
 
 /// A login page as an HTTP response: never cached, never framed (a page of another site
 /// cannot show it under a decoy and have the user click "Finish").
-fn login_page(page: web_login::Page) -> Response {
+fn login_page(page: Page) -> Response {
     let status = StatusCode::from_u16(page.status).unwrap_or(StatusCode::BAD_REQUEST);
     let mut response = (
         status,
