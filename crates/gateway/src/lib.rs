@@ -18,8 +18,11 @@
 //!   and restarts with backoff on its next call. Every stdio server runs in its own process
 //!   group, killed with it whatever happens.
 //! - [`login`], [`TokenStore`]: MCP authorization (OAuth 2.1) for remote servers that need
-//!   a login (`toolgate mcp login NAME`); such a server is `needs login` until a human has
-//!   logged in, and starts by itself afterwards.
+//!   a login (`toolgate mcp login NAME`), the client of `toolgate-oauth` with the gateway's
+//!   trust check; such a server is `needs login` until a human has logged in, and starts by
+//!   itself afterwards.
+//! - [`Gateway::builder`]: what a gateway is built with (the catalog cache, the token store,
+//!   a [`LoginHandler`], the [`WebLogins`] of `serve --http`), all given before it exists.
 //! - Mounted tools are ordinary registry tools: the dispatcher validates their arguments
 //!   against the server's schema, applies permissions by name (`mcp__github__*`) and by
 //!   action (`mcp.read`, `mcp.write`), times them out (sending `notifications/cancelled`

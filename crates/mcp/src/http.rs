@@ -261,6 +261,26 @@ pub fn serve_http<'a>(
     Box::pin(serve_http_inner(
         server,
         options,
+        None,
+        shutdown,
+        Box::new(on_bound),
+    ))
+}
+
+/// [`serve_http`] on `listener`, bound beforehand to `options.addr` (so the port an OS
+/// picked for port 0 is known before the server is built, for the redirect URI of
+/// [`WebLogins`]).
+pub fn serve_http_on<'a>(
+    listener: std::net::TcpListener,
+    server: ToolgateServer,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+    on_bound: impl FnOnce(SocketAddr) + Send + 'a,
+) -> futures::future::BoxFuture<'a, Result<(), HttpError>> {
+    Box::pin(serve_http_inner(
+        server,
+        options,
+        Some(listener),
         shutdown,
         Box::new(on_bound),
     ))
@@ -269,6 +289,7 @@ pub fn serve_http<'a>(
 async fn serve_http_inner(
     server: ToolgateServer,
     options: HttpOptions,
+    bound: Option<std::net::TcpListener>,
     shutdown: CancellationToken,
     on_bound: Box<dyn FnOnce(SocketAddr) + Send + '_>,
 ) -> Result<(), HttpError> {
@@ -285,12 +306,19 @@ async fn serve_http_inner(
         return Err(HttpError::BadToken);
     }
     listen::raise_open_files();
-    let listener = tokio::net::TcpListener::bind(options.addr)
-        .await
-        .map_err(|source| HttpError::Bind {
-            addr: options.addr,
-            source,
-        })?;
+    let bind_error = |source| HttpError::Bind {
+        addr: options.addr,
+        source,
+    };
+    let listener = match bound {
+        Some(listener) => listener
+            .set_nonblocking(true)
+            .and_then(|()| tokio::net::TcpListener::from_std(listener))
+            .map_err(bind_error)?,
+        None => tokio::net::TcpListener::bind(options.addr)
+            .await
+            .map_err(bind_error)?,
+    };
     let bound = listener.local_addr().map_err(HttpError::Serve)?;
     on_bound(bound);
     let router = http_router(server, &options, shutdown.clone());

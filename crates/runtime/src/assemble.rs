@@ -186,7 +186,7 @@ impl Runtime {
         let render = RenderOptions {
             description_budget: config.render.description_budget,
         };
-        let web_logins = web_logins(&config, &servers);
+        let web_logins = web_logins(&config);
         // A `prefix = "never"` server may not take a skill's prompt name (`serve` offers both).
         let skill_prompts = skills
             .catalog()
@@ -307,25 +307,13 @@ pub(crate) fn launch_files(servers: &Discovered) -> Vec<LaunchFile> {
 }
 
 /// The table of logins per caller under `serve --http`: browsers come back to
-/// `[server] public_url`, else the listen address. `None` without an HTTP listener, or on
-/// a port the OS picks when binding (port 0) with no `public_url`: no redirect URI could
-/// name it beforehand.
-fn web_logins(config: &Config, discovered: &Discovered) -> Option<Arc<WebLogins>> {
+/// `[server] public_url`, else the listen address (bound before the runtime is built, so
+/// a port 0 is a real port here). `None` without an HTTP listener.
+fn web_logins(config: &Config) -> Option<Arc<WebLogins>> {
     let addr = config.server.http.as_deref()?;
     let base = match &config.server.public_url {
         Some(url) => url.clone(),
-        None => {
-            let addr: SocketAddr = addr.parse().ok()?;
-            if addr.port() == 0 {
-                if discovered.servers.iter().any(|s| s.oauth.per_user) {
-                    tracing::warn!(
-                        "servers with `per_user = true` need a fixed port or `[server] public_url` for their logins' redirect; `{addr}` has none, so their callers cannot log in"
-                    );
-                }
-                return None;
-            }
-            format!("http://{addr}")
-        }
+        None => format!("http://{}", addr.parse::<SocketAddr>().ok()?),
     };
     Some(Arc::new(WebLogins::new(&base)))
 }
