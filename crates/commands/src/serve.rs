@@ -63,12 +63,16 @@ const SPILL_UPLOAD_GRACE: std::time::Duration = std::time::Duration::from_secs(1
 
 const INSTRUCTIONS: &str = "toolgate gives bounded, safe file tools for this project. Paths are relative to the project root. Results that are cut say so and tell you how to get the rest (offset/next_offset); never rerun a command just to see more output.";
 
-/// Binds `[server] http` (`--http`) before anything is built, and writes the bound address
-/// back into `config`: with port 0 the port is known only now, and the redirect URI of
-/// logins per caller (`runtime::Runtime::web_logins`) names it. `None` when there is no
-/// address or it cannot be bound: then [`run`] binds it and reports why it cannot.
+/// Binds `[server] http` (`--http`) on port 0 before anything is built, and writes the
+/// bound address back into `config`: the port the OS picks is known only then, and the
+/// redirect URI of logins per caller (`Runtime::web_logins`) names it. `None` for any
+/// other address (bound by [`run`], after its checks) or one that cannot be bound (then
+/// [`run`] tries again and reports why).
 pub(crate) fn bind_early(config: &mut toolgate_config::Config) -> Option<std::net::TcpListener> {
     let addr: SocketAddr = config.server.http.as_deref()?.parse().ok()?;
+    if addr.port() != 0 {
+        return None;
+    }
     let listener = std::net::TcpListener::bind(addr).ok()?;
     config.server.http = Some(listener.local_addr().ok()?.to_string());
     Some(listener)
