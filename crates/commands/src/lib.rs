@@ -231,6 +231,10 @@ fn execute(cli: Cli, loaded: Loaded) -> ExitCode {
                 }
                 _ => false,
             };
+            let listener = match &command {
+                Command::Serve(_) => serve::bind_early(&mut config),
+                _ => None,
+            };
             let runtime = match std::env::current_dir() {
                 Ok(cwd) => Runtime::new(config, &cwd),
                 Err(e) => {
@@ -262,7 +266,7 @@ fn execute(cli: Cli, loaded: Loaded) -> ExitCode {
             };
             let code = tokio.block_on(async move {
                 match command {
-                    Command::Serve(args) => serve::run(runtime, args, reload).await,
+                    Command::Serve(args) => serve::run(runtime, args, reload, listener).await,
                     Command::Tools(args) => call::tools(&runtime, &args).await,
                     Command::Call(args) => call::call(&runtime, args).await,
                     Command::Mcp(command) => mcp::run(&runtime, command).await,

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use toolgate_gateway::ServerState;
 use toolgate_mcp::{
     HealthSource, HttpOptions, ListenerLimits, Metrics, OAuthSettings, ServerHealth,
-    ToolgateServer, serve_http, serve_stdio,
+    ToolgateServer, serve_http, serve_http_on, serve_stdio,
 };
 use toolgate_runtime::Runtime;
 use toolgate_skills::SkillPrompts;
@@ -63,13 +63,30 @@ const SPILL_UPLOAD_GRACE: std::time::Duration = std::time::Duration::from_secs(1
 
 const INSTRUCTIONS: &str = "toolgate gives bounded, safe file tools for this project. Paths are relative to the project root. Results that are cut say so and tell you how to get the rest (offset/next_offset); never rerun a command just to see more output.";
 
+/// Binds `[server] http` (`--http`) on port 0 before anything is built, and writes the
+/// bound address back into `config`: the port the OS picks is known only then, and the
+/// redirect URI of logins per caller (`Runtime::web_logins`) names it. `None` for any
+/// other address (bound by [`run`], after its checks) or one that cannot be bound (then
+/// [`run`] tries again and reports why).
+pub(crate) fn bind_early(config: &mut toolgate_config::Config) -> Option<std::net::TcpListener> {
+    let addr: SocketAddr = config.server.http.as_deref()?.parse().ok()?;
+    if addr.port() != 0 {
+        return None;
+    }
+    let listener = std::net::TcpListener::bind(addr).ok()?;
+    config.server.http = Some(listener.local_addr().ok()?.to_string());
+    Some(listener)
+}
+
 /// Serves until the client leaves or a signal comes. With `reload` (toolgate's own config
 /// files outside the project, and how to read the config again) and `[mcp] watch` on, a
-/// change to a file the MCP servers come from is applied while serving.
+/// change to a file the MCP servers come from is applied while serving. `listener` is the
+/// HTTP address bound by [`bind_early`], if it was.
 pub async fn run(
     runtime: Runtime,
     args: ServeArgs,
     reload: Option<(Vec<PathBuf>, toolgate_runtime::LoadConfig)>,
+    listener: Option<std::net::TcpListener>,
 ) -> ExitCode {
     // On stdio, stdout is the MCP transport: an audit line there would break the client.
     if runtime.config.server.http.is_none() && runtime.config.audit.writes_stdout() {
@@ -103,7 +120,7 @@ pub async fn run(
         _ => None,
     };
     let code = tokio::select! {
-        code = serve(&runtime, args) => code,
+        code = serve(&runtime, args, listener) => code,
         signal = stop => {
             tracing::info!("stopping on {signal}");
             ExitCode::SUCCESS
@@ -167,7 +184,11 @@ fn mounted_health(runtime: &Runtime) -> HealthSource {
     })
 }
 
-async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
+async fn serve(
+    runtime: &Runtime,
+    args: ServeArgs,
+    listener: Option<std::net::TcpListener>,
+) -> ExitCode {
     let server = ToolgateServer::new(
         runtime.dispatcher.clone(),
         runtime.render.clone(),
@@ -304,6 +325,7 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
                 metrics,
                 public_url: runtime.config.server.public_url.clone(),
                 listener: ListenerLimits::default(),
+                web_logins: runtime.web_logins.clone(),
             };
             let shutdown = CancellationToken::new();
             let on_signal = shutdown.clone();
@@ -316,16 +338,15 @@ async fn serve(runtime: &Runtime, args: ServeArgs) -> ExitCode {
             } else {
                 doors.join(", ")
             };
-            let public_url = runtime.config.server.public_url.clone();
-            let result = serve_http(server, options, shutdown, |bound| {
-                toolgate_core::web_login::set_base_url(
-                    &public_url.unwrap_or_else(|| format!("http://{bound}")),
-                );
+            let said = |bound| {
                 eprintln!(
                     "toolgate: serving {tool_count} tools for {root} at http://{bound}/mcp ({auth})"
                 );
-            })
-            .await;
+            };
+            let result = match listener {
+                Some(listener) => serve_http_on(listener, server, options, shutdown, said).await,
+                None => serve_http(server, options, shutdown, said).await,
+            };
             match result {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {

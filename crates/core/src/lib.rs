@@ -134,7 +134,6 @@ mod spec;
 mod tool;
 pub mod trace;
 mod user_dirs;
-pub mod web_login;
 
 pub use approver::{ApprovalRequest, Approver};
 pub use audit::{AskAnswer, AuditDecision, AuditOutcome, AuditRecord, AuditSink, ResultSize};

@@ -165,15 +165,16 @@ async fn run(context: &Value) -> Result<(), RunError> {
         servers: vec![spec.clone()],
         problems: Vec::new(),
     };
-    let gateway =
-        Gateway::new(discovered, GatewayLimits::default(), &registry).map_err(RunError::Gateway)?;
     let store = TokenStore::in_dir(dir.path().join("tokens"), CredentialStoreMode::File)?;
-    gateway.use_token_store(store.clone());
     let login = Arc::new(Login {
-        store,
+        store: store.clone(),
         count: AtomicU32::new(0),
     });
-    gateway.use_login_handler(Arc::clone(&login) as Arc<dyn LoginHandler>);
+    let gateway = Gateway::builder(discovered, GatewayLimits::default(), &registry)
+        .token_store(store)
+        .login_handler(Arc::clone(&login) as Arc<dyn LoginHandler>)
+        .build()
+        .map_err(RunError::Gateway)?;
 
     let outcome = drive(&gateway, &spec, &login, &scenario, context).await;
     gateway.shutdown().await;

@@ -99,7 +99,7 @@ impl CatalogCache {
     /// A cache in the Redis server at `url` (`redis://HOST[:PORT][/DB]`, `rediss://` for
     /// TLS), shared by every toolgate using it. `Err` says what is wrong with the URL; an
     /// unreachable server is found (and logged) at the first read or write.
-    pub fn redis(url: &str) -> Result<Self, crate::auth::SharedStoreUrlError> {
+    pub fn redis(url: &str) -> Result<Self, toolgate_oauth::SharedStoreUrlError> {
         let client = shared::open(url)?;
         Ok(Self {
             dir: PathBuf::new(),

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ServiceError;
-use toolgate_core::web_login::NoCode;
+use toolgate_oauth::NoCode;
 
-use crate::auth::LoginError;
 use crate::connect::ConnectError;
 use crate::relay::RelayError;
+use toolgate_oauth::LoginError;
 
 /// What a request to a mounted server asked for, as its errors name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,7 +200,7 @@ pub(crate) enum UpstreamError {
     LoginsBusy {
         server: String,
         #[source]
-        source: toolgate_core::web_login::TooManyLogins,
+        source: toolgate_oauth::TooManyLogins,
     },
 
     /// No answer within `tool_timeout_sec`.
@@ -330,6 +330,22 @@ pub(crate) fn secs(d: Duration) -> String {
     } else {
         format!("{s:.1} s")
     }
+}
+
+/// An error with its causes, which carry the useful part (rmcp's errors say little at the
+/// top).
+pub(crate) fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// An rmcp error message without the Rust type names it embeds

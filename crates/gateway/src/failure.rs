@@ -1,6 +1,6 @@
 //! Why a mounted server could not be started or reached: failed (the reason says why), or
 //! waiting for a human to log in. Starting (`mount.rs`), listing (`list.rs`) and the OAuth
-//! client (`auth.rs`) all end this way.
+//! client (`toolgate-oauth`, through `auth.rs`) all end this way.
 
 /// Why a start failed.
 #[derive(Debug)]
@@ -36,6 +36,21 @@ impl From<String> for Failure {
 impl From<crate::connect::ConnectError> for Failure {
     fn from(e: crate::connect::ConnectError) -> Self {
         Self::Failed(e.to_string())
+    }
+}
+
+/// The OAuth client's failures: a changed authorization server needs a human; the rest
+/// are failures, retried.
+impl From<toolgate_oauth::ClientError> for Failure {
+    fn from(e: toolgate_oauth::ClientError) -> Self {
+        if e.needs_login() {
+            Self::NeedsLogin(NeedsLogin {
+                reason: e.to_string(),
+                challenge: None,
+            })
+        } else {
+            Self::Failed(e.to_string())
+        }
     }
 }
 

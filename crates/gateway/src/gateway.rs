@@ -1,4 +1,8 @@
 //! The gateway: every configured server, mounted into one registry.
+//!
+//! The `async` entry points other crates await (`start_all`, `start_for`, `start_server`,
+//! `settled`, `shutdown`) return their body boxed, so it is compiled once, in this crate
+//! (docs/development.md, "Where a crate's code is compiled").
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -6,7 +10,9 @@ use std::time::Duration;
 
 use toolgate_core::{Decision, DynTool, Registry, RegistryError};
 
-use crate::auth::{LoginHandler, TokenStore};
+use toolgate_oauth::{TokenStore, WebLogins};
+
+use crate::auth::LoginHandler;
 use crate::catalog::CatalogCache;
 use crate::config::{CredentialStoreMode, Prefix, ServerSpec};
 pub use crate::error::ForwardError;
@@ -17,10 +23,12 @@ use crate::naming::{Offer, Reserved, name_all, server_prefix};
 use crate::proxy::ProxyTool;
 use crate::sync::lock;
 
+mod builder;
 mod resource_tools;
 mod resources;
 mod sizing;
 
+pub use builder::GatewayBuilder;
 pub use resource_tools::{LIST_RESOURCES, READ_RESOURCE};
 pub use resources::{ResourceCollision, describe_collisions};
 pub use sizing::{MAX_BLOB_CHARS, SaveBlob, fit_prompt, fit_resource_contents, save_large_blobs};
@@ -62,14 +70,16 @@ struct Inner {
     /// Names toolgate has without the servers (`prefix = "never"` servers may not take them).
     reserved: Mutex<Reserved>,
     /// Where each server's last tool list is kept between runs, when enabled.
-    catalog: Mutex<Option<CatalogCache>>,
-    /// Where OAuth tokens are kept: set by [`Gateway::use_token_store`], else the standard
-    /// store of `token_mode`, opened on first use (a toolgate that mounts no remote
-    /// server never touches the OS credential store).
+    catalog: Option<CatalogCache>,
+    /// Where OAuth tokens are kept: the one given to the builder, else the standard store
+    /// of `token_mode`, opened on first use (a toolgate that mounts no remote server never
+    /// touches the OS credential store).
     tokens: Mutex<Option<TokenStore>>,
-    token_mode: Mutex<CredentialStoreMode>,
+    token_mode: CredentialStoreMode,
     /// Who logs a human in when a server needs it (none in `serve`).
-    login: Mutex<Option<Arc<dyn LoginHandler>>>,
+    login: Option<Arc<dyn LoginHandler>>,
+    /// Where logins per caller meet their browser (only under `serve --http`).
+    web_logins: Option<Arc<WebLogins>>,
     /// Bumped when any server's prompts change.
     prompt_changes: tokio::sync::watch::Sender<u64>,
     /// Bumped when any server's resources or templates change.
@@ -96,7 +106,7 @@ impl Inner {
     fn token_store(&self) -> Option<TokenStore> {
         let mut tokens = lock(&self.tokens);
         if tokens.is_none() {
-            match TokenStore::standard(*lock(&self.token_mode)) {
+            match TokenStore::standard(self.token_mode) {
                 Ok(store) => *tokens = Some(store),
                 Err(e) => tracing::warn!(%e, "no OAuth token store"),
             }
@@ -196,7 +206,7 @@ impl Host for Inner {
     }
 
     fn catalog(&self) -> Option<CatalogCache> {
-        lock(&self.catalog).clone()
+        self.catalog.clone()
     }
 
     fn token_store(&self) -> Option<TokenStore> {
@@ -204,7 +214,11 @@ impl Host for Inner {
     }
 
     fn login_handler(&self) -> Option<Arc<dyn LoginHandler>> {
-        lock(&self.login).clone()
+        self.login.clone()
+    }
+
+    fn web_logins(&self) -> Option<Arc<WebLogins>> {
+        self.web_logins.clone()
     }
 
     fn tools_changed(&self) {
@@ -278,126 +292,41 @@ impl std::fmt::Debug for Gateway {
 }
 
 impl Gateway {
-    /// Registers one provider per discovered server (named `mcp:<server>`) in the global
-    /// layer of `registry`. Nothing starts yet: see [`Gateway::start`]. The tool names
-    /// `registry` already has (built-ins, `skill`, `search_tool`) are taken: a
-    /// `prefix = "never"` server that offers one is not mounted.
+    /// A gateway over the `discovered` servers, registered in `registry` with `limits`;
+    /// optional parts (the catalog cache, the token store, a login handler, the browser
+    /// logins of `serve --http`) are set on the builder. See [`GatewayBuilder::build`].
+    pub fn builder(
+        discovered: Discovered,
+        limits: GatewayLimits,
+        registry: &Arc<Registry>,
+    ) -> GatewayBuilder<'_> {
+        GatewayBuilder::new(discovered, limits, registry)
+    }
+
+    /// [`Gateway::builder`] with nothing optional: no catalog cache, the standard token
+    /// store, no login handler, no browser logins.
     pub fn new(
         discovered: Discovered,
         limits: GatewayLimits,
         registry: &Arc<Registry>,
     ) -> Result<Self, RegistryError> {
-        let Discovered { servers, problems } = discovered;
-        let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
-            mounts: Mutex::new(
-                servers
-                    .into_iter()
-                    .map(|spec| Arc::new(Mount::new(spec, weak.clone() as Weak<dyn Host>)))
-                    .collect(),
-            ),
-            started: std::sync::atomic::AtomicBool::new(false),
-            registry: Arc::downgrade(registry),
-            limits,
-            naming: Mutex::new(()),
-            reserved: Mutex::new(Reserved {
-                // `list_resources` and `read_resource` are toolgate's own, offered or not.
-                tools: taken_tools(registry)
-                    .into_iter()
-                    .chain([LIST_RESOURCES.to_owned(), READ_RESOURCE.to_owned()])
-                    .collect(),
-                prompts: Vec::new(),
-            }),
-            catalog: Mutex::new(None),
-            prompt_changes: tokio::sync::watch::channel(0).0,
-            resource_changes: tokio::sync::watch::channel(0).0,
-            updates: tokio::sync::broadcast::channel(UPDATES_BUFFER).0,
-            tokens: Mutex::new(None),
-            token_mode: Mutex::new(CredentialStoreMode::Auto),
-            login: Mutex::new(None),
-            resource_tools: std::sync::atomic::AtomicBool::new(false),
-            budget: Mutex::new(None),
-            save_blob: Mutex::new(None),
-        });
-        let mounts = inner.mounts();
-        for mount in mounts.iter() {
-            register(registry, mount)?;
-        }
-        // A read may take as long as the slowest server allows its calls.
-        let slowest = mounts
-            .iter()
-            .map(|m| m.spec.tool_timeout)
-            .max()
-            .unwrap_or_default();
-        let resource_tools = resource_tools::ResourceTools::new(Arc::downgrade(&inner), slowest);
-        registry.register(None, Arc::new(resource_tools), 0)?;
-        for problem in &problems {
-            tracing::warn!(%problem, "MCP server config skipped");
-        }
-        for mount in mounts.iter() {
-            log_if_untrusted(mount);
-        }
-        Ok(Self {
-            inner,
-            problems: Mutex::new(problems),
-        })
+        Self::builder(discovered, limits, registry).build()
     }
 
-    /// Uses `cache` for every server: tools it holds for a server's exact launch config are
-    /// listed at once, before the server starts, so a client's first `tools/list` is
-    /// complete; each server's own list replaces them when it answers (announced with
-    /// `list_changed` only if it differs) and is saved back. Call before [`Gateway::start`].
-    /// Returns how many servers were answered from the cache.
-    pub fn use_catalog(&self, cache: CatalogCache) -> usize {
-        let loaded = self
-            .inner
+    /// How many servers' tools were listed from the catalog cache before the servers
+    /// answered ([`GatewayBuilder::catalog`]).
+    pub fn cached_servers(&self) -> usize {
+        self.inner
             .mounts()
             .iter()
-            .filter(|m| m.load_catalog(&cache))
-            .count();
-        *lock(&self.inner.catalog) = Some(cache);
-        let offered = self.inner.offers_resources();
-        self.inner
-            .resource_tools
-            .store(offered, std::sync::atomic::Ordering::Release);
-        if loaded > 0 {
-            self.inner.publish();
-            self.inner.invalidate();
-        }
-        loaded
+            .filter(|m| m.state().from_cache)
+            .count()
     }
 
-    /// Reserves `names` for prompts toolgate offers itself (the skills a user may invoke): a
-    /// `prefix = "never"` server with a prompt of one of these names is not mounted. Call
-    /// before [`Gateway::start`].
-    pub fn reserve_prompts(&self, names: impl IntoIterator<Item = String>) {
-        lock(&self.inner.reserved).prompts.extend(names);
-        if self.inner.publish() {
-            self.inner.invalidate();
-        }
-    }
-
-    /// Keeps and reads OAuth tokens in `store` (call before [`Gateway::start`]).
-    pub fn use_token_store(&self, store: TokenStore) {
-        *lock(&self.inner.tokens) = Some(store);
-    }
-
-    /// Opens the standard token store in `mode` (`[mcp] oauth_credentials_store`) when a
-    /// server first needs it.
-    pub fn use_token_store_mode(&self, mode: CredentialStoreMode) {
-        *lock(&self.inner.token_mode) = mode;
-    }
-
-    /// The token store in use (the standard one unless [`Gateway::use_token_store`] set
-    /// another).
+    /// The token store in use (the one given to [`GatewayBuilder::token_store`], else the
+    /// standard one).
     pub fn token_store(&self) -> Option<TokenStore> {
         self.inner.token_store()
-    }
-
-    /// Lets servers that need a login ask `handler` to log a human in, instead of waiting
-    /// for `toolgate mcp login` (for terminal commands and test harnesses; `serve` has
-    /// none).
-    pub fn use_login_handler(&self, handler: Arc<dyn LoginHandler>) {
-        *lock(&self.inner.login) = Some(handler);
     }
 
     /// Whether any enabled server is still starting (its tools not known yet, and not in
@@ -449,64 +378,58 @@ impl Gateway {
     /// are not known yet; every server for `list_resources` and `read_resource`. For
     /// one-shot commands that should not start unrelated servers.
     pub fn start_for<'a>(&'a self, tool: &'a str) -> futures::future::BoxFuture<'a, ()> {
-        Box::pin(self.start_for_inner(tool))
-    }
-
-    async fn start_for_inner(&self, tool: &str) {
-        if tool == LIST_RESOURCES || tool == READ_RESOURCE {
-            return self.start_all().await;
-        }
-        let never = |m: &&Arc<Mount>| {
-            m.spec.prefix == Prefix::Never
-                && (m.listed().iter().any(|t| t.name == tool) || {
-                    let st = m.state();
-                    !(st.ever_ready || st.from_cache)
-                })
-        };
-        let mounts = self.inner.mounts();
-        let mut targets: Vec<&Arc<Mount>> = mounts.iter().filter(never).collect();
-        if tool.starts_with("mcp__") {
-            let prefixed = |m: &&Arc<Mount>| m.spec.prefix == Prefix::Always;
-            let matching: Vec<&Arc<Mount>> = mounts
-                .iter()
-                .filter(prefixed)
-                .filter(|m| tool.starts_with(&server_prefix(&m.spec.name)))
-                .collect();
-            if matching.is_empty() {
-                targets.extend(mounts.iter().filter(prefixed));
-            } else {
-                targets.extend(matching);
+        Box::pin(async move {
+            if tool == LIST_RESOURCES || tool == READ_RESOURCE {
+                return self.start_all().await;
             }
-        }
-        futures::future::join_all(targets.into_iter().map(|m| m.start())).await;
+            let never = |m: &&Arc<Mount>| {
+                m.spec.prefix == Prefix::Never
+                    && (m.listed().iter().any(|t| t.name == tool) || {
+                        let st = m.state();
+                        !(st.ever_ready || st.from_cache)
+                    })
+            };
+            let mounts = self.inner.mounts();
+            let mut targets: Vec<&Arc<Mount>> = mounts.iter().filter(never).collect();
+            if tool.starts_with("mcp__") {
+                let prefixed = |m: &&Arc<Mount>| m.spec.prefix == Prefix::Always;
+                let matching: Vec<&Arc<Mount>> = mounts
+                    .iter()
+                    .filter(prefixed)
+                    .filter(|m| tool.starts_with(&server_prefix(&m.spec.name)))
+                    .collect();
+                if matching.is_empty() {
+                    targets.extend(mounts.iter().filter(prefixed));
+                } else {
+                    targets.extend(matching);
+                }
+            }
+            futures::future::join_all(targets.into_iter().map(|m| m.start())).await;
+        })
     }
 
     /// Starts the server named `server` (if configured) and waits until it is ready or
     /// failed.
     pub fn start_server<'a>(&'a self, server: &'a str) -> futures::future::BoxFuture<'a, ()> {
-        Box::pin(self.start_server_inner(server))
-    }
-
-    async fn start_server_inner(&self, server: &str) {
-        let mount = self
-            .inner
-            .mounts()
-            .iter()
-            .find(|m| m.spec.name == server)
-            .cloned();
-        if let Some(mount) = mount {
-            mount.start().await;
-        }
+        Box::pin(async move {
+            let mount = self
+                .inner
+                .mounts()
+                .iter()
+                .find(|m| m.spec.name == server)
+                .cloned();
+            if let Some(mount) = mount {
+                mount.start().await;
+            }
+        })
     }
 
     /// Starts every enabled server and waits until each is ready or failed.
     pub fn start_all<'a>(&'a self) -> futures::future::BoxFuture<'a, ()> {
-        Box::pin(self.start_all_inner())
-    }
-
-    async fn start_all_inner(&self) {
-        let mounts = self.inner.mounts();
-        futures::future::join_all(mounts.iter().map(|m| m.start())).await;
+        Box::pin(async move {
+            let mounts = self.inner.mounts();
+            futures::future::join_all(mounts.iter().map(|m| m.start())).await;
+        })
     }
 
     /// Starts every enabled server, as [`Gateway::start_all`] does, yielding each server's
@@ -528,12 +451,10 @@ impl Gateway {
 
     /// Waits until no server is starting.
     pub fn settled<'a>(&'a self) -> futures::future::BoxFuture<'a, ()> {
-        Box::pin(self.settled_inner())
-    }
-
-    async fn settled_inner(&self) {
-        let mounts = self.inner.mounts();
-        futures::future::join_all(mounts.iter().map(|m| m.settled())).await;
+        Box::pin(async move {
+            let mounts = self.inner.mounts();
+            futures::future::join_all(mounts.iter().map(|m| m.settled())).await;
+        })
     }
 
     /// The mounted servers' `instructions`, for toolgate's own: each under its server's
@@ -586,19 +507,17 @@ impl Gateway {
     /// Stops every server: calls in flight fail, stdin is closed, then SIGTERM and SIGKILL
     /// for any process group still alive. Returns when all are gone (at most a few seconds).
     pub fn shutdown<'a>(&'a self) -> futures::future::BoxFuture<'a, ()> {
-        Box::pin(self.shutdown_inner())
-    }
-
-    async fn shutdown_inner(&self) {
-        let mounts = self.inner.mounts();
-        for mount in mounts.iter() {
-            mount.shutdown.cancel();
-        }
-        let all = futures::future::join_all(mounts.iter().map(|m| async move {
-            // A start in progress notices the shutdown and kills what it spawned.
-            m.stopped().await;
-        }));
-        let _ = tokio::time::timeout(Duration::from_secs(10), all).await;
+        Box::pin(async move {
+            let mounts = self.inner.mounts();
+            for mount in mounts.iter() {
+                mount.shutdown.cancel();
+            }
+            let all = futures::future::join_all(mounts.iter().map(|m| async move {
+                // A start in progress notices the shutdown and kills what it spawned.
+                m.stopped().await;
+            }));
+            let _ = tokio::time::timeout(Duration::from_secs(10), all).await;
+        })
     }
 }
 

@@ -18,8 +18,11 @@
 //!   and restarts with backoff on its next call. Every stdio server runs in its own process
 //!   group, killed with it whatever happens.
 //! - [`login`], [`TokenStore`]: MCP authorization (OAuth 2.1) for remote servers that need
-//!   a login (`toolgate mcp login NAME`); such a server is `needs login` until a human has
-//!   logged in, and starts by itself afterwards.
+//!   a login (`toolgate mcp login NAME`), the client of `toolgate-oauth` with the gateway's
+//!   trust check; such a server is `needs login` until a human has logged in, and starts by
+//!   itself afterwards.
+//! - [`Gateway::builder`]: what a gateway is built with (the catalog cache, the token store,
+//!   a [`LoginHandler`], the [`WebLogins`] of `serve --http`), all given before it exists.
 //! - Mounted tools are ordinary registry tools: the dispatcher validates their arguments
 //!   against the server's schema, applies permissions by name (`mcp__github__*`) and by
 //!   action (`mcp.read`, `mcp.write`), times them out (sending `notifications/cancelled`
@@ -80,6 +83,7 @@
 //!     max_sessions: DEFAULT_MAX_SESSIONS,
 //!     metrics: None,
 //!     public_url: None,
+//!     web_logins: None,
 //!     listener: ListenerLimits::default(),
 //! };
 //! let stop = CancellationToken::new();
@@ -137,10 +141,7 @@ mod sync;
 mod trust;
 mod verdict;
 
-pub use auth::{
-    AuthStatus, CallbackError, LoginError, LoginHandler, LoginOptions, LoginUrlError,
-    SharedStoreUrlError, StoreError, TokenStore, login,
-};
+pub use auth::{LoginHandler, login};
 pub use catalog::{CachedCatalog, CatalogCache};
 pub use config::{
     CredentialStoreMode, DEFAULT_STARTUP_TIMEOUT_SEC, DEFAULT_TOOL_TIMEOUT_SEC, GatewayConfig,
@@ -157,5 +158,9 @@ pub use import::{Discovered, ImportOptions, ImportProblem, NESTED_ENV, discover,
 pub use limits::{DISCOVER_WAIT, GatewayLimits};
 pub use naming::{MAX_NAME_LEN, assign_names, sanitize, server_prefix};
 pub use roots::ClientRoots;
+pub use toolgate_oauth::{
+    AuthStatus, CallbackError, LoginError, LoginOptions, LoginUrlError, SharedStoreUrlError,
+    StoreError, TokenStore, WebLogins,
+};
 pub use trust::{TrustError, TrustStore, fingerprint, trust_command};
 pub use verdict::{LaunchTrust, Trust};

@@ -12,7 +12,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
-use toolgate_core::web_login;
+use toolgate_oauth::{CALLBACK_PATH, Page, START_PATH, WebLogins};
 
 use crate::metrics::Metrics;
 use crate::server::ToolgateServer;
@@ -61,6 +61,9 @@ pub struct HttpOptions {
     pub public_url: Option<String>,
     /// Budgets against connections that send no request (slowloris).
     pub listener: ListenerLimits,
+    /// The logins per caller this listener's `/oauth/start` and `/oauth/callback` serve
+    /// (the gateway starts them); `None`: no such pages.
+    pub web_logins: Option<Arc<WebLogins>>,
 }
 
 /// Why the HTTP server could not run.
@@ -150,28 +153,30 @@ pub fn http_router(
     // The page a user's login link opens, and where their browser comes back from logging
     // in to a mounted server as themselves (`per_user` servers): public, like any OAuth
     // redirect URI; the `state` picks the login.
-    router = router
-        .route(
-            web_login::START_PATH,
-            axum::routing::get(|uri: Uri, headers: HeaderMap| async move {
-                login_page(web_login::start_page(
-                    uri.query().unwrap_or(""),
-                    cookies(&headers).as_deref(),
-                ))
-            }),
-        )
-        .route(
-            web_login::CALLBACK_PATH,
-            axum::routing::get(|uri: Uri, headers: HeaderMap| async move {
-                login_page(
-                    web_login::callback(uri.query().unwrap_or(""), cookies(&headers).as_deref())
-                        .await,
-                )
-            })
-            .post(|headers: HeaderMap, form: String| async move {
-                login_page(web_login::decide(&form, cookies(&headers).as_deref()).await)
-            }),
-        );
+    if let Some(logins) = options.web_logins.clone() {
+        let (start, back, decide) = (Arc::clone(&logins), Arc::clone(&logins), logins);
+        router = router
+            .route(
+                START_PATH,
+                axum::routing::get(move |uri: Uri, headers: HeaderMap| async move {
+                    login_page(
+                        start.start_page(uri.query().unwrap_or(""), cookies(&headers).as_deref()),
+                    )
+                }),
+            )
+            .route(
+                CALLBACK_PATH,
+                axum::routing::get(move |uri: Uri, headers: HeaderMap| async move {
+                    login_page(
+                        back.callback(uri.query().unwrap_or(""), cookies(&headers).as_deref())
+                            .await,
+                    )
+                })
+                .post(move |headers: HeaderMap, form: String| async move {
+                    login_page(decide.decide(&form, cookies(&headers).as_deref()).await)
+                }),
+            );
+    }
     let metadata = move |headers: HeaderMap| {
         let door = Arc::clone(&door);
         async move {
@@ -208,7 +213,7 @@ fn cookies(headers: &HeaderMap) -> Option<String> {
 
 /// A login page as an HTTP response: never cached, never framed (a page of another site
 /// cannot show it under a decoy and have the user click "Finish").
-fn login_page(page: web_login::Page) -> Response {
+fn login_page(page: Page) -> Response {
     let status = StatusCode::from_u16(page.status).unwrap_or(StatusCode::BAD_REQUEST);
     let mut response = (
         status,
@@ -256,6 +261,26 @@ pub fn serve_http<'a>(
     Box::pin(serve_http_inner(
         server,
         options,
+        None,
+        shutdown,
+        Box::new(on_bound),
+    ))
+}
+
+/// [`serve_http`] on `listener`, bound beforehand to `options.addr` (so the port an OS
+/// picked for port 0 is known before the server is built, for the redirect URI of
+/// [`WebLogins`]).
+pub fn serve_http_on<'a>(
+    listener: std::net::TcpListener,
+    server: ToolgateServer,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+    on_bound: impl FnOnce(SocketAddr) + Send + 'a,
+) -> futures::future::BoxFuture<'a, Result<(), HttpError>> {
+    Box::pin(serve_http_inner(
+        server,
+        options,
+        Some(listener),
         shutdown,
         Box::new(on_bound),
     ))
@@ -264,6 +289,7 @@ pub fn serve_http<'a>(
 async fn serve_http_inner(
     server: ToolgateServer,
     options: HttpOptions,
+    bound: Option<std::net::TcpListener>,
     shutdown: CancellationToken,
     on_bound: Box<dyn FnOnce(SocketAddr) + Send + '_>,
 ) -> Result<(), HttpError> {
@@ -280,12 +306,19 @@ async fn serve_http_inner(
         return Err(HttpError::BadToken);
     }
     listen::raise_open_files();
-    let listener = tokio::net::TcpListener::bind(options.addr)
-        .await
-        .map_err(|source| HttpError::Bind {
-            addr: options.addr,
-            source,
-        })?;
+    let bind_error = |source| HttpError::Bind {
+        addr: options.addr,
+        source,
+    };
+    let listener = match bound {
+        Some(listener) => listener
+            .set_nonblocking(true)
+            .and_then(|()| tokio::net::TcpListener::from_std(listener))
+            .map_err(bind_error)?,
+        None => tokio::net::TcpListener::bind(options.addr)
+            .await
+            .map_err(bind_error)?,
+    };
     let bound = listener.local_addr().map_err(HttpError::Serve)?;
     on_bound(bound);
     let router = http_router(server, &options, shutdown.clone());

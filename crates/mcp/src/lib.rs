@@ -109,7 +109,7 @@ pub use extras::{
 };
 pub use http::{
     DEFAULT_MAX_SESSIONS, HEALTH_PATH, HttpError, HttpOptions, ListenerLimits, OAuthConfigError,
-    OAuthLimits, OAuthSettings, http_router, serve_http,
+    OAuthLimits, OAuthSettings, http_router, serve_http, serve_http_on,
 };
 pub use metrics::{HealthSource, Metrics, NoMetrics, ServerHealth};
 pub use rounds::{MAX_PARKED, ROUND_TTL};

@@ -214,6 +214,7 @@ fn loopback_options() -> toolgate_mcp::HttpOptions {
         max_sessions: 16,
         metrics: None,
         public_url: None,
+        web_logins: None,
         listener: toolgate_mcp::ListenerLimits::default(),
     }
 }

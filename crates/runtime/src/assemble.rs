@@ -1,5 +1,6 @@
 //! Assembly: from a [`Config`] to the registry and dispatcher every front end shares.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +17,7 @@ use toolgate_core::{
 use toolgate_fs::{ControlFiles, Covers, HardLinks, LaunchFile, Roots};
 use toolgate_gateway::{
     CatalogCache, ClientRoots, Discovered, Gateway, GatewayLimits, ImportOptions, TokenStore,
-    TrustStore, discover,
+    TrustStore, WebLogins, discover,
 };
 use toolgate_skills::{CatalogText, HomeDirs, RootKind, ScopeChain, SkillToolProvider, Skills};
 
@@ -38,6 +39,9 @@ pub struct Runtime {
     /// Mounted MCP servers (registered, not started: `serve` starts them in the
     /// background, one-shot commands start what they need).
     pub gateway: Arc<Gateway>,
+    /// The logins per caller the gateway starts and `serve --http` serves the pages of
+    /// (`/oauth/start`, `/oauth/callback`); `None` when not serving HTTP.
+    pub web_logins: Option<Arc<WebLogins>>,
     /// Progressive disclosure over the dispatcher's scope (`search_tool`, `run_tool`).
     pub disclosure: Arc<Disclosure>,
     /// Client profiles (built-ins plus `[clients.NAME]`), chosen per MCP session.
@@ -182,12 +186,19 @@ impl Runtime {
         let render = RenderOptions {
             description_budget: config.render.description_budget,
         };
+        let web_logins = web_logins(&config);
+        // A `prefix = "never"` server may not take a skill's prompt name (`serve` offers both).
+        let skill_prompts = skills
+            .catalog()
+            .user_visible()
+            .map(|skill| skill.name.clone())
+            .collect();
         let gateway = mount_servers(
             &config,
             servers,
             &roots,
             (project_roots, relay_policy),
-            &registry,
+            (&registry, web_logins.clone(), skill_prompts),
         )?;
         // Mounted servers' prompts and resource reads served over MCP get the tools' budget.
         gateway.use_budget(budget);
@@ -196,13 +207,6 @@ impl Runtime {
         gateway.use_blob_spill(Arc::new(move |label: &str, bytes: &[u8]| {
             store.write(label, bytes).map(|file| file.path)
         }));
-        // A `prefix = "never"` server may not take a skill's prompt name (`serve` offers both).
-        gateway.reserve_prompts(
-            skills
-                .catalog()
-                .user_visible()
-                .map(|skill| skill.name.clone()),
-        );
         let profiles = ClientProfiles::with_config(&config.clients);
         Ok(Self {
             profiles,
@@ -213,6 +217,7 @@ impl Runtime {
             dispatcher,
             render,
             gateway,
+            web_logins,
             disclosure,
             skills,
             skill_tool,
@@ -301,13 +306,26 @@ pub(crate) fn launch_files(servers: &Discovered) -> Vec<LaunchFile> {
     files
 }
 
-/// Registers the MCP servers in `registry` (nothing starts yet).
+/// The table of logins per caller under `serve --http`: browsers come back to
+/// `[server] public_url`, else the listen address (bound before the runtime is built, so
+/// a port 0 is a real port here). `None` without an HTTP listener.
+fn web_logins(config: &Config) -> Option<Arc<WebLogins>> {
+    let addr = config.server.http.as_deref()?;
+    let base = match &config.server.public_url {
+        Some(url) => url.clone(),
+        None => format!("http://{}", addr.parse::<SocketAddr>().ok()?),
+    };
+    Some(Arc::new(WebLogins::new(&base)))
+}
+
+/// Registers the MCP servers in `registry` (nothing starts yet), with the browser logins
+/// of `serve --http` and the prompt names the skills take.
 fn mount_servers(
     config: &Config,
     discovered: Discovered,
     roots: &Roots,
     (project_roots, policy): (Vec<PathBuf>, Arc<Policy>),
-    registry: &Arc<Registry>,
+    (registry, web_logins, skill_prompts): (&Arc<Registry>, Option<Arc<WebLogins>>, Vec<String>),
 ) -> Result<Arc<Gateway>, ConfigError> {
     let limits = GatewayLimits {
         max_list_pages: config.mcp.max_list_pages,
@@ -325,8 +343,7 @@ fn mount_servers(
         policy,
         ..GatewayLimits::default()
     };
-    let gateway = Gateway::new(discovered, limits, registry)
-        .map_err(|e| ConfigError::part("mcp_servers", e))?;
+    let mut gateway = Gateway::builder(discovered, limits, registry).reserve_prompts(skill_prompts);
     let shared = config.mcp.shared_store.as_deref();
     if config.mcp.catalog_cache {
         let cache = match shared {
@@ -334,13 +351,19 @@ fn mount_servers(
             None => CatalogCache::user_dir().map(CatalogCache::new),
         };
         if let Some(cache) = cache {
-            gateway.use_catalog(cache);
+            gateway = gateway.catalog(cache);
         }
     }
-    match shared {
-        Some(url) => gateway.use_token_store(TokenStore::redis(url).map_err(ConfigError::refused)?),
-        None => gateway.use_token_store_mode(config.mcp.oauth_credentials_store),
+    gateway = match shared {
+        Some(url) => gateway.token_store(TokenStore::redis(url).map_err(ConfigError::refused)?),
+        None => gateway.token_store_mode(config.mcp.oauth_credentials_store),
+    };
+    if let Some(logins) = web_logins {
+        gateway = gateway.web_logins(logins);
     }
+    let gateway = gateway
+        .build()
+        .map_err(|e| ConfigError::part("mcp_servers", e))?;
     Ok(Arc::new(gateway))
 }
 

@@ -35,8 +35,8 @@ pub(super) fn save(
 }
 
 /// The client of the Redis server at `url`, or why it is not a Redis URL.
-pub(super) fn open(url: &str) -> Result<Client, crate::auth::SharedStoreUrlError> {
-    Client::open(url).map_err(|source| crate::auth::SharedStoreUrlError::NotRedis {
+pub(super) fn open(url: &str) -> Result<Client, toolgate_oauth::SharedStoreUrlError> {
+    Client::open(url).map_err(|source| toolgate_oauth::SharedStoreUrlError::NotRedis {
         url: url.to_owned(),
         source,
     })

@@ -8,8 +8,8 @@ use std::sync::atomic::AtomicBool;
 #[derive(Debug, Clone)]
 pub(super) enum Client {}
 
-pub(super) fn open(url: &str) -> Result<Client, crate::auth::SharedStoreUrlError> {
-    Err(crate::auth::SharedStoreUrlError::NotBuilt {
+pub(super) fn open(url: &str) -> Result<Client, toolgate_oauth::SharedStoreUrlError> {
+    Err(toolgate_oauth::SharedStoreUrlError::NotBuilt {
         url: url.to_owned(),
     })
 }

@@ -30,7 +30,7 @@ pub struct ServerStatus {
     pub files: Vec<String>,
     /// For a remote server: its OAuth login, as kept in the token store (`None` for a
     /// stdio server, or when the store cannot be read).
-    pub auth: Option<crate::auth::AuthStatus>,
+    pub auth: Option<toolgate_oauth::AuthStatus>,
 }
 
 /// A server's lifecycle state, for display.

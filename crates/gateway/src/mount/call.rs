@@ -231,7 +231,7 @@ impl Mount {
         if let (true, Some(store), crate::config::Transport::Http { url, .. }) =
             (shared, self.token_store(), &self.spec.transport)
         {
-            crate::auth::remember_challenge(&store, url, challenge);
+            toolgate_oauth::remember_challenge(&store, url, challenge);
         }
         *super::lock(&live.refused) = Some(crate::failure::NeedsLogin {
             reason: challenge_summary(challenge),

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use crate::auth::{LoginHandler, TokenStore};
+use toolgate_oauth::{TokenStore, WebLogins};
+
+use crate::auth::LoginHandler;
 use crate::catalog::CatalogCache;
 use crate::limits::GatewayLimits;
 
@@ -18,6 +20,9 @@ pub(crate) trait Host: Send + Sync {
     fn token_store(&self) -> Option<TokenStore>;
     /// Who logs a human in when a server needs it (none in `serve`).
     fn login_handler(&self) -> Option<Arc<dyn LoginHandler>>;
+    /// Where logins per caller (`per_user`) meet their browser (only under
+    /// `serve --http`).
+    fn web_logins(&self) -> Option<Arc<WebLogins>>;
     /// A server's tool list changed: every tool is named again and the change announced.
     fn tools_changed(&self);
     /// A server answered with the tool list already shown (from the catalog cache or its

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Mount, Phase};
-use crate::auth::TokenStore;
+use toolgate_oauth::TokenStore;
+
 use crate::config::Transport;
 use crate::failure::NeedsLogin;
 
@@ -29,15 +30,13 @@ impl Mount {
         url: &str,
         headers: &std::collections::BTreeMap<String, String>,
         bearer: bool,
-    ) -> Result<Option<crate::auth::Authorized<reqwest::Client>>, super::Failure> {
+    ) -> Result<Option<toolgate_oauth::Authorized<reqwest::Client>>, super::Failure> {
         let fixed = bearer
             || headers
                 .keys()
                 .any(|h| h.eq_ignore_ascii_case("authorization"));
         match self.token_store() {
-            Some(store) if !fixed => {
-                crate::auth::authorized_client(&store, &self.spec, url, url).await
-            }
+            Some(store) if !fixed => crate::auth::authorized_client(&store, &self.spec, url).await,
             _ => Ok(None),
         }
     }
@@ -120,7 +119,7 @@ impl Mount {
     pub(crate) async fn interactive_login(
         &self,
         challenge: Option<&str>,
-    ) -> Result<bool, crate::auth::LoginError> {
+    ) -> Result<bool, toolgate_oauth::LoginError> {
         let Some(handler) = self.host.upgrade().and_then(|h| h.login_handler()) else {
             return Ok(false);
         };

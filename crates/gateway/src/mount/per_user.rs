@@ -7,7 +7,7 @@
 //! A caller with no login yet (or whose login the server refuses) logs in through a link:
 //! toolgate's `/oauth/start` page for a login started for them (it names who asked, then
 //! leads to the authorization server), whose redirect URI is toolgate's `/oauth/callback`
-//! ([`toolgate_core::web_login`]); their browser comes back there, the code is exchanged and
+//! ([`toolgate_oauth::WebLogins`]); their browser comes back there, the code is exchanged and
 //! their tokens kept. A client that takes URL elicitation (MCP 2025-11-25) is asked to open
 //! the link, and the call waits for the login and goes on; any other gets the link in an
 //! error result to show the user, and the next call works. One login waits per caller at a
@@ -22,11 +22,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
-use toolgate_core::web_login::{self, Pending};
 use toolgate_core::{CallContext, ClientAsk, Identity};
+use toolgate_oauth::{LoginOptions, Pending};
 
 use super::{Live, Mount, lock};
-use crate::auth::LoginOptions;
 use crate::config::Transport;
 use crate::connect::http_transport_with;
 use crate::error::{CallerLoginError, UpstreamError};
@@ -190,7 +189,7 @@ impl Mount {
                 server: server(),
             }));
         };
-        let client = match crate::auth::authorized_client(&store, &self.spec, url, record).await {
+        let client = match crate::auth::authorized_client(&store, &self.spec, record).await {
             Ok(Some(client)) => client,
             Ok(None) => return Err(Dial::NeedsLogin(None)),
             Err(Failure::NeedsLogin(needs)) => return Err(Dial::NeedsLogin(needs.challenge)),
@@ -310,9 +309,10 @@ impl Mount {
         {
             return Ok(login.clone());
         }
-        let Some(redirect_uri) = web_login::redirect_uri() else {
+        let Some(logins) = self.host.upgrade().and_then(|h| h.web_logins()) else {
             return Err(UpstreamError::NoLoginListener { server: server() });
         };
+        let redirect_uri = logins.redirect_uri();
         let Some(store) = self.token_store() else {
             return Err(UpstreamError::NoTokenStore { server: server() });
         };
@@ -337,11 +337,13 @@ impl Mount {
             server: name.clone(),
         };
         let arrival =
-            web_login::expect(&state, pending).map_err(|source| UpstreamError::LoginsBusy {
-                server: server(),
-                source,
-            })?;
-        let link = web_login::start_url(&state).unwrap_or_else(|| started.auth_url.clone());
+            logins
+                .expect(&state, pending)
+                .map_err(|source| UpstreamError::LoginsBusy {
+                    server: server(),
+                    source,
+                })?;
+        let link = logins.start_url(&state);
         let (tell, done) = watch::channel(None);
         let login = Login {
             link,

@@ -306,7 +306,7 @@ impl Mount {
             Some(store),
         ) = (&shaken, self.token_store())
         {
-            crate::auth::remember_challenge(&store, url, challenge);
+            toolgate_oauth::remember_challenge(&store, url, challenge);
         }
         shaken
     }
@@ -354,7 +354,7 @@ impl Mount {
                 }),
                 None => Failure::Failed(format!(
                     "`initialize` failed: {}",
-                    tidy(&crate::auth::describe(&e))
+                    tidy(&crate::error::with_causes(&e))
                 )),
             })?;
         *lock(stage) = "tools/list";

@@ -20,12 +20,11 @@ async fn a_cached_catalog_lists_a_servers_tools_before_it_starts_and_an_unchange
     config.cwd = Some(workdir.path().to_path_buf());
 
     // First run: nothing cached, the server's tools arrive when it is ready, then are saved.
-    let rig = first.server("srv", config.clone()).build();
-    assert_eq!(
-        rig.gateway
-            .use_catalog(CatalogCache::new(cache_dir.path().to_path_buf())),
-        0
-    );
+    let rig = first
+        .server("srv", config.clone())
+        .catalog(CatalogCache::new(cache_dir.path().to_path_buf()))
+        .build();
+    assert_eq!(rig.gateway.cached_servers(), 0);
     rig.gateway.start();
     assert!(rig.dispatcher.snapshot().incomplete, "starting, not cached");
     rig.wait_for_tool("mcp__srv__ok", Duration::from_secs(20))
@@ -35,12 +34,11 @@ async fn a_cached_catalog_lists_a_servers_tools_before_it_starts_and_an_unchange
     // Second run, same launch config: listed at once, the snapshot complete.
     let mut second = setup();
     second.mark = mark;
-    let rig = second.server("srv", config).build();
-    assert_eq!(
-        rig.gateway
-            .use_catalog(CatalogCache::new(cache_dir.path().to_path_buf())),
-        1
-    );
+    let rig = second
+        .server("srv", config)
+        .catalog(CatalogCache::new(cache_dir.path().to_path_buf()))
+        .build();
+    assert_eq!(rig.gateway.cached_servers(), 1);
     let snap = rig.dispatcher.snapshot();
     assert!(
         snap.get("mcp__srv__ok").is_some(),

@@ -176,8 +176,10 @@ async fn a_never_server_whose_prompt_is_a_skill_name_is_not_mounted() {
         &[&npm_server("server-everything"), "stdio"],
         &builder.mark,
     ));
-    let rig = builder.server("everything", everything).build();
-    rig.gateway.reserve_prompts(["simple-prompt".to_owned()]);
+    let rig = builder
+        .server("everything", everything)
+        .reserve_prompts(&["simple-prompt"])
+        .build();
     rig.gateway.start_all().await;
     let reason = clash(&rig, "everything");
     assert!(
@@ -203,8 +205,7 @@ async fn a_clash_in_the_catalog_cache_waits_for_the_servers_own_answer() {
     config.cwd = Some(workdir.path().to_path_buf());
     let cache = || CatalogCache::new(cache_dir.path().to_path_buf());
 
-    let rig = first.server("srv", config.clone()).build();
-    rig.gateway.use_catalog(cache());
+    let rig = first.server("srv", config.clone()).catalog(cache()).build();
     rig.gateway.start_all().await;
     assert_eq!(state(&rig, "srv"), ServerState::Ready);
     rig.gateway.shutdown().await;
@@ -212,8 +213,8 @@ async fn a_clash_in_the_catalog_cache_waits_for_the_servers_own_answer() {
     // Same launch config, now `never`, beside a built-in `ok`: the cached list clashes.
     let mut second = setup().builtin("ok");
     second.mark = mark;
-    let rig = second.server("srv", never(config)).build();
-    assert_eq!(rig.gateway.use_catalog(cache()), 1);
+    let rig = second.server("srv", never(config)).catalog(cache()).build();
+    assert_eq!(rig.gateway.cached_servers(), 1);
     assert_eq!(state(&rig, "srv"), ServerState::NotStarted);
     assert!(
         !rig.names().iter().any(|n| n == "boom"),

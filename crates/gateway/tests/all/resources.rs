@@ -593,8 +593,7 @@ async fn the_catalog_cache_offers_the_resource_tools_before_the_server_answers()
     let cache = || CatalogCache::new(cache_dir.path().to_path_buf());
 
     // First run: the tools appear when the server has answered; the cache learns it.
-    let rig = first.server("srv", config.clone()).build();
-    rig.gateway.use_catalog(cache());
+    let rig = first.server("srv", config.clone()).catalog(cache()).build();
     assert!(!rig.names().iter().any(|n| n == LIST_RESOURCES));
     rig.gateway.start_all().await;
     assert!(rig.names().iter().any(|n| n == LIST_RESOURCES));
@@ -603,8 +602,8 @@ async fn the_catalog_cache_offers_the_resource_tools_before_the_server_answers()
     // Second run: offered at once, and the server's answer changes nothing (no list_changed).
     let mut second = setup();
     second.mark = mark;
-    let rig = second.server("srv", config).build();
-    assert_eq!(rig.gateway.use_catalog(cache()), 1);
+    let rig = second.server("srv", config).catalog(cache()).build();
+    assert_eq!(rig.gateway.cached_servers(), 1);
     // Its resources and templates too, for a session's first `resources/list`.
     let listed: Vec<String> = rig
         .gateway

@@ -11,7 +11,9 @@ use toolgate_core::{
     CallContext, DispatchLimits, Dispatcher, Policy, RawArgs, Registry, Scope, StaticProvider,
     ToolMeta, ToolOutput,
 };
-use toolgate_gateway::{Discovered, Gateway, GatewayLimits, McpServerConfig, ServerSpec};
+use toolgate_gateway::{
+    CatalogCache, Discovered, Gateway, GatewayLimits, McpServerConfig, ServerSpec,
+};
 use toolgate_test_support::{FnTool, HANG_GUARD};
 
 /// The workspace root.
@@ -90,6 +92,8 @@ pub struct RigBuilder {
     limits: GatewayLimits,
     policy: Policy,
     budget: bool,
+    catalog: Option<CatalogCache>,
+    prompts: Vec<String>,
     pub mark: String,
     pub dir: tempfile::TempDir,
 }
@@ -101,6 +105,8 @@ pub fn setup() -> RigBuilder {
         limits: GatewayLimits::default(),
         policy: Policy::allow_all(),
         budget: false,
+        catalog: None,
+        prompts: Vec::new(),
         mark: mark(),
         dir: tempfile::tempdir().unwrap(),
     }
@@ -146,6 +152,18 @@ impl RigBuilder {
         self
     }
 
+    /// The gateway lists what `cache` holds for its servers before they start.
+    pub fn catalog(mut self, cache: CatalogCache) -> Self {
+        self.catalog = Some(cache);
+        self
+    }
+
+    /// Prompt names toolgate keeps for itself (a skill's).
+    pub fn reserve_prompts(mut self, names: &[&str]) -> Self {
+        self.prompts.extend(names.iter().map(|n| (*n).to_owned()));
+        self
+    }
+
     pub fn build(self) -> Rig {
         let registry = Arc::new(Registry::new());
         // A built-in stand-in, to see that built-ins are served beside mounted tools.
@@ -179,7 +197,12 @@ impl RigBuilder {
             servers,
             problems: Vec::new(),
         };
-        let gateway = Gateway::new(discovered, self.limits, &registry).unwrap();
+        let mut gateway =
+            Gateway::builder(discovered, self.limits, &registry).reserve_prompts(self.prompts);
+        if let Some(cache) = self.catalog {
+            gateway = gateway.catalog(cache);
+        }
+        let gateway = gateway.build().unwrap();
         let mut dispatcher = Dispatcher::new(
             Arc::clone(&registry),
             Scope::global(),

@@ -92,6 +92,7 @@ async fn main() -> ExitCode {
         max_sessions: toolgate_mcp::DEFAULT_MAX_SESSIONS,
         metrics: None,
         public_url: None,
+        web_logins: None,
         listener: ListenerLimits::default(),
     };
     let shutdown = CancellationToken::new();

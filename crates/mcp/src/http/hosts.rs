@@ -202,6 +202,7 @@ mod tests {
             max_sessions: 1,
             metrics: None,
             public_url: public_url.map(str::to_owned),
+            web_logins: None,
             listener: ListenerLimits::default(),
         })
     }

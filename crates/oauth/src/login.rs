@@ -14,16 +14,18 @@
 //!    (PKCE S256, `resource` per RFC 8707); the loopback callback receives `code`, `state`
 //!    and `iss` (checked per RFC 9207); the code is exchanged and the tokens stored.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rmcp::transport::AuthorizationManager;
 use rmcp::transport::auth::{AuthError, OAuthClientConfig, WWWAuthenticateParams};
 use serde_json::Value;
 
-use super::bound::ServerCredentials;
-use super::callback::Callback;
-use super::store::{AuthStatus, TokenStore};
-use crate::config::{ServerSpec, Transport};
+use crate::bound::{ServerCredentials, Shared};
+use crate::callback::Callback;
+use crate::config::Server;
+use crate::describe;
+use crate::store::{AuthStatus, TokenStore};
 
 /// How `login` talks to the human.
 #[derive(Debug, Clone)]
@@ -56,7 +58,7 @@ impl Default for LoginOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LoginError {
-    /// The server is not a remote one.
+    /// The server is not a remote one (a caller that has servers of other kinds says so).
     #[error("`{0}` is not a remote (url) server; only servers reached over HTTP log in")]
     NotRemote(String),
     /// Something the user must fix in the config; the text says what.
@@ -75,7 +77,7 @@ pub enum LoginError {
     },
     /// The authorization URL may not be given to a browser.
     #[error(transparent)]
-    Url(#[from] super::browser::LoginUrlError),
+    Url(#[from] crate::browser::LoginUrlError),
     /// The OAuth exchange failed (with its causes, which carry the useful part).
     #[error("{}", describe(.0))]
     OAuth(#[from] AuthError),
@@ -84,86 +86,74 @@ pub enum LoginError {
     NoState,
     /// The browser brought no code back.
     #[error(transparent)]
-    Callback(#[from] super::callback::CallbackError),
+    Callback(#[from] crate::callback::CallbackError),
     /// The token store failed.
     #[error(transparent)]
-    Store(#[from] super::store::StoreError),
-    /// A [`super::LoginHandler`] gave up, for its own reason.
+    Store(#[from] crate::store::StoreError),
+    /// Whoever ran the login on the caller's behalf gave up, for its own reason.
     #[error(transparent)]
     Handler(Box<dyn std::error::Error + Send + Sync>),
 }
 
-/// An rmcp auth error with its causes, which carry the useful part.
-pub(crate) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
-    text
-}
-
-/// Runs the authorization-code flow for `spec` and stores the tokens. `say` gets the lines a
-/// human should read (the URL to open).
+/// Runs the authorization-code flow for `server` and stores the tokens. `say` gets the
+/// lines a human should read (the URL to open).
+///
+/// Boxed: the flow is compiled here once, not again in every crate that awaits it
+/// (docs/development.md, "Where a crate's code is compiled").
 pub fn login<'a>(
-    spec: &'a ServerSpec,
+    server: Server<'a>,
     store: &'a TokenStore,
     options: &'a LoginOptions,
     say: &'a (dyn Fn(&str) + Send + Sync),
 ) -> futures::future::BoxFuture<'a, Result<AuthStatus, LoginError>> {
-    Box::pin(login_inner(spec, store, options, say))
-}
-
-async fn login_inner(
-    spec: &ServerSpec,
-    store: &TokenStore,
-    options: &LoginOptions,
-    say: &(dyn Fn(&str) + Send + Sync),
-) -> Result<AuthStatus, LoginError> {
-    let Transport::Http { url, .. } = &spec.transport else {
-        return Err(LoginError::NotRemote(spec.name.clone()));
-    };
-    let callback = Callback::bind(spec.oauth.callback_port)
-        .await
-        .map_err(|source| LoginError::Listen {
-            port: spec.oauth.callback_port.unwrap_or(0),
-            source,
-        })?;
-    let started = start(spec, store, url, &callback.redirect_uri(), options).await?;
-    let auth_url = &started.auth_url;
-    say(&format!(
-        "To log in to `{}`, open this URL in a browser:\n\n  {auth_url}\n",
-        spec.name
-    ));
-    if options.open_browser
-        && let Err(e) = super::browser::open(auth_url)
-    {
+    Box::pin(async move {
+        let port = server.oauth.callback_port;
+        let callback = Callback::bind(port)
+            .await
+            .map_err(|source| LoginError::Listen {
+                port: port.unwrap_or(0),
+                source,
+            })?;
+        let started = start(server, store, server.url, &callback.redirect_uri(), options).await?;
+        let auth_url = &started.auth_url;
         say(&format!(
-            "(could not open a browser: {e}; open the URL yourself)"
+            "To log in to `{}`, open this URL in a browser:\n\n  {auth_url}\n",
+            server.name
         ));
-    }
-    let state = started.state().ok_or(LoginError::NoState)?;
-    let reply = callback.wait(&state, options.timeout).await?;
-    started
-        .finish(&reply.code, &reply.state, reply.issuer.as_deref())
-        .await?;
-    Ok(store.status(url)?)
+        if options.open_browser
+            && let Err(e) = crate::browser::open(auth_url)
+        {
+            say(&format!(
+                "(could not open a browser: {e}; open the URL yourself)"
+            ));
+        }
+        let state = started.state().ok_or(LoginError::NoState)?;
+        let reply = callback.wait(&state, options.timeout).await?;
+        started
+            .finish(&reply.code, &reply.state, reply.issuer.as_deref())
+            .await?;
+        Ok(store.status(server.url)?)
+    })
 }
 
 /// A login waiting for its browser: the URL to open, and what exchanges the code.
-pub(crate) struct Started {
-    pub(crate) auth_url: String,
+pub struct Started {
+    /// The authorization server's URL the browser opens (checked: see `browser.rs`).
+    pub auth_url: String,
     manager: AuthorizationManager,
+}
+
+impl std::fmt::Debug for Started {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Started")
+            .field("auth_url", &self.auth_url)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Started {
     /// The `state` the authorization URL carries (the redirect names it again).
-    pub(crate) fn state(&self) -> Option<String> {
+    pub fn state(&self) -> Option<String> {
         url::Url::parse(&self.auth_url).ok().and_then(|u| {
             u.query_pairs()
                 .find(|(k, _)| k == "state")
@@ -172,7 +162,7 @@ impl Started {
     }
 
     /// Exchanges the redirect's code for tokens, which the store keeps.
-    pub(crate) async fn finish(
+    pub async fn finish(
         self,
         code: &str,
         state: &str,
@@ -185,28 +175,20 @@ impl Started {
     }
 }
 
-/// Starts the authorization-code flow for `spec` with `redirect_uri`, its tokens to be kept
-/// in the store's `record` (the server URL; for a login per caller, that caller's record).
-pub(crate) async fn start(
-    spec: &ServerSpec,
+/// Starts the authorization-code flow for `server` with `redirect_uri`, its tokens to be
+/// kept in the store's `record_key` (the server URL; for a login per caller, that caller's
+/// record). Whether the server may be logged in to at all (trusted, remote) is the
+/// caller's to check first.
+pub async fn start(
+    server: Server<'_>,
     store: &TokenStore,
     record_key: &str,
     redirect_uri: &str,
     options: &LoginOptions,
 ) -> Result<Started, LoginError> {
-    let Transport::Http { url, headers, .. } = &spec.transport else {
-        return Err(LoginError::NotRemote(spec.name.clone()));
-    };
+    let url = server.url;
     let redirect_uri = redirect_uri.to_owned();
-    if !spec.trust.allows_start() {
-        return Err(LoginError::Config(format!(
-            "`{}` is defined by a project file ({}) and not trusted; check its url and `oauth` settings with `toolgate mcp list`, then run `{}` before logging in",
-            spec.name,
-            spec.source,
-            crate::trust::trust_command(&spec.name)
-        )));
-    }
-    let oauth = &spec.oauth;
+    let oauth = server.oauth;
     let secret = match &oauth.client_secret_env {
         Some(var) => Some(std::env::var(var).ok().filter(|s| !s.is_empty()).ok_or_else(|| {
             LoginError::Config(format!(
@@ -220,14 +202,14 @@ pub(crate) async fn start(
             "`client_secret_env` is set without `client_id`; a client secret belongs to a pre-registered client".to_owned(),
         ));
     }
-    crate::connect::tls_provider();
+    crate::tls_provider();
     let challenge = match &options.challenge {
         Some(c) => Some(c.clone()),
-        None => super::probe_challenge(url, headers).await,
+        None => probe_challenge(url, server.headers).await,
     };
-    let mut manager = AuthorizationManager::new(url.as_str()).await?;
+    let mut manager = AuthorizationManager::new(url).await?;
     let credentials = std::sync::Arc::new(ServerCredentials::new(store.clone(), record_key, None));
-    manager.set_credential_store(super::Shared(std::sync::Arc::clone(&credentials)));
+    manager.set_credential_store(Shared(std::sync::Arc::clone(&credentials)));
     let resolution = manager
         .resolve_metadata_from_challenge(challenge.as_deref())
         .await?;
@@ -309,18 +291,81 @@ pub(crate) async fn start(
     } else {
         return Err(LoginError::Config(format!(
             "the authorization server of `{}` does not allow dynamic client registration; register toolgate with it (redirect URI {redirect_uri}) and set `[mcp_servers.{}.oauth] client_id` (and `client_secret_env` for a confidential client)",
-            spec.name, spec.name
+            server.name, server.name
         )));
     }
     let auth_url = manager.get_authorization_url(&scope_refs).await?;
     // Checked once here: this URL goes to a browser (`mcp login`) or into a page's link
     // (`per_user` logins).
-    let auth_url = super::browser::browsable(&auth_url)?;
+    let auth_url = crate::browser::browsable(&auth_url)?;
     Ok(Started { auth_url, manager })
 }
 
+/// Remembers the scopes of a server's challenge for the next login, which may run in
+/// another process (`toolgate mcp login`): those of an `insufficient_scope` step-up are
+/// added to what was granted; those of a plain `401` are what the server wants.
+pub fn remember_challenge(store: &TokenStore, url: &str, challenge: &str) {
+    let params = parse_challenge(url, challenge);
+    let Some(scope) = params.scope.clone() else {
+        return;
+    };
+    let step_up = params.is_insufficient_scope();
+    let _ = store.update(url, |record| {
+        let list = if step_up {
+            &mut record.pending_scopes
+        } else {
+            record.challenge_scopes.clear();
+            &mut record.challenge_scopes
+        };
+        for s in scope.split_whitespace() {
+            if !list.iter().any(|p| p == s) {
+                list.push(s.to_owned());
+            }
+        }
+    });
+}
+
+/// The `WWW-Authenticate` of an unauthenticated POST to the MCP endpoint, when the server
+/// answers `401` or `403` (the challenge that starts discovery).
+async fn probe_challenge(url: &str, headers: &BTreeMap<String, String>) -> Option<String> {
+    crate::tls_provider();
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .ok()?;
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "toolgate", "version": env!("CARGO_PKG_VERSION")}
+        }
+    });
+    let mut request = client
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .json(&body);
+    for (name, value) in headers {
+        if !name.eq_ignore_ascii_case("authorization") {
+            request = request.header(name.as_str(), value.as_str());
+        }
+    }
+    let response = request.send().await.ok()?;
+    if !matches!(response.status().as_u16(), 401 | 403) {
+        return None;
+    }
+    response
+        .headers()
+        .get_all(reqwest::header::WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.to_ascii_lowercase().starts_with("bearer"))
+        .map(str::to_owned)
+}
+
 /// The challenge's parameters (scope, error), with `resource_metadata` resolved.
-pub(crate) fn parse_challenge(url: &str, challenge: &str) -> WWWAuthenticateParams {
+fn parse_challenge(url: &str, challenge: &str) -> WWWAuthenticateParams {
     match url::Url::parse(url) {
         Ok(base) => WWWAuthenticateParams::parse(challenge, &base),
         Err(_) => WWWAuthenticateParams::default(),

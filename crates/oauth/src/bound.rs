@@ -12,7 +12,7 @@ use rmcp::transport::auth::{
 };
 use serde_json::Value;
 
-use super::store::{FileLock, IssuerEntry, TokenStore};
+use crate::store::{FileLock, IssuerEntry, TokenStore};
 
 /// The credentials of one server, as rmcp's authorization manager reads and writes them.
 pub(crate) struct ServerCredentials {
@@ -169,6 +169,25 @@ impl CredentialStore for ServerCredentials {
     }
 }
 
+/// An `Arc`'d credential store, so the caller keeps a handle on what rmcp writes.
+pub(crate) struct Shared(pub(crate) std::sync::Arc<ServerCredentials>);
+
+#[async_trait]
+impl CredentialStore for Shared {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        self.0.load().await
+    }
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        self.0.save(credentials).await
+    }
+    async fn clear(&self) -> Result<(), AuthError> {
+        self.0.clear().await
+    }
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        self.0.acquire_refresh_guard().await
+    }
+}
+
 /// Who a token response is for, for display only (not verified): the ID token's claims,
 /// else a JWT access token's.
 pub(crate) fn subject_of(token: &rmcp::transport::auth::OAuthTokenResponse) -> Option<String> {
@@ -206,7 +225,7 @@ mod tests {
     async fn a_token_with_cr_or_lf_from_the_authorization_server_is_not_stored() {
         const URL: &str = "https://mcp.example.com/mcp";
         let dir = tempfile::tempdir().unwrap();
-        let mode = crate::config::CredentialStoreMode::File;
+        let mode = crate::CredentialStoreMode::File;
         let store = TokenStore::in_dir(dir.path().to_path_buf(), mode).unwrap();
         let credentials = ServerCredentials::new(store.clone(), URL, None);
         let save = |access: &str, refresh: Option<&str>| {

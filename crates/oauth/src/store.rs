@@ -387,7 +387,7 @@ impl TokenStore {
 
     /// A stamp that changes whenever the record of `url` does (cheap: a file's length and
     /// time, or the record itself), to notice a login made by another process.
-    pub(crate) fn stamp(&self, url: &str) -> Option<String> {
+    pub fn stamp(&self, url: &str) -> Option<String> {
         match &self.backend {
             Backend::File => fs_err::metadata(self.file(url)).ok().map(|m| {
                 let modified = m

@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
+use crate::web_login::NoCode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use toolgate_core::web_login::NoCode;
 
 /// Most bytes read of one request head.
 const MAX_HEAD: usize = 16 * 1024;

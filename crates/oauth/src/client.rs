@@ -26,13 +26,19 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::Sse;
 use tokio::sync::Mutex;
 
-use super::ServerCredentials;
+use rmcp::transport::auth::OAuthClientConfig;
+
+use crate::bound::{ServerCredentials, Shared};
+use crate::config::Server;
+use crate::describe;
+use crate::store::{StoreError, TokenStore};
 
 /// Seconds before expiry a token is renewed: rmcp's 30 s (or half a short token's life).
 const RENEW_BEFORE_SECS: u64 = 30;
 
-/// `C` with the stored OAuth token of one server on every request.
-pub(crate) struct Authorized<C> {
+/// `C` with the stored OAuth token of one server on every request: an rmcp Streamable
+/// HTTP client, from [`authorized_client`].
+pub struct Authorized<C> {
     inner: C,
     manager: Arc<Mutex<AuthorizationManager>>,
     credentials: Arc<ServerCredentials>,
@@ -49,11 +55,7 @@ impl<C: Clone> Clone for Authorized<C> {
 }
 
 impl<C> Authorized<C> {
-    pub(crate) fn new(
-        inner: C,
-        manager: AuthorizationManager,
-        credentials: Arc<ServerCredentials>,
-    ) -> Self {
+    fn new(inner: C, manager: AuthorizationManager, credentials: Arc<ServerCredentials>) -> Self {
         Self {
             inner,
             manager: Arc::new(Mutex::new(manager)),
@@ -312,6 +314,97 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Authorized<C> {
         })
         .await
     }
+}
+
+/// Why no authorized client could be made for a server.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The stored login cannot be read.
+    #[error("its stored login cannot be read: {0}")]
+    Store(#[source] StoreError),
+    /// rmcp's authorization manager refused the server or the stored client.
+    #[error("{}", describe(.0))]
+    OAuth(#[source] AuthError),
+    /// The authorization server's metadata cannot be fetched (retried later; no human
+    /// can help).
+    #[error("its authorization server cannot be reached: {}", describe(.0))]
+    Unreachable(#[source] AuthError),
+    /// The server's authorization server is not the one the stored login is from.
+    #[error(
+        "it now uses another authorization server ({}); the old login does not apply there",
+        if issuer.is_empty() { "without an issuer" } else { issuer }
+    )]
+    IssuerChanged {
+        /// The issuer the server names now (empty when it names none).
+        issuer: String,
+    },
+}
+
+impl ClientError {
+    /// Whether a human must log in again (rather than the server being retried).
+    pub fn needs_login(&self) -> bool {
+        matches!(self, Self::IssuerChanged { .. })
+    }
+}
+
+/// An HTTP client over the stored tokens of `server` (in the store's `record_key`), or
+/// `None` when nothing is stored (the server is then tried without a token; a `401` makes
+/// it need a login). A server whose authorization server changed needs a login
+/// ([`ClientError::needs_login`]); one whose authorization server cannot be reached has
+/// failed (and is retried), it does not need a human.
+pub async fn authorized_client(
+    store: &TokenStore,
+    server: Server<'_>,
+    record_key: &str,
+) -> Result<Option<Authorized<reqwest::Client>>, ClientError> {
+    let url = server.url;
+    let record = store.load(record_key).map_err(ClientError::Store)?;
+    if record.issuers.is_empty() {
+        return Ok(None);
+    }
+    // rmcp's OAuth client is a reqwest client, which needs rustls' provider first.
+    crate::tls_provider();
+    let mut manager = AuthorizationManager::new(url)
+        .await
+        .map_err(ClientError::OAuth)?;
+    let metadata = manager
+        .resolve_metadata()
+        .await
+        .map_err(ClientError::Unreachable)?
+        .metadata;
+    let issuer = metadata.issuer.clone().unwrap_or_default();
+    let Some(entry) = record.issuers.get(&issuer).cloned() else {
+        return Err(ClientError::IssuerChanged { issuer });
+    };
+    manager.set_metadata(metadata);
+    let credentials = Arc::new(ServerCredentials::new(
+        store.clone(),
+        record_key,
+        Some(issuer).filter(|i| !i.is_empty()),
+    ));
+    manager.set_credential_store(Shared(Arc::clone(&credentials)));
+    let secret = entry.client_secret.clone().or_else(|| {
+        server
+            .oauth
+            .client_secret_env
+            .as_ref()
+            .filter(|_| server.oauth.client_id.as_deref() == Some(&entry.credentials.client_id))
+            .and_then(|var| std::env::var(var).ok())
+    });
+    let mut config = OAuthClientConfig::new(entry.credentials.client_id.clone(), url.to_owned());
+    if let Some(secret) = secret {
+        config = config.with_client_secret(secret);
+    }
+    manager
+        .configure_client(config)
+        .map_err(ClientError::OAuth)?;
+    crate::tls_provider();
+    Ok(Some(Authorized::new(
+        reqwest::Client::new(),
+        manager,
+        credentials,
+    )))
 }
 
 #[cfg(test)]
