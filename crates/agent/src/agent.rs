@@ -359,135 +359,129 @@ impl Agent {
         observer: Observer<'a>,
         cancel: &'a CancellationToken,
     ) -> futures::future::BoxFuture<'a, Outcome> {
-        Box::pin(self.run_inner(task, observer, cancel))
-    }
-
-    async fn run_inner(
-        &mut self,
-        task: &str,
-        observer: Observer<'_>,
-        cancel: &CancellationToken,
-    ) -> Outcome {
-        let started = Instant::now();
-        let mut outcome = Outcome {
-            status: Status::Finished,
-            turns: 0,
-            requests: 0,
-            text: String::new(),
-            tool_calls: Vec::new(),
-            usage: Usage::default(),
-            error: None,
-            timing: Timing::default(),
-        };
-        let mut model_time = Duration::ZERO;
-        let mut tool_time = Duration::ZERO;
-        self.append(Message::user(task), Vec::new());
-        loop {
-            if outcome.turns >= self.settings.max_turns {
-                outcome.status = Status::MaxTurns;
-                outcome.error = Some(format!(
-                    "stopped after {} model requests without a final answer; continue with --resume {} or raise --max-turns",
-                    outcome.turns,
-                    self.session_id().unwrap_or("ID")
-                ));
-                break;
-            }
-            self.compact_if_needed(observer, cancel).await;
-            let (tools, stable) = self.tool_array();
-            self.record_unmasked();
-            observer(Progress::Waiting);
-            let request_started = Instant::now();
-            // One request now, one more per retry the provider reports.
-            outcome.requests += 1;
-            let requests = &mut outcome.requests;
-            let response = {
-                let request = Request {
-                    system: &self.system,
-                    tools: &tools,
-                    stable_tools: stable,
-                    messages: &self.messages,
-                };
-                let mut on_event = |event: Event| {
-                    observer(match event {
-                        Event::Text(t) => Progress::Text(t),
-                        Event::ToolCall { name } => Progress::ToolCallStarted(name),
-                        Event::Retrying {
-                            attempt,
-                            wait,
-                            reason,
-                        } => {
-                            *requests += 1;
-                            Progress::Retrying {
+        Box::pin(async move {
+            let started = Instant::now();
+            let mut outcome = Outcome {
+                status: Status::Finished,
+                turns: 0,
+                requests: 0,
+                text: String::new(),
+                tool_calls: Vec::new(),
+                usage: Usage::default(),
+                error: None,
+                timing: Timing::default(),
+            };
+            let mut model_time = Duration::ZERO;
+            let mut tool_time = Duration::ZERO;
+            self.append(Message::user(task), Vec::new());
+            loop {
+                if outcome.turns >= self.settings.max_turns {
+                    outcome.status = Status::MaxTurns;
+                    outcome.error = Some(format!(
+                        "stopped after {} model requests without a final answer; continue with --resume {} or raise --max-turns",
+                        outcome.turns,
+                        self.session_id().unwrap_or("ID")
+                    ));
+                    break;
+                }
+                self.compact_if_needed(observer, cancel).await;
+                let (tools, stable) = self.tool_array();
+                self.record_unmasked();
+                observer(Progress::Waiting);
+                let request_started = Instant::now();
+                // One request now, one more per retry the provider reports.
+                outcome.requests += 1;
+                let requests = &mut outcome.requests;
+                let response = {
+                    let request = Request {
+                        system: &self.system,
+                        tools: &tools,
+                        stable_tools: stable,
+                        messages: &self.messages,
+                    };
+                    let mut on_event = |event: Event| {
+                        observer(match event {
+                            Event::Text(t) => Progress::Text(t),
+                            Event::ToolCall { name } => Progress::ToolCallStarted(name),
+                            Event::Retrying {
                                 attempt,
                                 wait,
                                 reason,
+                            } => {
+                                *requests += 1;
+                                Progress::Retrying {
+                                    attempt,
+                                    wait,
+                                    reason,
+                                }
                             }
-                        }
-                    });
+                        });
+                    };
+                    self.provider
+                        .complete(&request, &mut on_event, cancel)
+                        .await
                 };
-                self.provider
-                    .complete(&request, &mut on_event, cancel)
-                    .await
-            };
-            model_time += request_started.elapsed();
-            observer(Progress::AnswerDone);
-            let response = match response {
-                Ok(r) => r,
-                Err(ProviderError::Cancelled { .. }) => {
-                    // The user stopped the answer: the conversation records that, so the
-                    // next message follows an assistant turn in both protocols.
-                    self.append(
-                        Message::assistant("[the user interrupted this answer]"),
-                        Vec::new(),
-                    );
+                model_time += request_started.elapsed();
+                observer(Progress::AnswerDone);
+                let response = match response {
+                    Ok(r) => r,
+                    Err(ProviderError::Cancelled { .. }) => {
+                        // The user stopped the answer: the conversation records that, so the
+                        // next message follows an assistant turn in both protocols.
+                        self.append(
+                            Message::assistant("[the user interrupted this answer]"),
+                            Vec::new(),
+                        );
+                        outcome.status = Status::Cancelled;
+                        break;
+                    }
+                    Err(e) => {
+                        // Nothing to append: the next attempt (`--resume`) sends the same
+                        // conversation again.
+                        outcome.status = Status::ProviderError;
+                        outcome.error = Some(e.to_string());
+                        break;
+                    }
+                };
+                outcome.turns += 1;
+                outcome.usage += response.usage;
+                self.usage += response.usage;
+                self.last_prompt_tokens =
+                    response.usage.input_tokens + response.usage.output_tokens;
+                self.chars_since = 0;
+                self.write(&Record::Usage {
+                    usage: response.usage,
+                });
+                outcome.text = response.text.clone();
+                self.append(response.message(), Vec::new());
+                if response.tool_calls.is_empty() {
+                    outcome.status = Status::Finished;
+                    break;
+                }
+                let tools_started = Instant::now();
+                let (results, records, spills, fatal) =
+                    self.dispatch(&response.tool_calls, observer, cancel).await;
+                tool_time += tools_started.elapsed();
+                outcome.tool_calls.extend(records);
+                self.append(Message::Tool { results }, spills);
+                if cancel.is_cancelled() {
                     outcome.status = Status::Cancelled;
                     break;
                 }
-                Err(e) => {
-                    // Nothing to append: the next attempt (`--resume`) sends the same
-                    // conversation again.
-                    outcome.status = Status::ProviderError;
-                    outcome.error = Some(e.to_string());
+                if let Some(message) = fatal {
+                    outcome.status = Status::ToolFailed;
+                    outcome.error = Some(message);
                     break;
                 }
+            }
+            let total = started.elapsed();
+            outcome.timing = Timing {
+                model_ms: model_time.as_millis() as u64,
+                tools_ms: tool_time.as_millis() as u64,
+                loop_us: total.saturating_sub(model_time + tool_time).as_micros() as u64,
             };
-            outcome.turns += 1;
-            outcome.usage += response.usage;
-            self.usage += response.usage;
-            self.last_prompt_tokens = response.usage.input_tokens + response.usage.output_tokens;
-            self.chars_since = 0;
-            self.write(&Record::Usage {
-                usage: response.usage,
-            });
-            outcome.text = response.text.clone();
-            self.append(response.message(), Vec::new());
-            if response.tool_calls.is_empty() {
-                outcome.status = Status::Finished;
-                break;
-            }
-            let tools_started = Instant::now();
-            let (results, records, spills, fatal) =
-                self.dispatch(&response.tool_calls, observer, cancel).await;
-            tool_time += tools_started.elapsed();
-            outcome.tool_calls.extend(records);
-            self.append(Message::Tool { results }, spills);
-            if cancel.is_cancelled() {
-                outcome.status = Status::Cancelled;
-                break;
-            }
-            if let Some(message) = fatal {
-                outcome.status = Status::ToolFailed;
-                outcome.error = Some(message);
-                break;
-            }
-        }
-        let total = started.elapsed();
-        outcome.timing = Timing {
-            model_ms: model_time.as_millis() as u64,
-            tools_ms: tool_time.as_millis() as u64,
-            loop_us: total.saturating_sub(model_time + tool_time).as_micros() as u64,
-        };
-        outcome
+            outcome
+        })
     }
 
     /// Runs one answer's tool calls as one turn: read-only calls side by side, mutating
@@ -593,52 +587,50 @@ impl Agent {
         observer: Observer<'a>,
         cancel: &'a CancellationToken,
     ) -> futures::future::BoxFuture<'a, bool> {
-        Box::pin(self.compact_inner(observer, cancel))
-    }
-
-    async fn compact_inner(&mut self, observer: Observer<'_>, cancel: &CancellationToken) -> bool {
-        let keep_chars = (self.context_tokens() * u64::from(self.settings.keep_percent.min(90))
-            / 100
-            * 4) as usize;
-        let Some(cut) = compact::cut_point(&self.messages, keep_chars) else {
-            return false;
-        };
-        let before = self.messages.len();
-        let summary = compact::summarize(&self.provider, &self.messages[..cut], cancel).await;
-        let mut messages = vec![compact::head_message(&self.messages, &summary)];
-        messages.extend(self.messages[cut..].iter().cloned());
-        let live_text: Vec<&str> = messages.iter().flat_map(Message::texts).collect();
-        let unreferenced: Vec<PathBuf> = self
-            .own_spills
-            .iter()
-            .filter(|p| !compact::referenced(p, &live_text))
-            .cloned()
-            .collect();
-        let deleted = match &self.tools.spill {
-            Some(store) => store
-                .release(unreferenced.iter().map(PathBuf::as_path))
-                .unwrap_or_else(|e| {
-                    tracing::warn!(%e, "could not delete unreferenced spill files");
-                    Vec::new()
-                }),
-            None => Vec::new(),
-        };
-        for path in &unreferenced {
-            self.own_spills.remove(path);
-        }
-        self.write(&Record::Compaction {
-            messages: messages.clone(),
-            deleted: unreferenced,
-        });
-        self.chars_since = messages.iter().map(Message::chars).sum();
-        self.last_prompt_tokens = 0;
-        self.messages = messages;
-        observer(Progress::Compacted {
-            before,
-            after: self.messages.len(),
-            deleted: deleted.len(),
-        });
-        true
+        Box::pin(async move {
+            let keep_chars = (self.context_tokens() * u64::from(self.settings.keep_percent.min(90))
+                / 100
+                * 4) as usize;
+            let Some(cut) = compact::cut_point(&self.messages, keep_chars) else {
+                return false;
+            };
+            let before = self.messages.len();
+            let summary = compact::summarize(&self.provider, &self.messages[..cut], cancel).await;
+            let mut messages = vec![compact::head_message(&self.messages, &summary)];
+            messages.extend(self.messages[cut..].iter().cloned());
+            let live_text: Vec<&str> = messages.iter().flat_map(Message::texts).collect();
+            let unreferenced: Vec<PathBuf> = self
+                .own_spills
+                .iter()
+                .filter(|p| !compact::referenced(p, &live_text))
+                .cloned()
+                .collect();
+            let deleted = match &self.tools.spill {
+                Some(store) => store
+                    .release(unreferenced.iter().map(PathBuf::as_path))
+                    .unwrap_or_else(|e| {
+                        tracing::warn!(%e, "could not delete unreferenced spill files");
+                        Vec::new()
+                    }),
+                None => Vec::new(),
+            };
+            for path in &unreferenced {
+                self.own_spills.remove(path);
+            }
+            self.write(&Record::Compaction {
+                messages: messages.clone(),
+                deleted: unreferenced,
+            });
+            self.chars_since = messages.iter().map(Message::chars).sum();
+            self.last_prompt_tokens = 0;
+            self.messages = messages;
+            observer(Progress::Compacted {
+                before,
+                after: self.messages.len(),
+                deleted: deleted.len(),
+            });
+            true
+        })
     }
 
     /// Ends the session: the session's spill files that no message references are

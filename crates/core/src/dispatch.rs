@@ -206,52 +206,44 @@ impl Dispatcher {
         ctx: CallContext,
         ticket: Ticket,
     ) -> futures::future::BoxFuture<'a, Answered> {
-        Box::pin(self.call_in_line_inner(name, args, ctx, ticket))
-    }
-
-    async fn call_in_line_inner(
-        &self,
-        name: &str,
-        args: RawArgs,
-        ctx: CallContext,
-        ticket: Ticket,
-    ) -> Answered {
-        let started = tokio::time::Instant::now();
-        let called = name;
-        let session = Arc::clone(&ctx.session);
-        // Reports the call as cancelled if this future is dropped before it is answered.
-        let mut unanswered = Unanswered {
-            dispatcher: self,
-            session: Arc::clone(&session),
-            called,
-            started,
-            known: Mutex::default(),
-            answered: false,
-        };
-        let snapshot = self.snapshot_for(name, &args).await;
-        let limits = ctx.session.limits();
-        let (name, tool, mut ran) = match prepare(name, args, &snapshot) {
-            Ok(call) => {
-                let tool = Arc::clone(&call.tool);
-                let name = call.name.clone();
-                (
-                    name,
-                    Some(tool),
-                    self.run(call, ctx, ticket, &unanswered.known).await,
-                )
+        Box::pin(async move {
+            let started = tokio::time::Instant::now();
+            let called = name;
+            let session = Arc::clone(&ctx.session);
+            // Reports the call as cancelled if this future is dropped before it is answered.
+            let mut unanswered = Unanswered {
+                dispatcher: self,
+                session: Arc::clone(&session),
+                called,
+                started,
+                known: Mutex::default(),
+                answered: false,
+            };
+            let snapshot = self.snapshot_for(name, &args).await;
+            let limits = ctx.session.limits();
+            let (name, tool, mut ran) = match prepare(name, args, &snapshot) {
+                Ok(call) => {
+                    let tool = Arc::clone(&call.tool);
+                    let name = call.name.clone();
+                    (
+                        name,
+                        Some(tool),
+                        self.run(call, ctx, ticket, &unanswered.known).await,
+                    )
+                }
+                Err(refused) => (name.to_owned(), None, Ran::refused(*refused)),
+            };
+            let meta = tool.as_ref().map(|t| t.meta());
+            let before = BeforeBudget::of(&ran.output);
+            self.apply_budget(&mut [(&name, meta, &mut ran.output)], limits);
+            let ran_tool = tool.is_some().then_some(name.as_str());
+            unanswered.answered = true;
+            self.report(&session, called, ran_tool, &ran, started.elapsed(), before);
+            Answered {
+                output: ran.output,
+                tool,
             }
-            Err(refused) => (name.to_owned(), None, Ran::refused(*refused)),
-        };
-        let meta = tool.as_ref().map(|t| t.meta());
-        let before = BeforeBudget::of(&ran.output);
-        self.apply_budget(&mut [(&name, meta, &mut ran.output)], limits);
-        let ran_tool = tool.is_some().then_some(name.as_str());
-        unanswered.answered = true;
-        self.report(&session, called, ran_tool, &ran, started.elapsed(), before);
-        Answered {
-            output: ran.output,
-            tool,
-        }
+        })
     }
 
     fn apply_budget(
@@ -569,63 +561,58 @@ impl Dispatcher {
         calls: Vec<Call>,
         ctx: &'a CallContext,
     ) -> futures::future::BoxFuture<'a, Vec<(ToolOutput, Duration)>> {
-        Box::pin(self.call_batch_timed_inner(calls, ctx))
-    }
-
-    async fn call_batch_timed_inner(
-        &self,
-        calls: Vec<Call>,
-        ctx: &CallContext,
-    ) -> Vec<(ToolOutput, Duration)> {
-        let snapshot = self.snapshot();
-        let gate = ctx.session.order();
-        let called: Vec<String> = calls.iter().map(|c| c.name.clone()).collect();
-        // Proxied calls are grouped, budgeted and ordered as their targets; every call takes
-        // its place in line now, in call order.
-        let calls: Vec<(String, Result<Prepared, Box<ToolOutput>>, Ticket)> = calls
-            .into_iter()
-            .map(|c| {
-                let prepared = prepare(&c.name, c.args, &snapshot);
-                let name = prepared.as_ref().map_or(c.name, |p| p.name.clone());
-                (name, prepared, gate.ticket())
-            })
-            .collect();
-        let metas: Vec<Option<ToolMeta>> = calls
-            .iter()
-            .map(|(_, prepared, _)| prepared.as_ref().ok().map(|p| p.tool.meta().clone()))
-            .collect();
-        let names: Vec<String> = calls.iter().map(|(name, _, _)| name.clone()).collect();
-        let timed =
-            futures::future::join_all(calls.into_iter().map(|(_, prepared, ticket)| async move {
-                let started = tokio::time::Instant::now();
-                let ran = match prepared {
-                    Ok(call) => self.run(call, ctx.clone(), ticket, &Known::default()).await,
-                    Err(refused) => Ran::refused(*refused),
-                };
-                (ran, started.elapsed())
-            }))
+        Box::pin(async move {
+            let snapshot = self.snapshot();
+            let gate = ctx.session.order();
+            let called: Vec<String> = calls.iter().map(|c| c.name.clone()).collect();
+            // Proxied calls are grouped, budgeted and ordered as their targets; every call takes
+            // its place in line now, in call order.
+            let calls: Vec<(String, Result<Prepared, Box<ToolOutput>>, Ticket)> = calls
+                .into_iter()
+                .map(|c| {
+                    let prepared = prepare(&c.name, c.args, &snapshot);
+                    let name = prepared.as_ref().map_or(c.name, |p| p.name.clone());
+                    (name, prepared, gate.ticket())
+                })
+                .collect();
+            let metas: Vec<Option<ToolMeta>> = calls
+                .iter()
+                .map(|(_, prepared, _)| prepared.as_ref().ok().map(|p| p.tool.meta().clone()))
+                .collect();
+            let names: Vec<String> = calls.iter().map(|(name, _, _)| name.clone()).collect();
+            let timed = futures::future::join_all(calls.into_iter().map(
+                |(_, prepared, ticket)| async move {
+                    let started = tokio::time::Instant::now();
+                    let ran = match prepared {
+                        Ok(call) => self.run(call, ctx.clone(), ticket, &Known::default()).await,
+                        Err(refused) => Ran::refused(*refused),
+                    };
+                    (ran, started.elapsed())
+                },
+            ))
             .await;
-        let (mut results, took): (Vec<Ran>, Vec<Duration>) = timed.into_iter().unzip();
-        let before: Vec<BeforeBudget> = results
-            .iter()
-            .map(|r| BeforeBudget::of(&r.output))
-            .collect();
-        let mut turn: Vec<(&str, Option<&ToolMeta>, &mut ToolOutput)> = names
-            .iter()
-            .zip(&metas)
-            .zip(results.iter_mut())
-            .map(|((n, m), r)| (n.as_str(), m.as_ref(), &mut r.output))
-            .collect();
-        self.apply_budget(&mut turn, ctx.session.limits());
-        for (i, ran) in results.iter().enumerate() {
-            let tool = metas[i].is_some().then_some(names[i].as_str());
-            self.report(&ctx.session, &called[i], tool, ran, took[i], before[i]);
-        }
-        results
-            .into_iter()
-            .map(|ran| ran.output)
-            .zip(took)
-            .collect()
+            let (mut results, took): (Vec<Ran>, Vec<Duration>) = timed.into_iter().unzip();
+            let before: Vec<BeforeBudget> = results
+                .iter()
+                .map(|r| BeforeBudget::of(&r.output))
+                .collect();
+            let mut turn: Vec<(&str, Option<&ToolMeta>, &mut ToolOutput)> = names
+                .iter()
+                .zip(&metas)
+                .zip(results.iter_mut())
+                .map(|((n, m), r)| (n.as_str(), m.as_ref(), &mut r.output))
+                .collect();
+            self.apply_budget(&mut turn, ctx.session.limits());
+            for (i, ran) in results.iter().enumerate() {
+                let tool = metas[i].is_some().then_some(names[i].as_str());
+                self.report(&ctx.session, &called[i], tool, ran, took[i], before[i]);
+            }
+            results
+                .into_iter()
+                .map(|ran| ran.output)
+                .zip(took)
+                .collect()
+        })
     }
 }
 

@@ -64,13 +64,11 @@ const KNOWN_METHODS: &[&str] = &[
 pub fn serve_stdio(
     server: ToolgateServer,
 ) -> futures::future::BoxFuture<'static, std::io::Result<()>> {
-    Box::pin(serve_stdio_inner(server))
-}
-
-async fn serve_stdio_inner(server: ToolgateServer) -> std::io::Result<()> {
-    let stdio = streams::Stdio::open();
-    let _blocking_again = stdio.restore;
-    serve_boxed(server, stdio.input, stdio.output).await
+    Box::pin(async move {
+        let stdio = streams::Stdio::open();
+        let _blocking_again = stdio.restore;
+        serve_boxed(server, stdio.input, stdio.output).await
+    })
 }
 
 /// Serves `server` on any pair of byte streams (stdio, pipes, an in-memory duplex).

@@ -217,68 +217,61 @@ impl Provider {
         on_event: &'a mut (dyn FnMut(Event) + Send),
         cancel: &'a CancellationToken,
     ) -> futures::future::BoxFuture<'a, Result<Response, ProviderError>> {
-        Box::pin(self.complete_inner(request, on_event, cancel))
-    }
-
-    async fn complete_inner(
-        &self,
-        request: &Request<'_>,
-        on_event: &mut (dyn FnMut(Event) + Send),
-        cancel: &CancellationToken,
-    ) -> Result<Response, ProviderError> {
-        let body = serde_json::to_vec(&self.body(request)).map_err(|e| self.protocol(e))?;
-        let mut attempt: u32 = 0;
-        loop {
-            attempt += 1;
-            let outcome = tokio::select! {
-                r = self.attempt(&body, on_event) => r,
-                () = cancel.cancelled() => return Err(self.cancelled()),
-            };
-            let (status, message, retry_after, emitted) = match outcome {
-                Ok(response) => return Ok(response),
-                Err(Failure::Fatal(e)) => return Err(e),
-                Err(Failure::Retry {
-                    status,
-                    message,
-                    retry_after,
-                    emitted,
-                }) => (status, message, retry_after, emitted),
-            };
-            if emitted || attempt > self.retry.max_retries {
-                return Err(ProviderError::Unavailable {
-                    provider: self.name.clone(),
-                    model: self.model.clone(),
-                    attempts: attempt,
-                    status,
-                    message,
-                });
-            }
-            let max = Duration::from_millis(self.retry.max_backoff_ms);
-            let wait = match retry_after {
-                Some(asked) if asked > max => {
-                    return Err(ProviderError::RetryTooLong {
+        Box::pin(async move {
+            let body = serde_json::to_vec(&self.body(request)).map_err(|e| self.protocol(e))?;
+            let mut attempt: u32 = 0;
+            loop {
+                attempt += 1;
+                let outcome = tokio::select! {
+                    r = self.attempt(&body, on_event) => r,
+                    () = cancel.cancelled() => return Err(self.cancelled()),
+                };
+                let (status, message, retry_after, emitted) = match outcome {
+                    Ok(response) => return Ok(response),
+                    Err(Failure::Fatal(e)) => return Err(e),
+                    Err(Failure::Retry {
+                        status,
+                        message,
+                        retry_after,
+                        emitted,
+                    }) => (status, message, retry_after, emitted),
+                };
+                if emitted || attempt > self.retry.max_retries {
+                    return Err(ProviderError::Unavailable {
                         provider: self.name.clone(),
                         model: self.model.clone(),
-                        wait_s: asked.as_secs(),
-                        status: status.parse().unwrap_or_default(),
+                        attempts: attempt,
+                        status,
                         message,
                     });
                 }
-                Some(asked) => asked,
-                None => backoff(&self.retry, attempt).min(max),
-            };
-            // `debug`: the caller shows the retry (the event below); a log line would say it twice.
-            tracing::debug!(provider = %self.name, attempt, ?wait, %status, %message, "model request failed; retrying");
-            on_event(Event::Retrying {
-                attempt,
-                wait,
-                reason: format!("{status}: {message}"),
-            });
-            tokio::select! {
-                () = tokio::time::sleep(wait) => {}
-                () = cancel.cancelled() => return Err(self.cancelled()),
+                let max = Duration::from_millis(self.retry.max_backoff_ms);
+                let wait = match retry_after {
+                    Some(asked) if asked > max => {
+                        return Err(ProviderError::RetryTooLong {
+                            provider: self.name.clone(),
+                            model: self.model.clone(),
+                            wait_s: asked.as_secs(),
+                            status: status.parse().unwrap_or_default(),
+                            message,
+                        });
+                    }
+                    Some(asked) => asked,
+                    None => backoff(&self.retry, attempt).min(max),
+                };
+                // `debug`: the caller shows the retry (the event below); a log line would say it twice.
+                tracing::debug!(provider = %self.name, attempt, ?wait, %status, %message, "model request failed; retrying");
+                on_event(Event::Retrying {
+                    attempt,
+                    wait,
+                    reason: format!("{status}: {message}"),
+                });
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    () = cancel.cancelled() => return Err(self.cancelled()),
+                }
             }
-        }
+        })
     }
 
     async fn attempt(

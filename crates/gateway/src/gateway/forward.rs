@@ -41,27 +41,20 @@ impl Gateway {
         argument: &'a ArgumentInfo,
         context: Option<&'a CompletionContext>,
     ) -> futures::future::BoxFuture<'a, Result<CompletionInfo, ForwardError>> {
-        Box::pin(self.complete_prompt_inner(name, argument, context))
-    }
-
-    async fn complete_prompt_inner(
-        &self,
-        name: &str,
-        argument: &ArgumentInfo,
-        context: Option<&CompletionContext>,
-    ) -> Result<CompletionInfo, ForwardError> {
-        // A prompt the rules keep from the client is not completed either.
-        let owner = self.inner.prompt_owner(name);
-        if let Some((mount, prompt)) =
-            owner.filter(|_| self.inner.prompt_verdict(name, None).decision != Decision::Deny)
-        {
-            return mount
-                .complete(Reference::for_prompt(prompt.name), argument, context)
-                .await
-                .map_err(ForwardError::upstream);
-        }
-        Err(ForwardError::UnknownPrompt {
-            name: name.to_owned(),
+        Box::pin(async move {
+            // A prompt the rules keep from the client is not completed either.
+            let owner = self.inner.prompt_owner(name);
+            if let Some((mount, prompt)) =
+                owner.filter(|_| self.inner.prompt_verdict(name, None).decision != Decision::Deny)
+            {
+                return mount
+                    .complete(Reference::for_prompt(prompt.name), argument, context)
+                    .await
+                    .map_err(ForwardError::upstream);
+            }
+            Err(ForwardError::UnknownPrompt {
+                name: name.to_owned(),
+            })
         })
     }
 
@@ -74,31 +67,24 @@ impl Gateway {
         argument: &'a ArgumentInfo,
         context: Option<&'a CompletionContext>,
     ) -> futures::future::BoxFuture<'a, Result<CompletionInfo, ForwardError>> {
-        Box::pin(self.complete_resource_inner(template, argument, context))
-    }
-
-    async fn complete_resource_inner(
-        &self,
-        template: &str,
-        argument: &ArgumentInfo,
-        context: Option<&CompletionContext>,
-    ) -> Result<CompletionInfo, ForwardError> {
-        // A server whose resources the rules keep from the client lists no templates.
-        let owner = self.inner.readable().into_iter().find(|m| {
-            m.resources()
-                .templates
-                .iter()
-                .any(|t| t.uri_template == template)
-        });
-        match owner {
-            Some(mount) => mount
-                .complete(Reference::for_resource(template), argument, context)
-                .await
-                .map_err(ForwardError::upstream),
-            None => Err(ForwardError::UnknownResource {
-                uri: template.to_owned(),
-            }),
-        }
+        Box::pin(async move {
+            // A server whose resources the rules keep from the client lists no templates.
+            let owner = self.inner.readable().into_iter().find(|m| {
+                m.resources()
+                    .templates
+                    .iter()
+                    .any(|t| t.uri_template == template)
+            });
+            match owner {
+                Some(mount) => mount
+                    .complete(Reference::for_resource(template), argument, context)
+                    .await
+                    .map_err(ForwardError::upstream),
+                None => Err(ForwardError::UnknownResource {
+                    uri: template.to_owned(),
+                }),
+            }
+        })
     }
 
     /// Follows `uri`'s updates on the server that offers it (as [`Gateway::read_resource`]
@@ -108,24 +94,22 @@ impl Gateway {
         &'a self,
         uri: &'a str,
     ) -> futures::future::BoxFuture<'a, Result<Followed, ForwardError>> {
-        Box::pin(self.follow_inner(uri))
-    }
-
-    async fn follow_inner(&self, uri: &str) -> Result<Followed, ForwardError> {
-        let mounted = self.inner.mounted();
-        let best = mounted
-            .iter()
-            .filter_map(|m| m.serves(uri).map(|fit| (fit, m)))
-            .max_by_key(|(fit, _)| *fit);
-        let Some((_, mount)) = best else {
-            return Err(ForwardError::UnknownResource {
+        Box::pin(async move {
+            let mounted = self.inner.mounted();
+            let best = mounted
+                .iter()
+                .filter_map(|m| m.serves(uri).map(|fit| (fit, m)))
+                .max_by_key(|(fit, _)| *fit);
+            let Some((_, mount)) = best else {
+                return Err(ForwardError::UnknownResource {
+                    uri: uri.to_owned(),
+                });
+            };
+            mount.follow(uri).await.map_err(ForwardError::upstream)?;
+            Ok(Followed {
+                mount: Arc::clone(mount),
                 uri: uri.to_owned(),
-            });
-        };
-        mount.follow(uri).await.map_err(ForwardError::upstream)?;
-        Ok(Followed {
-            mount: Arc::clone(mount),
-            uri: uri.to_owned(),
+            })
         })
     }
 

@@ -95,36 +95,28 @@ impl Gateway {
         caller: Option<Arc<dyn toolgate_core::ClientLink>>,
         identity: Option<&'a toolgate_core::Identity>,
     ) -> futures::future::BoxFuture<'a, Result<rmcp::model::GetPromptResult, ForwardError>> {
-        Box::pin(self.get_prompt_as_inner(name, arguments, caller, identity))
-    }
-
-    async fn get_prompt_as_inner(
-        &self,
-        name: &str,
-        arguments: Option<rmcp::model::JsonObject>,
-        caller: Option<Arc<dyn toolgate_core::ClientLink>>,
-        identity: Option<&toolgate_core::Identity>,
-    ) -> Result<rmcp::model::GetPromptResult, ForwardError> {
-        // A prompt of a server that is still starting (no catalog yet) waits for it, as a
-        // tool call does: a prompt is named like that server's tools.
-        let mut owner = self.inner.prompt_owner(name);
-        if owner.is_none() {
-            self.start_for(name).await;
-            owner = self.inner.prompt_owner(name);
-        }
-        if let Some((mount, prompt)) = owner {
-            let verdict = self.inner.prompt_verdict(name, identity);
-            if verdict.decision != Decision::Allow {
-                let what = format!("prompt `{name}`");
-                return Err(ForwardError::Refused(refusal(&what, &verdict)));
+        Box::pin(async move {
+            // A prompt of a server that is still starting (no catalog yet) waits for it, as a
+            // tool call does: a prompt is named like that server's tools.
+            let mut owner = self.inner.prompt_owner(name);
+            if owner.is_none() {
+                self.start_for(name).await;
+                owner = self.inner.prompt_owner(name);
             }
-            return mount
-                .get_prompt(&prompt.name, arguments, caller)
-                .await
-                .map_err(ForwardError::upstream);
-        }
-        Err(ForwardError::UnknownPrompt {
-            name: name.to_owned(),
+            if let Some((mount, prompt)) = owner {
+                let verdict = self.inner.prompt_verdict(name, identity);
+                if verdict.decision != Decision::Allow {
+                    let what = format!("prompt `{name}`");
+                    return Err(ForwardError::Refused(refusal(&what, &verdict)));
+                }
+                return mount
+                    .get_prompt(&prompt.name, arguments, caller)
+                    .await
+                    .map_err(ForwardError::upstream);
+            }
+            Err(ForwardError::UnknownPrompt {
+                name: name.to_owned(),
+            })
         })
     }
 

@@ -90,41 +90,34 @@ impl Gateway {
         identity: Option<&'a toolgate_core::Identity>,
     ) -> futures::future::BoxFuture<'a, Result<Vec<rmcp::model::ResourceContents>, ForwardError>>
     {
-        Box::pin(self.read_resource_as_inner(uri, caller, identity))
-    }
-
-    async fn read_resource_as_inner(
-        &self,
-        uri: &str,
-        caller: Option<Arc<dyn toolgate_core::ClientLink>>,
-        identity: Option<&toolgate_core::Identity>,
-    ) -> Result<Vec<rmcp::model::ResourceContents>, ForwardError> {
-        // A URI no server is known to offer yet waits for the servers still starting (no
-        // catalog yet), as a tool call does.
-        let mut owner = Inner::owner(&self.inner.readable_by(identity), uri);
-        if owner.is_none() && Inner::owner(&self.inner.mounted(), uri).is_none() {
-            self.start_all().await;
-            owner = Inner::owner(&self.inner.readable_by(identity), uri);
-        }
-        let Some(mount) = owner else {
-            if let Some(hidden) = Inner::owner(&self.inner.mounted(), uri) {
-                let verdict = self.inner.resource_verdict(&hidden, identity);
-                let what = format!("reading `{uri}` from MCP server `{}`", hidden.spec.name);
+        Box::pin(async move {
+            // A URI no server is known to offer yet waits for the servers still starting (no
+            // catalog yet), as a tool call does.
+            let mut owner = Inner::owner(&self.inner.readable_by(identity), uri);
+            if owner.is_none() && Inner::owner(&self.inner.mounted(), uri).is_none() {
+                self.start_all().await;
+                owner = Inner::owner(&self.inner.readable_by(identity), uri);
+            }
+            let Some(mount) = owner else {
+                if let Some(hidden) = Inner::owner(&self.inner.mounted(), uri) {
+                    let verdict = self.inner.resource_verdict(&hidden, identity);
+                    let what = format!("reading `{uri}` from MCP server `{}`", hidden.spec.name);
+                    return Err(ForwardError::Refused(super::refusal(&what, &verdict)));
+                }
+                return Err(ForwardError::UnknownResource {
+                    uri: uri.to_owned(),
+                });
+            };
+            let verdict = self.inner.resource_verdict(&mount, identity);
+            if verdict.decision != Decision::Allow {
+                let what = format!("reading `{uri}` from MCP server `{}`", mount.spec.name);
                 return Err(ForwardError::Refused(super::refusal(&what, &verdict)));
             }
-            return Err(ForwardError::UnknownResource {
-                uri: uri.to_owned(),
-            });
-        };
-        let verdict = self.inner.resource_verdict(&mount, identity);
-        if verdict.decision != Decision::Allow {
-            let what = format!("reading `{uri}` from MCP server `{}`", mount.spec.name);
-            return Err(ForwardError::Refused(super::refusal(&what, &verdict)));
-        }
-        mount
-            .read_resource(uri, caller)
-            .await
-            .map_err(ForwardError::upstream)
+            mount
+                .read_resource(uri, caller)
+                .await
+                .map_err(ForwardError::upstream)
+        })
     }
 
     /// Fits the prompts and resource reads served over MCP ([`Gateway::get_prompt_for`],
