@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 /// What one client does with tool results, as measured (see `tests/interop/clients`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientProfile {
-    /// Profile name (`claude-code`, `codex`, `default`, or a `[clients.NAME]` key).
+    /// Profile name (`claude-code`, `codex`, `gemini`, `default`, or a `[clients.NAME]` key).
     pub name: String,
     /// Largest successful result, in bytes of text, the client hands the model untouched.
     pub max_result_chars: usize,
@@ -129,7 +129,7 @@ impl ClientProfile {
 /// `[clients.NAME]`: a client profile override, or a new profile for other clients.
 ///
 /// ```toml
-/// [clients.codex]            # adjust a built-in profile (claude-code, codex, default)
+/// [clients.codex]            # adjust a built-in profile (claude-code, codex, gemini, default)
 /// max_result_chars = 8000
 ///
 /// [clients.gemini]           # toolgate is `toolgate` in Gemini CLI's mcpServers

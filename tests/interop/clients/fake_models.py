@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -38,6 +39,9 @@ class Step:
     tool: str
     input: dict[str, Any]
     exact: bool = False
+    # A model that reads the previous result (Gemini API): the call it makes is
+    # `follow(that result's text)`, a Step (`tool` and `input` unused).
+    follow: Callable[[str], "Step"] | None = None
 
     def matches(self, name: str) -> bool:
         """Whether `name`, as the client lists it, is an MCP tool this step calls."""
@@ -153,14 +157,21 @@ class FakeModel:
 
     # --- which call comes next -------------------------------------------------------
 
-    def _pick(self, names: list[str], done: int, mentioned: str) -> tuple[str, dict[str, Any]] | None:
+    def _pick(
+        self, names: list[str], done: int, mentioned: str, last_result: str | None = None
+    ) -> tuple[str, dict[str, Any]] | None:
         """The next scripted call as (client's tool name, input), or None when the script
         is done or this request is not from the main agent. `done` counts the scripted calls
         already answered; `mentioned` is the request's text, where a client that defers its
-        MCP tools (Claude Code's ToolSearch) names them."""
+        MCP tools (Claude Code's ToolSearch) names them; `last_result` the text of the last tool
+        result in the conversation, for a step that follows it."""
         if done >= len(self.steps):
             return None
         step = self.steps[done]
+        if step.follow is not None:
+            if last_result is None:
+                return None
+            step = step.follow(last_result)
         # An MCP tool first: Gemini CLI has its own `read_file`, and toolgate's is meant.
         for name in names:
             if step.matches(name):
@@ -290,11 +301,12 @@ class FakeModel:
     # --- Gemini API ------------------------------------------------------------------
 
     def _gemini(self, h: Any, body: dict[str, Any], stream: bool) -> None:
-        names = [
-            d.get("name", "")
+        declared = {
+            d.get("name", ""): d.get("parametersJsonSchema") or d.get("parameters") or {}
             for t in body.get("tools") or []
             for d in t.get("functionDeclarations") or []
-        ]
+        }
+        names = list(declared)
         done = sum(
             1
             for c in body.get("contents") or []
@@ -302,12 +314,17 @@ class FakeModel:
             for p in c.get("parts") or []
             if "functionCall" in p
         )
-        call = self._pick(names, done, "")
+        results = self.tool_results({"api": "gemini", "body": body})
+        call = self._pick(names, done, "", results[-1]["text"] if results else None)
         n = len(self.requests)
         if call is None:
             part: dict[str, Any] = {"text": "done" if names else "ok"}
         else:
             name, args = call
+            # As Gemini CLI's prompt tells Gemini 3 models: set `wait_for_previous` (which the
+            # CLI adds to every tool's schema) on every call.
+            if "wait_for_previous" in (declared[name].get("properties") or {}):
+                args = {**args, "wait_for_previous": done > 0}
             part = {"functionCall": {"id": f"call_{n:04d}", "name": name, "args": args}}
         chunk = {
             "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
