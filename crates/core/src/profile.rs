@@ -84,7 +84,14 @@ impl ClientProfile {
     }
 
     /// Gemini CLI 0.61.0 (`clientInfo.name` `gemini-cli-mcp-client`), measured with
-    /// `tests/interop/clients/measure.py gemini`: GEMINI_MEASURED.
+    /// `tests/interop/clients/measure.py gemini`: a successful result of 39,687 characters
+    /// reached the model whole and one of 40,000 was saved to a file, the model seeing
+    /// "Output too large" with its first 20 % and last 80 % of 40,000 characters (Gemini CLI
+    /// cuts an MCP text over 40,000 characters, its `<untrusted_context>` wrapping of 41
+    /// included, or over four times the tokens left in the model's context when that is
+    /// less); error results arrived whole up to 160,000 characters, but JSON-escaped inside
+    /// Gemini CLI's own "MCP tool … reported tool error" message, so they are held to the
+    /// same size; `structuredContent` was not shown, the text was.
     ///
     /// It adds `wait_for_previous` (a boolean: run after the calls before it in the turn) to
     /// every tool's schema and forwards it to the server with the call; its system prompt

@@ -172,7 +172,11 @@ fn edit_file(
 
     let found = find(text, &args.old_string, &args.new_string);
     let Some(Found { old, new, starts }) = found else {
-        return Err(ToolError::recoverable(not_found(path, &args.old_string, names)));
+        return Err(ToolError::recoverable(not_found(
+            path,
+            &args.old_string,
+            names,
+        )));
     };
     if starts.len() > 1 && !args.replace_all {
         let lines = line_numbers(text, &starts);
