@@ -34,7 +34,8 @@ class Step:
     """One tool call: the tool whose name ends with `tool` after the client's MCP prefix
     (`mcp__tg__read_file` in Claude Code, `mcp_tg_read_file` in Gemini CLI for `read_file`),
     else the client's own tool of that name, with `input`. `exact`: only the tool named
-    exactly `tool`, as a model that follows a name it read literally calls it."""
+    exactly `tool`, as a model that follows a name it read literally calls it (a step made by
+    `follow` calls it even when the client lists no such tool)."""
 
     tool: str
     input: dict[str, Any]
@@ -172,6 +173,9 @@ class FakeModel:
             if last_result is None:
                 return None
             step = step.follow(last_result)
+            if step.exact:
+                # What it read, whether the client lists such a tool or not.
+                return step.tool, step.input
         # An MCP tool first: Gemini CLI has its own `read_file`, and toolgate's is meant.
         for name in names:
             if step.matches(name):
@@ -323,7 +327,7 @@ class FakeModel:
             name, args = call
             # As Gemini CLI's prompt tells Gemini 3 models: set `wait_for_previous` (which the
             # CLI adds to every tool's schema) on every call.
-            if "wait_for_previous" in (declared[name].get("properties") or {}):
+            if "wait_for_previous" in (declared.get(name, {}).get("properties") or {}):
                 args = {**args, "wait_for_previous": done > 0}
             part = {"functionCall": {"id": f"call_{n:04d}", "name": name, "args": args}}
         chunk = {
