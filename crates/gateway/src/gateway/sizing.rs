@@ -184,7 +184,12 @@ mod tests {
             ResourceContents::text("small", "test://small"),
             ResourceContents::blob("Y".repeat(100), "test://blob"),
         ];
-        fit_resource_contents(&mut contents, &Cut, ClientLimits::default());
+        fit_resource_contents(
+            &mut contents,
+            &Cut,
+            ClientLimits::default(),
+            &ToolNames::default(),
+        );
         let texts: Vec<&str> = contents
             .iter()
             .map(|c| match c {
@@ -205,7 +210,12 @@ mod tests {
             PromptMessage::new_text(Role::User, "y".repeat(50)),
             PromptMessage::new_text(Role::Assistant, "ok"),
         ]);
-        fit_prompt(&mut result, &Cut, ClientLimits::default());
+        fit_prompt(
+            &mut result,
+            &Cut,
+            ClientLimits::default(),
+            &ToolNames::default(),
+        );
         let texts: Vec<String> = result
             .messages
             .iter()
