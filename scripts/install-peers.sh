@@ -7,7 +7,7 @@
 #     @modelcontextprotocol/server-filesystem (benchmark anchor, gateway tests),
 #     @modelcontextprotocol/server-everything (gateway tests: stdio and streamableHttp)
 #   - npm, pinned, in .cache/peers/clients: the real agent CLIs the last-hop tests drive
-#     (tests/interop/clients): @anthropic-ai/claude-code and @openai/codex
+#     (tests/interop/clients): @anthropic-ai/claude-code, @openai/codex and @google/gemini-cli
 #   - Debian packages: prometheus (test_metrics.py), haproxy (test_replicas.py)
 # (The conformance suite, pinned, comes with scripts/install-oauth-peers.sh.)
 set -euo pipefail
@@ -48,14 +48,18 @@ fi
 # (tests/interop/clients/measure.py; crates/core/src/profile.rs).
 CLAUDE_CODE_VERSION=2.1.328
 CODEX_VERSION=0.169.0
+GEMINI_CLI_VERSION=0.61.0
 CLIENTS="$PEERS/clients"
 if ! { [ -x "$CLIENTS/node_modules/.bin/claude" ] && [ -x "$CLIENTS/node_modules/.bin/codex" ] &&
+  [ -x "$CLIENTS/node_modules/.bin/gemini" ] &&
   grep -q "\"version\": \"$CLAUDE_CODE_VERSION\"" "$CLIENTS/node_modules/@anthropic-ai/claude-code/package.json" 2>/dev/null &&
-  grep -q "\"version\": \"$CODEX_VERSION\"" "$CLIENTS/node_modules/@openai/codex/package.json" 2>/dev/null; }; then
+  grep -q "\"version\": \"$CODEX_VERSION\"" "$CLIENTS/node_modules/@openai/codex/package.json" 2>/dev/null &&
+  grep -q "\"version\": \"$GEMINI_CLI_VERSION\"" "$CLIENTS/node_modules/@google/gemini-cli/package.json" 2>/dev/null; }; then
   mkdir -p "$CLIENTS"
   (cd "$CLIENTS" && [ -f package.json ] || echo '{"name":"toolgate-clients","private":true}' > package.json)
   (cd "$CLIENTS" && PATH="$PEERS/npm/node_modules/node/bin:$PATH" npm install --no-audit --no-fund --loglevel=error \
-    "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" "@openai/codex@$CODEX_VERSION")
+    "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" "@openai/codex@$CODEX_VERSION" \
+    "@google/gemini-cli@$GEMINI_CLI_VERSION")
 fi
 
 # A real Prometheus (Debian's package) scrapes `serve --http`'s /metrics in

@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use toolgate_core::{
-    ClientLimits, ResultBudget, Session, SpillKind, SpillRef, ToolOutput, TruncationReason,
-    TurnResult,
+    ClientLimits, ResultBudget, Session, SpillKind, SpillRef, ToolNames, ToolOutput,
+    TruncationReason, TurnResult,
 };
 
 use crate::compress::{CompressOptions, LogCompressor, LogOptions};
@@ -177,8 +177,9 @@ impl Budget {
             .into_owned()
     }
 
-    /// The three-part pointer for a spill file: where, how big, how to get it.
-    pub fn pointer(&self, file: &SpillFile, failed: bool) -> String {
+    /// The three-part pointer for a spill file: where, how big, how to get it (with
+    /// `read_file` as the session's client `names` it).
+    pub fn pointer(&self, file: &SpillFile, failed: bool, names: &ToolNames) -> String {
         let path = self.display(&file.path);
         let offset = if failed {
             file.lines.saturating_sub(199).max(1)
@@ -186,9 +187,10 @@ impl Budget {
             1
         };
         format!(
-            "[full output ({} characters, {} lines) {POINTER_MARK}{path}`; read it with read_file {{\"path\": \"{path}\", \"offset\": {offset}, \"limit\": 200}} — do not rerun the command]",
+            "[full output ({} characters, {} lines) {POINTER_MARK}{path}`; read it with {read_file} {{\"path\": \"{path}\", \"offset\": {offset}, \"limit\": 200}} — do not rerun the command]",
             group(file.chars),
             group(file.lines),
+            read_file = names.of("read_file"),
         )
     }
 
@@ -224,7 +226,7 @@ impl Budget {
             group(compressed.input_lines),
             group(compressed.text.lines().count() as u64),
             anchors_note(compressed.anchors, compressed.anchors_shown),
-            self.pointer(&file, item.output.is_error)
+            self.pointer(&file, item.output.is_error, &item.names)
                 .trim_start_matches('[')
                 .trim_end_matches(']')
         );
@@ -252,7 +254,7 @@ impl Budget {
         let cut = excerpt(&item.output.text, self.excerpt_chars(item), failed);
         item.output.text = match self.store.write(item.tool, item.output.text.as_bytes()) {
             Ok(file) => {
-                let pointer = self.pointer(&file, failed);
+                let pointer = self.pointer(&file, failed, &item.names);
                 mark(item.output, &file, SpillKind::Spilled);
                 format!("{cut}\n{pointer}\n")
             }
@@ -438,6 +440,7 @@ mod tests {
                 meta,
                 output,
                 limits: ClientLimits::default(),
+                names: ToolNames::default(),
             })
             .collect();
         budget.apply(&mut turn);
@@ -629,7 +632,7 @@ mod tests {
         let file = b.store().write("run_shell", b"the whole output").unwrap();
         let mut text: String = (0..300).map(|i| format!("noise line {i}\n")).collect();
         text.push_str("error: it broke\n");
-        text.push_str(&b.pointer(&file, true));
+        text.push_str(&b.pointer(&file, true, &ToolNames::default()));
         let meta = ToolMeta {
             log_like: true,
             ..ToolMeta::default()
@@ -718,6 +721,7 @@ mod tests {
                     meta: &mut meta,
                     output: &mut output,
                     limits: codex,
+                    names: ToolNames::default(),
                 }];
                 b.apply(&mut turn);
                 let cap = codex.cap(failed).unwrap();

@@ -22,7 +22,7 @@
 //! use std::sync::Arc;
 //!
 //! use toolgate_budget::{Budget, BudgetLimits, SpillStore};
-//! use toolgate_core::{ClientLimits, ResultBudget, ToolMeta, ToolOutput, TurnResult};
+//! use toolgate_core::{ClientLimits, ResultBudget, ToolMeta, ToolNames, ToolOutput, TurnResult};
 //!
 //! let project = tempfile::tempdir()?;
 //! let limits = BudgetLimits::default(); // 50,000 characters per result, 200,000 per turn
@@ -33,8 +33,8 @@
 //! let mut small = ToolOutput::text("3 files changed");
 //! let mut big = ToolOutput::text("row\n".repeat(20_000)); // 80,000 characters
 //! budget.apply(&mut [
-//!     TurnResult { tool: "git_stat", meta: &meta, output: &mut small, limits: ClientLimits::default() },
-//!     TurnResult { tool: "dump", meta: &meta, output: &mut big, limits: ClientLimits::default() },
+//!     TurnResult { tool: "git_stat", meta: &meta, output: &mut small, limits: ClientLimits::default(), names: ToolNames::default() },
+//!     TurnResult { tool: "dump", meta: &meta, output: &mut big, limits: ClientLimits::default(), names: ToolNames::default() },
 //! ]);
 //!
 //! // The small result is left alone; the big one became an excerpt and a pointer.

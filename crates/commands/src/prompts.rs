@@ -87,6 +87,7 @@ impl PromptSource for ServePrompts {
                         Some(arguments),
                         ctx.client().cloned(),
                         limits,
+                        &ctx.session.tool_names(),
                         ctx.session.identity(),
                     )
                     .await

@@ -52,7 +52,13 @@ impl ResourceSource for ServeResources {
             let limits = ctx.session.limits();
             let read = self
                 .gateway
-                .read_resource_for(uri, ctx.client().cloned(), limits, ctx.session.identity())
+                .read_resource_for(
+                    uri,
+                    ctx.client().cloned(),
+                    limits,
+                    &ctx.session.tool_names(),
+                    ctx.session.identity(),
+                )
                 .await;
             read.map_err(|e| match e {
                 ForwardError::UnknownResource { .. } if !known => {

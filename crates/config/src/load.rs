@@ -56,8 +56,9 @@ pub struct Config {
     /// `run_tool`.
     pub disclosure: toolgate_core::DisclosureSettings,
     /// Client profiles (see clients.md): how large a result each MCP client passes to the
-    /// model untouched and whether it shows `structuredContent`. Adjusts the built-in
-    /// `claude-code`, `codex` and `default` (unknown clients) profiles, or adds one.
+    /// model untouched, whether it shows `structuredContent`, which argument fields it adds
+    /// to every call and how it names toolgate's tools. Adjusts the built-in `claude-code`,
+    /// `codex`, `gemini` and `default` (unknown clients) profiles, or adds one.
     pub clients: BTreeMap<String, toolgate_core::ClientProfileConfig>,
     /// Model providers for `toolgate run` / `chat`; user layers only. None by default:
     /// `openai` and `anthropic` work without an entry.

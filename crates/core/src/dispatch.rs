@@ -24,7 +24,7 @@ use crate::audit::{AskAnswer, AuditDecision, AuditOutcome, AuditSink};
 use crate::context::CallContext;
 use crate::output::ToolOutput;
 use crate::permission::{Decision, Policy};
-use crate::profile::ClientLimits;
+use crate::profile::{ClientLimits, ToolNames};
 use crate::rate_limit::{RateLimits, caller_of, refusal};
 use crate::registry::{Registry, Scope, Snapshot};
 use crate::result_budget::{ResultBudget, TurnResult};
@@ -221,7 +221,8 @@ impl Dispatcher {
             };
             let snapshot = self.snapshot_for(name, &args).await;
             let limits = ctx.session.limits();
-            let (name, tool, mut ran) = match prepare(name, args, &snapshot) {
+            let injected = injected_args(&ctx);
+            let (name, tool, mut ran) = match prepare(name, args, &snapshot, &injected) {
                 Ok(call) => {
                     let tool = Arc::clone(&call.tool);
                     let name = call.name.clone();
@@ -235,7 +236,8 @@ impl Dispatcher {
             };
             let meta = tool.as_ref().map(|t| t.meta());
             let before = BeforeBudget::of(&ran.output);
-            self.apply_budget(&mut [(&name, meta, &mut ran.output)], limits);
+            let names = session.tool_names();
+            self.apply_budget(&mut [(&name, meta, &mut ran.output)], limits, &names);
             let ran_tool = tool.is_some().then_some(name.as_str());
             unanswered.answered = true;
             self.report(&session, called, ran_tool, &ran, started.elapsed(), before);
@@ -250,6 +252,7 @@ impl Dispatcher {
         &self,
         results: &mut [(&str, Option<&ToolMeta>, &mut ToolOutput)],
         limits: ClientLimits,
+        names: &ToolNames,
     ) {
         let Some(budget) = &self.budget else { return };
         let fallback = ToolMeta::default();
@@ -260,6 +263,7 @@ impl Dispatcher {
                 meta: meta.unwrap_or(&fallback),
                 output,
                 limits,
+                names: names.clone(),
             })
             .collect();
         budget.apply(&mut turn);
@@ -565,12 +569,13 @@ impl Dispatcher {
             let snapshot = self.snapshot();
             let gate = ctx.session.order();
             let called: Vec<String> = calls.iter().map(|c| c.name.clone()).collect();
+            let injected = injected_args(ctx);
             // Proxied calls are grouped, budgeted and ordered as their targets; every call takes
             // its place in line now, in call order.
             let calls: Vec<(String, Result<Prepared, Box<ToolOutput>>, Ticket)> = calls
                 .into_iter()
                 .map(|c| {
-                    let prepared = prepare(&c.name, c.args, &snapshot);
+                    let prepared = prepare(&c.name, c.args, &snapshot, &injected);
                     let name = prepared.as_ref().map_or(c.name, |p| p.name.clone());
                     (name, prepared, gate.ticket())
                 })
@@ -602,7 +607,7 @@ impl Dispatcher {
                 .zip(results.iter_mut())
                 .map(|((n, m), r)| (n.as_str(), m.as_ref(), &mut r.output))
                 .collect();
-            self.apply_budget(&mut turn, ctx.session.limits());
+            self.apply_budget(&mut turn, ctx.session.limits(), &ctx.session.tool_names());
             for (i, ran) in results.iter().enumerate() {
                 let tool = metas[i].is_some().then_some(names[i].as_str());
                 self.report(&ctx.session, &called[i], tool, ran, took[i], before[i]);
@@ -614,6 +619,14 @@ impl Dispatcher {
                 .collect()
         })
     }
+}
+
+/// The fields the session's client adds to every call for its own use.
+fn injected_args(ctx: &CallContext) -> Vec<String> {
+    ctx.session
+        .profile()
+        .map(|p| p.injected_args.clone())
+        .unwrap_or_default()
 }
 
 /// How a call was let through.

@@ -146,7 +146,7 @@ pub use identity::Identity;
 pub use output::{Media, SpillKind, SpillRef, ToolOutput, Truncation, TruncationReason};
 pub use permission::{Decision, Policy, PolicyError, Verdict};
 pub use profile::{
-    ClientLimits, ClientProfile, ClientProfileConfig, ClientProfiles, MIN_CLIENT_CHARS,
+    ClientLimits, ClientProfile, ClientProfileConfig, ClientProfiles, MIN_CLIENT_CHARS, ToolNames,
 };
 pub use rate_limit::{Limited, RateLimitError, RateLimits};
 pub use registry::{

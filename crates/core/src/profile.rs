@@ -11,15 +11,21 @@
 //!
 //! Sizes are counted in UTF-8 bytes of the text, which is never less than its characters:
 //! a result that fits in bytes fits whatever a client counts.
+//!
+//! A profile also says what the client adds to every call's arguments for its own use
+//! ([`ClientProfile::injected_args`], dropped by the dispatcher) and how it names toolgate's
+//! tools to its model ([`ToolNames`], for result text that tells the model which tool to call).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 /// What one client does with tool results, as measured (see `tests/interop/clients`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientProfile {
-    /// Profile name (`claude-code`, `codex`, `default`, or a `[clients.NAME]` key).
+    /// Profile name (`claude-code`, `codex`, `gemini`, `default`, or a `[clients.NAME]` key).
     pub name: String,
     /// Largest successful result, in bytes of text, the client hands the model untouched.
     pub max_result_chars: usize,
@@ -28,6 +34,15 @@ pub struct ClientProfile {
     /// Whether the client shows the model `structuredContent` instead of the text content.
     /// Such sessions declare no `outputSchema` and get text only.
     pub shows_structured: bool,
+    /// Argument fields the client adds to every tool's schema for its own use, and so to every
+    /// call: dropped from this client's calls of a tool whose schema does not declare them.
+    #[serde(default)]
+    pub injected_args: Vec<String>,
+    /// How the client names a server's tools to its model, `{server}` standing for the key
+    /// toolgate has in the client's MCP settings and `{tool}` for the tool's own name;
+    /// `None`: by their own names (see [`ToolNames`]).
+    #[serde(default)]
+    pub tool_names: Option<String>,
 }
 
 impl ClientProfile {
@@ -38,12 +53,15 @@ impl ClientProfile {
     /// to 5,000 head + 5,000 tail characters; with `structuredContent` the model saw its
     /// JSON instead of the text. Claude Code counts characters; toolgate counts bytes, so
     /// multi-byte text gets smaller pages than it could (never cut ones).
+    /// Its model calls an MCP tool `mcp__<server>__<tool>`.
     pub fn claude_code() -> Self {
         Self {
             name: "claude-code".to_owned(),
             max_result_chars: 49_000,
             max_error_chars: 10_500,
             shows_structured: true,
+            injected_args: Vec::new(),
+            tool_names: Some("mcp__{server}__{tool}".to_owned()),
         }
     }
 
@@ -52,13 +70,42 @@ impl ClientProfile {
     /// (11,953 passed, 12,031 did not; with 2-byte characters the cut came at 6,000
     /// characters, so Codex counts bytes) loses its middle to Codex's own `…N tokens
     /// truncated…` marker, success and error alike; Codex prefixes `Wall time: … Output:`;
-    /// `structuredContent`, when present, is what the model sees.
+    /// `structuredContent`, when present, is what the model sees. Its model calls an MCP tool
+    /// by its own name inside the server's tool group, so toolgate's names stand as they are.
     pub fn codex() -> Self {
         Self {
             name: "codex".to_owned(),
             max_result_chars: 11_500,
             max_error_chars: 11_500,
             shows_structured: true,
+            injected_args: Vec::new(),
+            tool_names: None,
+        }
+    }
+
+    /// Gemini CLI 0.61.0 (`clientInfo.name` `gemini-cli-mcp-client`), measured with
+    /// `tests/interop/clients/measure.py gemini`: a successful result of 39,687 characters
+    /// reached the model whole and one of 40,000 was saved to a file, the model seeing
+    /// "Output too large" with its first 20 % and last 80 % of 40,000 characters (Gemini CLI
+    /// cuts an MCP text over 40,000 characters, its `<untrusted_context>` wrapping of 41
+    /// included, or over four times the tokens left in the model's context when that is
+    /// less); error results arrived whole up to 160,000 characters, but JSON-escaped inside
+    /// Gemini CLI's own "MCP tool … reported tool error" message, so they are held to the
+    /// same size; `structuredContent` was not shown, the text was.
+    ///
+    /// It adds `wait_for_previous` (a boolean: run after the calls before it in the turn) to
+    /// every tool's schema and forwards it to the server with the call; its system prompt
+    /// tells Gemini 3 models they must set it. Its model calls an MCP tool
+    /// `mcp_<server>_<tool>`, beside its own `read_file`, `grep_search` and
+    /// `run_shell_command`, so a bare `read_file` in a result leads the model to Gemini's tool.
+    pub fn gemini() -> Self {
+        Self {
+            name: "gemini".to_owned(),
+            max_result_chars: 39_000,
+            max_error_chars: 39_000,
+            shows_structured: false,
+            injected_args: vec!["wait_for_previous".to_owned()],
+            tool_names: Some("mcp_{server}_{tool}".to_owned()),
         }
     }
 
@@ -71,6 +118,8 @@ impl ClientProfile {
             max_result_chars: 10_500,
             max_error_chars: 10_500,
             shows_structured: false,
+            injected_args: Vec::new(),
+            tool_names: None,
         }
     }
 
@@ -87,14 +136,18 @@ impl ClientProfile {
 /// `[clients.NAME]`: a client profile override, or a new profile for other clients.
 ///
 /// ```toml
-/// [clients.codex]            # adjust a built-in profile (claude-code, codex, default)
+/// [clients.codex]            # adjust a built-in profile (claude-code, codex, gemini, default)
 /// max_result_chars = 8000
+///
+/// [clients.gemini]           # toolgate is `toolgate` in Gemini CLI's mcpServers
+/// tool_names = "mcp_toolgate_{tool}"
 ///
 /// [clients.my-ide]           # a new one, chosen for these clientInfo names
 /// match = ["my-ide", "my-ide-mcp"]
 /// max_result_chars = 30000
 /// max_error_chars = 30000
 /// shows_structured = false
+/// injected_args = ["ide_trace_id"]
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
@@ -115,6 +168,17 @@ pub struct ClientProfileConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(example = false)]
     pub shows_structured: Option<bool>,
+    /// Argument fields the client adds to every call for its own use: dropped from its calls
+    /// of a tool whose schema does not declare them (replaces the built-in list).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = &["wait_for_previous"])]
+    pub injected_args: Option<Vec<String>>,
+    /// How the client names toolgate's tools to its model, for result text that names one:
+    /// `{tool}` is the tool's name, `{server}` toolgate's key in the client's MCP settings
+    /// (write the key in when you know it); `""`: by their own names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(example = "mcp_toolgate_{tool}")]
+    pub tool_names: Option<String>,
 }
 
 /// Smallest cap a profile may set: below it a spill pointer and a footer no longer fit.
@@ -140,6 +204,10 @@ impl Default for ClientProfiles {
                     vec!["codex-mcp-client".to_owned(), "codex".to_owned()],
                     ClientProfile::codex(),
                 ),
+                (
+                    vec!["gemini-cli-mcp-client".to_owned(), "gemini-cli".to_owned()],
+                    ClientProfile::gemini(),
+                ),
             ],
             fallback: ClientProfile::conservative(),
         }
@@ -161,6 +229,12 @@ impl ClientProfiles {
                 }
                 if let Some(s) = entry.shows_structured {
                     p.shows_structured = s;
+                }
+                if let Some(fields) = &entry.injected_args {
+                    p.injected_args.clone_from(fields);
+                }
+                if let Some(template) = &entry.tool_names {
+                    p.tool_names = (!template.is_empty()).then(|| template.clone());
                 }
             };
             let names: Vec<String> = entry
@@ -209,6 +283,39 @@ impl ClientProfiles {
             .iter()
             .map(|(_, p)| p)
             .chain(std::iter::once(&self.fallback))
+    }
+}
+
+/// How a session's client names toolgate's tools to its model: what result text uses when it
+/// tells the model to call one (a spill pointer's `read_file`, a job's `job_output`).
+///
+/// toolgate does not know the key it has in the client's MCP settings, so a template that
+/// still holds `{server}` names the tool `mcp_<server>_read_file`: the form the model sees in
+/// its tool list, never another tool's name (Gemini CLI has its own `read_file`). A user who
+/// writes the key into `[clients.NAME] tool_names` gets the exact name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolNames {
+    template: Option<Arc<str>>,
+}
+
+impl ToolNames {
+    /// The names a profile's `tool_names` template gives.
+    pub fn from_profile(profile: &ClientProfile) -> Self {
+        Self {
+            template: profile.tool_names.as_deref().map(Arc::from),
+        }
+    }
+
+    /// The name the client's model calls toolgate's `tool` by.
+    pub fn of<'a>(&self, tool: &'a str) -> Cow<'a, str> {
+        match &self.template {
+            None => Cow::Borrowed(tool),
+            Some(template) => Cow::Owned(
+                template
+                    .replace("{server}", "<server>")
+                    .replace("{tool}", tool),
+            ),
+        }
     }
 }
 
@@ -273,9 +380,44 @@ mod tests {
         assert_eq!(profiles.choose("claude-code").name, "claude-code");
         assert_eq!(profiles.choose("codex-mcp-client").name, "codex");
         assert_eq!(profiles.choose("Codex-MCP-Client").name, "codex");
+        assert_eq!(profiles.choose("gemini-cli-mcp-client").name, "gemini");
         let other = profiles.choose("some-ide");
         assert_eq!(other, ClientProfile::conservative());
         assert!(!other.shows_structured);
+        assert!(other.injected_args.is_empty());
+    }
+
+    #[test]
+    fn tools_are_named_as_the_client_lists_them_with_the_key_written_in_when_known() {
+        let named = |p: &ClientProfile| ToolNames::from_profile(p).of("read_file").into_owned();
+        assert_eq!(named(&ClientProfile::conservative()), "read_file");
+        assert_eq!(named(&ClientProfile::codex()), "read_file");
+        assert_eq!(
+            named(&ClientProfile::claude_code()),
+            "mcp__<server>__read_file"
+        );
+        assert_eq!(named(&ClientProfile::gemini()), "mcp_<server>_read_file");
+        let mut config = BTreeMap::new();
+        config.insert(
+            "gemini".to_owned(),
+            ClientProfileConfig {
+                tool_names: Some("mcp_toolgate_{tool}".to_owned()),
+                injected_args: Some(vec!["trace".to_owned()]),
+                ..Default::default()
+            },
+        );
+        config.insert(
+            "claude-code".to_owned(),
+            ClientProfileConfig {
+                tool_names: Some(String::new()),
+                ..Default::default()
+            },
+        );
+        let profiles = ClientProfiles::with_config(&config);
+        let gemini = profiles.choose("gemini-cli-mcp-client");
+        assert_eq!(named(&gemini), "mcp_toolgate_read_file");
+        assert_eq!(gemini.injected_args, ["trace"]);
+        assert_eq!(named(&profiles.choose("claude-code")), "read_file");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! mode all results of one model turn are passed together.
 
 use crate::output::ToolOutput;
-use crate::profile::ClientLimits;
+use crate::profile::{ClientLimits, ToolNames};
 use crate::spec::ToolMeta;
 
 /// One result of a turn as the budget sees it.
@@ -19,6 +19,8 @@ pub struct TurnResult<'a> {
     pub output: &'a mut ToolOutput,
     /// What the session's client passes on whole; the budget keeps every result within it.
     pub limits: ClientLimits,
+    /// How the session's client names toolgate's tools: a spill pointer names `read_file` so.
+    pub names: ToolNames,
 }
 
 /// Applies output budgets to a turn's results.

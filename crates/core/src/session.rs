@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::approver::Approver;
 use crate::client::ClientLink;
 use crate::identity::Identity;
-use crate::profile::{ClientLimits, ClientProfile};
+use crate::profile::{ClientLimits, ClientProfile, ToolNames};
 use crate::schedule::OrderGate;
 
 /// Who answers a session's `ask` rules.
@@ -191,6 +191,14 @@ impl Session {
     pub fn limits(&self) -> ClientLimits {
         self.profile()
             .map(|p| ClientLimits::from_profile(&p))
+            .unwrap_or_default()
+    }
+
+    /// How this session's client names toolgate's tools to its model: result text that tells
+    /// the model to call one names it so. Own names without a profile.
+    pub fn tool_names(&self) -> ToolNames {
+        self.profile()
+            .map(|p| ToolNames::from_profile(&p))
             .unwrap_or_default()
     }
 

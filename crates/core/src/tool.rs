@@ -179,22 +179,11 @@ where
     }
 }
 
-/// Arguments a client adds to every tool's schema for its own use, not the tool's: Gemini
-/// CLI's scheduling hint (`wait_for_previous`, which its prompt tells Gemini 3 models they
-/// must set). Dropped before parsing, so strict argument types do not refuse every call.
-const CLIENT_ARGUMENTS: [&str; 1] = ["wait_for_previous"];
-
 /// Parses arguments, naming the failing field and what was expected.
 fn parse_args<A: DeserializeOwned>(args: Value) -> Result<A, ToolError> {
     // A missing or null argument object means "no arguments".
     let args = match args {
         Value::Null => Value::Object(Default::default()),
-        Value::Object(mut named) => {
-            for client in CLIENT_ARGUMENTS {
-                named.remove(client);
-            }
-            Value::Object(named)
-        }
         other => other,
     };
     if !args.is_object() {
@@ -283,19 +272,25 @@ mod tests {
         path: String,
     }
 
-    /// Regression: Gemini CLI sends `wait_for_previous` with every call, and every
-    /// built-in tool refused it ("unknown field `wait_for_previous`").
+    /// A client's own fields are dropped by its profile at the dispatcher's entrance
+    /// (`dispatch/entrance.rs`), not here: a tool refuses every field it does not declare.
     #[test]
-    fn a_clients_own_scheduling_argument_is_dropped_and_other_unknown_fields_still_refused() {
-        let args = serde_json::json!({"path": "a.rs", "wait_for_previous": true});
+    fn unknown_fields_are_refused_by_name() {
+        let args = serde_json::json!({"path": "a.rs"});
         assert_eq!(
             parse_args::<ReadArgs>(args).unwrap(),
             ReadArgs {
                 path: "a.rs".into()
             }
         );
-        let refused = parse_args::<ReadArgs>(serde_json::json!({"path": "a", "lines": 3}));
-        assert!(format!("{:?}", refused.unwrap_err()).contains("unknown field `lines`"));
+        for field in ["lines", "wait_for_previous"] {
+            let refused = parse_args::<ReadArgs>(serde_json::json!({"path": "a", field: 3}));
+            let message = format!("{:?}", refused.unwrap_err());
+            assert!(
+                message.contains(&format!("unknown field `{field}`")),
+                "{message}"
+            );
+        }
     }
 
     #[test]

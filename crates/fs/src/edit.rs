@@ -13,7 +13,7 @@ use std::time::Instant;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolgate_core::{
-    CallContext, Footprint, Tool, ToolError, ToolMeta, ToolOutput, TruncationReason,
+    CallContext, Footprint, Tool, ToolError, ToolMeta, ToolNames, ToolOutput, TruncationReason,
 };
 
 use crate::confine::{CreateParents, PathError, Roots};
@@ -92,6 +92,7 @@ fn edit_file(
     commit: &Commit<'_>,
 ) -> Result<ToolOutput, ToolError> {
     let started = Instant::now();
+    let names = commit.names;
     if args.old_string.is_empty() {
         return Err(ToolError::recoverable(
             "old_string is empty. To insert text, put a neighbouring line in old_string and repeat it in new_string with your addition; to create or overwrite a whole file, use write_file",
@@ -118,9 +119,10 @@ fn edit_file(
         && seen != FileStamp::of(&meta)
     {
         return Err(ToolError::recoverable(format!(
-            "`{path}` changed on disk since this session last read or wrote it (it was {}, it is now {}); read it again with read_file, then retry the edit with its current text",
+            "`{path}` changed on disk since this session last read or wrote it (it was {}, it is now {}); read it again with {}, then retry the edit with its current text",
             human_size(seen.size),
-            human_size(meta.len())
+            human_size(meta.len()),
+            names.of("read_file"),
         )));
     }
     if meta.len() > MAX_EDIT_BYTES {
@@ -145,7 +147,11 @@ fn edit_file(
 
     let found = find(text, &args.old_string, &args.new_string);
     let Some(Found { old, new, starts }) = found else {
-        return Err(ToolError::recoverable(not_found(path, &args.old_string)));
+        return Err(ToolError::recoverable(not_found(
+            path,
+            &args.old_string,
+            names,
+        )));
     };
     if starts.len() > 1 && !args.replace_all {
         let lines = line_numbers(text, &starts);
@@ -259,9 +265,10 @@ fn line_numbers(text: &str, starts: &[usize]) -> Vec<u64> {
 }
 
 /// The "no match" message: what to do next, and a likely cause when one is visible.
-fn not_found(path: &str, old: &str) -> String {
+fn not_found(path: &str, old: &str, names: &ToolNames) -> String {
     let mut message = format!(
-        "old_string was not found in `{path}`. Read the file first (read_file) and retry with its exact current text, including whitespace and indentation"
+        "old_string was not found in `{path}`. Read the file first ({}) and retry with its exact current text, including whitespace and indentation",
+        names.of("read_file"),
     );
     let numbered = old.lines().any(|l| !l.is_empty())
         && old.lines().filter(|l| !l.is_empty()).all(|l| {

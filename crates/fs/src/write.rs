@@ -17,8 +17,8 @@ use rustix::fs::OFlags;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgate_core::{
-    CallContext, Concurrency, DisclosureHint, Footprint, Tool, ToolError, ToolMeta, ToolOutput,
-    run_blocking,
+    CallContext, Concurrency, DisclosureHint, Footprint, Tool, ToolError, ToolMeta, ToolNames,
+    ToolOutput, run_blocking,
 };
 
 use crate::confine::door;
@@ -214,11 +214,13 @@ impl Writer {
         let roots = Arc::clone(&self.roots);
         let hook = self.before_rename.clone();
         let stamps = ctx.session.ext::<FileStamps>();
+        let names = ctx.session.tool_names();
         run_blocking(move || {
             let commit = Commit {
                 roots: &roots,
                 hook: hook.as_ref(),
                 stamps: &stamps,
+                names: &names,
             };
             change(&roots, &args, &commit)
         })
@@ -247,6 +249,8 @@ pub(crate) struct Commit<'a> {
     roots: &'a Roots,
     hook: Option<&'a BeforeRename>,
     stamps: &'a FileStamps,
+    /// Toolgate's tools as the session's client lists them, for the change's hints.
+    pub(crate) names: &'a ToolNames,
 }
 
 impl Commit<'_> {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgate_core::{
-    CallContext, Concurrency, DisclosureHint, Tool, ToolError, ToolMeta, ToolOutput,
+    CallContext, Concurrency, DisclosureHint, Tool, ToolError, ToolMeta, ToolNames, ToolOutput,
     TruncationReason, run_blocking,
 };
 
@@ -154,6 +154,7 @@ impl Tool for JobOutputTool {
         // A page plus its footer must reach the model whole through the session's client.
         let limit = ctx.session.limits().page_bytes(limit);
         let job = ctx.session.ext::<JobTable>().get(&args.job_id)?;
+        let names = ctx.session.tool_names();
         let which = Which::from(args.stream);
         let store = Arc::clone(self.shared.budget.store());
         let offset = args.offset.unwrap_or(0);
@@ -219,8 +220,10 @@ impl Tool for JobOutputTool {
                 .map(|e| ending_words(e, &self.shared))
                 .unwrap_or_default();
             text.push_str(&format!(
-                "[{id} {state} · the raw output page by page: job_output {{\"job_id\": \"{id}\", \"offset\": 0{stream_arg}}}, or read_file {{\"path\": \"{}\"}}]\n",
-                path.display()
+                "[{id} {state} · the raw output page by page: {job_output} {{\"job_id\": \"{id}\", \"offset\": 0{stream_arg}}}, or {read_file} {{\"path\": \"{}\"}}]\n",
+                path.display(),
+                job_output = names.of("job_output"),
+                read_file = names.of("read_file"),
             ));
         } else {
             text.push_str(&footer(
@@ -230,6 +233,7 @@ impl Tool for JobOutputTool {
                 &page,
                 runtime,
                 &self.shared,
+                &names,
             ));
         }
         let body = JobOutputOutput {
@@ -263,8 +267,10 @@ fn footer(
     page: &crate::jobs::Page,
     runtime: Duration,
     shared: &Shared,
+    names: &ToolNames,
 ) -> String {
     let id = &job.id;
+    let job_output = names.of("job_output");
     let name = which.name();
     let stream_arg = match which {
         Which::Stdout => String::new(),
@@ -277,7 +283,7 @@ fn footer(
     let range = format!("{name} bytes {}–{}", group(page.start), group(page.end));
     if page.end < page.len {
         return format!(
-            "[{state} · {range} of {}{} · next page: job_output {{\"job_id\": \"{id}\", \"offset\": {}{stream_arg}}}]\n",
+            "[{state} · {range} of {}{} · next page: {job_output} {{\"job_id\": \"{id}\", \"offset\": {}{stream_arg}}}]\n",
             group(page.len),
             if end.is_some() { "" } else { " so far" },
             page.end
@@ -285,7 +291,7 @@ fn footer(
     }
     if end.is_none() {
         return format!(
-            "[{state} · {range}, no more output yet · poll later: job_output {{\"job_id\": \"{id}\", \"offset\": {}{stream_arg}}}]\n",
+            "[{state} · {range}, no more output yet · poll later: {job_output} {{\"job_id\": \"{id}\", \"offset\": {}{stream_arg}}}]\n",
             page.end
         );
     }
@@ -300,7 +306,7 @@ fn footer(
         .load(std::sync::atomic::Ordering::Acquire);
     let hint = if other_len > 0 {
         format!(
-            "; {} has {} bytes: job_output {{\"job_id\": \"{id}\"{}}}",
+            "; {} has {} bytes: {job_output} {{\"job_id\": \"{id}\"{}}}",
             other.name(),
             group(other_len),
             match other {
@@ -415,6 +421,7 @@ impl Tool for JobKillTool {
     async fn call(&self, args: JobKillArgs, ctx: CallContext) -> Result<ToolOutput, ToolError> {
         let started = Instant::now();
         let job = ctx.session.ext::<JobTable>().get(&args.job_id)?;
+        let names = ctx.session.tool_names();
         let already = job.end();
         if already.is_none() {
             job.stop.request(StopReason::JobKill);
@@ -428,13 +435,16 @@ impl Tool for JobKillTool {
         );
         let text = if already.is_some() {
             format!(
-                "{} had already ended: {words}; nothing to stop. Its output stays readable with job_output.\n",
-                job.id
+                "{} had already ended: {words}; nothing to stop. Its output stays readable with {}.\n",
+                job.id,
+                names.of("job_output"),
             )
         } else {
             format!(
-                "{} {words}; nothing of its process group is left. Its output stays readable with job_output {{\"job_id\": \"{}\"}}.\n",
-                job.id, job.id
+                "{} {words}; nothing of its process group is left. Its output stays readable with {} {{\"job_id\": \"{}\"}}.\n",
+                job.id,
+                names.of("job_output"),
+                job.id
             )
         };
         let body = JobKillOutput {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use toolgate_budget::{Budget, anchors_note, spill_ref};
 use toolgate_core::{
     CallContext, Concurrency, DisclosureHint, DynTool, Footprint, SpillKind, SpillRef, Tool,
-    ToolError, ToolMeta, ToolOutput, TruncationReason, TypedTool, run_blocking,
+    ToolError, ToolMeta, ToolNames, ToolOutput, TruncationReason, TypedTool, run_blocking,
 };
 use toolgate_fs::Roots;
 
@@ -303,8 +303,16 @@ impl Tool for RunShellTool {
             given_ms: timeout_ms,
             applied: timeout,
         };
-        Ok(self.render(&finished, views, limit, cwd_shown, extra))
+        let names = ctx.session.tool_names();
+        Ok(self.render(&finished, views, limit, cwd_shown, extra, &names))
     }
+}
+
+/// What a stream's spill pointer says besides the file: where a failed call's reading starts
+/// (its end) and the name the client calls `read_file` by.
+struct Pointing<'a> {
+    failed: bool,
+    names: &'a ToolNames,
 }
 
 impl RunShellTool {
@@ -315,6 +323,7 @@ impl RunShellTool {
         limit: TimeLimit,
         cwd: String,
         extra: Vec<String>,
+        names: &ToolNames,
     ) -> ToolOutput {
         let limits = &self.shared.limits;
         let failed = finished.ending.failed();
@@ -336,7 +345,7 @@ impl RunShellTool {
             "stdout",
             &finished.stdout,
             out_view,
-            failed,
+            Pointing { failed, names },
             &mut spills,
         );
         let stderr = self.section(
@@ -344,7 +353,7 @@ impl RunShellTool {
             "stderr",
             &finished.stderr,
             err_view,
-            failed,
+            Pointing { failed, names },
             &mut spills,
         );
         if stdout.bytes == 0 && stderr.bytes == 0 {
@@ -380,7 +389,7 @@ impl RunShellTool {
         name: &str,
         c: &Captured,
         view: View,
-        failed: bool,
+        Pointing { failed, names }: Pointing<'_>,
         spills: &mut Vec<SpillRef>,
     ) -> StreamInfo {
         let mut info = StreamInfo {
@@ -442,7 +451,7 @@ impl RunShellTool {
         ));
         push_line(text, &body);
         if let Some(file) = file {
-            text.push_str(&self.shared.budget.pointer(&file, failed));
+            text.push_str(&self.shared.budget.pointer(&file, failed, names));
             text.push('\n');
             info.path = Some(file.path.display().to_string());
             spills.push(spill_ref(&file, kind, Some(name)));
@@ -476,6 +485,7 @@ fn start_job(
     ctx: &CallContext,
 ) -> Result<ToolOutput, ShellError> {
     let started = Instant::now();
+    let names = ctx.session.tool_names();
     let table = ctx.session.ext::<JobTable>();
     let store = shared.budget.store();
     let limits = &shared.limits;
@@ -534,7 +544,9 @@ fn start_job(
         path: path(i),
     };
     let text = format!(
-        "started {id} (pid {pid}) in {cwd_shown}: `{label}`\nIt runs until it exits, job_kill stops it, its timeout of {t} passes, or this session ends.\nRead its output: job_output {{\"job_id\": \"{id}\"}} (stderr: add \"stream\": \"stderr\"); stop it: job_kill {{\"job_id\": \"{id}\"}}.\nstdout file: {out}\nstderr file: {err}\n",
+        "started {id} (pid {pid}) in {cwd_shown}: `{label}`\nIt runs until it exits, {job_kill} stops it, its timeout of {t} passes, or this session ends.\nRead its output: {job_output} {{\"job_id\": \"{id}\"}} (stderr: add \"stream\": \"stderr\"); stop it: {job_kill} {{\"job_id\": \"{id}\"}}.\nstdout file: {out}\nstderr file: {err}\n",
+        job_kill = names.of("job_kill"),
+        job_output = names.of("job_output"),
         id = job.id,
         pid = job.pid,
         label = job.label,

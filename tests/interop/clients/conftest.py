@@ -1,5 +1,5 @@
 """Fixtures for the real-client suite: a project folder, toolgate as the one MCP server of a
-real Claude Code or Codex CLI, and a scripted model endpoint (see fake_models.py)."""
+real Claude Code, Codex or Gemini CLI, and a scripted model endpoint (see fake_models.py)."""
 
 from __future__ import annotations
 
@@ -18,12 +18,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 # The OAuth provider fixture, shared with tests/interop/python/test_oauth.py.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "oauth"))
 pytest.register_assert_rewrite("oauth_provider")
-from drive import ClientMissing, Run, run_claude, run_codex, toolgate_bin  # noqa: E402
+from drive import ClientMissing, Run, run_claude, run_codex, run_gemini, toolgate_bin  # noqa: E402
 from fake_models import FakeModel, Step  # noqa: E402
 from oauth_provider import jwt_provider, provider  # noqa: E402, F401
 
 PROBE = str(Path(__file__).parent / "probe_server.py")
-CLIENTS = ["claude", "codex"]
+CLIENTS = ["claude", "codex", "gemini"]
 
 
 @pytest.fixture
@@ -150,7 +150,7 @@ def drive(
                 run = run_claude(project, servers, model, settings=settings)
             else:
                 assert settings is None, "settings are Claude Code's"
-                run = run_codex(project, servers, model)
+                run = (run_gemini if client == "gemini" else run_codex)(project, servers, model)
         except ClientMissing as e:
             pytest.fail(str(e), pytrace=False)
     finally:

@@ -1,4 +1,4 @@
-"""Runs the real Claude Code and Codex CLIs (pinned, from npm, in .cache/peers/clients)
+"""Runs the real Claude Code, Codex and Gemini CLIs (pinned, from npm, in .cache/peers/clients)
 non-interactively against a `FakeModel`, with MCP servers given as a dict like `.mcp.json`'s
 `mcpServers`. Each run gets its own HOME / CODEX_HOME, so nothing of the user's leaks in."""
 
@@ -52,9 +52,10 @@ def toolgate_bin() -> str:
 
 
 def client_home(client: str, workdir: Path) -> Path:
-    """The HOME a run of `client` ("claude" or "codex") in `workdir` gets: the user's home
-    folder as that client and the MCP servers it starts see it (`~/.claude.json` …)."""
-    return workdir.parent / ("claude-home" if client == "claude" else "codex-user")
+    """The HOME a run of `client` ("claude", "codex" or "gemini") in `workdir` gets: the
+    user's home folder as that client and the MCP servers it starts see it
+    (`~/.claude.json`, `~/.gemini/settings.json` …)."""
+    return workdir.parent / {"claude": "claude-home", "gemini": "gemini-home"}.get(client, "codex-user")
 
 
 def _exe(name: str) -> str:
@@ -62,7 +63,7 @@ def _exe(name: str) -> str:
     if not os.access(path, os.X_OK):
         raise ClientMissing(
             f"{name} not found at {path}: run `bash scripts/install-peers.sh` (installs the pinned "
-            "@anthropic-ai/claude-code and @openai/codex)"
+            "@anthropic-ai/claude-code, @openai/codex and @google/gemini-cli)"
         )
     return str(path)
 
@@ -71,7 +72,7 @@ def _env(home: Path) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDE_", "CODEX_", "TOOLGATE_"))
+        if not k.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDE_", "CODEX_", "GEMINI_", "GOOGLE_", "TOOLGATE_"))
     }
     env["HOME"] = str(home)
     env["PATH"] = f"{NODE_BIN}:{env.get('PATH', '/usr/bin:/bin')}"
@@ -179,6 +180,54 @@ def run_codex(
     env.update({"CODEX_HOME": str(home), "FAKE_MODEL_KEY": "fake-key"})
     env.update(extra_env or {})
     cmd = [exe, "exec", "--skip-git-repo-check", "-C", str(workdir), "Use the tools as asked."]
+    p = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
+    return Run(p.returncode, p.stdout, p.stderr, model)
+
+
+def run_gemini(
+    workdir: Path,
+    servers: dict[str, Any],
+    model: FakeModel,
+    extra_env: dict[str, str] | None = None,
+    prompt: str = "Use the tools as asked.",
+) -> Run:
+    """`gemini -p PROMPT --approval-mode yolo` in `workdir` with `servers` as its MCP servers
+    (in `~/.gemini/settings.json`, trusted), talking to `model` through
+    `GOOGLE_GEMINI_BASE_URL` with the API-key login (`GEMINI_API_KEY`)."""
+    exe = _exe("gemini")
+    home = client_home("gemini", workdir)
+    (home / ".gemini").mkdir(parents=True, exist_ok=True)
+    mcp = {}
+    for name, server in servers.items():
+        entry: dict[str, Any] = {"trust": True, "timeout": 120_000}
+        if "url" in server:
+            entry["httpUrl"] = server["url"]
+        else:
+            entry.update({k: server[k] for k in ("command", "args", "env") if k in server})
+        mcp[name] = entry
+    settings = {
+        "mcpServers": mcp,
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "model": {"skipNextSpeakerCheck": True},
+        # The API-key login; the key and the endpoint come from the environment.
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+    }
+    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
+    env = _env(home)
+    env.update(
+        {
+            "GOOGLE_GEMINI_BASE_URL": model.url,
+            "GEMINI_API_KEY": "fake-gemini-key-for-tests",
+            # The project folder is trusted, as a user's own checkout is.
+            "GEMINI_CLI_TRUST_WORKSPACE": "true",
+            "GEMINI_CLI_NO_RELAUNCH": "true",
+        }
+    )
+    env.update(extra_env or {})
+    # gemini-3-pro-preview: the models whose prompt makes `wait_for_previous` a must.
+    cmd = [exe, "-p", prompt, "--approval-mode", "yolo", "-m", "gemini-3-pro-preview", "--output-format", "json"]
     p = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
     return Run(p.returncode, p.stdout, p.stderr, model)
 

@@ -1,11 +1,14 @@
-"""Scripted model endpoints over real HTTP, for driving real agent CLIs (Claude Code, Codex).
+"""Scripted model endpoints over real HTTP, for driving real agent CLIs (Claude Code, Codex,
+Gemini CLI).
 
-`FakeModel` serves both wire formats on one port:
+`FakeModel` serves three wire formats on one port:
 
 - Anthropic Messages (`POST /v1/messages`, streamed or not), what Claude Code speaks with
   `ANTHROPIC_BASE_URL` set;
 - OpenAI Responses (`POST /v1/responses`, streamed), what Codex speaks with a custom
-  `model_provider` whose `wire_api = "responses"`.
+  `model_provider` whose `wire_api = "responses"`;
+- Gemini API (`POST /v1beta/models/{model}:streamGenerateContent?alt=sse` or
+  `:generateContent`), what Gemini CLI speaks with `GOOGLE_GEMINI_BASE_URL` set.
 
 The model follows a script: a list of tool calls. On each request from the main agent (one
 whose tool list holds the script's tools) it counts the tool results already in the
@@ -20,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -27,11 +31,27 @@ from typing import Any
 
 @dataclass
 class Step:
-    """One tool call: the tool whose name ends with `tool` (after the client's MCP prefix,
-    e.g. `mcp__toolgate__read_file` for `read_file`), with `input`."""
+    """One tool call: the tool whose name ends with `tool` after the client's MCP prefix
+    (`mcp__tg__read_file` in Claude Code, `mcp_tg_read_file` in Gemini CLI for `read_file`),
+    else the client's own tool of that name, with `input`. `exact`: only the tool named
+    exactly `tool`, as a model that follows a name it read literally calls it (a step made by
+    `follow` calls it even when the client lists no such tool)."""
 
     tool: str
     input: dict[str, Any]
+    exact: bool = False
+    # A model that reads the previous result (Gemini API): the call it makes is
+    # `follow(that result's text)`, a Step (`tool` and `input` unused).
+    follow: Callable[[str], "Step"] | None = None
+
+    def matches(self, name: str) -> bool:
+        """Whether `name`, as the client lists it, is an MCP tool this step calls."""
+        if self.exact:
+            return name == self.tool
+        # Gemini CLI's `mcp_<server>_<tool>`; Claude Code's and Codex's `…__<tool>`.
+        return name.endswith("__" + self.tool) or (
+            name.startswith("mcp_") and name.endswith("_" + self.tool)
+        )
 
 
 @dataclass
@@ -83,6 +103,12 @@ class FakeModel:
                     with model._lock:
                         model.requests.append({"api": "responses", "body": body})
                     model._responses(self, body)
+                elif path.endswith(":countTokens"):
+                    self._json({"totalTokens": 100})
+                elif path.endswith((":streamGenerateContent", ":generateContent")):
+                    with model._lock:
+                        model.requests.append({"api": "gemini", "body": body})
+                    model._gemini(self, body, stream=path.endswith(":streamGenerateContent"))
                 else:
                     self._json({"error": {"type": "not_found", "message": path}}, 404)
 
@@ -132,16 +158,30 @@ class FakeModel:
 
     # --- which call comes next -------------------------------------------------------
 
-    def _pick(self, names: list[str], done: int, mentioned: str) -> tuple[str, dict[str, Any]] | None:
+    def _pick(
+        self, names: list[str], done: int, mentioned: str, last_result: str | None = None
+    ) -> tuple[str, dict[str, Any]] | None:
         """The next scripted call as (client's tool name, input), or None when the script
         is done or this request is not from the main agent. `done` counts the scripted calls
         already answered; `mentioned` is the request's text, where a client that defers its
-        MCP tools (Claude Code's ToolSearch) names them."""
+        MCP tools (Claude Code's ToolSearch) names them; `last_result` the text of the last tool
+        result in the conversation, for a step that follows it."""
         if done >= len(self.steps):
             return None
         step = self.steps[done]
+        if step.follow is not None:
+            if last_result is None:
+                return None
+            step = step.follow(last_result)
+            if step.exact:
+                # What it read, whether the client lists such a tool or not.
+                return step.tool, step.input
+        # An MCP tool first: Gemini CLI has its own `read_file`, and toolgate's is meant.
         for name in names:
-            if name == step.tool or name.endswith("__" + step.tool):
+            if step.matches(name):
+                return name, step.input
+        for name in names:
+            if name == step.tool:
                 return name, step.input
         if "ToolSearch" in names:
             deferred = re.search(r"(mcp__[A-Za-z0-9_-]+?__" + re.escape(step.tool) + r")(?![A-Za-z0-9_-])", mentioned)
@@ -262,6 +302,50 @@ class FakeModel:
             ]
         )
 
+    # --- Gemini API ------------------------------------------------------------------
+
+    def _gemini(self, h: Any, body: dict[str, Any], stream: bool) -> None:
+        declared = {
+            d.get("name", ""): d.get("parametersJsonSchema") or d.get("parameters") or {}
+            for t in body.get("tools") or []
+            for d in t.get("functionDeclarations") or []
+        }
+        names = list(declared)
+        done = sum(
+            1
+            for c in body.get("contents") or []
+            if c.get("role") == "model"
+            for p in c.get("parts") or []
+            if "functionCall" in p
+        )
+        results = self.tool_results({"api": "gemini", "body": body})
+        call = self._pick(names, done, "", results[-1]["text"] if results else None)
+        n = len(self.requests)
+        if call is None:
+            part: dict[str, Any] = {"text": "done" if names else "ok"}
+        else:
+            name, args = call
+            # As Gemini CLI's prompt tells Gemini 3 models: set `wait_for_previous` (which the
+            # CLI adds to every tool's schema) on every call.
+            if "wait_for_previous" in (declared.get(name, {}).get("properties") or {}):
+                args = {**args, "wait_for_previous": done > 0}
+            part = {"functionCall": {"id": f"call_{n:04d}", "name": name, "args": args}}
+        chunk = {
+            "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+            "modelVersion": "fake",
+            "responseId": f"resp_{n:04d}",
+        }
+        if not stream:
+            h._json(chunk)
+            return
+        data = f"data: {json.dumps(chunk)}\r\n\r\n".encode()
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
     # --- what the client sent back ---------------------------------------------------
 
     def main_requests(self) -> list[dict[str, Any]]:
@@ -272,7 +356,8 @@ class FakeModel:
             names = [t.get("name") or (t.get("function") or {}).get("name") or "" for t in body.get("tools") or []]
             for t in body.get("tools") or []:
                 names += [f"{t.get('name', '')}__{i.get('name', '')}" for i in t.get("tools") or []]
-            if self.steps and ("ToolSearch" in names or any(n == self.steps[0].tool or n.endswith("__" + self.steps[0].tool) for n in names)):
+                names += [d.get("name", "") for d in t.get("functionDeclarations") or []]
+            if self.steps and ("ToolSearch" in names or any(n == self.steps[0].tool or self.steps[0].matches(n) for n in names)):
                 out.append(r)
         return out
 
@@ -299,6 +384,16 @@ class FakeModel:
                 for b in m["content"]:
                     if isinstance(b, dict) and b.get("type") == "tool_result" and names.get(b.get("tool_use_id")) != "ToolSearch":
                         out.append({"text": block_text(b.get("content")), "is_error": b.get("is_error"), "raw": b})
+        elif last["api"] == "gemini":
+            for c in last["body"].get("contents") or []:
+                for p in c.get("parts") or []:
+                    response = (p.get("functionResponse") or {}).get("response")
+                    if response is None:
+                        continue
+                    # Gemini CLI sends a result as {"output": …} and a failure as {"error": …}.
+                    failed = "error" in response
+                    text = response.get("error") if failed else response.get("output")
+                    out.append({"text": block_text(text), "is_error": failed, "raw": p})
         else:
             for i in last["body"].get("input") or []:
                 if isinstance(i, dict) and i.get("type") == "function_call_output":
@@ -310,6 +405,13 @@ def calls(request: dict[str, Any]) -> list[str]:
     """The tool calls in a request's conversation so far, by the full name the model used
     (a Responses `namespace` joined to the name with `__`, as in the tool array)."""
     body = request["body"]
+    if request["api"] == "gemini":
+        return [
+            p["functionCall"].get("name", "")
+            for c in body.get("contents") or []
+            for p in c.get("parts") or []
+            if "functionCall" in p
+        ]
     if request["api"] == "anthropic":
         return [
             b.get("name", "")

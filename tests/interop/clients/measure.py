@@ -1,12 +1,13 @@
 """Measures a client's profile: the largest MCP result it hands the model untouched, for
 success and for error results, and whether it shows `structuredContent` instead of the text.
 
-    .cache/peers/venv/bin/python tests/interop/clients/measure.py claude|codex [line_len]
+    .cache/peers/venv/bin/python tests/interop/clients/measure.py claude|codex|gemini [line_len]
 
 It mounts `probe_server.py` (a tool that returns N characters of numbered lines) in the
 real client, makes the scripted model call it with growing N, and checks what reaches the
-model: "whole" = every character of the result arrived in order, "cut" = not. Then it
-narrows the boundary by bisection. Prints one JSON object.
+model: "whole" = every character of the result arrived in order (as is, or JSON-escaped
+inside the client's own message, which "escaped" then says), "cut" = not. Then it narrows the
+boundary by bisection. Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from drive import run_claude, run_codex  # noqa: E402
+from drive import run_claude, run_codex, run_gemini  # noqa: E402
 from fake_models import FakeModel, Step  # noqa: E402
 
 PROBE = str(Path(__file__).parent / "probe_server.py")
@@ -42,7 +43,8 @@ def attempt(client: str, tool: str, chars: int, error: bool, line: int) -> dict:
         model = FakeModel([Step(tool, {"chars": chars, "error": error, "line": line})])
         servers = {"probe": {"command": sys.executable, "args": [PROBE]}}
         try:
-            run = (run_claude if client == "claude" else run_codex)(work, servers, model)
+            drive = {"claude": run_claude, "codex": run_codex, "gemini": run_gemini}[client]
+            run = drive(work, servers, model)
         finally:
             model.close()
         results = model.tool_results()
@@ -50,10 +52,13 @@ def attempt(client: str, tool: str, chars: int, error: bool, line: int) -> dict:
             return {"chars": chars, "arrived": None, "stderr": run.stderr[-500:]}
         text = results[0]["text"]
         expected = body(chars, line)
+        # Gemini CLI shows a failed call's result inside its own message, as JSON.
+        escaped = expected not in text and json.dumps(expected)[1:-1] in text
         return {
             "chars": chars,
             "arrived": len(text),
-            "whole": expected in text,
+            "whole": expected in text or escaped,
+            "escaped": escaped,
             "json": '{"text":' in text,
             "head": text[:160],
         }
@@ -93,6 +98,7 @@ def main() -> None:
             continue
         best, cut = boundary(client, tool, error, line, lo, hi)
         report[key] = {"max_untouched_chars": best, "first_cut": {k: cut.get(k) for k in ("chars", "arrived", "head")}}
+    report["error_escaped"] = bool(attempt(client, "emit", 1_000, True, line).get("escaped"))
     r = attempt(client, "emit_structured", 1_000, False, line)
     report["structured_shown_instead_of_text"] = bool(r.get("json"))
     report["structured_head"] = r.get("head")

@@ -13,7 +13,9 @@ naming itself) and `probe://notes/big` (200,000 characters of numbered lines), a
 the form `RELEASE_FORM` (`elicitation/create` while the call runs, as a 2025 server does, so it
 then speaks no newer revision than 2025-11-25) and returns what came back: `release name: NAME`
 for an accepted form, `no release name: ACTION` otherwise. PROBE_ASK_LOG=FILE appends each
-answer the server got as a JSON line.
+answer the server got as a JSON line. Tool `echo_args {note?, wait_for_previous?}` returns the
+arguments it got, as JSON: it declares Gemini CLI's `wait_for_previous`, so a client's value
+of it is its to get.
 """
 
 import json
@@ -130,6 +132,9 @@ for raw in sys.stdin:
         answer(msg["id"], {"tools": extra + [
             *([ASK_TOOL] if ASK else []),
             {"name": "emit", "description": "Emit text of a given size.", "inputSchema": SCHEMA_IN},
+            {"name": "echo_args", "description": "Return the arguments this call got, as JSON.",
+             "inputSchema": {"type": "object", "properties": {
+                 "note": {"type": "string"}, "wait_for_previous": {"type": "boolean"}}}},
             {"name": "emit_structured", "description": "Emit text of a given size, also as structuredContent.",
              "inputSchema": SCHEMA_IN,
              "outputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
@@ -161,6 +166,9 @@ for raw in sys.stdin:
         form_id = f"form-{msg['id']}"
         asking[form_id] = msg["id"]
         send({"id": form_id, "method": "elicitation/create", "params": RELEASE_FORM})
+    elif method == "tools/call" and msg["params"]["name"] == "echo_args":
+        args = msg["params"].get("arguments") or {}
+        answer(msg["id"], {"content": [{"type": "text", "text": json.dumps(args, sort_keys=True)}], "isError": False})
     elif method == "tools/call":
         args = msg["params"].get("arguments") or {}
         text = body(int(args.get("chars", 100)), int(args.get("line", 80)), str(args.get("fill") or "x")[:1])

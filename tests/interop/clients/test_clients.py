@@ -1,5 +1,5 @@
-"""The last hop, checked with the real clients (Claude Code and Codex CLI from npm, pinned in
-scripts/install-peers.sh): what reaches the model when toolgate is their MCP server.
+"""The last hop, checked with the real clients (Claude Code, Codex CLI and Gemini CLI from npm,
+pinned in scripts/install-peers.sh): what reaches the model when toolgate is their MCP server.
 
 Each test drives the client non-interactively against a scripted model over real HTTP and
 asserts on the tool results the client sent back to the model. The login test also starts
@@ -33,7 +33,11 @@ from oauth_provider import (
 )
 
 # What each client puts in front of or after a result; not part of toolgate's text.
-CLIENT_WRAP = re.compile(r"^Wall time: [0-9.]+ seconds\nOutput:\n?|\n*<system-reminder>.*?</system-reminder>\s*$", re.S)
+CLIENT_WRAP = re.compile(
+    r"^Wall time: [0-9.]+ seconds\nOutput:\n?|\n*<system-reminder>.*?</system-reminder>\s*$"
+    r"|^<untrusted_context>\n|\n</untrusted_context>$",
+    re.S,
+)
 # Cut markers of the clients themselves.
 CLIENT_CUTS = ["tokens truncated", "characters truncated", "<persisted-output>", "Output too large"]
 
@@ -227,7 +231,8 @@ def test_a_login_protected_server_in_claude_json_works_after_one_mcp_login(
     # The request right after the call carries the tool's real answer: the provider's user
     # this login was issued to.
     first = next(r for r in run.model.main_requests() if run.model.tool_results(r))
-    assert calls(first)[-1].endswith("__" + TOOL), calls(first)  # mcp__tg__mcp__guarded__whoami
+    # mcp__tg__mcp__guarded__whoami; mcp_tg_mcp__guarded__whoami in Gemini CLI
+    assert calls(first)[-1].endswith("_" + TOOL), calls(first)
     answer = run.model.tool_results(first)[0]
     assert answer["is_error"] is not True, answer
     assert CLIENT_WRAP.sub("", answer["text"]).strip() == provider.whoami(), answer
@@ -250,7 +255,8 @@ def test_a_login_protected_server_in_claude_json_works_after_one_mcp_login(
         assert not leaked, f"a token is in {leaked}"
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+# Gemini CLI 0.61.0 has no `mcp login` command: it logs in from its interactive `/mcp auth`.
+@pytest.mark.parametrize("client", ["claude", "codex"])
 def test_the_client_logs_in_to_toolgate_itself_and_its_model_calls_as_that_user(
     client, project, jwt_provider: Provider, http_toolgate, tmp_path
 ):
@@ -360,3 +366,84 @@ def test_a_mounted_servers_elicitation_reaches_claude_codes_user_and_its_answer_
     assert made[-1].endswith("__mcp__probe__ask_release_name"), made  # mcp__tg__mcp__probe__…
     assert results[0]["is_error"] is not True, results[0]
     assert CLIENT_WRAP.sub("", results[0]["text"]).strip() == said, results[0]
+
+
+# The scripted model follows a spill pointer literally: it calls exactly the tool the pointer
+# names, with exactly its arguments.
+POINTER = re.compile(r"read it with (\S+) (\{.*?\}) — do not rerun")
+
+
+def follow_pointer(text: str) -> Step:
+    found = POINTER.search(text)
+    assert found, f"no spill pointer in: {text[-600:]}"
+    return Step(found.group(1), json.loads(found.group(2)), exact=True)
+
+
+def test_gemini_sends_wait_for_previous_with_every_call_and_toolgates_tools_take_it(project):
+    """Gemini CLI adds `wait_for_previous` to every tool's schema and its model sets it: the
+    gemini profile drops it for built-in tools (which refuse unknown fields), and a mounted
+    tool that declares it gets it."""
+    mount_probe(project)
+    warm_catalog(project)
+    (project / "small.txt").write_text("alpha\n")
+    steps = [
+        Step("read_file", {"path": "small.txt"}),
+        Step("run_shell", {"command": "echo hi"}),
+        Step("mcp__probe__echo_args", {"note": "n"}),
+    ]
+    run = drive("gemini", project, steps)
+    results = run.model.tool_results()
+    assert len(results) == 3, f"calls made: {len(results)}; stderr: {run.stderr[-2000:]}"
+    last = run.model.main_requests()[-1]
+    made = [
+        p["functionCall"]
+        for c in last["body"]["contents"]
+        for p in c.get("parts") or []
+        if "functionCall" in p
+    ]
+    assert [m["name"] for m in made] == ["mcp_tg_read_file", "mcp_tg_run_shell", "mcp_tg_mcp__probe__echo_args"]
+    assert all("wait_for_previous" in m["args"] for m in made), made
+    for r in results:
+        assert r["is_error"] is not True and "unknown field" not in r["text"], r
+    assert "     1\talpha" in results[0]["text"]
+    assert "hi" in results[1]["text"]
+    echoed = json.loads(CLIENT_WRAP.sub("", results[2]["text"]).strip())
+    assert echoed == {"note": "n", "wait_for_previous": True}, echoed
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+def test_gemini_following_a_spill_pointer_literally_reaches_toolgates_read_file(keyed, project):
+    """A spill pointer names `read_file` as Gemini CLI lists toolgate's (`mcp_<server>_…`),
+    never the bare `read_file`, which is Gemini's own tool. With toolgate's key written into
+    `[clients.gemini] tool_names`, the model that calls exactly what the pointer says reads
+    the spilled output through toolgate."""
+    if keyed:
+        folder = Path(toolgate_server(project)["env"]["XDG_CONFIG_HOME"]) / "toolgate"
+        folder.mkdir(parents=True)
+        (folder / "config.toml").write_text('[clients.gemini]\ntool_names = "mcp_tg_{tool}"\n')
+    steps = [
+        Step("run_shell", {"command": "seq 1 100000"}),
+        Step("", {}, follow=follow_pointer),
+    ]
+    run = drive("gemini", project, steps)
+    results = run.model.tool_results()
+    assert len(results) == 2, f"calls made: {len(results)}; out: {run.stdout[-2000:]}; stderr: {run.stderr[-2000:]}"
+    spilled = CLIENT_WRAP.sub("", results[0]["text"])
+    assert_not_cut(spilled)
+    name = POINTER.search(spilled).group(1)
+    made = calls(run.model.main_requests()[-1])
+    assert made[-1] == name and name != "read_file", made
+    if keyed:
+        assert name == "mcp_tg_read_file", spilled[-600:]
+        page = CLIENT_WRAP.sub("", results[1]["text"])
+        assert results[1]["is_error"] is not True, page[:600]
+        assert re.search(r"^\s+1\t1$", page, re.M) and "of 100000" in page, page[:600]
+    else:
+        # Without the key the pointer gives the form the model sees in its tool list; taken
+        # literally it is no tool of Gemini CLI's, so the call fails there instead of reading
+        # with Gemini's own `read_file`.
+        assert name == "mcp_<server>_read_file", spilled[-600:]
+        # Gemini CLI's answer suggests the nearest names, toolgate's first.
+        refused = results[1]["text"]
+        assert results[1]["is_error"] is True and "not found" in refused, refused
+        assert 'Did you mean one of: "mcp_tg_read_file"' in refused, refused

@@ -1,6 +1,7 @@
-//! The arguments stage, at the entrance of every call: a proxy's call (`run_tool`) becomes
-//! its target's, the tool is looked up (an unknown name gets suggestions), and the
-//! arguments are parsed once and checked to be an object.
+//! The arguments stage, at the entrance of every call: the fields the session's client adds
+//! to every call for its own use are dropped, a proxy's call (`run_tool`) becomes its
+//! target's, the tool is looked up (an unknown name gets suggestions), and the arguments are
+//! parsed once and checked to be an object.
 
 use std::sync::Arc;
 
@@ -21,13 +22,19 @@ pub(super) struct Prepared {
     pub(super) args: Value,
 }
 
-/// The arguments stage, at the entrance: a proxy's call becomes its target's, the tool is
-/// looked up, and the arguments are parsed once.
+/// The arguments stage, at the entrance: the client's `injected` fields are dropped, a
+/// proxy's call becomes its target's, the tool is looked up, and the arguments are parsed
+/// once.
 pub(super) fn prepare(
     name: &str,
     args: RawArgs,
     snapshot: &Snapshot,
+    injected: &[String],
 ) -> Result<Prepared, Box<ToolOutput>> {
+    let args = match snapshot.get(name) {
+        Some(called) if !injected.is_empty() => drop_injected(args, called.as_ref(), injected),
+        _ => args,
+    };
     let (name, args) = unwrap_proxy(name, args, snapshot)?;
     let Some(tool) = snapshot.get(&name).cloned() else {
         return Err(Box::new(unknown_tool(&name, snapshot)));
@@ -44,6 +51,35 @@ pub(super) fn prepare(
         ))));
     }
     Ok(Prepared { name, tool, args })
+}
+
+/// The arguments without the fields the client adds to every call for its own use (its
+/// profile's `injected_args`, e.g. Gemini CLI's `wait_for_previous`), unless the called tool
+/// declares them: a mounted tool whose schema names the field gets it. Only the client's
+/// fields are dropped; any other unknown field is still refused by the tool.
+fn drop_injected(args: RawArgs, tool: &dyn DynTool, injected: &[String]) -> RawArgs {
+    let mut value = match &args {
+        RawArgs::Json(value) => value.clone(),
+        RawArgs::Text(text) => match serde_json::from_str::<Value>(text) {
+            Ok(value) => value,
+            // Not JSON: the parse error further on says so.
+            Err(_) => return args,
+        },
+    };
+    let Value::Object(fields) = &mut value else {
+        return args;
+    };
+    let declared = tool.spec().input_schema.get("properties");
+    let before = fields.len();
+    for key in injected {
+        if declared.and_then(|p| p.get(key)).is_none() {
+            fields.remove(key);
+        }
+    }
+    if fields.len() == before {
+        return args;
+    }
+    RawArgs::Json(value)
 }
 
 /// Arguments as JSON: parsed when they came as text (nothing at all is `{}`); a parse error

@@ -144,6 +144,84 @@ async fn unknown_field_is_named() {
     );
 }
 
+/// A call in a session of `profile`.
+async fn call_as(
+    d: &Dispatcher,
+    profile: toolgate_core::ClientProfile,
+    name: &str,
+    args: serde_json::Value,
+) -> ToolOutput {
+    let ctx = CallContext::unattended();
+    ctx.session.adopt_profile(profile);
+    d.call(name, RawArgs::Json(args), ctx).await
+}
+
+/// Regression: Gemini CLI adds `wait_for_previous` to every call, and every built-in tool
+/// refused it ("unknown field `wait_for_previous`"). Its profile drops the field, for tools
+/// that do not declare it; other clients' calls, and other unknown fields, are still refused.
+#[tokio::test]
+async fn a_clients_injected_field_is_dropped_by_its_profile_only() {
+    use toolgate_core::ClientProfile;
+    // Answers with the arguments it got.
+    let echo_args = |name: &str, schema| {
+        raw_tool(name, "Echoes its arguments.", schema)
+            .reply(|args, _| Box::pin(async move { Ok(ToolOutput::text(args.to_string())) }))
+            .erased()
+    };
+    let declares = echo_args(
+        "declares",
+        json!({"type": "object", "properties": {"wait_for_previous": {"type": "boolean"}}}),
+    );
+    let plain = echo_args("plain", json!({"type": "object", "properties": {}}));
+    let mut tools = standard_tools();
+    tools.extend([declares, plain]);
+    let d = dispatcher_with(tools, Policy::allow_all());
+    let args = json!({"path": "a.txt", "wait_for_previous": true});
+
+    let out = call_as(&d, ClientProfile::gemini(), "read_file", args.clone()).await;
+    assert!(!out.is_error, "{out:?}");
+    // Arguments as text (a model's output) are dropped from too.
+    let ctx = CallContext::unattended();
+    ctx.session.adopt_profile(ClientProfile::gemini());
+    let text = RawArgs::Text(args.to_string());
+    assert!(!d.call("read_file", text, ctx).await.is_error);
+    // A tool that declares the field gets it; one that does not, does not.
+    let out = call_as(
+        &d,
+        ClientProfile::gemini(),
+        "declares",
+        json!({"wait_for_previous": false}),
+    )
+    .await;
+    assert_eq!(out.text, r#"{"wait_for_previous":false}"#);
+    let out = call_as(
+        &d,
+        ClientProfile::gemini(),
+        "plain",
+        json!({"wait_for_previous": true}),
+    )
+    .await;
+    assert_eq!(out.text, "{}");
+    // Only the client's own field: another unknown one is refused as ever.
+    let out = call_as(
+        &d,
+        ClientProfile::gemini(),
+        "read_file",
+        json!({"path": "a", "wait_for_previous": true, "offsett": 3}),
+    )
+    .await;
+    assert_error(&out, &["unknown field `offsett`"]);
+    // Other clients do not inject it, so for them it is an unknown field.
+    for other in [ClientProfile::claude_code(), ClientProfile::conservative()] {
+        let out = call_as(&d, other, "read_file", args.clone()).await;
+        assert_error(&out, &["unknown field `wait_for_previous`"]);
+    }
+    assert_error(
+        &call(&d, "read_file", args).await,
+        &["unknown field `wait_for_previous`"],
+    );
+}
+
 #[tokio::test]
 async fn missing_required_field_is_named() {
     let d = standard();

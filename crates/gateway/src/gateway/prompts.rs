@@ -121,20 +121,21 @@ impl Gateway {
     }
 
     /// [`Gateway::get_prompt`], each message's text fitted to the budget
-    /// ([`Gateway::use_budget`]) for a client with `limits`.
+    /// ([`Gateway::use_budget`]) for a client with `limits` that names toolgate's tools `names`.
     pub async fn get_prompt_for(
         &self,
         name: &str,
         arguments: Option<rmcp::model::JsonObject>,
         caller: Option<Arc<dyn toolgate_core::ClientLink>>,
         limits: toolgate_core::ClientLimits,
+        names: &toolgate_core::ToolNames,
         identity: Option<&toolgate_core::Identity>,
     ) -> Result<rmcp::model::GetPromptResult, ForwardError> {
         let mut result = self
             .get_prompt_as(name, arguments, caller, identity)
             .await?;
         if let Some(budget) = lock(&self.inner.budget).clone() {
-            fit_prompt(&mut result, budget.as_ref(), limits);
+            fit_prompt(&mut result, budget.as_ref(), limits, names);
         }
         Ok(result)
     }

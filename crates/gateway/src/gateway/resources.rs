@@ -128,17 +128,18 @@ impl Gateway {
 
     /// [`Gateway::read_resource`], each text fitted to the budget ([`Gateway::use_budget`])
     /// for a client with `limits`: a huge text comes back as an excerpt and a pointer to the
-    /// spill file holding all of it.
+    /// spill file holding all of it, naming `read_file` as the client does (`names`).
     pub async fn read_resource_for(
         &self,
         uri: &str,
         caller: Option<Arc<dyn toolgate_core::ClientLink>>,
         limits: toolgate_core::ClientLimits,
+        names: &toolgate_core::ToolNames,
         identity: Option<&toolgate_core::Identity>,
     ) -> Result<Vec<rmcp::model::ResourceContents>, ForwardError> {
         let mut contents = self.read_resource_as(uri, caller, identity).await?;
         if let Some(budget) = lock(&self.inner.budget).clone() {
-            fit_resource_contents(&mut contents, budget.as_ref(), limits);
+            fit_resource_contents(&mut contents, budget.as_ref(), limits, names);
         }
         if let Some(save) = lock(&self.inner.save_blob).clone() {
             save_large_blobs(&mut contents, &save);

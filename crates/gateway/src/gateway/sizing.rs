@@ -11,7 +11,7 @@ use std::sync::Arc;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{ContentBlock, GetPromptResult, ResourceContents};
-use toolgate_core::{ClientLimits, ResultBudget, ToolMeta, ToolOutput, TurnResult};
+use toolgate_core::{ClientLimits, ResultBudget, ToolMeta, ToolNames, ToolOutput, TurnResult};
 
 /// Largest binary content (its base64 characters) a `resources/read` answer passes on
 /// whole: about 750 KB of bytes.
@@ -54,22 +54,30 @@ pub fn save_large_blobs(contents: &mut [ResourceContents], save: &SaveBlob) {
     }
 }
 
-/// Fits the texts of a `resources/read` answer to `budget` for a client with `limits`.
+/// Fits the texts of a `resources/read` answer to `budget` for a client with `limits`, whose
+/// model calls toolgate's tools by `names`.
 pub fn fit_resource_contents(
     contents: &mut [ResourceContents],
     budget: &dyn ResultBudget,
     limits: ClientLimits,
+    names: &ToolNames,
 ) {
     let texts = contents.iter_mut().filter_map(|part| match part {
         ResourceContents::TextResourceContents { text, .. } => Some(text),
         _ => None,
     });
-    fit("resource", texts, budget, limits);
+    fit("resource", texts, budget, limits, names);
 }
 
 /// Fits the texts of a `prompts/get` answer (its messages' text and embedded text
-/// resources) to `budget` for a client with `limits`.
-pub fn fit_prompt(result: &mut GetPromptResult, budget: &dyn ResultBudget, limits: ClientLimits) {
+/// resources) to `budget` for a client with `limits`, whose model calls toolgate's tools by
+/// `names`.
+pub fn fit_prompt(
+    result: &mut GetPromptResult,
+    budget: &dyn ResultBudget,
+    limits: ClientLimits,
+    names: &ToolNames,
+) {
     let texts = result
         .messages
         .iter_mut()
@@ -81,7 +89,7 @@ pub fn fit_prompt(result: &mut GetPromptResult, budget: &dyn ResultBudget, limit
             },
             _ => None,
         });
-    fit("prompt", texts, budget, limits);
+    fit("prompt", texts, budget, limits, names);
 }
 
 /// Passes `texts` through `budget` as one turn of results labelled `label` (the spill
@@ -91,6 +99,7 @@ fn fit<'a>(
     texts: impl Iterator<Item = &'a mut String>,
     budget: &dyn ResultBudget,
     limits: ClientLimits,
+    names: &ToolNames,
 ) {
     let meta = ToolMeta {
         spillable: true,
@@ -108,6 +117,7 @@ fn fit<'a>(
             meta: &meta,
             output,
             limits,
+            names: names.clone(),
         })
         .collect();
     budget.apply(&mut turn);
@@ -174,7 +184,12 @@ mod tests {
             ResourceContents::text("small", "test://small"),
             ResourceContents::blob("Y".repeat(100), "test://blob"),
         ];
-        fit_resource_contents(&mut contents, &Cut, ClientLimits::default());
+        fit_resource_contents(
+            &mut contents,
+            &Cut,
+            ClientLimits::default(),
+            &ToolNames::default(),
+        );
         let texts: Vec<&str> = contents
             .iter()
             .map(|c| match c {
@@ -195,7 +210,12 @@ mod tests {
             PromptMessage::new_text(Role::User, "y".repeat(50)),
             PromptMessage::new_text(Role::Assistant, "ok"),
         ]);
-        fit_prompt(&mut result, &Cut, ClientLimits::default());
+        fit_prompt(
+            &mut result,
+            &Cut,
+            ClientLimits::default(),
+            &ToolNames::default(),
+        );
         let texts: Vec<String> = result
             .messages
             .iter()

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use toolgate_core::{ClientLimits, Policy, ResultBudget};
+use toolgate_core::{ClientLimits, Policy, ResultBudget, ToolNames};
 use toolgate_gateway::{
     CatalogCache, GatewayLimits, LIST_RESOURCES, READ_RESOURCE, ResourceCollision, ServerState,
 };
@@ -475,7 +475,13 @@ async fn prompts_and_resource_reads_served_over_mcp_fit_the_budget() {
     };
     let contents = rig
         .gateway
-        .read_resource_for("fake://one/huge", None, ClientLimits::default(), None)
+        .read_resource_for(
+            "fake://one/huge",
+            None,
+            ClientLimits::default(),
+            &ToolNames::default(),
+            None,
+        )
         .await
         .unwrap();
     let text = text_of(&contents);
@@ -500,20 +506,32 @@ async fn prompts_and_resource_reads_served_over_mcp_fit_the_budget() {
     };
     let contents = rig
         .gateway
-        .read_resource_for("fake://one/huge", None, small, None)
+        .read_resource_for("fake://one/huge", None, small, &ToolNames::default(), None)
         .await
         .unwrap();
     assert!(text_of(&contents).len() <= 1_000, "{}", text_of(&contents));
     // Small texts and binary contents pass unchanged.
     let contents = rig
         .gateway
-        .read_resource_for("fake://one/small", None, ClientLimits::default(), None)
+        .read_resource_for(
+            "fake://one/small",
+            None,
+            ClientLimits::default(),
+            &ToolNames::default(),
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(text_of(&contents), "small text of one");
     let contents = rig
         .gateway
-        .read_resource_for("fake://one/blob", None, ClientLimits::default(), None)
+        .read_resource_for(
+            "fake://one/blob",
+            None,
+            ClientLimits::default(),
+            &ToolNames::default(),
+            None,
+        )
         .await
         .unwrap();
     assert!(matches!(
@@ -528,6 +546,7 @@ async fn prompts_and_resource_reads_served_over_mcp_fit_the_budget() {
             None,
             None,
             ClientLimits::default(),
+            &ToolNames::default(),
             None,
         )
         .await
