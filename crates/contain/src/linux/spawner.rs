@@ -27,15 +27,11 @@
 //! command has called `exec` (every other copy is closed by then).
 
 use std::ffi::{OsStr, OsString};
-use std::io::{self, IoSlice};
-use std::mem::MaybeUninit;
+use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
-use rustix::net::{
-    AddressFamily, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
-    sendmsg, socketpair,
-};
+use rustix::net::{AddressFamily, SocketFlags, SocketType, socketpair};
 use rustix::process::Signal;
 use rustix::process::{Pid, PidfdFlags, getpid, kill_process_group, pidfd_open, setpgid};
 
@@ -47,7 +43,7 @@ use crate::sandbox::Armed;
 mod request;
 mod serve;
 
-use request::{CARRIED, RECORD_ERRNO, RECORD_SUPERVISOR};
+use request::{CARRIED, RECORD_ERRNO, RECORD_SUPERVISOR, send};
 
 pub(super) use serve::serve;
 
@@ -178,29 +174,6 @@ fn start_relay(status: &OwnedFd) -> io::Result<(Pid, OwnedFd, Stack)> {
             // Reaped before its stack is unmapped.
             stop(pid);
             Err(e.into())
-        }
-    }
-}
-
-/// Sends the request: the relay's pid and the descriptors, in one message.
-fn send(socket: &OwnedFd, relay: i32, fds: &[BorrowedFd<'_>; CARRIED]) -> io::Result<()> {
-    let header = relay.to_le_bytes();
-    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(CARRIED))];
-    let mut control = SendAncillaryBuffer::new(&mut space);
-    if !control.push(SendAncillaryMessage::ScmRights(fds)) {
-        return Err(io::Error::other("the request's descriptors do not fit"));
-    }
-    loop {
-        let sent = sendmsg(
-            socket,
-            &[IoSlice::new(&header)],
-            &mut control,
-            SendFlags::NOSIGNAL,
-        );
-        match sent {
-            Ok(_) => return Ok(()),
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
         }
     }
 }

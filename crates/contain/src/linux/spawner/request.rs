@@ -1,19 +1,26 @@
-//! The request's command, written by toolgate into a memfd ([`write()`]) and read by the
-//! supervisor straight from a mapping of it ([`Command::read`]), which allocates nothing.
+//! The request toolgate sends the spawner ([`send`], [`receive`]): the relay's pid and seven
+//! descriptors, among them a memfd with the command, written by toolgate ([`write()`]) and
+//! read by the supervisor straight from a mapping of it ([`Command::read`]), which
+//! allocates nothing.
 //!
 //! Layout: `argc`, `envc` and whether a sandbox follows (u32, little-endian), then
 //! NUL-terminated `program`, `cwd`, the arguments and the `KEY=value` strings, then the
 //! sandbox ([`Armed::encode`]).
 
 use std::ffi::{CStr, OsStr, OsString};
-use std::io;
+use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use rustix::fs::{MemfdFlags, memfd_create};
+use rustix::io::Errno;
 use rustix::mm::{MapFlags, ProtFlags, mmap, mmap_anonymous};
+use rustix::net::{
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags, recvmsg, sendmsg,
+};
 
 use crate::sandbox::Armed;
 
@@ -31,6 +38,91 @@ pub(super) const CARRIED: usize = 7;
 /// Records on the exec pipe: 8 bytes, a tag and a value (atomic on a pipe).
 pub(super) const RECORD_SUPERVISOR: u8 = b'S';
 pub(super) const RECORD_ERRNO: u8 = b'E';
+
+/// Sends a request on `socket`: the relay's pid and the descriptors, in one message
+/// (toolgate to the spawner, and the spawner on to a supervisor). Nothing allocated.
+pub(super) fn send(
+    socket: &OwnedFd,
+    relay: i32,
+    fds: &[BorrowedFd<'_>; CARRIED],
+) -> rustix::io::Result<()> {
+    let header = relay.to_le_bytes();
+    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(CARRIED))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !control.push(SendAncillaryMessage::ScmRights(fds)) {
+        return Err(Errno::TOOBIG);
+    }
+    loop {
+        let iov = [IoSlice::new(&header)];
+        match sendmsg(socket, &iov, &mut control, SendFlags::NOSIGNAL) {
+            Ok(_) => return Ok(()),
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// What [`receive`] found on the socket.
+pub(super) enum Received {
+    /// The peer closed its end (or the socket failed).
+    Closed,
+    /// Nothing yet (interrupted, or nothing to read).
+    Nothing,
+    /// A message: its relay's pid, and the descriptors it carried (ours until dropped;
+    /// `None` in each slot when the message was not whole).
+    Request(i32, [Option<OwnedFd>; CARRIED]),
+}
+
+/// Receives one request sent by [`send`]; nothing allocated (the keeper and supervisors
+/// are forked children).
+pub(super) fn receive(socket: &OwnedFd) -> Received {
+    let mut header = [0u8; 4];
+    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(CARRIED))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let received = recvmsg(
+        socket,
+        &mut [IoSliceMut::new(&mut header)],
+        &mut control,
+        RecvFlags::CMSG_CLOEXEC,
+    );
+    let message = match received {
+        Ok(message) if message.bytes == 0 => return Received::Closed,
+        Ok(message) => message,
+        Err(Errno::INTR | Errno::AGAIN) => return Received::Nothing,
+        Err(_) => return Received::Closed,
+    };
+    let mut fds: [Option<OwnedFd>; CARRIED] = Default::default();
+    let mut count = 0;
+    for part in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(received) = part {
+            for fd in received {
+                if let Some(slot) = fds.get_mut(count) {
+                    *slot = Some(fd);
+                }
+                count += 1;
+            }
+        }
+    }
+    let whole = message.bytes == header.len()
+        && count == CARRIED
+        && !message.flags.contains(ReturnFlags::CTRUNC);
+    if !whole {
+        fds = Default::default();
+    }
+    Received::Request(i32::from_le_bytes(header), fds)
+}
+
+/// All `CARRIED` descriptors of a whole request, or `None`.
+pub(super) fn whole(fds: &[Option<OwnedFd>; CARRIED]) -> Option<[BorrowedFd<'_>; CARRIED]> {
+    if fds.iter().any(Option::is_none) {
+        return None;
+    }
+    // Never used: every slot holds a descriptor (checked above).
+    let stdin = rustix::stdio::stdin();
+    Some(std::array::from_fn(|i| {
+        fds[i].as_ref().map_or(stdin, AsFd::as_fd)
+    }))
+}
 
 /// Writes the command line, environment, folder and sandbox into a memfd. Also returns
 /// the sandbox's Landlock ruleset, which the request carries.

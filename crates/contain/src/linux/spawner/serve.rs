@@ -1,20 +1,24 @@
-//! The spawner's side, in the keeper: it serves requests on its socket, forks a supervisor
-//! for each in the relay's group, and reaps them. The keeper is a forked child of a
+//! The spawner's side, in the keeper: it serves requests on its socket, hands each to a
+//! supervisor it forked ahead of time (a *spare*: the fork is then off the path of the
+//! start) after moving it into the relay's group, and reaps them. The keeper is a forked child of a
 //! multi-threaded process, so it and the supervisors make async-signal-safe calls only, on
 //! stack buffers and fresh mappings: no allocation, no lock.
 
-use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
-use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags, recvmsg};
-use rustix::process::{Pid, WaitOptions, getpid, getppid, setpgid, wait};
+use rustix::net::{AddressFamily, SocketFlags, SocketType, socketpair};
+use rustix::process::{
+    Pid, Signal, WaitOptions, getpid, getppid, set_child_subreaper,
+    set_parent_process_death_signal, setpgid, wait,
+};
 
 use super::request::{
-    CARRIED, Command, EXEC, LANDLOCK, MEMFD, RECORD_ERRNO, RECORD_SUPERVISOR, STATUS, STDERR,
-    STDIN, STDOUT,
+    CARRIED, Command, EXEC, LANDLOCK, MEMFD, RECORD_ERRNO, RECORD_SUPERVISOR, Received, STATUS,
+    STDERR, STDIN, STDOUT, receive, send, whole,
 };
 use crate::linux::child::{errno, exit, keep_only, set_mask, signal_set};
 use crate::linux::clone::{Stack, until_exec};
@@ -33,7 +37,12 @@ pub(in crate::linux) fn serve(socket: OwnedFd, init: i32) -> ! {
     let _ = setpgid(None, None);
     let children = child_signals();
     let mut serving = socket.is_some();
+    let mut spare: Option<Spare> = None;
     loop {
+        // Forked once the last request's descriptors are closed (a spare must hold none).
+        if serving && spare.is_none() {
+            spare = fork_spare().ok();
+        }
         // Descriptor 0 (`/dev/null`) asked for nothing stands in for a missing one.
         let mut fds = [
             entry(children.as_ref()),
@@ -67,6 +76,9 @@ pub(in crate::linux) fn serve(socket: OwnedFd, init: i32) -> ! {
         loop {
             match wait(WaitOptions::NOHANG) {
                 Ok(Some((pid, _))) if pid.as_raw_pid() == init => exit(0),
+                Ok(Some((pid, _))) if spare.as_ref().is_some_and(|s| s.pid == pid) => {
+                    spare = None;
+                }
                 Ok(Some(_)) | Err(Errno::INTR) => {}
                 Ok(None) | Err(_) => break,
             }
@@ -75,10 +87,22 @@ pub(in crate::linux) fn serve(socket: OwnedFd, init: i32) -> ! {
             && serving
         {
             if socket_events.contains(PollFlags::IN) {
-                serving = receive(socket);
+                match receive(socket) {
+                    Received::Closed => serving = false,
+                    Received::Nothing => {}
+                    Received::Request(relay, fds) => {
+                        if let Some(fds) = whole(&fds) {
+                            start(relay, &fds, spare.take());
+                        }
+                    }
+                }
             } else if !socket_events.is_empty() {
-                // toolgate closed its end: only the init is left to wait for.
                 serving = false;
+            }
+            if !serving {
+                // toolgate closed its end: only the init is left to wait for (a spare
+                // exits at the end of its channel).
+                spare = None;
             }
         }
     }
@@ -125,48 +149,6 @@ fn child_signals() -> Option<OwnedFd> {
     }
 }
 
-/// Receives and serves one request; `false` when toolgate has closed the socket.
-fn receive(socket: &OwnedFd) -> bool {
-    let mut header = [0u8; 4];
-    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(CARRIED))];
-    let mut control = RecvAncillaryBuffer::new(&mut space);
-    let received = recvmsg(
-        socket,
-        &mut [std::io::IoSliceMut::new(&mut header)],
-        &mut control,
-        RecvFlags::CMSG_CLOEXEC,
-    );
-    let message = match received {
-        Ok(message) => message,
-        Err(e) => return e == Errno::INTR || e == Errno::AGAIN,
-    };
-    if message.bytes == 0 {
-        return false;
-    }
-    // Ours until dropped at the end of this call (the supervisor has its own copies).
-    let mut fds: [Option<OwnedFd>; CARRIED] = Default::default();
-    let mut count = 0;
-    for part in control.drain() {
-        if let RecvAncillaryMessage::ScmRights(received) = part {
-            for fd in received {
-                if let Some(slot) = fds.get_mut(count) {
-                    *slot = Some(fd);
-                }
-                count += 1;
-            }
-        }
-    }
-    let whole = message.bytes == header.len()
-        && count == CARRIED
-        && !message.flags.contains(ReturnFlags::CTRUNC);
-    if whole {
-        let stdin = rustix::stdio::stdin();
-        let fds = std::array::from_fn(|i| fds[i].as_ref().map_or(stdin, AsFd::as_fd));
-        start(i32::from_le_bytes(header), &fds);
-    }
-    true
-}
-
 /// Writes an 8-byte record to the exec pipe. A failed write leaves toolgate to notice the
 /// pipe's end without a record, which it reports.
 fn record(exec: BorrowedFd<'_>, tag: u8, value: i32) {
@@ -174,57 +156,99 @@ fn record(exec: BorrowedFd<'_>, tag: u8, value: i32) {
     let _ = rustix::io::write(exec, &[tag, 0, 0, 0, v[0], v[1], v[2], v[3]]);
 }
 
-/// Forks the supervisor in the relay's group, and says so on the exec pipe. The keeper is
-/// small, so the fork copies little (and nothing of toolgate's).
-fn start(relay: i32, fds: &[BorrowedFd<'_>; CARRIED]) {
-    let exec = fds[EXEC];
-    let Some(relay) = Pid::from_raw(relay.max(0)) else {
-        return record(exec, RECORD_ERRNO, libc::ESRCH);
-    };
-    // Joined for the length of the fork: the supervisor is born in the relay's group,
-    // which it could not name from inside the namespace.
-    if let Err(e) = setpgid(None, Some(relay)) {
-        return record(exec, RECORD_ERRNO, e.raw_os_error());
-    }
-    // SAFETY: a fork of this single-threaded process; the child runs `supervisor_start`,
-    // which never returns.
+/// A supervisor forked ahead of its request, waiting on its end of `channel`.
+struct Spare {
+    pid: Pid,
+    channel: OwnedFd,
+}
+
+/// Forks a spare supervisor ([`spare_main`]).
+fn fork_spare() -> io::Result<Spare> {
+    let (ours, theirs) = socketpair(
+        AddressFamily::UNIX,
+        SocketType::SEQPACKET,
+        SocketFlags::CLOEXEC,
+        None,
+    )?;
+    // SAFETY: a fork of this single-threaded process; the child runs `spare_main`, which
+    // makes async-signal-safe calls only and never returns.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        supervisor_start(fds)
+        drop(ours);
+        spare_main(theirs)
     }
-    let forked = errno();
-    if setpgid(None, None).is_err() {
-        // Left in the relay's group, the keeper would die with it: end the namespace now
-        // instead (toolgate falls back to process groups).
-        exit(1)
-    }
-    match pid {
-        pid if pid > 0 => record(exec, RECORD_SUPERVISOR, pid),
-        _ => record(exec, RECORD_ERRNO, forked),
+    match Pid::from_raw(pid.max(0)) {
+        Some(pid) => Ok(Spare { pid, channel: ours }),
+        None => Err(io::Error::from_raw_os_error(errno())),
     }
 }
 
-/// The supervisor, a fork of the spawner: reads the request, starts the command
-/// vfork-style, and goes on as the supervisor (`supervisor_main`).
+/// Hands the request to `spare` (or to one forked now) in the relay's group, and says so
+/// on the exec pipe. A spare that cannot take it is dropped: it exits at the end of its
+/// channel.
+fn start(relay: i32, fds: &[BorrowedFd<'_>; CARRIED], spare: Option<Spare>) {
+    let exec = fds[EXEC];
+    let Some(group) = Pid::from_raw(relay.max(0)) else {
+        return record(exec, RECORD_ERRNO, libc::ESRCH);
+    };
+    let spare = match spare.map_or_else(fork_spare, Ok) {
+        Ok(spare) => spare,
+        Err(e) => return record(exec, RECORD_ERRNO, e.raw_os_error().unwrap_or(libc::EAGAIN)),
+    };
+    // A parent may move its child into another group until the child execs: the
+    // supervisor joins the relay's, which it could not name from inside the namespace.
+    let handed =
+        setpgid(Some(spare.pid), Some(group)).and_then(|()| send(&spare.channel, relay, fds));
+    match handed {
+        Ok(()) => record(exec, RECORD_SUPERVISOR, spare.pid.as_raw_pid()),
+        Err(e) => record(exec, RECORD_ERRNO, e.raw_os_error()),
+    }
+}
+
+/// A spare supervisor, forked by the spawner: gets ready (death with the spawner, the
+/// subreaper), then waits for its request and starts it ([`supervisor_start`]).
+fn spare_main(channel: OwnedFd) -> ! {
+    let ready = get_ready();
+    // Nothing inherited stays open but the channel and `/dev/null` on 0–2.
+    let Some(channel) = tidy(channel) else {
+        exit(127)
+    };
+    let fds = loop {
+        match receive(&channel) {
+            Received::Request(_, fds) => break fds,
+            Received::Nothing => {}
+            Received::Closed => exit(0),
+        }
+    };
+    // The spawner checked that the request is whole before it sent it on.
+    let Some(fds) = whole(&fds) else { exit(127) };
+    if let Err(errno) = ready {
+        record(fds[EXEC], RECORD_ERRNO, errno);
+        exit(127)
+    }
+    supervisor_start(&fds)
+}
+
+/// Death with the spawner and the subreaper; the errno of a step that failed.
+fn get_ready() -> Result<(), i32> {
+    let failed = |e: Errno| e.raw_os_error();
+    set_parent_process_death_signal(Some(Signal::KILL)).map_err(failed)?;
+    // The spawner is outside the namespace, so its pid reads as 0 here; anything else
+    // means it died before the death signal was armed.
+    if getppid().is_some() {
+        return Err(libc::ESRCH);
+    }
+    set_child_subreaper(Some(getpid())).map_err(failed)
+}
+
+/// The supervisor, once its request came: reads it, starts the command vfork-style, and
+/// goes on as the supervisor (`supervisor_main`).
 fn supervisor_start(fds: &[BorrowedFd<'_>; CARRIED]) -> ! {
     let exec = fds[EXEC];
     let fail = |errno: i32| -> ! {
         record(exec, RECORD_ERRNO, errno);
         exit(127)
     };
-    if let Err(e) =
-        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
-    {
-        fail(e.raw_os_error());
-    }
-    // The spawner is outside the namespace, so its pid reads as 0 here; anything else
-    // means it died before the death signal was armed.
-    if getppid().is_some() {
-        fail(libc::ESRCH);
-    }
-    if let Err(e) = rustix::process::set_child_subreaper(Some(getpid())) {
-        fail(e.raw_os_error());
-    }
     let Some(command) = Command::read(fds[MEMFD]) else {
         fail(libc::EINVAL)
     };
