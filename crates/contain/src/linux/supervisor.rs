@@ -1,10 +1,10 @@
 //! The per-command supervisor: nothing a command starts outlives it.
 //!
 //! Inside the namespace each command has a *supervisor* (the relay's child, or the
-//! spawner's), a child subreaper (`PR_SET_CHILD_SUBREAPER`) that starts the command. When a
-//! process of the command dies, its orphans are given to the nearest subreaper among their ancestors *in the same PID
-//! namespace*, so they come to the supervisor (toolgate's namespace init would otherwise
-//! adopt them), `setsid` and double forks included. The supervisor leaves the command's
+//! spawner's), a child subreaper (`PR_SET_CHILD_SUBREAPER`) that starts the command. When
+//! a process of the command dies, its orphans are given to the nearest subreaper among
+//! their ancestors *in the same PID namespace*, so they come to the supervisor (toolgate's
+//! namespace init would otherwise adopt them), `setsid` and double forks included. The supervisor leaves the command's
 //! process group at once, so a signal toolgate sends to the group never reaches it.
 //!
 //! When the command (the shell) exits, the supervisor SIGKILLs every child it has that

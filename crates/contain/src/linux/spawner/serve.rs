@@ -1,8 +1,8 @@
 //! The spawner's side, in the keeper: it serves requests on its socket, hands each to a
 //! supervisor it forked ahead of time (a *spare*: the fork is then off the path of the
-//! start) after moving it into the relay's group, and reaps them. The keeper is a forked child of a
-//! multi-threaded process, so it and the supervisors make async-signal-safe calls only, on
-//! stack buffers and fresh mappings: no allocation, no lock.
+//! start) after moving it into the relay's group, and reaps them. The keeper is a forked
+//! child of a multi-threaded process, so it and the supervisors make async-signal-safe
+//! calls only, on stack buffers and fresh mappings: no allocation, no lock.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
