@@ -58,26 +58,22 @@ pub(super) fn prepare(
 /// declares them: a mounted tool whose schema names the field gets it. Only the client's
 /// fields are dropped; any other unknown field is still refused by the tool.
 fn drop_injected(args: RawArgs, tool: &dyn DynTool, injected: &[String]) -> RawArgs {
-    let mut value = match &args {
-        RawArgs::Json(value) => value.clone(),
-        RawArgs::Text(text) => match serde_json::from_str::<Value>(text) {
+    // Taken, not copied: a call's arguments may be large (a whole file to write).
+    let mut value = match args {
+        RawArgs::Json(value) => value,
+        RawArgs::Text(text) => match serde_json::from_str::<Value>(&text) {
             Ok(value) => value,
             // Not JSON: the parse error further on says so.
-            Err(_) => return args,
+            Err(_) => return RawArgs::Text(text),
         },
     };
-    let Value::Object(fields) = &mut value else {
-        return args;
-    };
-    let declared = tool.spec().input_schema.get("properties");
-    let before = fields.len();
-    for key in injected {
-        if declared.and_then(|p| p.get(key)).is_none() {
-            fields.remove(key);
+    if let Value::Object(fields) = &mut value {
+        let declared = tool.spec().input_schema.get("properties");
+        for key in injected {
+            if declared.and_then(|p| p.get(key)).is_none() {
+                fields.remove(key);
+            }
         }
-    }
-    if fields.len() == before {
-        return args;
     }
     RawArgs::Json(value)
 }
