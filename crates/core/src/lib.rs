@@ -158,7 +158,7 @@ pub use result_budget::{ResultBudget, TurnResult};
 pub use schedule::{Footprint, OrderGate, Resource, ResourceLocks, Ticket};
 pub use session::{Approval, Extensions, Session, SessionInit};
 pub use spec::{Concurrency, DisclosureHint, ToolMeta, ToolSpec, schema_for};
-pub use tool::{DynTool, Tool, ToolError, TypedTool, run_blocking};
+pub use tool::{DynTool, Tool, ToolError, TypedTool, run_blocking, with_causes};
 pub use user_dirs::{MissingUserDir, UserDir, UserDirs};
 
 // The README's library example, run by `cargo test --doc` like the examples above.

@@ -262,6 +262,22 @@ pub(crate) fn json_kind(v: &Value) -> &'static str {
     }
 }
 
+/// An error with its causes, each once: libraries whose errors say little at the top (rmcp's
+/// transport and auth errors) keep the useful part in their sources.
+pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::{json_words, parse_args};

@@ -332,21 +332,7 @@ pub(crate) fn secs(d: Duration) -> String {
     }
 }
 
-/// An error with its causes, which carry the useful part (rmcp's errors say little at the
-/// top).
-pub(crate) fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
-    text
-}
+pub(crate) use toolgate_core::with_causes;
 
 /// An rmcp error message without the Rust type names it embeds
 /// ("Transport [rmcp::transport::worker::WorkerTransport<…>] error: ").

@@ -30,7 +30,6 @@ use rmcp::transport::auth::OAuthClientConfig;
 
 use crate::bound::{ServerCredentials, Shared};
 use crate::config::Server;
-use crate::describe;
 use crate::store::{StoreError, TokenStore};
 
 /// Seconds before expiry a token is renewed: rmcp's 30 s (or half a short token's life).
@@ -324,11 +323,11 @@ pub enum ClientError {
     #[error("its stored login cannot be read: {0}")]
     Store(#[source] StoreError),
     /// rmcp's authorization manager refused the server or the stored client.
-    #[error("{}", describe(.0))]
+    #[error("{}", toolgate_core::with_causes(.0))]
     OAuth(#[source] AuthError),
     /// The authorization server's metadata cannot be fetched (retried later; no human
     /// can help).
-    #[error("its authorization server cannot be reached: {}", describe(.0))]
+    #[error("its authorization server cannot be reached: {}", toolgate_core::with_causes(.0))]
     Unreachable(#[source] AuthError),
     /// The server's authorization server is not the one the stored login is from.
     #[error(

@@ -56,19 +56,3 @@ fn tls_provider() {
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
 }
-
-/// An error with its causes, which carry the useful part (rmcp's auth errors say little
-/// at the top).
-fn describe(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
-    text
-}

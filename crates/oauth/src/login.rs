@@ -24,7 +24,6 @@ use serde_json::Value;
 use crate::bound::{ServerCredentials, Shared};
 use crate::callback::Callback;
 use crate::config::Server;
-use crate::describe;
 use crate::store::{AuthStatus, TokenStore};
 
 /// How `login` talks to the human.
@@ -79,7 +78,7 @@ pub enum LoginError {
     #[error(transparent)]
     Url(#[from] crate::browser::LoginUrlError),
     /// The OAuth exchange failed (with its causes, which carry the useful part).
-    #[error("{}", describe(.0))]
+    #[error("{}", toolgate_core::with_causes(.0))]
     OAuth(#[from] AuthError),
     /// The authorization URL has no `state` to wait for.
     #[error("the authorization URL carries no `state`; report this as a bug")]
